@@ -1,0 +1,179 @@
+//! The resource catalog: the one place where brandhub says what its resources are. Parsing,
+//! planning, SQL, the database schema, rendering, OpenAPI and the docs all read it; none of them
+//! lists a resource's fields again.
+//!
+//! This crate is pure data with lookups; it does no I/O.
+
+pub mod model;
+pub mod naming;
+mod resources;
+
+pub use model::{
+    Field, FieldType, IndexDef, ListStorage, NoneAs, Relation, RelationKind, Resource, UserType,
+};
+
+use std::sync::LazyLock;
+
+/// All resources, checked for consistency when first used.
+#[derive(Debug)]
+pub struct Catalog {
+    resources: Vec<Resource>,
+}
+
+static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
+    let catalog = Catalog {
+        resources: resources::declare(),
+    };
+    if let Err(problem) = catalog.check() {
+        panic!("the resource catalog is inconsistent: {problem}");
+    }
+    catalog
+});
+
+/// The catalog of this build.
+pub fn catalog() -> &'static Catalog {
+    &CATALOG
+}
+
+impl Catalog {
+    /// Every resource, in documentation order.
+    pub fn resources(&self) -> &[Resource] {
+        &self.resources
+    }
+
+    /// The resource with this URL name.
+    pub fn resource(&self, name: &str) -> Option<&Resource> {
+        self.resources.iter().find(|r| r.name == name)
+    }
+
+    /// The resource a relation leads to.
+    pub fn target(&self, relation: &Relation) -> &Resource {
+        self.resource(relation.target)
+            .expect("relation targets are checked when the catalog loads")
+    }
+
+    /// The URL names of all resources, for error messages.
+    pub fn resource_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.resources.iter().map(|r| r.name)
+    }
+
+    /// Checks what the type system cannot: names unique, relations and templates pointing at
+    /// things that exist. Run once at start; a failure is a bug in `resources.rs`.
+    fn check(&self) -> Result<(), String> {
+        let mut names = std::collections::HashSet::new();
+        for resource in &self.resources {
+            if !names.insert(resource.name) {
+                return Err(format!("resource {} declared twice", resource.name));
+            }
+            let mut own = std::collections::HashSet::new();
+            for field in &resource.fields {
+                if !own.insert(field.name) {
+                    return Err(format!("{}.{} declared twice", resource.name, field.name));
+                }
+            }
+            for relation in &resource.relations {
+                if !own.insert(relation.name) {
+                    return Err(format!("{}.{} declared twice", resource.name, relation.name));
+                }
+                let target = self
+                    .resource(relation.target)
+                    .ok_or_else(|| format!("{} targets unknown {}", relation.name, relation.target))?;
+                match relation.kind {
+                    RelationKind::ToOne { fk } => {
+                        let field = resource
+                            .field_named(fk)
+                            .ok_or_else(|| format!("{} has no field {fk}", resource.name))?;
+                        if field.ty != FieldType::Id {
+                            return Err(format!("{}.{fk} is not an id", resource.name));
+                        }
+                    }
+                    RelationKind::ToMany { target_fk } => {
+                        let back = target.relations.iter().any(|r| {
+                            r.target == resource.name
+                                && r.kind == RelationKind::ToOne { fk: target_fk }
+                        });
+                        if !back {
+                            return Err(format!(
+                                "{}: {}.{target_fk} is not a relation back to {}",
+                                relation.name, target.name, resource.name
+                            ));
+                        }
+                    }
+                }
+            }
+            for path in &resource.template {
+                self.check_template_path(resource, path)?;
+            }
+            for index in &resource.indexes {
+                for path in &index.paths {
+                    if resource.field_at(path).is_none_or(|f| !f.has_column()) {
+                        return Err(format!("index of {} names {path}", resource.name));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_template_path(&self, resource: &Resource, path: &str) -> Result<(), String> {
+        let mut current = resource;
+        let mut parts = path.split('.').peekable();
+        while let Some(part) = parts.next() {
+            if let Some(relation) = current.relation(part) {
+                current = self.target(relation);
+            } else if parts.peek().is_none() && current.field_at(part).is_some() {
+                return Ok(());
+            } else {
+                return Err(format!("template of {} names {path}", resource.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_is_consistent_and_has_every_contract_resource() {
+        let names: Vec<_> = catalog().resource_names().collect();
+        for expected in [
+            "file", "stock", "order", "orderItem", "brand", "brandStore", "warehouse", "host",
+            "store", "product", "variant", "user", "company", "price", "image", "apiKey",
+        ] {
+            assert!(names.contains(&expected), "missing {expected}");
+        }
+    }
+
+    #[test]
+    fn object_subfields_get_dotted_paths_and_flat_columns() {
+        let order = catalog().resource("order").unwrap();
+        let net = order.field_at("detail.net").unwrap();
+        assert_eq!(net.path, "detail.net");
+        assert_eq!(net.column, "detail_net");
+        assert_eq!(net.ty, FieldType::Number);
+        assert!(!net.visible_to(UserType::Warehouse));
+        assert!(net.visible_to(UserType::Host));
+        let line1 = order.field_at("billAddress.line1").unwrap();
+        assert_eq!(line1.folded_column().unwrap(), "bill_address_line1_ci");
+    }
+
+    #[test]
+    fn relations_resolve_to_their_targets() {
+        let stock = catalog().resource("stock").unwrap();
+        let variant = stock.relation("stock_variant").unwrap();
+        assert_eq!(catalog().target(variant).name, "variant");
+        assert_eq!(stock.fk_field(variant).unwrap().name, "fk_variant");
+        let order = catalog().resource("order").unwrap();
+        assert!(!order.relation("order_orderItem").unwrap().is_to_one());
+    }
+
+    #[test]
+    fn internal_fields_are_invisible_to_everyone() {
+        let key = catalog().resource("apiKey").unwrap();
+        let hash = key.field_named("secretHash").unwrap();
+        assert!(UserType::ALL.iter().all(|t| !hash.visible_to(*t)));
+        assert!(hash.folded_column().is_none());
+    }
+}

@@ -1,0 +1,461 @@
+//! The shapes the catalog is made of. Everything that describes a resource (its SQL, its
+//! validation, its rendering, its OpenAPI schema and its documentation) is derived from these.
+
+use crate::naming::{folded_column, snake_case};
+
+/// The kinds of user a key can belong to; they decide scope and restricted properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UserType {
+    Admin,
+    Sponsor,
+    Company,
+    Host,
+    Warehouse,
+}
+
+impl UserType {
+    /// Every user type, in the order the docs list them.
+    pub const ALL: [UserType; 5] = [
+        UserType::Admin,
+        UserType::Sponsor,
+        UserType::Company,
+        UserType::Host,
+        UserType::Warehouse,
+    ];
+
+    /// The value stored in `user.type` and accepted on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UserType::Admin => "admin",
+            UserType::Sponsor => "sponsor",
+            UserType::Company => "company",
+            UserType::Host => "host",
+            UserType::Warehouse => "warehouse",
+        }
+    }
+
+    /// Parses the stored or typed form.
+    pub fn parse(text: &str) -> Option<UserType> {
+        UserType::ALL.into_iter().find(|t| t.as_str() == text)
+    }
+}
+
+/// The value type of a field: it decides how filters parse values, how SQL compares them, how
+/// rows are decoded and how values are rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FieldType {
+    /// A 32-hex uppercase identifier (own id or foreign key).
+    Id,
+    /// Free text: compared case-insensitively through a folded copy column.
+    Text,
+    /// A whole number.
+    Integer,
+    /// A decimal number (prices, quantities with fractions).
+    Number,
+    /// true / false.
+    Boolean,
+    /// `YYYY-MM-DDTHH:MM:SS` in UTC; unset renders as `""`.
+    Timestamp,
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, used inside file details.
+    PreciseTimestamp,
+    /// A JSON object of subfields, each stored in its own column.
+    Object,
+    /// An array of ids or texts, stored one row per element in a list table.
+    List,
+}
+
+impl FieldType {
+    /// The name used in error messages, the docs and the OpenAPI description.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FieldType::Id => "id",
+            FieldType::Text => "text",
+            FieldType::Integer => "integer",
+            FieldType::Number => "number",
+            FieldType::Boolean => "boolean",
+            FieldType::Timestamp => "timestamp",
+            FieldType::PreciseTimestamp => "timestamp (ms)",
+            FieldType::Object => "object",
+            FieldType::List => "array",
+        }
+    }
+
+    /// Whether the field has a stored column of its own (objects and lists do not).
+    pub fn has_column(self) -> bool {
+        !matches!(self, FieldType::Object | FieldType::List)
+    }
+}
+
+/// Where the elements of a list field live: `table(owner, position, value)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListStorage {
+    pub table: &'static str,
+    pub owner_column: &'static str,
+    pub value_column: &'static str,
+    /// The type of each element (`Id` or `Text`).
+    pub element: FieldType,
+}
+
+/// How a missing foreign key is rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoneAs {
+    /// `null` (the contract's default).
+    Null,
+    /// 32 zeros (the user record's `fk_*` fields, as the seed shows them).
+    ZeroId,
+}
+
+/// One property of a resource, or one subfield of an object property.
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// The API name within its parent (`net` for `detail.net`).
+    pub name: &'static str,
+    /// The full API path from the record (`detail.net`).
+    pub path: String,
+    /// The stored column (`detail_net`); empty for objects and lists.
+    pub column: String,
+    pub ty: FieldType,
+    /// Subfields of an object, in render order.
+    pub subfields: Vec<Field>,
+    /// Storage of a list's elements.
+    pub list: Option<ListStorage>,
+    /// Filters and ordering on it deserve an index (fold column for text).
+    pub indexed: bool,
+    /// How `None` renders for foreign keys.
+    pub none_as: NoneAs,
+    /// An object that renders as `null` when every subfield is unset.
+    pub nullable_object: bool,
+    /// Stored but never exposed (hashes, bookkeeping).
+    pub internal: bool,
+    /// User types for whom this property does not exist (CONTRACT §5 restricted properties).
+    pub hidden_from: Vec<UserType>,
+    /// The name of the to-one relation this foreign key feeds, if any.
+    pub relation: Option<&'static str>,
+    /// One line for the docs and the OpenAPI schema.
+    pub doc: &'static str,
+}
+
+impl Field {
+    fn new(name: &'static str, ty: FieldType) -> Field {
+        Field {
+            name,
+            path: name.to_string(),
+            column: if ty.has_column() {
+                snake_case(name)
+            } else {
+                String::new()
+            },
+            ty,
+            subfields: Vec::new(),
+            list: None,
+            indexed: false,
+            none_as: NoneAs::Null,
+            nullable_object: false,
+            internal: false,
+            hidden_from: Vec::new(),
+            relation: None,
+            doc: "",
+        }
+    }
+
+    /// Whether the field is stored in a column of its own.
+    pub fn has_column(&self) -> bool {
+        self.ty.has_column()
+    }
+
+    /// The column holding the case-folded copy, for text fields.
+    pub fn folded_column(&self) -> Option<String> {
+        (self.ty == FieldType::Text && !self.internal).then(|| folded_column(&self.column))
+    }
+
+    /// Whether a user of this type may see the field.
+    pub fn visible_to(&self, user_type: UserType) -> bool {
+        !self.internal && !self.hidden_from.contains(&user_type)
+    }
+
+    /// The subfield with this name.
+    pub fn subfield(&self, name: &str) -> Option<&Field> {
+        self.subfields.iter().find(|f| f.name == name)
+    }
+
+    /// Every stored leaf under this field (itself if it has a column).
+    pub fn leaves(&self) -> Vec<&Field> {
+        if self.ty == FieldType::Object {
+            self.subfields.iter().flat_map(Field::leaves).collect()
+        } else {
+            vec![self]
+        }
+    }
+
+    // ---- declaration helpers: used by `resources.rs` ----
+
+    /// Marks the field as served by an index.
+    pub fn indexed(mut self) -> Self {
+        self.indexed = true;
+        self
+    }
+
+    /// Adds the line the docs show for this field.
+    pub fn doc(mut self, doc: &'static str) -> Self {
+        self.doc = doc;
+        self
+    }
+
+    /// Renders a missing id as 32 zeros.
+    pub fn zero_when_none(mut self) -> Self {
+        self.none_as = NoneAs::ZeroId;
+        self
+    }
+
+    /// Renders an object as `null` when all its subfields are unset.
+    pub fn nullable(mut self) -> Self {
+        self.nullable_object = true;
+        self
+    }
+
+    /// Keeps the field out of the API entirely.
+    pub fn internal(mut self) -> Self {
+        self.internal = true;
+        self
+    }
+
+    /// Makes the field not exist for the given user types.
+    pub fn hidden_from(mut self, user_types: &[UserType]) -> Self {
+        self.hidden_from.extend_from_slice(user_types);
+        for sub in &mut self.subfields {
+            sub.hidden_from.extend_from_slice(user_types);
+        }
+        self
+    }
+
+    fn nest_under(mut self, parent: &str) -> Self {
+        self.path = format!("{parent}.{}", self.path);
+        if self.has_column() {
+            self.column = snake_case(&self.path);
+        }
+        self.subfields = self
+            .subfields
+            .into_iter()
+            .map(|sub| sub.nest_under(parent))
+            .collect();
+        self
+    }
+}
+
+/// The primary key every resource has.
+pub fn id() -> Field {
+    Field::new("id", FieldType::Id).doc("Unique id: 32 uppercase hex characters (UUIDv7).")
+}
+
+/// A text field.
+pub fn text(name: &'static str) -> Field {
+    Field::new(name, FieldType::Text)
+}
+
+/// A whole-number field.
+pub fn integer(name: &'static str) -> Field {
+    Field::new(name, FieldType::Integer)
+}
+
+/// A decimal-number field.
+pub fn number(name: &'static str) -> Field {
+    Field::new(name, FieldType::Number)
+}
+
+/// A true/false field.
+pub fn boolean(name: &'static str) -> Field {
+    Field::new(name, FieldType::Boolean)
+}
+
+/// A `YYYY-MM-DDTHH:MM:SS` field.
+pub fn timestamp(name: &'static str) -> Field {
+    Field::new(name, FieldType::Timestamp)
+}
+
+/// A `YYYY-MM-DDTHH:MM:SS.mmmZ` field (file details).
+pub fn precise_timestamp(name: &'static str) -> Field {
+    Field::new(name, FieldType::PreciseTimestamp)
+}
+
+/// A plain id field that is not a relation (for example a file id kept for reference).
+pub fn id_field(name: &'static str) -> Field {
+    Field::new(name, FieldType::Id)
+}
+
+/// A foreign key and the to-one relation it feeds.
+pub fn fk(name: &'static str, relation: &'static str) -> Field {
+    let mut field = Field::new(name, FieldType::Id).indexed();
+    field.relation = Some(relation);
+    field
+}
+
+/// An object whose subfields are stored as columns `<name>_<sub>`.
+pub fn object(name: &'static str, subfields: Vec<Field>) -> Field {
+    let mut field = Field::new(name, FieldType::Object);
+    field.subfields = subfields
+        .into_iter()
+        .map(|sub| sub.nest_under(name))
+        .collect();
+    field
+}
+
+/// An array field whose elements live in `table(owner_column, position, value_column)`.
+pub fn list(
+    name: &'static str,
+    element: FieldType,
+    table: &'static str,
+    owner_column: &'static str,
+    value_column: &'static str,
+) -> Field {
+    let mut field = Field::new(name, FieldType::List);
+    field.list = Some(ListStorage {
+        table,
+        owner_column,
+        value_column,
+        element,
+    });
+    field
+}
+
+/// Whether a relation points at one record or gathers many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RelationKind {
+    /// This resource's `fk` field holds the target's id.
+    ToOne { fk: &'static str },
+    /// The target's `target_fk` field holds this resource's id.
+    ToMany { target_fk: &'static str },
+}
+
+/// A named way from one resource to another (`stock_variant`, `order_orderItem`).
+#[derive(Debug, Clone)]
+pub struct Relation {
+    pub name: &'static str,
+    pub target: &'static str,
+    pub kind: RelationKind,
+}
+
+impl Relation {
+    /// Whether the relation yields at most one record.
+    pub fn is_to_one(&self) -> bool {
+        matches!(self.kind, RelationKind::ToOne { .. })
+    }
+}
+
+/// A composite index or uniqueness rule over API paths (for lookups the fields alone don't say).
+#[derive(Debug, Clone)]
+pub struct IndexDef {
+    pub paths: Vec<&'static str>,
+    pub unique: bool,
+}
+
+/// One resource of the API (`/api/<name>`) and the table behind it.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub name: &'static str,
+    pub table: &'static str,
+    pub doc: &'static str,
+    pub fields: Vec<Field>,
+    pub relations: Vec<Relation>,
+    /// Relation paths (in `fields` syntax) that the default template expands.
+    pub template: Vec<&'static str>,
+    /// Properties that `fields` and `exclude` never remove.
+    pub mandatory: Vec<&'static str>,
+    pub indexes: Vec<IndexDef>,
+}
+
+impl Resource {
+    /// Starts a resource declaration; `id` comes first and is mandatory.
+    pub fn new(name: &'static str, table: &'static str, doc: &'static str) -> Resource {
+        Resource {
+            name,
+            table,
+            doc,
+            fields: vec![id()],
+            relations: Vec::new(),
+            template: Vec::new(),
+            mandatory: vec!["id"],
+            indexes: Vec::new(),
+        }
+    }
+
+    /// Adds a field; a foreign key also adds its to-one relation to `target`.
+    pub fn field(mut self, field: Field) -> Self {
+        self.fields.push(field);
+        self
+    }
+
+    /// Adds a foreign key field and its relation to `target` in one step.
+    pub fn relation_fk(mut self, field: Field, target: &'static str) -> Self {
+        let relation = field.relation.expect("relation_fk takes a field built with fk()");
+        self.relations.push(Relation {
+            name: relation,
+            target,
+            kind: RelationKind::ToOne { fk: field.name },
+        });
+        self.fields.push(field);
+        self
+    }
+
+    /// Adds a to-many relation: records of `target` whose `target_fk` is this record's id.
+    pub fn has_many(
+        mut self,
+        name: &'static str,
+        target: &'static str,
+        target_fk: &'static str,
+    ) -> Self {
+        self.relations.push(Relation {
+            name,
+            target,
+            kind: RelationKind::ToMany { target_fk },
+        });
+        self
+    }
+
+    /// Sets the relation paths the default template expands.
+    pub fn template(mut self, paths: &[&'static str]) -> Self {
+        self.template = paths.to_vec();
+        self
+    }
+
+    /// Declares a composite index (or uniqueness rule) over API paths.
+    pub fn index(mut self, paths: &[&'static str], unique: bool) -> Self {
+        self.indexes.push(IndexDef {
+            paths: paths.to_vec(),
+            unique,
+        });
+        self
+    }
+
+    /// The top-level field with this API name.
+    pub fn field_named(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The field at a dotted path inside this resource (`detail.net`), not through relations.
+    pub fn field_at(&self, path: &str) -> Option<&Field> {
+        let mut parts = path.split('.');
+        let mut field = self.field_named(parts.next()?)?;
+        for part in parts {
+            field = field.subfield(part)?;
+        }
+        Some(field)
+    }
+
+    /// The relation with this name.
+    pub fn relation(&self, name: &str) -> Option<&Relation> {
+        self.relations.iter().find(|r| r.name == name)
+    }
+
+    /// Every stored leaf field, in declaration order (objects flattened).
+    pub fn leaf_fields(&self) -> impl Iterator<Item = &Field> {
+        self.fields.iter().flat_map(Field::leaves)
+    }
+
+    /// The foreign key field of a to-one relation.
+    pub fn fk_field(&self, relation: &Relation) -> Option<&Field> {
+        match relation.kind {
+            RelationKind::ToOne { fk } => self.field_named(fk),
+            RelationKind::ToMany { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! Every resource of the API, declared once. Field order is render order; `indexed` marks the
+//! fields whose equality and prefix (`@`) filters must be served by an index.
+
+use crate::model::{
+    FieldType, Resource, UserType, boolean, fk, id_field, integer, list, number, object,
+    precise_timestamp, text, timestamp,
+};
+
+const WAREHOUSE_CANNOT_SEE_MONEY: &[UserType] = &[UserType::Warehouse];
+const HOST_CANNOT_SEE_IMPORTS: &[UserType] = &[UserType::Host];
+
+fn address_fields(with_id: bool) -> Vec<crate::model::Field> {
+    let mut fields = Vec::new();
+    if with_id {
+        fields.push(integer("id").doc("The host system's address id."));
+    }
+    for name in [
+        "title",
+        "forename",
+        "surname",
+        "company",
+        "line1",
+        "line2",
+        "town",
+        "county",
+        "postcode",
+        "country",
+        "countryCode",
+        "phone",
+        "email",
+    ] {
+        fields.push(text(name));
+    }
+    fields
+}
+
+/// The declarations, in the order the docs list them.
+pub fn declare() -> Vec<Resource> {
+    vec![
+        Resource::new(
+            "company",
+            "company",
+            "A business on the platform: owns brands and warehouses; a sponsor company sponsors others.",
+        )
+        .field(text("name").indexed())
+        .field(text("code").indexed())
+        .relation_fk(
+            fk("fk_sponsor", "company_sponsor").doc("The sponsoring company, or null."),
+            "company",
+        )
+        .field(object(
+            "detail",
+            vec![text("country"), text("vatNumber"), text("contactEmail")],
+        ))
+        .field(timestamp("createdDate").indexed()),
+        Resource::new("brand", "brand", "A brand of a company: owns products and uploads files.")
+            .relation_fk(fk("fk_company", "brand_company"), "company")
+            .field(text("name").indexed())
+            .field(object("detail", vec![text("website"), text("description")]).nullable())
+            .field(text("code").indexed()),
+        Resource::new("warehouse", "warehouse", "A warehouse of a company: holds stock.")
+            .relation_fk(fk("fk_company", "warehouse_company"), "company")
+            .field(text("code").indexed())
+            .field(text("name").indexed())
+            .field(object(
+                "detail",
+                vec![text("town"), text("countryCode"), text("contactEmail")],
+            )),
+        Resource::new(
+            "host",
+            "host",
+            "A selling channel: a retailer or marketplace with stores.",
+        )
+        .field(text("name").indexed())
+        .field(text("code").indexed())
+        .field(object("detail", vec![text("website"), text("countryCode")]))
+        .field(timestamp("createdDate").indexed()),
+        Resource::new("store", "store", "A storefront of a host, selling in one currency.")
+            .relation_fk(fk("fk_host", "store_host"), "host")
+            .field(text("name").indexed())
+            .field(text("code").indexed())
+            .field(text("currency"))
+            .field(object("detail", vec![text("countryCode"), text("url")]))
+            .field(timestamp("createdDate").indexed()),
+        Resource::new(
+            "brandStore",
+            "brand_store",
+            "The link of a brand to a store of a host, shipped from one warehouse.",
+        )
+        .relation_fk(fk("fk_brand", "brandStore_brand"), "brand")
+        .relation_fk(fk("fk_store", "brandStore_store"), "store")
+        .relation_fk(fk("fk_warehouse", "brandStore_warehouse"), "warehouse")
+        .field(object(
+            "detail",
+            vec![
+                text("stockType").doc("How stock is offered to the store."),
+                text("adjustType")
+                    .doc("How prices are adjusted for the store.")
+                    .hidden_from(HOST_CANNOT_SEE_IMPORTS),
+                number("adjustValue")
+                    .doc("The adjustment amount.")
+                    .hidden_from(HOST_CANNOT_SEE_IMPORTS),
+            ],
+        ))
+        .index(&["fk_brand", "fk_store"], true),
+        Resource::new("product", "product", "A product of a brand; its variants carry barcodes.")
+            .relation_fk(fk("fk_brand", "product_brand"), "brand")
+            .field(text("code").indexed().doc("The brand's product code."))
+            .field(text("title").indexed())
+            .field(text("category").indexed())
+            .field(text("description"))
+            .field(text("productBrand"))
+            .field(text("season").indexed())
+            .field(text("origin"))
+            .field(text("composition"))
+            .field(text("careInstructions"))
+            .field(timestamp("createdDate").indexed())
+            .field(text("status").indexed())
+            .field(
+                object(
+                    "detail",
+                    vec![id_field("importFile").doc("The file that last wrote the product.")],
+                )
+                .hidden_from(HOST_CANNOT_SEE_IMPORTS),
+            )
+            .field(text("commodityCode"))
+            .has_many("product_variant", "variant", "fk_product")
+            .has_many("product_image", "image", "fk_product")
+            .index(&["fk_brand", "code"], true),
+        Resource::new("variant", "variant", "A sellable variant of a product (a size, a colour).")
+            .relation_fk(fk("fk_product", "variant_product"), "product")
+            .field(text("code").indexed())
+            .field(text("barcode").indexed().doc("EAN/UPC barcode, as text."))
+            .field(text("colour").indexed())
+            .field(integer("sequence"))
+            .field(text("size").indexed())
+            .field(object(
+                "detail",
+                vec![
+                    number("rrp"),
+                    number("price"),
+                    id_field("importFile")
+                        .doc("The file that last wrote the variant.")
+                        .hidden_from(HOST_CANNOT_SEE_IMPORTS),
+                ],
+            ))
+            .field(boolean("vatable"))
+            .field(number("rrp").doc("Recommended retail price."))
+            .has_many("variant_stock", "stock", "fk_variant")
+            .has_many("variant_price", "price", "fk_variant"),
+        Resource::new("stock", "stock", "Stock of one variant in one warehouse.")
+            .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
+            .relation_fk(fk("fk_variant", "stock_variant"), "variant")
+            .field(integer("inStock").doc("Units on hand."))
+            .field(integer("demand").doc("Units ordered but not yet shipped."))
+            .field(integer("supply").doc("Units expected in."))
+            .field(timestamp("lastUpdate").indexed())
+            .template(&[
+                "stock_warehouse",
+                "stock_variant",
+                "stock_variant.variant_product",
+                "stock_variant.variant_product.product_brand",
+            ])
+            .index(&["fk_warehouse", "fk_variant"], true),
+        Resource::new(
+            "order",
+            "orders",
+            "A customer order received by a host for one brand store.",
+        )
+        .relation_fk(fk("fk_brandStore", "order_brandStore"), "brandStore")
+        .field(text("brandOrderRef").indexed())
+        .field(text("hostOrderRef").indexed())
+        .field(text("hostCustOrderRef").indexed())
+        .field(timestamp("orderDate").indexed())
+        .field(timestamp("shipDate"))
+        .field(timestamp("sentToWH"))
+        .field(timestamp("deliveryDate"))
+        .field(text("status").indexed())
+        .field(text("carrier"))
+        .field(text("trackingRef").indexed())
+        .relation_fk(fk("fk_warehouse", "order_warehouse"), "warehouse")
+        .field(object(
+            "detail",
+            vec![
+                text("hostCarrier"),
+                text("hostStatus").doc("Free text from the host system."),
+                text("customerMessage"),
+                number("net").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("gross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("vat").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("shippingGross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("shippingTax").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+            ],
+        ))
+        .field(object("shipAddress", address_fields(true)))
+        .field(object("billAddress", address_fields(false)))
+        .has_many("order_orderItem", "orderItem", "fk_order")
+        .template(&[
+            "order_brandStore",
+            "order_orderItem",
+            "order_orderItem.orderItem_variant.barcode",
+            "order_orderItem.orderItem_variant.colour",
+            "order_orderItem.orderItem_variant.size",
+            "order_orderItem.orderItem_variant.vatable",
+            "order_orderItem.orderItem_variant.variant_product.title",
+        ]),
+        Resource::new("orderItem", "order_item", "One line of an order.")
+            .relation_fk(fk("fk_order", "orderItem_order"), "order")
+            .relation_fk(fk("fk_variant", "orderItem_variant"), "variant")
+            .field(integer("orderQty"))
+            .field(number("itemPrice").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineNet").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineTax").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineGross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(text("currency"))
+            .field(integer("shipQty"))
+            .field(integer("returnQty"))
+            .field(object("detail", vec![text("gift").doc("Gift flag: Y or N.")]))
+            .field(text("status").indexed())
+            .field(text("hostItemRef").indexed())
+            .field(timestamp("returnDate")),
+        Resource::new("user", "users", "A person or system that calls the API with its keys.")
+            .field(text("name").indexed())
+            .field(text("email").indexed())
+            .field(text("type").doc("admin, sponsor, company, host or warehouse."))
+            .field(text("status").doc("active or disabled."))
+            .field(timestamp("createdDate").indexed())
+            .field(object(
+                "detail",
+                vec![
+                    text("lang"),
+                    list(
+                        "companies",
+                        FieldType::Id,
+                        "user_company",
+                        "user_id",
+                        "company_id",
+                    )
+                    .doc("Further companies the user works for."),
+                ],
+            ))
+            .relation_fk(
+                fk("fk_sponsor", "user_sponsor").zero_when_none(),
+                "company",
+            )
+            .relation_fk(fk("fk_host", "user_host").zero_when_none(), "host")
+            .relation_fk(
+                fk("fk_company", "user_company").zero_when_none(),
+                "company",
+            )
+            .relation_fk(
+                fk("fk_warehouse", "user_warehouse").zero_when_none(),
+                "warehouse",
+            )
+            .index(&["email"], true),
+        Resource::new("file", "file", "An uploaded spreadsheet and the result of processing it.")
+            .relation_fk(fk("fk_brand", "file_brand"), "brand")
+            .relation_fk(fk("fk_user", "file_user"), "user")
+            .field(text("fileType").indexed())
+            .field(text("fileName").indexed())
+            .field(timestamp("createdDate").indexed())
+            .field(text("status").indexed())
+            .field(object(
+                "detail",
+                vec![
+                    text("fileMime"),
+                    id_field("host").doc("Host id, for price files."),
+                    precise_timestamp("startDate"),
+                    precise_timestamp("endDate"),
+                    text("error").doc("Problems found while processing; empty when none."),
+                    integer("rowsRead"),
+                    integer("rowsApplied"),
+                    integer("rowsSkipped"),
+                ],
+            ))
+            .template(&["file_brand", "file_user"]),
+        Resource::new("price", "price", "The price of a variant at a host between two dates.")
+            .relation_fk(fk("fk_variant", "price_variant"), "variant")
+            .relation_fk(fk("fk_host", "price_host"), "host")
+            .relation_fk(
+                fk("fk_file", "price_file").hidden_from(HOST_CANNOT_SEE_IMPORTS),
+                "file",
+            )
+            .field(number("price"))
+            .field(number("rrp"))
+            .field(timestamp("startDate").indexed())
+            .field(timestamp("endDate").doc("Empty for a permanent markdown.")),
+        Resource::new("image", "image", "An image of a product or of one of its variants.")
+            .relation_fk(fk("fk_product", "image_product"), "product")
+            .relation_fk(fk("fk_variant", "image_variant"), "variant")
+            .relation_fk(
+                fk("fk_file", "image_file").hidden_from(HOST_CANNOT_SEE_IMPORTS),
+                "file",
+            )
+            .field(text("url"))
+            .field(integer("position")),
+        Resource::new("apiKey", "api_key", "An API key of a user, with its grants.")
+            .relation_fk(fk("fk_user", "apiKey_user"), "user")
+            .field(text("name").indexed())
+            .field(text("prefix").indexed().doc("The first 8 characters of the secret."))
+            .field(
+                list("grants", FieldType::Text, "api_key_grant", "api_key_id", "grant_text")
+                    .doc("resource:METHODS entries, such as file:GET,POST or *:GET."),
+            )
+            .field(timestamp("createdDate").indexed())
+            .field(timestamp("lastUsed"))
+            .field(boolean("revoked"))
+            .field(text("secretHash").internal()),
+    ]
+}

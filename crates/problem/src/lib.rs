@@ -1,0 +1,213 @@
+//! The API's error vocabulary: one enum of codes, one table mapping each code to its HTTP status
+//! and title, and [`ApiError`], the problem+json value (RFC 9457) that every stage of the
+//! pipeline returns. Parsing, planning, storage and the HTTP layer all speak this type, so an
+//! error keeps its code from wherever it was decided up to the response.
+
+use serde::Serialize;
+use std::fmt;
+
+macro_rules! codes {
+    ($($variant:ident => $status:literal, $code:literal, $title:literal;)*) => {
+        /// A stable, machine-readable error code (CONTRACT §10). Clients branch on these.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code { $($variant),* }
+
+        impl Code {
+            /// Every code, in table order: the docs and the tests iterate over it.
+            pub const ALL: &'static [Code] = &[$(Code::$variant),*];
+
+            /// The HTTP status this code is answered with.
+            pub fn status(self) -> u16 {
+                match self { $(Code::$variant => $status),* }
+            }
+
+            /// The snake_case name sent as `code`.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $code),* }
+            }
+
+            /// The short human summary sent as `title`.
+            pub fn title(self) -> &'static str {
+                match self { $(Code::$variant => $title),* }
+            }
+        }
+    };
+}
+
+codes! {
+    InvalidParameter     => 400, "invalid_parameter",      "Invalid parameter";
+    UnknownField         => 400, "unknown_field",          "Unknown field";
+    InvalidValue         => 400, "invalid_value",          "Invalid value";
+    InvalidQuery         => 400, "invalid_query",          "Invalid query";
+    InvalidUpload        => 400, "invalid_upload",         "Invalid upload";
+    Unauthenticated      => 401, "unauthenticated",        "Authentication required";
+    Forbidden            => 403, "forbidden",              "Forbidden";
+    HttpsRequired        => 403, "https_required",         "HTTPS required";
+    NotFound             => 404, "not_found",              "Not found";
+    MethodNotAllowed     => 405, "method_not_allowed",     "Method not allowed";
+    Conflict             => 409, "conflict",               "Conflict";
+    PayloadTooLarge      => 413, "payload_too_large",      "Payload too large";
+    UnsupportedMediaType => 415, "unsupported_media_type", "Unsupported media type";
+    ValidationFailed     => 422, "validation_failed",      "Validation failed";
+    RateLimited          => 429, "rate_limited",           "Too many requests";
+    Internal             => 500, "internal",               "Internal error";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One problem with one field of a write, listed in `errors` of a 422 answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+/// An error as the client will see it: a code, a message naming the culprit, and the optional
+/// extras (`field`, `errors`, `Retry-After`, `Allow`) that some codes carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub code: Code,
+    pub detail: String,
+    pub field: Option<String>,
+    pub errors: Vec<FieldError>,
+    /// Seconds a client should wait before retrying (sent as `Retry-After`).
+    pub retry_after: Option<u64>,
+    /// The methods a path accepts (sent as `Allow` with 405).
+    pub allow: Option<String>,
+}
+
+impl ApiError {
+    /// An error with a message; the message must name what was wrong and, where it helps, what
+    /// would be right.
+    pub fn new(code: Code, detail: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            detail: detail.into(),
+            field: None,
+            errors: Vec::new(),
+            retry_after: None,
+            allow: None,
+        }
+    }
+
+    /// Names the one field (or parameter) at fault.
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// A 400 `unknown_field` that lists the valid names and suggests the closest one.
+    pub fn unknown_field<'a>(
+        what: &str,
+        name: &str,
+        valid: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let valid: Vec<&str> = valid.into_iter().collect();
+        let suggestion = valid
+            .iter()
+            .map(|candidate| (strsim::jaro_winkler(name, candidate), *candidate))
+            .filter(|(score, _)| *score > 0.85)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, candidate)| format!(" Did you mean '{candidate}'?"))
+            .unwrap_or_default();
+        ApiError::new(
+            Code::UnknownField,
+            format!(
+                "{what} '{name}' does not exist.{suggestion} Valid names: {}.",
+                valid.join(", ")
+            ),
+        )
+        .with_field(name)
+    }
+
+    /// A 500 whose message says nothing of the internals; the cause goes to the log instead.
+    pub fn internal() -> Self {
+        ApiError::new(
+            Code::Internal,
+            "The server failed to answer this request. The request id identifies it in the log.",
+        )
+    }
+
+    /// The HTTP status of this error's code.
+    pub fn status(&self) -> u16 {
+        self.code.status()
+    }
+
+    /// The problem+json body.
+    pub fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "type": "about:blank",
+            "title": self.code.title(),
+            "status": self.code.status(),
+            "detail": self.detail,
+            "code": self.code.as_str(),
+        });
+        if let Some(field) = &self.field {
+            body["field"] = serde_json::Value::String(field.clone());
+        }
+        if !self.errors.is_empty() {
+            body["errors"] = serde_json::to_value(&self.errors).unwrap_or_default();
+        }
+        body
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.detail)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// Shorthand for results whose error is an [`ApiError`].
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_snake_case_and_maps_to_an_error_status() {
+        for code in Code::ALL {
+            assert!(code.status() >= 400 && code.status() < 600, "{code}");
+            assert!(
+                code.as_str()
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{code}"
+            );
+        }
+        assert_eq!(Code::ALL.len(), 16);
+    }
+
+    #[test]
+    fn unknown_field_lists_valid_names_and_suggests_the_closest() {
+        let error = ApiError::unknown_field("Field", "barcod", ["barcode", "colour", "size"]);
+        assert_eq!(error.code, Code::UnknownField);
+        assert_eq!(error.field.as_deref(), Some("barcod"));
+        assert!(error.detail.contains("Did you mean 'barcode'?"));
+        assert!(error.detail.contains("barcode, colour, size"));
+    }
+
+    #[test]
+    fn body_is_problem_json() {
+        let body = ApiError::new(Code::InvalidValue, "bad").with_field("page").body();
+        assert_eq!(body["type"], "about:blank");
+        assert_eq!(body["status"], 400);
+        assert_eq!(body["code"], "invalid_value");
+        assert_eq!(body["field"], "page");
+        assert!(body.get("errors").is_none());
+    }
+
+    #[test]
+    fn internal_errors_reveal_nothing() {
+        let body = ApiError::internal().body();
+        assert_eq!(body["status"], 500);
+        assert!(!body["detail"].as_str().unwrap().contains("sql"));
+    }
+}

@@ -121,6 +121,8 @@ pub struct Field {
     pub list: Option<ListStorage>,
     /// Filters and ordering on it deserve an index (fold column for text).
     pub indexed: bool,
+    /// Always set: the column is NOT NULL (text is never null anyway: unset text is `""`).
+    pub required: bool,
     /// How `None` renders for foreign keys.
     pub none_as: NoneAs,
     /// An object that renders as `null` when every subfield is unset.
@@ -149,6 +151,7 @@ impl Field {
             subfields: Vec::new(),
             list: None,
             indexed: false,
+            required: false,
             none_as: NoneAs::Null,
             nullable_object: false,
             internal: false,
@@ -192,6 +195,18 @@ impl Field {
     /// Marks the field as served by an index.
     pub fn indexed(mut self) -> Self {
         self.indexed = true;
+        self
+    }
+
+    /// Marks the field as always set.
+    pub fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+
+    /// Marks a foreign key as optional (a missing relation is `null`).
+    pub fn optional(mut self) -> Self {
+        self.required = false;
         self
     }
 
@@ -244,7 +259,9 @@ impl Field {
 
 /// The primary key every resource has.
 pub fn id() -> Field {
-    Field::new("id", FieldType::Id).doc("Unique id: 32 uppercase hex characters (UUIDv7).")
+    Field::new("id", FieldType::Id)
+        .required()
+        .doc("Unique id: 32 uppercase hex characters (UUIDv7).")
 }
 
 /// A text field.
@@ -282,9 +299,9 @@ pub fn id_field(name: &'static str) -> Field {
     Field::new(name, FieldType::Id)
 }
 
-/// A foreign key and the to-one relation it feeds.
+/// A foreign key and the to-one relation it feeds; required unless marked `optional()`.
 pub fn fk(name: &'static str, relation: &'static str) -> Field {
-    let mut field = Field::new(name, FieldType::Id).indexed();
+    let mut field = Field::new(name, FieldType::Id).indexed().required();
     field.relation = Some(relation);
     field
 }

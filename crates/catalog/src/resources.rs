@@ -45,14 +45,14 @@ pub fn declare() -> Vec<Resource> {
         .field(text("name").indexed())
         .field(text("code").indexed())
         .relation_fk(
-            fk("fk_sponsor", "company_sponsor").doc("The sponsoring company, or null."),
+            fk("fk_sponsor", "company_sponsor").optional().doc("The sponsoring company, or null."),
             "company",
         )
         .field(object(
             "detail",
             vec![text("country"), text("vatNumber"), text("contactEmail")],
         ))
-        .field(timestamp("createdDate").indexed()),
+        .field(timestamp("createdDate").indexed().required()),
         Resource::new("brand", "brand", "A brand of a company: owns products and uploads files.")
             .relation_fk(fk("fk_company", "brand_company"), "company")
             .field(text("name").indexed())
@@ -74,14 +74,14 @@ pub fn declare() -> Vec<Resource> {
         .field(text("name").indexed())
         .field(text("code").indexed())
         .field(object("detail", vec![text("website"), text("countryCode")]))
-        .field(timestamp("createdDate").indexed()),
+        .field(timestamp("createdDate").indexed().required()),
         Resource::new("store", "store", "A storefront of a host, selling in one currency.")
             .relation_fk(fk("fk_host", "store_host"), "host")
             .field(text("name").indexed())
             .field(text("code").indexed())
             .field(text("currency"))
             .field(object("detail", vec![text("countryCode"), text("url")]))
-            .field(timestamp("createdDate").indexed()),
+            .field(timestamp("createdDate").indexed().required()),
         Resource::new(
             "brandStore",
             "brand_store",
@@ -114,7 +114,7 @@ pub fn declare() -> Vec<Resource> {
             .field(text("origin"))
             .field(text("composition"))
             .field(text("careInstructions"))
-            .field(timestamp("createdDate").indexed())
+            .field(timestamp("createdDate").indexed().required())
             .field(text("status").indexed())
             .field(
                 object(
@@ -154,7 +154,7 @@ pub fn declare() -> Vec<Resource> {
             .field(integer("inStock").doc("Units on hand."))
             .field(integer("demand").doc("Units ordered but not yet shipped."))
             .field(integer("supply").doc("Units expected in."))
-            .field(timestamp("lastUpdate").indexed())
+            .field(timestamp("lastUpdate").indexed().required())
             .template(&[
                 "stock_warehouse",
                 "stock_variant",
@@ -178,7 +178,7 @@ pub fn declare() -> Vec<Resource> {
         .field(text("status").indexed())
         .field(text("carrier"))
         .field(text("trackingRef").indexed())
-        .relation_fk(fk("fk_warehouse", "order_warehouse"), "warehouse")
+        .relation_fk(fk("fk_warehouse", "order_warehouse").optional(), "warehouse")
         .field(object(
             "detail",
             vec![
@@ -224,7 +224,7 @@ pub fn declare() -> Vec<Resource> {
             .field(text("email").indexed())
             .field(text("type").doc("admin, sponsor, company, host or warehouse."))
             .field(text("status").doc("active or disabled."))
-            .field(timestamp("createdDate").indexed())
+            .field(timestamp("createdDate").indexed().required())
             .field(object(
                 "detail",
                 vec![
@@ -240,16 +240,16 @@ pub fn declare() -> Vec<Resource> {
                 ],
             ))
             .relation_fk(
-                fk("fk_sponsor", "user_sponsor").zero_when_none(),
+                fk("fk_sponsor", "user_sponsor").optional().zero_when_none(),
                 "company",
             )
-            .relation_fk(fk("fk_host", "user_host").zero_when_none(), "host")
+            .relation_fk(fk("fk_host", "user_host").optional().zero_when_none(), "host")
             .relation_fk(
-                fk("fk_company", "user_company").zero_when_none(),
+                fk("fk_company", "user_company").optional().zero_when_none(),
                 "company",
             )
             .relation_fk(
-                fk("fk_warehouse", "user_warehouse").zero_when_none(),
+                fk("fk_warehouse", "user_warehouse").optional().zero_when_none(),
                 "warehouse",
             )
             .index(&["email"], true),
@@ -258,7 +258,7 @@ pub fn declare() -> Vec<Resource> {
             .relation_fk(fk("fk_user", "file_user"), "user")
             .field(text("fileType").indexed())
             .field(text("fileName").indexed())
-            .field(timestamp("createdDate").indexed())
+            .field(timestamp("createdDate").indexed().required())
             .field(text("status").indexed())
             .field(object(
                 "detail",
@@ -278,18 +278,18 @@ pub fn declare() -> Vec<Resource> {
             .relation_fk(fk("fk_variant", "price_variant"), "variant")
             .relation_fk(fk("fk_host", "price_host"), "host")
             .relation_fk(
-                fk("fk_file", "price_file").hidden_from(HOST_CANNOT_SEE_IMPORTS),
+                fk("fk_file", "price_file").optional().hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 "file",
             )
             .field(number("price"))
             .field(number("rrp"))
-            .field(timestamp("startDate").indexed())
+            .field(timestamp("startDate").indexed().required())
             .field(timestamp("endDate").doc("Empty for a permanent markdown.")),
         Resource::new("image", "image", "An image of a product or of one of its variants.")
             .relation_fk(fk("fk_product", "image_product"), "product")
-            .relation_fk(fk("fk_variant", "image_variant"), "variant")
+            .relation_fk(fk("fk_variant", "image_variant").optional(), "variant")
             .relation_fk(
-                fk("fk_file", "image_file").hidden_from(HOST_CANNOT_SEE_IMPORTS),
+                fk("fk_file", "image_file").optional().hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 "file",
             )
             .field(text("url"))
@@ -302,9 +302,9 @@ pub fn declare() -> Vec<Resource> {
                 list("grants", FieldType::Text, "api_key_grant", "api_key_id", "grant_text")
                     .doc("resource:METHODS entries, such as file:GET,POST or *:GET."),
             )
-            .field(timestamp("createdDate").indexed())
+            .field(timestamp("createdDate").indexed().required())
             .field(timestamp("lastUsed"))
-            .field(boolean("revoked"))
+            .field(boolean("revoked").required())
             .field(text("secretHash").internal()),
     ]
 }

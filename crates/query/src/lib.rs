@@ -1,0 +1,14 @@
+//! The read pipeline's pure stages, after PostgREST's ApiRequest → Plan → Query:
+//!
+//! 1. [`parse`]: the raw URL query and JSON body become a typed [`request::ReadRequest`];
+//! 2. [`plan`]: the request is resolved against the catalog and the caller's [`plan::Viewer`]
+//!    into a [`plan::ReadPlan`] or [`plan::CountPlan`];
+//! 3. [`sql`]: plans become sea-query statements with bound values.
+//!
+//! Nothing here touches a network or a database, so each stage is tested alone.
+
+pub mod parse;
+pub mod plan;
+pub mod request;
+pub mod sql;
+pub mod text;

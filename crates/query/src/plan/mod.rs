@@ -1,0 +1,212 @@
+//! Stage 2 of the pipeline: a [`ReadRequest`] is checked against the catalog, as the caller
+//! sees it, and becomes a plan: which records (filter, scope), in which order, which page, and
+//! what to show of each (selection). Names and values are all decided here; the SQL stage only
+//! translates.
+
+pub mod filter;
+pub mod path;
+pub mod selection;
+pub mod value;
+
+pub use filter::{Leaf, Predicate};
+pub use path::{FieldPath, Hop};
+pub use selection::{SelectedField, SelectedRelation, Selection};
+pub use value::{Comparison, Operand, Test};
+
+use crate::request::{Direction, ReadRequest};
+use brandhub_catalog::{Field, Relation, Resource, UserType};
+use brandhub_problem::ApiResult;
+use path::{PathUse, resolve};
+
+/// The page size when none is asked for.
+pub const DEFAULT_PAGE_SIZE: u64 = 100;
+/// Larger page sizes are clamped to this.
+pub const MAX_PAGE_SIZE: u64 = 1000;
+
+/// Who is asking. It decides which fields and relations exist for the request and, through
+/// [`Viewer::scope`], which records; the planner joins that scope into every query it plans.
+#[derive(Debug, Clone)]
+pub struct Viewer {
+    user_type: UserType,
+}
+
+impl Viewer {
+    /// A caller who sees everything.
+    pub fn admin() -> Viewer {
+        Viewer {
+            user_type: UserType::Admin,
+        }
+    }
+
+    /// A caller of the given type.
+    pub fn of_type(user_type: UserType) -> Viewer {
+        Viewer { user_type }
+    }
+
+    /// The caller's user type.
+    pub fn user_type(&self) -> UserType {
+        self.user_type
+    }
+
+    /// Whether the field exists for this caller (restricted properties do not).
+    pub fn sees_field(&self, field: &Field) -> bool {
+        field.visible_to(self.user_type)
+    }
+
+    /// Whether the relation exists for this caller.
+    pub fn sees_relation(&self, _relation: &Relation) -> bool {
+        true
+    }
+
+    /// The records of `resource` this caller may see, as a predicate over that resource. Every
+    /// list, count and related-entity load is narrowed by it.
+    pub fn scope(&self, _resource: &'static Resource) -> Predicate {
+        Predicate::always()
+    }
+}
+
+/// One order key: a field (through to-one relations) and a direction.
+#[derive(Debug, Clone)]
+pub struct OrderKey {
+    pub path: FieldPath,
+    pub direction: Direction,
+}
+
+/// Everything needed to answer a list (or by-id) request.
+#[derive(Debug, Clone)]
+pub struct ReadPlan {
+    pub resource: &'static Resource,
+    /// Scope, complex query and URL filters together.
+    pub filter: Predicate,
+    /// Order keys; the id always follows as the tie-breaker.
+    pub order: Vec<OrderKey>,
+    pub page: u64,
+    pub page_size: u64,
+    pub selection: Selection,
+}
+
+impl ReadPlan {
+    /// Rows to skip before the page.
+    pub fn offset(&self) -> u64 {
+        (self.page - 1).saturating_mul(self.page_size)
+    }
+
+    /// The direction of the id tie-breaker: that of the last order key.
+    pub fn tie_break(&self) -> Direction {
+        self.order.last().map_or(Direction::Ascending, |k| k.direction)
+    }
+}
+
+/// Everything needed to count what a list request would find.
+#[derive(Debug, Clone)]
+pub struct CountPlan {
+    pub resource: &'static Resource,
+    pub filter: Predicate,
+}
+
+/// Plans a list request.
+pub fn plan_read(resource: &'static Resource, request: &ReadRequest, viewer: &Viewer) -> ApiResult<ReadPlan> {
+    let filter = full_filter(resource, request, viewer)?;
+    let order = request
+        .order_by
+        .iter()
+        .map(|item| {
+            Ok(OrderKey {
+                path: resolve(resource, &item.path, viewer, PathUse::Order)?,
+                direction: item.direction,
+            })
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    let selection = selection::select(resource, request.fields.as_deref(), &request.exclude, viewer)?;
+    Ok(ReadPlan {
+        resource,
+        filter,
+        order,
+        page: request.page.unwrap_or(1),
+        page_size: request.page_size.unwrap_or(DEFAULT_PAGE_SIZE).min(MAX_PAGE_SIZE),
+        selection,
+    })
+}
+
+/// Plans a by-id request: the list plan narrowed to one id.
+pub fn plan_by_id(resource: &'static Resource, id: &str, request: &ReadRequest, viewer: &Viewer) -> ApiResult<ReadPlan> {
+    let mut plan = plan_read(resource, request, viewer)?;
+    let id_path = resolve(resource, "id", viewer, PathUse::Filter)?;
+    let by_id = Predicate::Leaf(Box::new(Leaf {
+        path: id_path,
+        test: Test::OneOf(vec![Operand::Text(id.to_ascii_uppercase())]),
+    }));
+    plan.filter = by_id.and(plan.filter);
+    plan.page = 1;
+    plan.page_size = 1;
+    Ok(plan)
+}
+
+/// Plans a count request.
+pub fn plan_count(resource: &'static Resource, request: &ReadRequest, viewer: &Viewer) -> ApiResult<CountPlan> {
+    // The other reserved parameters do not change a count, but they must still make sense.
+    plan_read(resource, request, viewer).map(|plan| CountPlan {
+        resource,
+        filter: plan.filter,
+    })
+}
+
+fn full_filter(resource: &'static Resource, request: &ReadRequest, viewer: &Viewer) -> ApiResult<Predicate> {
+    let requested = filter::record_filter(resource, &request.filters, request.body.as_ref(), viewer)?;
+    Ok(viewer.scope(resource).and(requested))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{parse_body, parse_query_string};
+    use brandhub_catalog::catalog;
+    use brandhub_problem::Code;
+
+    fn plan(resource: &str, query: &str, body: &str) -> ApiResult<ReadPlan> {
+        let mut request = parse_query_string(query)?;
+        request.body = parse_body(body.as_bytes())?;
+        plan_read(catalog().resource(resource).unwrap(), &request, &Viewer::admin())
+    }
+
+    #[test]
+    fn page_size_defaults_and_clamps() {
+        assert_eq!(plan("stock", "", "").unwrap().page_size, 100);
+        assert_eq!(plan("stock", "pageSize=5000", "").unwrap().page_size, 1000);
+        assert_eq!(plan("stock", "page=3&pageSize=10", "").unwrap().offset(), 20);
+    }
+
+    #[test]
+    fn conditions_chain_left_to_right() {
+        let p = plan(
+            "file",
+            "",
+            r#"{"query":[{"field":"status","operator":"=","value":"a"},
+                         {"field":"status","operator":"=","value":"b","conjunction":"|"},
+                         {"field":"fileType","operator":"=","value":"c","conjunction":"&"}]}"#,
+        )
+        .unwrap();
+        // (a OR b) AND c
+        let Predicate::All(items) = &p.filter else { panic!("{:?}", p.filter) };
+        assert_eq!(items.len(), 2);
+        assert!(matches!(items[0], Predicate::Any(_)));
+        assert!(matches!(items[1], Predicate::Leaf(_)));
+    }
+
+    #[test]
+    fn repeated_url_filters_gather_into_one_in_list() {
+        let p = plan("file", "status=processed&status=failed", "").unwrap();
+        let Predicate::Leaf(leaf) = &p.filter else { panic!("{:?}", p.filter) };
+        assert_eq!(leaf.test, Test::OneOf(vec![Operand::Text("processed".into()), Operand::Text("failed".into())]));
+    }
+
+    #[test]
+    fn unknown_and_invalid_are_told_apart() {
+        assert_eq!(plan("stock", "nope=1", "").unwrap_err().code, Code::UnknownField);
+        assert_eq!(plan("stock", "inStock=many", "").unwrap_err().code, Code::InvalidValue);
+        assert_eq!(plan("stock", "order_by=nope", "").unwrap_err().code, Code::UnknownField);
+        assert_eq!(plan("order", "order_by=order_orderItem.status", "").unwrap_err().code, Code::InvalidParameter);
+        let error = plan("stock", "", r#"{"query":[{"field":"nope","operator":"=","value":"1"}]}"#).unwrap_err();
+        assert_eq!(error.code, Code::UnknownField);
+    }
+}

@@ -1,0 +1,491 @@
+//! Stage 3 of the pipeline: plans become sea-query statements. Every identifier comes from the
+//! catalog and every value is a bound parameter; nothing the client sent becomes SQL text.
+//!
+//! Filters are semi-joins (`fk IN (SELECT id FROM target WHERE …)`), so a filter through a
+//! relation never multiplies rows; order keys through relations become LEFT JOINs. Negation is
+//! pushed down to the leaves and made null-safe there, so that `#` is always the exact
+//! complement of `=` (an unset value is "not equal" to everything but the empty value).
+
+use crate::plan::{
+    Comparison, CountPlan, Leaf, Operand, OrderKey, Predicate, ReadPlan, Selection, Test,
+};
+use crate::plan::path::Hop;
+use crate::request::Direction;
+use crate::text::{Pattern, prefix_upper_bound};
+use brandhub_catalog::{Field, FieldType, RelationKind, Resource};
+use sea_query::{
+    Alias, Asterisk, Expr, ExprTrait, Func, JoinType, LikeExpr, NullOrdering, Order, Query, SelectStatement,
+    Value,
+};
+use std::collections::BTreeSet;
+
+/// The alias of the queried table in a page or count statement.
+pub const ROOT: &str = "t0";
+
+/// Where a column lives: in the aliased root table (with joins around it) or unqualified (the
+/// only table of an uncorrelated subquery).
+#[derive(Clone, Copy)]
+enum Table<'a> {
+    Aliased(&'a str),
+    Bare,
+}
+
+fn column(table: Table<'_>, name: &str) -> Expr {
+    match table {
+        Table::Aliased(alias) => Expr::col((Alias::new(alias), Alias::new(name))),
+        Table::Bare => Expr::col(Alias::new(name)),
+    }
+}
+
+/// The column a field is compared and ordered by: the folded copy for text.
+fn comparable_column(field: &Field) -> String {
+    field.folded_column().unwrap_or_else(|| field.column.clone())
+}
+
+fn operand_value(operand: &Operand) -> Value {
+    match operand {
+        Operand::Text(text) => text.clone().into(),
+        Operand::Integer(n) => (*n).into(),
+        Operand::Number(n) => (*n).into(),
+        Operand::Boolean(b) => (*b).into(),
+    }
+}
+
+fn always(truth: bool) -> Expr {
+    Expr::cust(if truth { "1 = 1" } else { "1 = 0" })
+}
+
+fn all(exprs: Vec<Expr>) -> Expr {
+    exprs.into_iter().reduce(Expr::and).unwrap_or_else(|| always(true))
+}
+
+fn any(exprs: Vec<Expr>) -> Expr {
+    exprs.into_iter().reduce(Expr::or).unwrap_or_else(|| always(false))
+}
+
+/// A predicate as an SQL condition; `negated` pushes NOT down to the leaves.
+fn predicate_expr(predicate: &Predicate, table: Table<'_>, negated: bool) -> Expr {
+    match predicate {
+        Predicate::All(items) => {
+            let parts = items.iter().map(|p| predicate_expr(p, table, negated)).collect();
+            if negated { any(parts) } else { all(parts) }
+        }
+        Predicate::Any(items) => {
+            let parts = items.iter().map(|p| predicate_expr(p, table, negated)).collect();
+            if negated { all(parts) } else { any(parts) }
+        }
+        Predicate::Not(inner) => predicate_expr(inner, table, !negated),
+        Predicate::Leaf(leaf) => leaf_expr(leaf, table, negated),
+    }
+}
+
+fn leaf_expr(leaf: &Leaf, table: Table<'_>, negated: bool) -> Expr {
+    hop_expr(&leaf.path.hops, leaf.path.field, &leaf.test, table, negated)
+}
+
+/// Whether a path whose first entity is missing still satisfies the test: only `Empty`
+/// through to-one relations (a missing record has every field unset).
+fn unset_satisfies(hops: &[Hop], test: &Test) -> bool {
+    test.matches_unset() && hops.iter().all(|hop| hop.relation.is_to_one())
+}
+
+fn hop_expr(hops: &[Hop], field: &'static Field, test: &Test, table: Table<'_>, negated: bool) -> Expr {
+    let Some((hop, rest)) = hops.split_first() else {
+        return field_expr(field, test, table, negated);
+    };
+    let inner_where = hop_expr(rest, field, test, Table::Bare, false);
+    match hop.relation.kind {
+        RelationKind::ToOne { fk } => {
+            let fk_column = &hop.from.field_named(fk).expect("checked by the catalog").column;
+            let mut inner = Query::select();
+            inner.column(Alias::new("id")).from(Alias::new(hop.to.table)).and_where(inner_where);
+            let fk_expr = column(table, fk_column);
+            let missing_matches = unset_satisfies(rest, test);
+            match (negated, missing_matches) {
+                (false, false) => fk_expr.in_subquery(inner),
+                (false, true) => fk_expr.clone().is_null().or(fk_expr.in_subquery(inner)),
+                (true, false) => fk_expr.clone().is_null().or(fk_expr.not_in_subquery(inner)),
+                (true, true) => fk_expr.clone().is_not_null().and(fk_expr.not_in_subquery(inner)),
+            }
+        }
+        RelationKind::ToMany { target_fk } => {
+            let back_column = &hop.to.field_named(target_fk).expect("checked by the catalog").column;
+            let mut inner = Query::select();
+            inner
+                .column(Alias::new(back_column.as_str()))
+                .from(Alias::new(hop.to.table))
+                .and_where(Expr::col(Alias::new(back_column.as_str())).is_not_null())
+                .and_where(inner_where);
+            let id = column(table, "id");
+            if negated { id.not_in_subquery(inner) } else { id.in_subquery(inner) }
+        }
+    }
+}
+
+/// A test on a field of the current table.
+fn field_expr(field: &'static Field, test: &Test, table: Table<'_>, negated: bool) -> Expr {
+    if let Some(list) = &field.list {
+        // "Some element satisfies the test"; Empty means "no elements".
+        let mut inner = Query::select();
+        inner.column(Alias::new(list.owner_column)).from(Alias::new(list.table));
+        let element_matches = !matches!(test, Test::Empty);
+        if element_matches {
+            let value_column = match list.element {
+                FieldType::Text => brandhub_catalog::naming::folded_column(list.value_column),
+                _ => list.value_column.to_string(),
+            };
+            inner.and_where(value_expr(&value_column, test, Table::Bare));
+        }
+        let id = column(table, "id");
+        return if element_matches != negated { id.in_subquery(inner) } else { id.not_in_subquery(inner) };
+    }
+    let not_null = field.required || field.ty == FieldType::Text;
+    let name = comparable_column(field);
+    if let Test::Empty = test {
+        let col = column(table, &name);
+        return match (field.ty == FieldType::Text, negated) {
+            (true, false) => col.eq(""),
+            (true, true) => col.ne(""),
+            (false, false) => col.is_null(),
+            (false, true) => col.is_not_null(),
+        };
+    }
+    let positive = value_expr(&name, test, table);
+    if !negated {
+        positive
+    } else if not_null {
+        positive.not()
+    } else {
+        column(table, &name).is_null().or(positive.not())
+    }
+}
+
+/// The positive SQL form of a (non-empty) test on one column.
+fn value_expr(name: &str, test: &Test, table: Table<'_>) -> Expr {
+    let col = column(table, name);
+    match test {
+        Test::Empty => col.is_null(),
+        Test::Never => always(false),
+        Test::OneOf(operands) if operands.len() == 1 => col.eq(operand_value(&operands[0])),
+        Test::OneOf(operands) => col.is_in(operands.iter().map(operand_value)),
+        Test::Compare(comparison, operand) => {
+            let value = operand_value(operand);
+            match comparison {
+                Comparison::Less => col.lt(value),
+                Comparison::LessOrEqual => col.lte(value),
+                Comparison::Greater => col.gt(value),
+                Comparison::GreaterOrEqual => col.gte(value),
+            }
+        }
+        Test::Within(low, high) => col.clone().gte(operand_value(low)).and(col.lt(operand_value(high))),
+        Test::Like(pattern) => like_expr(col, pattern),
+    }
+}
+
+/// A wildcard pattern: a pure prefix is an index range; anything else is LIKE, with the
+/// prefix range kept beside it so an index still narrows the scan.
+fn like_expr(col: Expr, pattern: &Pattern) -> Expr {
+    let prefix = pattern.prefix();
+    let range = if prefix.is_empty() {
+        None
+    } else {
+        Some(match prefix_upper_bound(prefix) {
+            Some(bound) => col.clone().gte(prefix).and(col.clone().lt(bound)),
+            None => col.clone().gte(prefix),
+        })
+    };
+    if pattern.is_prefix_only() {
+        return range.unwrap_or_else(|| col.is_not_null());
+    }
+    let like = col.like(LikeExpr::new(pattern.to_like()).escape('\\'));
+    match range {
+        Some(range) => range.and(like),
+        None => like,
+    }
+}
+
+/// The columns a node of a selection reads: the id, its selected leaves, the foreign keys of
+/// its selected to-one relations, and `link` (the back reference a to-many load groups by).
+pub fn node_columns(selection: &Selection, link: Option<&'static Field>) -> Vec<&'static Field> {
+    let resource = selection.resource;
+    let mut columns: Vec<&'static Field> = vec![resource.field_named("id").expect("every resource has an id")];
+    let mut push = |field: &'static Field| {
+        if !columns.iter().any(|c| std::ptr::eq(*c, field)) {
+            columns.push(field);
+        }
+    };
+    for field in selection.leaf_fields() {
+        if field.has_column() {
+            push(field);
+        }
+    }
+    for selected in &selection.relations {
+        if let Some(fk) = resource.fk_field(selected.relation) {
+            push(fk);
+        }
+    }
+    if let Some(link) = link {
+        push(link);
+    }
+    columns
+}
+
+struct Joins {
+    /// (relation path, alias) for each LEFT JOIN, in join order.
+    aliases: Vec<(Vec<&'static str>, String)>,
+}
+
+impl Joins {
+    fn alias_for(&mut self, statement: &mut SelectStatement, hops: &[Hop]) -> String {
+        let mut parent = ROOT.to_string();
+        for depth in 1..=hops.len() {
+            let key: Vec<&'static str> = hops[..depth].iter().map(|h| h.relation.name).collect();
+            if let Some((_, alias)) = self.aliases.iter().find(|(k, _)| *k == key) {
+                parent = alias.clone();
+                continue;
+            }
+            let hop = &hops[depth - 1];
+            let alias = format!("j{}", self.aliases.len() + 1);
+            let fk = hop.from.fk_field(hop.relation).expect("order paths are to-one");
+            statement.join_as(
+                JoinType::LeftJoin,
+                Alias::new(hop.to.table),
+                Alias::new(alias.as_str()),
+                Expr::col((Alias::new(alias.as_str()), Alias::new("id")))
+                    .equals((Alias::new(parent.as_str()), Alias::new(fk.column.as_str()))),
+            );
+            self.aliases.push((key, alias.clone()));
+            parent = alias;
+        }
+        parent
+    }
+}
+
+fn order(direction: Direction) -> Order {
+    match direction {
+        Direction::Ascending => Order::Asc,
+        Direction::Descending => Order::Desc,
+    }
+}
+
+fn add_order_key(statement: &mut SelectStatement, joins: &mut Joins, key: &OrderKey) {
+    let alias = joins.alias_for(statement, &key.path.hops);
+    let field = key.path.field;
+    let expr = Expr::col((Alias::new(alias.as_str()), Alias::new(comparable_column(field))));
+    let through_optional_relation = key.path.hops.iter().any(|hop| {
+        hop.from.fk_field(hop.relation).is_some_and(|fk| !fk.required)
+    });
+    let never_null = (field.required || field.ty == FieldType::Text) && !through_optional_relation;
+    if never_null {
+        statement.order_by_expr(expr, order(key.direction));
+    } else {
+        // Unset sorts as the smallest value, like the empty text it renders as.
+        let nulls = match key.direction {
+            Direction::Ascending => NullOrdering::First,
+            Direction::Descending => NullOrdering::Last,
+        };
+        statement.order_by_expr_with_nulls(expr, order(key.direction), nulls);
+    }
+}
+
+/// The statement reading one page of records.
+pub fn page_statement(plan: &ReadPlan) -> SelectStatement {
+    let resource = plan.resource;
+    let mut statement = Query::select();
+    statement.from_as(Alias::new(resource.table), Alias::new(ROOT));
+    for field in node_columns(&plan.selection, None) {
+        statement.column((Alias::new(ROOT), Alias::new(field.column.as_str())));
+    }
+    if !plan.filter.is_always() {
+        statement.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+    }
+    let mut joins = Joins { aliases: Vec::new() };
+    for key in &plan.order {
+        add_order_key(&mut statement, &mut joins, key);
+    }
+    statement.order_by_expr(
+        Expr::col((Alias::new(ROOT), Alias::new("id"))),
+        order(plan.tie_break()),
+    );
+    statement.limit(plan.page_size).offset(plan.offset());
+    statement
+}
+
+/// The statement counting every record a plan's filter admits.
+pub fn count_statement(plan: &CountPlan) -> SelectStatement {
+    let mut statement = Query::select();
+    statement
+        .expr(Func::count(Expr::col(Asterisk)))
+        .from_as(Alias::new(plan.resource.table), Alias::new(ROOT));
+    if !plan.filter.is_always() {
+        statement.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+    }
+    statement
+}
+
+/// Pads a key list to the next power of two (repeating the last key), so that batched loads
+/// of any size reuse a handful of prepared statements.
+pub fn padded_keys(keys: &[String]) -> Vec<String> {
+    let mut padded = keys.to_vec();
+    if let Some(last) = keys.last() {
+        padded.resize(keys.len().next_power_of_two(), last.clone());
+    }
+    padded
+}
+
+/// The statement loading the records of a relation node whose `key` column is one of `keys`
+/// (the ids for to-one relations, the back reference for to-many ones), within `scope`.
+pub fn related_statement(
+    selection: &Selection,
+    key: &'static Field,
+    keys: &[String],
+    scope: &Predicate,
+) -> SelectStatement {
+    let link = (key.name != "id").then_some(key);
+    let mut statement = Query::select();
+    statement.from_as(Alias::new(selection.resource.table), Alias::new(ROOT));
+    for field in node_columns(selection, link) {
+        statement.column((Alias::new(ROOT), Alias::new(field.column.as_str())));
+    }
+    statement.and_where(
+        Expr::col((Alias::new(ROOT), Alias::new(key.column.as_str())))
+            .is_in(padded_keys(keys).into_iter().map(Value::from)),
+    );
+    if !scope.is_always() {
+        statement.and_where(predicate_expr(scope, Table::Aliased(ROOT), false));
+    }
+    if link.is_some() {
+        statement.order_by((Alias::new(ROOT), Alias::new("id")), Order::Asc);
+    }
+    statement
+}
+
+/// The statement loading the elements of a list field for some owners, in list order.
+pub fn list_statement(field: &'static Field, owners: &[String]) -> Option<SelectStatement> {
+    let list = field.list.as_ref()?;
+    let mut statement = Query::select();
+    statement
+        .column(Alias::new(list.owner_column))
+        .column(Alias::new(list.value_column))
+        .from(Alias::new(list.table))
+        .and_where(
+            Expr::col(Alias::new(list.owner_column))
+                .is_in(padded_keys(owners).into_iter().map(Value::from)),
+        )
+        .order_by(Alias::new(list.owner_column), Order::Asc)
+        .order_by(Alias::new("position"), Order::Asc);
+    Some(statement)
+}
+
+/// Every table whose contents can change the answer of a filter on `resource`: the resource's
+/// own, and those its leaves reach through relations or lists. Counts cached for a filter stay
+/// true while none of these tables is written.
+pub fn tables_read(resource: &'static Resource, filter: &Predicate) -> Vec<&'static str> {
+    let mut tables = BTreeSet::from([resource.table]);
+    for leaf in filter.leaves() {
+        for hop in &leaf.path.hops {
+            tables.insert(hop.to.table);
+        }
+        if let Some(list) = &leaf.path.field.list {
+            tables.insert(list.table);
+        }
+    }
+    tables.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{parse_body, parse_query_string};
+    use crate::plan::{Viewer, plan_count, plan_read};
+    use brandhub_catalog::catalog;
+    use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
+
+    fn read(resource: &str, query: &str, body: &str) -> ReadPlan {
+        let mut request = parse_query_string(query).unwrap();
+        request.body = parse_body(body.as_bytes()).unwrap();
+        plan_read(catalog().resource(resource).unwrap(), &request, &Viewer::admin()).unwrap()
+    }
+
+    fn sqlite(statement: &SelectStatement) -> String {
+        statement.to_string(SqliteQueryBuilder)
+    }
+
+    #[test]
+    fn a_plain_page_reads_by_id_with_limit_and_offset() {
+        let plan = read("variant", "fields=barcode&page=2&pageSize=10", "");
+        assert_eq!(
+            sqlite(&page_statement(&plan)),
+            r#"SELECT "t0"."id", "t0"."barcode" FROM "variant" AS "t0" ORDER BY "t0"."id" ASC LIMIT 10 OFFSET 10"#
+        );
+    }
+
+    #[test]
+    fn prefix_filters_become_index_ranges_on_the_folded_column() {
+        let plan = read("variant", "fields=barcode&barcode=501234@", "");
+        let sql = sqlite(&page_statement(&plan));
+        assert!(sql.contains(r#""t0"."barcode_ci" >= '501234' AND "t0"."barcode_ci" < '501235'"#), "{sql}");
+        assert!(!sql.contains("LIKE"), "{sql}");
+    }
+
+    #[test]
+    fn dotted_filters_are_semi_joins_and_dotted_order_keys_are_left_joins() {
+        let plan = read("stock", "fields=inStock&stock_variant.barcode=501@&order_by=stock_variant.variant_product.title<", "");
+        let sql = sqlite(&page_statement(&plan));
+        assert!(sql.contains(r#""t0"."fk_variant" IN (SELECT "id" FROM "variant" WHERE "barcode_ci" >= '501' AND "barcode_ci" < '502')"#), "{sql}");
+        assert!(sql.contains(r#"LEFT JOIN "variant" AS "j1" ON "j1"."id" = "t0"."fk_variant""#), "{sql}");
+        assert!(sql.contains(r#"LEFT JOIN "product" AS "j2" ON "j2"."id" = "j1"."fk_product""#), "{sql}");
+        assert!(sql.contains(r#"ORDER BY "j2"."title_ci" DESC, "t0"."id" DESC"#), "{sql}");
+    }
+
+    #[test]
+    fn not_equal_is_the_null_safe_complement() {
+        let plan = read("order", "fields=id", r##"{"query":[{"field":"carrier","operator":"#","value":"dhl"},{"field":"shipDate","operator":"#","value":"2026-01-01","conjunction":"&"}]}"##);
+        let sql = sqlite(&page_statement(&plan));
+        assert!(sql.contains(r#"(NOT "t0"."carrier_ci" = 'dhl')"#), "{sql}");
+        assert!(sql.contains(r#""t0"."ship_date" IS NULL OR (NOT ("t0"."ship_date" >= '2026-01-01T00:00:00' AND "t0"."ship_date" < '2026-01-02T00:00:00'))"#), "{sql}");
+    }
+
+    #[test]
+    fn empty_through_a_relation_matches_a_missing_relation() {
+        let plan = read("image", "fields=id&image_variant.colour=", "");
+        let sql = sqlite(&page_statement(&plan));
+        assert!(sql.contains(r#""t0"."fk_variant" IS NULL OR "t0"."fk_variant" IN (SELECT "id" FROM "variant" WHERE "colour_ci" = '')"#), "{sql}");
+    }
+
+    #[test]
+    fn to_many_filters_mean_any_related_record() {
+        let plan = read("order", "fields=id&order_orderItem.status=ACC", "");
+        let sql = sqlite(&page_statement(&plan));
+        assert!(sql.contains(r#""t0"."id" IN (SELECT "fk_order" FROM "order_item" WHERE "fk_order" IS NOT NULL AND "status_ci" = 'acc')"#), "{sql}");
+    }
+
+    #[test]
+    fn values_arrays_become_in_lists_and_counts_share_the_filter() {
+        let request = {
+            let mut r = parse_query_string("").unwrap();
+            r.body = parse_body(br#"{"querywitharray":{"field":"fk_brandStore","values":["a","b"]}}"#).unwrap();
+            r
+        };
+        let plan = plan_count(catalog().resource("order").unwrap(), &request, &Viewer::admin()).unwrap();
+        let sql = count_statement(&plan).to_string(PostgresQueryBuilder);
+        assert_eq!(sql, r#"SELECT COUNT(*) FROM "orders" AS "t0" WHERE "t0"."fk_brand_store" IN ('A', 'B')"#);
+    }
+
+    #[test]
+    fn related_loads_pad_their_key_lists() {
+        let plan = read("stock", "", "");
+        let variant = plan.selection.relations.iter().find(|r| r.relation.name == "stock_variant").unwrap();
+        let sub = variant.expanded.as_ref().unwrap();
+        let id = sub.resource.field_named("id").unwrap();
+        let keys: Vec<String> = ["A", "B", "C"].iter().map(|s| s.to_string()).collect();
+        let sql = sqlite(&related_statement(sub, id, &keys, &Predicate::always()));
+        assert!(sql.ends_with(r#"WHERE "t0"."id" IN ('A', 'B', 'C', 'C')"#), "{sql}");
+    }
+
+    #[test]
+    fn tables_read_follow_the_filter() {
+        let plan = read("stock", "stock_variant.variant_product.fk_brand=X", "");
+        assert_eq!(tables_read(plan.resource, &plan.filter), vec!["product", "stock", "variant"]);
+    }
+}

@@ -6,11 +6,13 @@
 
 pub mod model;
 pub mod naming;
+pub mod record;
 mod resources;
 
 pub use model::{
     Field, FieldType, IndexDef, ListStorage, NoneAs, Relation, RelationKind, Resource, UserType,
 };
+pub use record::{Cell, Layout, Record};
 
 use std::sync::LazyLock;
 
@@ -73,11 +75,14 @@ impl Catalog {
             }
             for relation in &resource.relations {
                 if !own.insert(relation.name) {
-                    return Err(format!("{}.{} declared twice", resource.name, relation.name));
+                    return Err(format!(
+                        "{}.{} declared twice",
+                        resource.name, relation.name
+                    ));
                 }
-                let target = self
-                    .resource(relation.target)
-                    .ok_or_else(|| format!("{} targets unknown {}", relation.name, relation.target))?;
+                let target = self.resource(relation.target).ok_or_else(|| {
+                    format!("{} targets unknown {}", relation.name, relation.target)
+                })?;
                 match relation.kind {
                     RelationKind::ToOne { fk } => {
                         let field = resource
@@ -139,8 +144,22 @@ mod tests {
     fn the_catalog_is_consistent_and_has_every_contract_resource() {
         let names: Vec<_> = catalog().resource_names().collect();
         for expected in [
-            "file", "stock", "order", "orderItem", "brand", "brandStore", "warehouse", "host",
-            "store", "product", "variant", "user", "company", "price", "image", "apiKey",
+            "file",
+            "stock",
+            "order",
+            "orderItem",
+            "brand",
+            "brandStore",
+            "warehouse",
+            "host",
+            "store",
+            "product",
+            "variant",
+            "user",
+            "company",
+            "price",
+            "image",
+            "apiKey",
         ] {
             assert!(names.contains(&expected), "missing {expected}");
         }

@@ -403,7 +403,9 @@ impl Resource {
 
     /// Adds a foreign key field and its relation to `target` in one step.
     pub fn relation_fk(mut self, field: Field, target: &'static str) -> Self {
-        let relation = field.relation.expect("relation_fk takes a field built with fk()");
+        let relation = field
+            .relation
+            .expect("relation_fk takes a field built with fk()");
         self.relations.push(Relation {
             name: relation,
             target,

@@ -39,7 +39,10 @@ mod tests {
         assert_eq!(snake_case("sentToWH"), "sent_to_wh");
         assert_eq!(snake_case("line1"), "line1");
         assert_eq!(snake_case("detail.fileMime"), "detail_file_mime");
-        assert_eq!(snake_case("shipAddress.countryCode"), "ship_address_country_code");
+        assert_eq!(
+            snake_case("shipAddress.countryCode"),
+            "ship_address_country_code"
+        );
         assert_eq!(snake_case("id"), "id");
     }
 }

@@ -196,7 +196,9 @@ mod tests {
 
     #[test]
     fn body_is_problem_json() {
-        let body = ApiError::new(Code::InvalidValue, "bad").with_field("page").body();
+        let body = ApiError::new(Code::InvalidValue, "bad")
+            .with_field("page")
+            .body();
         assert_eq!(body["type"], "about:blank");
         assert_eq!(body["status"], 400);
         assert_eq!(body["code"], "invalid_value");

@@ -179,7 +179,10 @@ pub fn parse_body(bytes: &[u8]) -> ApiResult<Option<ComplexQuery>> {
     if query.len() + selection.len() > MAX_CONDITIONS {
         return Err(ApiError::new(
             Code::InvalidQuery,
-            format!("A complex query takes at most {MAX_CONDITIONS} conditions; this one has {}.", query.len() + selection.len()),
+            format!(
+                "A complex query takes at most {MAX_CONDITIONS} conditions; this one has {}.",
+                query.len() + selection.len()
+            ),
         ));
     }
     let query_with_array = wire
@@ -190,12 +193,20 @@ pub fn parse_body(bytes: &[u8]) -> ApiResult<Option<ComplexQuery>> {
         .queryselectionwitharray
         .map(|v| values("queryselectionwitharray", v))
         .transpose()?;
-    let value_count = query_with_array.iter().map(|v| v.values.len()).sum::<usize>()
-        + selection_with_array.iter().map(|v| v.values.len()).sum::<usize>();
+    let value_count = query_with_array
+        .iter()
+        .map(|v| v.values.len())
+        .sum::<usize>()
+        + selection_with_array
+            .iter()
+            .map(|v| v.values.len())
+            .sum::<usize>();
     if value_count > MAX_VALUES {
         return Err(ApiError::new(
             Code::InvalidQuery,
-            format!("A complex query takes at most {MAX_VALUES} values in its arrays; this one has {value_count}."),
+            format!(
+                "A complex query takes at most {MAX_VALUES} values in its arrays; this one has {value_count}."
+            ),
         ));
     }
     Ok(Some(ComplexQuery {
@@ -213,7 +224,10 @@ fn conditions(list: &str, wire: Vec<WireCondition>) -> ApiResult<Vec<Condition>>
         let operator = Operator::parse(&condition.operator).ok_or_else(|| {
             ApiError::new(
                 Code::InvalidQuery,
-                format!("{position}: operator '{}' is not one of =, #, <, <=, >, >=.", condition.operator),
+                format!(
+                    "{position}: operator '{}' is not one of =, #, <, <=, >, >=.",
+                    condition.operator
+                ),
             )
             .with_field(condition.field.clone())
         })?;
@@ -228,13 +242,17 @@ fn conditions(list: &str, wire: Vec<WireCondition>) -> ApiResult<Vec<Condition>>
             None | Some("") => {
                 return Err(ApiError::new(
                     Code::InvalidQuery,
-                    format!("{position}: every condition after the first needs a conjunction: & (and), | (or) or # (except)."),
+                    format!(
+                        "{position}: every condition after the first needs a conjunction: & (and), | (or) or # (except)."
+                    ),
                 ));
             }
             Some(c) => Some(Conjunction::parse(c).ok_or_else(|| {
                 ApiError::new(
                     Code::InvalidQuery,
-                    format!("{position}: conjunction '{c}' is not one of & (and), | (or), # (except)."),
+                    format!(
+                        "{position}: conjunction '{c}' is not one of & (and), | (or), # (except)."
+                    ),
                 )
             })?),
         };
@@ -256,7 +274,9 @@ fn values(name: &str, wire: WireValues) -> ApiResult<ValuesCondition> {
         Some(other) => {
             return Err(ApiError::new(
                 Code::InvalidQuery,
-                format!("{name}: operator '{other}' is not = (any of the values) or # (none of them)."),
+                format!(
+                    "{name}: operator '{other}' is not = (any of the values) or # (none of them)."
+                ),
             ));
         }
     };
@@ -288,7 +308,9 @@ fn raw_value(position: &str, value: serde_json::Value) -> ApiResult<RawValue> {
         other => {
             return Err(ApiError::new(
                 Code::InvalidQuery,
-                format!("{position}: a value must be a string, a number or a boolean, not {other}."),
+                format!(
+                    "{position}: a value must be a string, a number or a boolean, not {other}."
+                ),
             ));
         }
     })
@@ -309,8 +331,14 @@ mod tests {
         assert_eq!(
             r.order_by,
             vec![
-                OrderItem { path: "createdDate".into(), direction: Direction::Ascending },
-                OrderItem { path: "title".into(), direction: Direction::Descending },
+                OrderItem {
+                    path: "createdDate".into(),
+                    direction: Direction::Ascending
+                },
+                OrderItem {
+                    path: "title".into(),
+                    direction: Direction::Descending
+                },
             ]
         );
         assert_eq!(r.fields.unwrap(), vec!["id", "title"]);
@@ -329,17 +357,33 @@ mod tests {
 
     #[test]
     fn bad_paging_is_invalid_parameter() {
-        for query in ["page=0", "page=x", "pageSize=-1", "pageSize=", "page=1&page=2", "page=99999999999"] {
+        for query in [
+            "page=0",
+            "page=x",
+            "pageSize=-1",
+            "pageSize=",
+            "page=1&page=2",
+            "page=99999999999",
+        ] {
             let error = parse_query_string(query).unwrap_err();
             assert_eq!(error.code, Code::InvalidParameter, "{query}");
         }
-        assert_eq!(parse_query_string("pageSize=99999999999999999999999").unwrap().page_size, Some(u64::MAX));
+        assert_eq!(
+            parse_query_string("pageSize=99999999999999999999999")
+                .unwrap()
+                .page_size,
+            Some(u64::MAX)
+        );
     }
 
     #[test]
     fn bad_order_items_are_invalid_parameter() {
         for value in ["", "a;;b", "<a>", ">", "a<b"] {
-            assert_eq!(parse_order_by(value).unwrap_err().code, Code::InvalidParameter, "{value}");
+            assert_eq!(
+                parse_order_by(value).unwrap_err().code,
+                Code::InvalidParameter,
+                "{value}"
+            );
         }
     }
 

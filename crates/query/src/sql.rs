@@ -6,16 +6,16 @@
 //! pushed down to the leaves and made null-safe there, so that `#` is always the exact
 //! complement of `=` (an unset value is "not equal" to everything but the empty value).
 
+use crate::plan::path::Hop;
 use crate::plan::{
     Comparison, CountPlan, Leaf, Operand, OrderKey, Predicate, ReadPlan, Selection, Test,
 };
-use crate::plan::path::Hop;
 use crate::request::Direction;
 use crate::text::{Pattern, prefix_upper_bound};
 use brandhub_catalog::{Field, FieldType, RelationKind, Resource};
 use sea_query::{
-    Alias, Asterisk, Expr, ExprTrait, Func, JoinType, LikeExpr, NullOrdering, Order, Query, SelectStatement,
-    Value,
+    Alias, Asterisk, Expr, ExprTrait, Func, JoinType, LikeExpr, NullOrdering, Order, Query,
+    SelectStatement, Value,
 };
 use std::collections::BTreeSet;
 
@@ -39,7 +39,9 @@ fn column(table: Table<'_>, name: &str) -> Expr {
 
 /// The column a field is compared and ordered by: the folded copy for text.
 fn comparable_column(field: &Field) -> String {
-    field.folded_column().unwrap_or_else(|| field.column.clone())
+    field
+        .folded_column()
+        .unwrap_or_else(|| field.column.clone())
 }
 
 fn operand_value(operand: &Operand) -> Value {
@@ -56,22 +58,34 @@ fn always(truth: bool) -> Expr {
 }
 
 fn all(exprs: Vec<Expr>) -> Expr {
-    exprs.into_iter().reduce(Expr::and).unwrap_or_else(|| always(true))
+    exprs
+        .into_iter()
+        .reduce(Expr::and)
+        .unwrap_or_else(|| always(true))
 }
 
 fn any(exprs: Vec<Expr>) -> Expr {
-    exprs.into_iter().reduce(Expr::or).unwrap_or_else(|| always(false))
+    exprs
+        .into_iter()
+        .reduce(Expr::or)
+        .unwrap_or_else(|| always(false))
 }
 
 /// A predicate as an SQL condition; `negated` pushes NOT down to the leaves.
 fn predicate_expr(predicate: &Predicate, table: Table<'_>, negated: bool) -> Expr {
     match predicate {
         Predicate::All(items) => {
-            let parts = items.iter().map(|p| predicate_expr(p, table, negated)).collect();
+            let parts = items
+                .iter()
+                .map(|p| predicate_expr(p, table, negated))
+                .collect();
             if negated { any(parts) } else { all(parts) }
         }
         Predicate::Any(items) => {
-            let parts = items.iter().map(|p| predicate_expr(p, table, negated)).collect();
+            let parts = items
+                .iter()
+                .map(|p| predicate_expr(p, table, negated))
+                .collect();
             if negated { all(parts) } else { any(parts) }
         }
         Predicate::Not(inner) => predicate_expr(inner, table, !negated),
@@ -89,27 +103,47 @@ fn unset_satisfies(hops: &[Hop], test: &Test) -> bool {
     test.matches_unset() && hops.iter().all(|hop| hop.relation.is_to_one())
 }
 
-fn hop_expr(hops: &[Hop], field: &'static Field, test: &Test, table: Table<'_>, negated: bool) -> Expr {
+fn hop_expr(
+    hops: &[Hop],
+    field: &'static Field,
+    test: &Test,
+    table: Table<'_>,
+    negated: bool,
+) -> Expr {
     let Some((hop, rest)) = hops.split_first() else {
         return field_expr(field, test, table, negated);
     };
     let inner_where = hop_expr(rest, field, test, Table::Bare, false);
     match hop.relation.kind {
         RelationKind::ToOne { fk } => {
-            let fk_column = &hop.from.field_named(fk).expect("checked by the catalog").column;
+            let fk_column = &hop
+                .from
+                .field_named(fk)
+                .expect("checked by the catalog")
+                .column;
             let mut inner = Query::select();
-            inner.column(Alias::new("id")).from(Alias::new(hop.to.table)).and_where(inner_where);
+            inner
+                .column(Alias::new("id"))
+                .from(Alias::new(hop.to.table))
+                .and_where(inner_where);
             let fk_expr = column(table, fk_column);
             let missing_matches = unset_satisfies(rest, test);
             match (negated, missing_matches) {
                 (false, false) => fk_expr.in_subquery(inner),
                 (false, true) => fk_expr.clone().is_null().or(fk_expr.in_subquery(inner)),
                 (true, false) => fk_expr.clone().is_null().or(fk_expr.not_in_subquery(inner)),
-                (true, true) => fk_expr.clone().is_not_null().and(fk_expr.not_in_subquery(inner)),
+                (true, true) => fk_expr
+                    .clone()
+                    .is_not_null()
+                    .and(fk_expr.not_in_subquery(inner)),
             }
         }
         RelationKind::ToMany { target_fk } => {
-            let back_column = &hop.to.field_named(target_fk).expect("checked by the catalog").column;
+            let back_column = &hop
+                .to
+                .field_named(target_fk)
+                .expect("checked by the catalog")
+                .column;
             let mut inner = Query::select();
             inner
                 .column(Alias::new(back_column.as_str()))
@@ -117,7 +151,11 @@ fn hop_expr(hops: &[Hop], field: &'static Field, test: &Test, table: Table<'_>, 
                 .and_where(Expr::col(Alias::new(back_column.as_str())).is_not_null())
                 .and_where(inner_where);
             let id = column(table, "id");
-            if negated { id.not_in_subquery(inner) } else { id.in_subquery(inner) }
+            if negated {
+                id.not_in_subquery(inner)
+            } else {
+                id.in_subquery(inner)
+            }
         }
     }
 }
@@ -127,7 +165,9 @@ fn field_expr(field: &'static Field, test: &Test, table: Table<'_>, negated: boo
     if let Some(list) = &field.list {
         // "Some element satisfies the test"; Empty means "no elements".
         let mut inner = Query::select();
-        inner.column(Alias::new(list.owner_column)).from(Alias::new(list.table));
+        inner
+            .column(Alias::new(list.owner_column))
+            .from(Alias::new(list.table));
         let element_matches = !matches!(test, Test::Empty);
         if element_matches {
             let value_column = match list.element {
@@ -137,7 +177,11 @@ fn field_expr(field: &'static Field, test: &Test, table: Table<'_>, negated: boo
             inner.and_where(value_expr(&value_column, test, Table::Bare));
         }
         let id = column(table, "id");
-        return if element_matches != negated { id.in_subquery(inner) } else { id.not_in_subquery(inner) };
+        return if element_matches != negated {
+            id.in_subquery(inner)
+        } else {
+            id.not_in_subquery(inner)
+        };
     }
     let not_null = field.required || field.ty == FieldType::Text;
     let name = comparable_column(field);
@@ -177,7 +221,10 @@ fn value_expr(name: &str, test: &Test, table: Table<'_>) -> Expr {
                 Comparison::GreaterOrEqual => col.gte(value),
             }
         }
-        Test::Within(low, high) => col.clone().gte(operand_value(low)).and(col.lt(operand_value(high))),
+        Test::Within(low, high) => col
+            .clone()
+            .gte(operand_value(low))
+            .and(col.lt(operand_value(high))),
         Test::Like(pattern) => like_expr(col, pattern),
     }
 }
@@ -208,7 +255,11 @@ fn like_expr(col: Expr, pattern: &Pattern) -> Expr {
 /// its selected to-one relations, and `link` (the back reference a to-many load groups by).
 pub fn node_columns(selection: &Selection, link: Option<&'static Field>) -> Vec<&'static Field> {
     let resource = selection.resource;
-    let mut columns: Vec<&'static Field> = vec![resource.field_named("id").expect("every resource has an id")];
+    let mut columns: Vec<&'static Field> = vec![
+        resource
+            .field_named("id")
+            .expect("every resource has an id"),
+    ];
     let mut push = |field: &'static Field| {
         if !columns.iter().any(|c| std::ptr::eq(*c, field)) {
             columns.push(field);
@@ -246,7 +297,10 @@ impl Joins {
             }
             let hop = &hops[depth - 1];
             let alias = format!("j{}", self.aliases.len() + 1);
-            let fk = hop.from.fk_field(hop.relation).expect("order paths are to-one");
+            let fk = hop
+                .from
+                .fk_field(hop.relation)
+                .expect("order paths are to-one");
             statement.join_as(
                 JoinType::LeftJoin,
                 Alias::new(hop.to.table),
@@ -271,9 +325,14 @@ fn order(direction: Direction) -> Order {
 fn add_order_key(statement: &mut SelectStatement, joins: &mut Joins, key: &OrderKey) {
     let alias = joins.alias_for(statement, &key.path.hops);
     let field = key.path.field;
-    let expr = Expr::col((Alias::new(alias.as_str()), Alias::new(comparable_column(field))));
+    let expr = Expr::col((
+        Alias::new(alias.as_str()),
+        Alias::new(comparable_column(field)),
+    ));
     let through_optional_relation = key.path.hops.iter().any(|hop| {
-        hop.from.fk_field(hop.relation).is_some_and(|fk| !fk.required)
+        hop.from
+            .fk_field(hop.relation)
+            .is_some_and(|fk| !fk.required)
     });
     let never_null = (field.required || field.ty == FieldType::Text) && !through_optional_relation;
     if never_null {
@@ -299,7 +358,9 @@ pub fn page_statement(plan: &ReadPlan) -> SelectStatement {
     if !plan.filter.is_always() {
         statement.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
     }
-    let mut joins = Joins { aliases: Vec::new() };
+    let mut joins = Joins {
+        aliases: Vec::new(),
+    };
     for key in &plan.order {
         add_order_key(&mut statement, &mut joins, key);
     }
@@ -404,7 +465,12 @@ mod tests {
     fn read(resource: &str, query: &str, body: &str) -> ReadPlan {
         let mut request = parse_query_string(query).unwrap();
         request.body = parse_body(body.as_bytes()).unwrap();
-        plan_read(catalog().resource(resource).unwrap(), &request, &Viewer::admin()).unwrap()
+        plan_read(
+            catalog().resource(resource).unwrap(),
+            &request,
+            &Viewer::admin(),
+        )
+        .unwrap()
     }
 
     fn sqlite(statement: &SelectStatement) -> String {
@@ -424,23 +490,43 @@ mod tests {
     fn prefix_filters_become_index_ranges_on_the_folded_column() {
         let plan = read("variant", "fields=barcode&barcode=501234@", "");
         let sql = sqlite(&page_statement(&plan));
-        assert!(sql.contains(r#""t0"."barcode_ci" >= '501234' AND "t0"."barcode_ci" < '501235'"#), "{sql}");
+        assert!(
+            sql.contains(r#""t0"."barcode_ci" >= '501234' AND "t0"."barcode_ci" < '501235'"#),
+            "{sql}"
+        );
         assert!(!sql.contains("LIKE"), "{sql}");
     }
 
     #[test]
     fn dotted_filters_are_semi_joins_and_dotted_order_keys_are_left_joins() {
-        let plan = read("stock", "fields=inStock&stock_variant.barcode=501@&order_by=stock_variant.variant_product.title<", "");
+        let plan = read(
+            "stock",
+            "fields=inStock&stock_variant.barcode=501@&order_by=stock_variant.variant_product.title<",
+            "",
+        );
         let sql = sqlite(&page_statement(&plan));
         assert!(sql.contains(r#""t0"."fk_variant" IN (SELECT "id" FROM "variant" WHERE "barcode_ci" >= '501' AND "barcode_ci" < '502')"#), "{sql}");
-        assert!(sql.contains(r#"LEFT JOIN "variant" AS "j1" ON "j1"."id" = "t0"."fk_variant""#), "{sql}");
-        assert!(sql.contains(r#"LEFT JOIN "product" AS "j2" ON "j2"."id" = "j1"."fk_product""#), "{sql}");
-        assert!(sql.contains(r#"ORDER BY "j2"."title_ci" DESC, "t0"."id" DESC"#), "{sql}");
+        assert!(
+            sql.contains(r#"LEFT JOIN "variant" AS "j1" ON "j1"."id" = "t0"."fk_variant""#),
+            "{sql}"
+        );
+        assert!(
+            sql.contains(r#"LEFT JOIN "product" AS "j2" ON "j2"."id" = "j1"."fk_product""#),
+            "{sql}"
+        );
+        assert!(
+            sql.contains(r#"ORDER BY "j2"."title_ci" DESC, "t0"."id" DESC"#),
+            "{sql}"
+        );
     }
 
     #[test]
     fn not_equal_is_the_null_safe_complement() {
-        let plan = read("order", "fields=id", r##"{"query":[{"field":"carrier","operator":"#","value":"dhl"},{"field":"shipDate","operator":"#","value":"2026-01-01","conjunction":"&"}]}"##);
+        let plan = read(
+            "order",
+            "fields=id",
+            r##"{"query":[{"field":"carrier","operator":"#","value":"dhl"},{"field":"shipDate","operator":"#","value":"2026-01-01","conjunction":"&"}]}"##,
+        );
         let sql = sqlite(&page_statement(&plan));
         assert!(sql.contains(r#"(NOT "t0"."carrier_ci" = 'dhl')"#), "{sql}");
         assert!(sql.contains(r#""t0"."ship_date" IS NULL OR (NOT ("t0"."ship_date" >= '2026-01-01T00:00:00' AND "t0"."ship_date" < '2026-01-02T00:00:00'))"#), "{sql}");
@@ -464,28 +550,49 @@ mod tests {
     fn values_arrays_become_in_lists_and_counts_share_the_filter() {
         let request = {
             let mut r = parse_query_string("").unwrap();
-            r.body = parse_body(br#"{"querywitharray":{"field":"fk_brandStore","values":["a","b"]}}"#).unwrap();
+            r.body =
+                parse_body(br#"{"querywitharray":{"field":"fk_brandStore","values":["a","b"]}}"#)
+                    .unwrap();
             r
         };
-        let plan = plan_count(catalog().resource("order").unwrap(), &request, &Viewer::admin()).unwrap();
+        let plan = plan_count(
+            catalog().resource("order").unwrap(),
+            &request,
+            &Viewer::admin(),
+        )
+        .unwrap();
         let sql = count_statement(&plan).to_string(PostgresQueryBuilder);
-        assert_eq!(sql, r#"SELECT COUNT(*) FROM "orders" AS "t0" WHERE "t0"."fk_brand_store" IN ('A', 'B')"#);
+        assert_eq!(
+            sql,
+            r#"SELECT COUNT(*) FROM "orders" AS "t0" WHERE "t0"."fk_brand_store" IN ('A', 'B')"#
+        );
     }
 
     #[test]
     fn related_loads_pad_their_key_lists() {
         let plan = read("stock", "", "");
-        let variant = plan.selection.relations.iter().find(|r| r.relation.name == "stock_variant").unwrap();
+        let variant = plan
+            .selection
+            .relations
+            .iter()
+            .find(|r| r.relation.name == "stock_variant")
+            .unwrap();
         let sub = variant.expanded.as_ref().unwrap();
         let id = sub.resource.field_named("id").unwrap();
         let keys: Vec<String> = ["A", "B", "C"].iter().map(|s| s.to_string()).collect();
         let sql = sqlite(&related_statement(sub, id, &keys, &Predicate::always()));
-        assert!(sql.ends_with(r#"WHERE "t0"."id" IN ('A', 'B', 'C', 'C')"#), "{sql}");
+        assert!(
+            sql.ends_with(r#"WHERE "t0"."id" IN ('A', 'B', 'C', 'C')"#),
+            "{sql}"
+        );
     }
 
     #[test]
     fn tables_read_follow_the_filter() {
         let plan = read("stock", "stock_variant.variant_product.fk_brand=X", "");
-        assert_eq!(tables_read(plan.resource, &plan.filter), vec!["product", "stock", "variant"]);
+        assert_eq!(
+            tables_read(plan.resource, &plan.filter),
+            vec!["product", "stock", "variant"]
+        );
     }
 }

@@ -5,7 +5,9 @@
 use super::Viewer;
 use super::path::{FieldPath, PathUse, resolve};
 use super::value::{Operand, Test, test_for};
-use crate::request::{ComplexQuery, Condition, Conjunction, Operator, RawValue, UrlFilter, ValuesCondition};
+use crate::request::{
+    ComplexQuery, Condition, Conjunction, Operator, RawValue, UrlFilter, ValuesCondition,
+};
 use brandhub_catalog::Resource;
 use brandhub_problem::ApiResult;
 
@@ -79,7 +81,9 @@ impl Predicate {
     /// Visits every leaf.
     pub fn leaves(&self) -> Vec<&Leaf> {
         match self {
-            Predicate::All(items) | Predicate::Any(items) => items.iter().flat_map(Predicate::leaves).collect(),
+            Predicate::All(items) | Predicate::Any(items) => {
+                items.iter().flat_map(Predicate::leaves).collect()
+            }
             Predicate::Not(inner) => inner.leaves(),
             Predicate::Leaf(leaf) => vec![leaf],
         }
@@ -92,7 +96,12 @@ fn leaf(path: FieldPath, test: Test) -> Predicate {
 
 /// "The value at `path` is any of `values`": equal values gather into one `OneOf` leaf
 /// (an SQL `IN` list); patterns and empties are leaves of their own, joined by OR.
-fn any_of(resource: &'static Resource, path: &str, values: &[RawValue], viewer: &Viewer) -> ApiResult<Predicate> {
+fn any_of(
+    resource: &'static Resource,
+    path: &str,
+    values: &[RawValue],
+    viewer: &Viewer,
+) -> ApiResult<Predicate> {
     let resolved = resolve(resource, path, viewer, PathUse::Filter)?;
     let mut equal: Vec<Operand> = Vec::new();
     let mut others: Vec<Predicate> = Vec::new();
@@ -121,11 +130,19 @@ fn condition(resource: &'static Resource, c: &Condition, viewer: &Viewer) -> Api
     };
     let test = test_for(resolved.field, &c.field, operator, &c.value)?;
     let predicate = leaf(resolved, test);
-    Ok(if negated { predicate.negate() } else { predicate })
+    Ok(if negated {
+        predicate.negate()
+    } else {
+        predicate
+    })
 }
 
 /// A condition list, applied strictly left to right: `a | b & c` is `(a OR b) AND c`.
-fn chain(resource: &'static Resource, conditions: &[Condition], viewer: &Viewer) -> ApiResult<Option<Predicate>> {
+fn chain(
+    resource: &'static Resource,
+    conditions: &[Condition],
+    viewer: &Viewer,
+) -> ApiResult<Option<Predicate>> {
     let mut result: Option<Predicate> = None;
     for c in conditions {
         let next = condition(resource, c, viewer)?;
@@ -139,9 +156,17 @@ fn chain(resource: &'static Resource, conditions: &[Condition], viewer: &Viewer)
     Ok(result)
 }
 
-fn values_condition(resource: &'static Resource, v: &ValuesCondition, viewer: &Viewer) -> ApiResult<Predicate> {
+fn values_condition(
+    resource: &'static Resource,
+    v: &ValuesCondition,
+    viewer: &Viewer,
+) -> ApiResult<Predicate> {
     let predicate = any_of(resource, &v.field, &v.values, viewer)?;
-    Ok(if v.negated { predicate.negate() } else { predicate })
+    Ok(if v.negated {
+        predicate.negate()
+    } else {
+        predicate
+    })
 }
 
 /// The whole record filter of a request (without scope, which the planner adds).
@@ -170,7 +195,12 @@ pub fn record_filter(
     }
     // Step 3: URL filters narrow step 2; a repeated filter means any of its values.
     for url_filter in url_filters {
-        let values: Vec<RawValue> = url_filter.values.iter().cloned().map(RawValue::Text).collect();
+        let values: Vec<RawValue> = url_filter
+            .values
+            .iter()
+            .cloned()
+            .map(RawValue::Text)
+            .collect();
         filter = filter.and(any_of(resource, &url_filter.path, &values, viewer)?);
     }
     Ok(filter)

@@ -93,7 +93,9 @@ impl ReadPlan {
 
     /// The direction of the id tie-breaker: that of the last order key.
     pub fn tie_break(&self) -> Direction {
-        self.order.last().map_or(Direction::Ascending, |k| k.direction)
+        self.order
+            .last()
+            .map_or(Direction::Ascending, |k| k.direction)
     }
 }
 
@@ -105,7 +107,11 @@ pub struct CountPlan {
 }
 
 /// Plans a list request.
-pub fn plan_read(resource: &'static Resource, request: &ReadRequest, viewer: &Viewer) -> ApiResult<ReadPlan> {
+pub fn plan_read(
+    resource: &'static Resource,
+    request: &ReadRequest,
+    viewer: &Viewer,
+) -> ApiResult<ReadPlan> {
     let filter = full_filter(resource, request, viewer)?;
     let order = request
         .order_by
@@ -117,19 +123,32 @@ pub fn plan_read(resource: &'static Resource, request: &ReadRequest, viewer: &Vi
             })
         })
         .collect::<ApiResult<Vec<_>>>()?;
-    let selection = selection::select(resource, request.fields.as_deref(), &request.exclude, viewer)?;
+    let selection = selection::select(
+        resource,
+        request.fields.as_deref(),
+        &request.exclude,
+        viewer,
+    )?;
     Ok(ReadPlan {
         resource,
         filter,
         order,
         page: request.page.unwrap_or(1),
-        page_size: request.page_size.unwrap_or(DEFAULT_PAGE_SIZE).min(MAX_PAGE_SIZE),
+        page_size: request
+            .page_size
+            .unwrap_or(DEFAULT_PAGE_SIZE)
+            .min(MAX_PAGE_SIZE),
         selection,
     })
 }
 
 /// Plans a by-id request: the list plan narrowed to one id.
-pub fn plan_by_id(resource: &'static Resource, id: &str, request: &ReadRequest, viewer: &Viewer) -> ApiResult<ReadPlan> {
+pub fn plan_by_id(
+    resource: &'static Resource,
+    id: &str,
+    request: &ReadRequest,
+    viewer: &Viewer,
+) -> ApiResult<ReadPlan> {
     let mut plan = plan_read(resource, request, viewer)?;
     let id_path = resolve(resource, "id", viewer, PathUse::Filter)?;
     let by_id = Predicate::Leaf(Box::new(Leaf {
@@ -143,7 +162,11 @@ pub fn plan_by_id(resource: &'static Resource, id: &str, request: &ReadRequest, 
 }
 
 /// Plans a count request.
-pub fn plan_count(resource: &'static Resource, request: &ReadRequest, viewer: &Viewer) -> ApiResult<CountPlan> {
+pub fn plan_count(
+    resource: &'static Resource,
+    request: &ReadRequest,
+    viewer: &Viewer,
+) -> ApiResult<CountPlan> {
     // The other reserved parameters do not change a count, but they must still make sense.
     plan_read(resource, request, viewer).map(|plan| CountPlan {
         resource,
@@ -151,8 +174,13 @@ pub fn plan_count(resource: &'static Resource, request: &ReadRequest, viewer: &V
     })
 }
 
-fn full_filter(resource: &'static Resource, request: &ReadRequest, viewer: &Viewer) -> ApiResult<Predicate> {
-    let requested = filter::record_filter(resource, &request.filters, request.body.as_ref(), viewer)?;
+fn full_filter(
+    resource: &'static Resource,
+    request: &ReadRequest,
+    viewer: &Viewer,
+) -> ApiResult<Predicate> {
+    let requested =
+        filter::record_filter(resource, &request.filters, request.body.as_ref(), viewer)?;
     Ok(viewer.scope(resource).and(requested))
 }
 
@@ -166,14 +194,21 @@ mod tests {
     fn plan(resource: &str, query: &str, body: &str) -> ApiResult<ReadPlan> {
         let mut request = parse_query_string(query)?;
         request.body = parse_body(body.as_bytes())?;
-        plan_read(catalog().resource(resource).unwrap(), &request, &Viewer::admin())
+        plan_read(
+            catalog().resource(resource).unwrap(),
+            &request,
+            &Viewer::admin(),
+        )
     }
 
     #[test]
     fn page_size_defaults_and_clamps() {
         assert_eq!(plan("stock", "", "").unwrap().page_size, 100);
         assert_eq!(plan("stock", "pageSize=5000", "").unwrap().page_size, 1000);
-        assert_eq!(plan("stock", "page=3&pageSize=10", "").unwrap().offset(), 20);
+        assert_eq!(
+            plan("stock", "page=3&pageSize=10", "").unwrap().offset(),
+            20
+        );
     }
 
     #[test]
@@ -187,7 +222,9 @@ mod tests {
         )
         .unwrap();
         // (a OR b) AND c
-        let Predicate::All(items) = &p.filter else { panic!("{:?}", p.filter) };
+        let Predicate::All(items) = &p.filter else {
+            panic!("{:?}", p.filter)
+        };
         assert_eq!(items.len(), 2);
         assert!(matches!(items[0], Predicate::Any(_)));
         assert!(matches!(items[1], Predicate::Leaf(_)));
@@ -196,17 +233,44 @@ mod tests {
     #[test]
     fn repeated_url_filters_gather_into_one_in_list() {
         let p = plan("file", "status=processed&status=failed", "").unwrap();
-        let Predicate::Leaf(leaf) = &p.filter else { panic!("{:?}", p.filter) };
-        assert_eq!(leaf.test, Test::OneOf(vec![Operand::Text("processed".into()), Operand::Text("failed".into())]));
+        let Predicate::Leaf(leaf) = &p.filter else {
+            panic!("{:?}", p.filter)
+        };
+        assert_eq!(
+            leaf.test,
+            Test::OneOf(vec![
+                Operand::Text("processed".into()),
+                Operand::Text("failed".into())
+            ])
+        );
     }
 
     #[test]
     fn unknown_and_invalid_are_told_apart() {
-        assert_eq!(plan("stock", "nope=1", "").unwrap_err().code, Code::UnknownField);
-        assert_eq!(plan("stock", "inStock=many", "").unwrap_err().code, Code::InvalidValue);
-        assert_eq!(plan("stock", "order_by=nope", "").unwrap_err().code, Code::UnknownField);
-        assert_eq!(plan("order", "order_by=order_orderItem.status", "").unwrap_err().code, Code::InvalidParameter);
-        let error = plan("stock", "", r#"{"query":[{"field":"nope","operator":"=","value":"1"}]}"#).unwrap_err();
+        assert_eq!(
+            plan("stock", "nope=1", "").unwrap_err().code,
+            Code::UnknownField
+        );
+        assert_eq!(
+            plan("stock", "inStock=many", "").unwrap_err().code,
+            Code::InvalidValue
+        );
+        assert_eq!(
+            plan("stock", "order_by=nope", "").unwrap_err().code,
+            Code::UnknownField
+        );
+        assert_eq!(
+            plan("order", "order_by=order_orderItem.status", "")
+                .unwrap_err()
+                .code,
+            Code::InvalidParameter
+        );
+        let error = plan(
+            "stock",
+            "",
+            r#"{"query":[{"field":"nope","operator":"=","value":"1"}]}"#,
+        )
+        .unwrap_err();
         assert_eq!(error.code, Code::UnknownField);
     }
 }

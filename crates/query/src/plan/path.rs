@@ -68,7 +68,10 @@ pub fn resolve(
     let mut index = 0;
     while index < segments.len() {
         let segment = segments[index];
-        if let Some(relation) = current.relation(segment).filter(|r| viewer.sees_relation(r)) {
+        if let Some(relation) = current
+            .relation(segment)
+            .filter(|r| viewer.sees_relation(r))
+        {
             if usage == PathUse::Order && !relation.is_to_one() {
                 return Err(ApiError::new(
                     Code::InvalidParameter,
@@ -113,7 +116,10 @@ fn field_within(
 ) -> ApiResult<&'static Field> {
     let unknown = |segment: &str, valid: Vec<&'static str>| {
         let mut error = ApiError::unknown_field(
-            &format!("In '{path}', '{segment}' is not a field or relation of {}: the name", resource.name),
+            &format!(
+                "In '{path}', '{segment}' is not a field or relation of {}: the name",
+                resource.name
+            ),
             segment,
             valid,
         );
@@ -157,7 +163,10 @@ fn check_use(field: &Field, path: &str, usage: PathUse) -> ApiResult<()> {
                 .collect();
             Err(ApiError::new(
                 Code::InvalidParameter,
-                format!("'{path}' is an object; name one of its properties: {}.", subfields.join(", ")),
+                format!(
+                    "'{path}' is an object; name one of its properties: {}.",
+                    subfields.join(", ")
+                ),
             )
             .with_field(path))
         }
@@ -181,7 +190,13 @@ mod tests {
     #[test]
     fn paths_walk_relations_and_objects() {
         let viewer = Viewer::admin();
-        let path = resolve(stock(), "stock_variant.variant_product.title", &viewer, PathUse::Filter).unwrap();
+        let path = resolve(
+            stock(),
+            "stock_variant.variant_product.title",
+            &viewer,
+            PathUse::Filter,
+        )
+        .unwrap();
         assert_eq!(path.hops.len(), 2);
         assert_eq!(path.field.name, "title");
         assert_eq!(path.owner(stock()).name, "product");
@@ -191,20 +206,45 @@ mod tests {
 
     #[test]
     fn unknown_names_list_the_valid_ones() {
-        let error = resolve(stock(), "stock_variant.barcod", &Viewer::admin(), PathUse::Filter).unwrap_err();
+        let error = resolve(
+            stock(),
+            "stock_variant.barcod",
+            &Viewer::admin(),
+            PathUse::Filter,
+        )
+        .unwrap_err();
         assert_eq!(error.code, Code::UnknownField);
         assert_eq!(error.field.as_deref(), Some("stock_variant.barcod"));
         assert!(error.detail.contains("barcode"), "{}", error.detail);
-        assert!(error.detail.contains("Did you mean 'barcode'"), "{}", error.detail);
+        assert!(
+            error.detail.contains("Did you mean 'barcode'"),
+            "{}",
+            error.detail
+        );
     }
 
     #[test]
     fn objects_and_relations_are_not_filter_targets() {
         let viewer = Viewer::admin();
-        assert_eq!(resolve(stock(), "stock_variant", &viewer, PathUse::Filter).unwrap_err().code, Code::InvalidParameter);
-        assert_eq!(resolve(stock(), "stock_variant.detail", &viewer, PathUse::Filter).unwrap_err().code, Code::InvalidParameter);
+        assert_eq!(
+            resolve(stock(), "stock_variant", &viewer, PathUse::Filter)
+                .unwrap_err()
+                .code,
+            Code::InvalidParameter
+        );
+        assert_eq!(
+            resolve(stock(), "stock_variant.detail", &viewer, PathUse::Filter)
+                .unwrap_err()
+                .code,
+            Code::InvalidParameter
+        );
         let order = catalog().resource("order").unwrap();
-        assert_eq!(resolve(order, "order_orderItem.status", &viewer, PathUse::Order).unwrap_err().code, Code::InvalidParameter);
+        assert_eq!(
+            resolve(order, "order_orderItem.status", &viewer, PathUse::Order)
+                .unwrap_err()
+                .code,
+            Code::InvalidParameter
+        );
         assert!(resolve(order, "order_orderItem.status", &viewer, PathUse::Filter).is_ok());
     }
 

@@ -42,10 +42,9 @@ impl Selection {
     /// Every leaf field whose column a query must read for this node (not its relations).
     pub fn leaf_fields(&self) -> Vec<&'static Field> {
         fn walk(selected: &SelectedField, out: &mut Vec<&'static Field>) {
-            match (&selected.subfields, selected.field.ty) {
-                (Some(subs), _) => subs.iter().for_each(|s| walk(s, out)),
-                (None, FieldType::Object) => out.extend(selected.field.leaves()),
-                (None, _) => out.push(selected.field),
+            match &selected.subfields {
+                Some(subs) => subs.iter().for_each(|s| walk(s, out)),
+                None => out.push(selected.field),
             }
         }
         let mut out = Vec::new();
@@ -121,7 +120,11 @@ fn default_node(resource: &'static Resource, viewer: &Viewer) -> Node {
     for field in resource.fields.iter().filter(|f| viewer.sees_field(f)) {
         node.props.insert(field.name, Prop::Whole);
     }
-    for relation in resource.relations.iter().filter(|r| r.is_to_one() && viewer.sees_relation(r)) {
+    for relation in resource
+        .relations
+        .iter()
+        .filter(|r| r.is_to_one() && viewer.sees_relation(r))
+    {
         node.rels.insert(relation.name, Rel::Key);
     }
     node
@@ -159,12 +162,13 @@ fn add_item(
     }
     if let Some(relation) = resource.relation(name).filter(|r| viewer.sees_relation(r)) {
         let target = catalog().target(relation);
-        let context_below = context
-            .and_then(|c| c.rels.get(relation.name))
-            .and_then(|rel| match rel {
-                Rel::Expanded(sub) => Some(sub),
-                Rel::Key => None,
-            });
+        let context_below =
+            context
+                .and_then(|c| c.rels.get(relation.name))
+                .and_then(|rel| match rel {
+                    Rel::Expanded(sub) => Some(sub),
+                    Rel::Key => None,
+                });
         let sub = if segments.len() == 1 {
             context_below
                 .cloned()
@@ -193,7 +197,12 @@ fn add_item(
     Err(unknown("fields", resource, name, valid, segments))
 }
 
-fn prop_for(field: &'static Field, rest: &[&str], viewer: &Viewer, whole: &[&str]) -> ApiResult<Prop> {
+fn prop_for(
+    field: &'static Field,
+    rest: &[&str],
+    viewer: &Viewer,
+    whole: &[&str],
+) -> ApiResult<Prop> {
     let Some(first) = rest.first() else {
         return Ok(Prop::Whole);
     };
@@ -209,7 +218,11 @@ fn prop_for(field: &'static Field, rest: &[&str], viewer: &Viewer, whole: &[&str
                 .map(|s| s.name)
                 .collect();
             let mut error = ApiError::unknown_field(
-                &format!("In fields item '{}', '{first}' is not a property of {}: the name", whole.join("."), field.path),
+                &format!(
+                    "In fields item '{}', '{first}' is not a property of {}: the name",
+                    whole.join("."),
+                    field.path
+                ),
                 first,
                 valid,
             );
@@ -229,7 +242,10 @@ fn unknown(
 ) -> ApiError {
     let item = segments.join(".");
     let mut error = ApiError::unknown_field(
-        &format!("In {parameter} item '{item}', '{name}' is not a field or relation of {}: the name", resource.name),
+        &format!(
+            "In {parameter} item '{item}', '{name}' is not a field or relation of {}: the name",
+            resource.name
+        ),
         name,
         valid,
     );
@@ -253,11 +269,18 @@ fn exclude_item(
     };
     let exists = visible_names(resource, viewer).into_iter().any(&matches);
     if pattern.is_none() && !exists {
-        return Err(unknown("exclude", resource, name, visible_names(resource, viewer), whole));
+        return Err(unknown(
+            "exclude",
+            resource,
+            name,
+            visible_names(resource, viewer),
+            whole,
+        ));
     }
     let last = segments.len() == 1;
     let mandatory = &resource.mandatory;
-    let field_names: Vec<&'static str> = node.props.keys().copied().filter(|n| matches(n)).collect();
+    let field_names: Vec<&'static str> =
+        node.props.keys().copied().filter(|n| matches(n)).collect();
     for field_name in field_names {
         if last {
             if !mandatory.contains(&field_name) {
@@ -265,7 +288,9 @@ fn exclude_item(
             }
             continue;
         }
-        let field = resource.field_named(field_name).expect("selected fields exist");
+        let field = resource
+            .field_named(field_name)
+            .expect("selected fields exist");
         if field.ty != FieldType::Object {
             continue;
         }
@@ -274,15 +299,24 @@ fn exclude_item(
             node.props.remove(field_name);
         }
     }
-    let relation_names: Vec<&'static str> = node.rels.keys().copied().filter(|n| matches(n)).collect();
+    let relation_names: Vec<&'static str> =
+        node.rels.keys().copied().filter(|n| matches(n)).collect();
     for relation_name in relation_names {
         if last {
             node.rels.remove(relation_name);
             continue;
         }
-        let relation = resource.relation(relation_name).expect("selected relations exist");
+        let relation = resource
+            .relation(relation_name)
+            .expect("selected relations exist");
         if let Some(Rel::Expanded(sub)) = node.rels.get_mut(relation_name) {
-            exclude_item(sub, catalog().target(relation), &segments[1..], viewer, whole)?;
+            exclude_item(
+                sub,
+                catalog().target(relation),
+                &segments[1..],
+                viewer,
+                whole,
+            )?;
         }
     }
     Ok(())
@@ -302,10 +336,18 @@ fn exclude_in_object(
         Some(p) => p.matches(candidate),
         None => candidate == name,
     };
-    let visible: Vec<&'static Field> = field.subfields.iter().filter(|s| viewer.sees_field(s)).collect();
+    let visible: Vec<&'static Field> = field
+        .subfields
+        .iter()
+        .filter(|s| viewer.sees_field(s))
+        .collect();
     if pattern.is_none() && !visible.iter().any(|s| s.name == name) {
         let mut error = ApiError::unknown_field(
-            &format!("In exclude item '{}', '{name}' is not a property of {}: the name", whole.join("."), field.path),
+            &format!(
+                "In exclude item '{}', '{name}' is not a property of {}: the name",
+                whole.join("."),
+                field.path
+            ),
             name,
             visible.iter().map(|s| s.name),
         );
@@ -315,7 +357,9 @@ fn exclude_in_object(
     if let Prop::Whole = prop {
         *prop = Prop::Part(visible.iter().map(|s| (s.name, Prop::Whole)).collect());
     }
-    let Prop::Part(parts) = prop else { unreachable!() };
+    let Prop::Part(parts) = prop else {
+        unreachable!()
+    };
     let names: Vec<&'static str> = parts.keys().copied().filter(|n| matches(n)).collect();
     for sub_name in names {
         if segments.len() == 1 {
@@ -341,7 +385,7 @@ fn to_selection(resource: &'static Resource, node: &Node, viewer: &Viewer) -> Se
             None if resource.mandatory.contains(&field.name) => Prop::Whole,
             None => continue,
         };
-        if let Some(selected) = to_selected_field(field, &prop) {
+        if let Some(selected) = to_selected_field(field, &prop, viewer) {
             fields.push(selected);
         }
     }
@@ -354,7 +398,9 @@ fn to_selection(resource: &'static Resource, node: &Node, viewer: &Viewer) -> Se
                 relation,
                 expanded: match rel {
                     Rel::Key => None,
-                    Rel::Expanded(sub) => Some(to_selection(catalog().target(relation), sub, viewer)),
+                    Rel::Expanded(sub) => {
+                        Some(to_selection(catalog().target(relation), sub, viewer))
+                    }
                 },
             })
         })
@@ -366,17 +412,31 @@ fn to_selection(resource: &'static Resource, node: &Node, viewer: &Viewer) -> Se
     }
 }
 
-fn to_selected_field(field: &'static Field, prop: &Prop) -> Option<SelectedField> {
+/// A whole object becomes the explicit list of the subfields the caller may see, so that later
+/// stages never show a restricted subfield by showing "all" of an object.
+fn to_selected_field(field: &'static Field, prop: &Prop, viewer: &Viewer) -> Option<SelectedField> {
     match prop {
-        Prop::Whole => Some(SelectedField {
+        Prop::Whole if field.ty != FieldType::Object => Some(SelectedField {
             field,
             subfields: None,
         }),
+        Prop::Whole => {
+            let subfields: Vec<SelectedField> = field
+                .subfields
+                .iter()
+                .filter(|sub| viewer.sees_field(sub))
+                .filter_map(|sub| to_selected_field(sub, &Prop::Whole, viewer))
+                .collect();
+            (!subfields.is_empty()).then_some(SelectedField {
+                field,
+                subfields: Some(subfields),
+            })
+        }
         Prop::Part(parts) => {
             let subfields: Vec<SelectedField> = field
                 .subfields
                 .iter()
-                .filter_map(|sub| to_selected_field(sub, parts.get(sub.name)?))
+                .filter_map(|sub| to_selected_field(sub, parts.get(sub.name)?, viewer))
                 .collect();
             (!subfields.is_empty()).then_some(SelectedField {
                 field,
@@ -431,11 +491,19 @@ mod tests {
     use super::*;
 
     fn names(selection: &Selection) -> Vec<String> {
-        let mut out: Vec<String> = selection.fields.iter().map(|f| f.field.name.to_string()).collect();
+        let mut out: Vec<String> = selection
+            .fields
+            .iter()
+            .map(|f| f.field.name.to_string())
+            .collect();
         for relation in &selection.relations {
             match &relation.expanded {
                 None => out.push(format!("{}=key", relation.relation.name)),
-                Some(sub) => out.push(format!("{}{{{}}}", relation.relation.name, names(sub).join(","))),
+                Some(sub) => out.push(format!(
+                    "{}{{{}}}",
+                    relation.relation.name,
+                    names(sub).join(",")
+                )),
             }
         }
         out
@@ -453,11 +521,20 @@ mod tests {
     fn stock_template_expands_variant_product_brand_and_warehouse() {
         let s = select(resource("stock"), None, &[], &Viewer::admin()).unwrap();
         let shown = names(&s).join(" ");
-        assert!(shown.contains("stock_warehouse{id,fk_company,code,name,detail,warehouse_company=key}"), "{shown}");
+        assert!(
+            shown.contains("stock_warehouse{id,fk_company,code,name,detail,warehouse_company=key}"),
+            "{shown}"
+        );
         assert!(shown.contains("stock_variant{id,fk_product,"), "{shown}");
         assert!(shown.contains("variant_product{id,fk_brand,"), "{shown}");
-        assert!(shown.contains("product_brand{id,fk_company,name,detail,code,brand_company=key}"), "{shown}");
-        assert!(!shown.contains("product_variant"), "to-many relations are not in the default node");
+        assert!(
+            shown.contains("product_brand{id,fk_company,name,detail,code,brand_company=key}"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("product_variant"),
+            "to-many relations are not in the default node"
+        );
     }
 
     #[test]
@@ -466,21 +543,50 @@ mod tests {
         let shown = names(&s).join(" ");
         assert!(shown.contains("order_brandStore{id,fk_brand,fk_store,fk_warehouse,detail,brandStore_brand=key,brandStore_store=key,brandStore_warehouse=key}"), "{shown}");
         assert!(shown.contains("orderItem_order=key"), "{shown}");
-        assert!(shown.contains("orderItem_variant{id,barcode,colour,size,vatable,variant_product{id,title}}"), "{shown}");
+        assert!(
+            shown.contains(
+                "orderItem_variant{id,barcode,colour,size,vatable,variant_product{id,title}}"
+            ),
+            "{shown}"
+        );
         assert!(shown.contains("order_warehouse=key"), "{shown}");
     }
 
     #[test]
     fn fields_pick_properties_and_sub_selections() {
-        let s = select(resource("stock"), Some(&strings(&["inStock", "stock_variant.barcode"])), &[], &Viewer::admin()).unwrap();
-        assert_eq!(names(&s), vec!["id", "inStock", "stock_variant{id,barcode}"]);
-        let s = select(resource("stock"), Some(&strings(&["stock_variant"])), &[], &Viewer::admin()).unwrap();
-        assert!(names(&s)[1].contains("variant_product{id,fk_brand"), "a relation named alone expands as the template shows it");
+        let s = select(
+            resource("stock"),
+            Some(&strings(&["inStock", "stock_variant.barcode"])),
+            &[],
+            &Viewer::admin(),
+        )
+        .unwrap();
+        assert_eq!(
+            names(&s),
+            vec!["id", "inStock", "stock_variant{id,barcode}"]
+        );
+        let s = select(
+            resource("stock"),
+            Some(&strings(&["stock_variant"])),
+            &[],
+            &Viewer::admin(),
+        )
+        .unwrap();
+        assert!(
+            names(&s)[1].contains("variant_product{id,fk_brand"),
+            "a relation named alone expands as the template shows it"
+        );
     }
 
     #[test]
     fn star_adds_to_the_template() {
-        let s = select(resource("file"), Some(&strings(&["*", "file_brand.brand_company"])), &[], &Viewer::admin()).unwrap();
+        let s = select(
+            resource("file"),
+            Some(&strings(&["*", "file_brand.brand_company"])),
+            &[],
+            &Viewer::admin(),
+        )
+        .unwrap();
         let shown = names(&s).join(" ");
         assert!(shown.contains("file_brand{id,fk_company,name,detail,code,brand_company{id,name,code,fk_sponsor,detail,createdDate,company_sponsor=key}}"), "{shown}");
         assert!(shown.contains("file_user{"), "{shown}");
@@ -488,20 +594,76 @@ mod tests {
 
     #[test]
     fn object_sub_selection_and_exclusion() {
-        let s = select(resource("order"), Some(&strings(&["detail.net", "detail.vat"])), &[], &Viewer::admin()).unwrap();
+        let s = select(
+            resource("order"),
+            Some(&strings(&["detail.net", "detail.vat"])),
+            &[],
+            &Viewer::admin(),
+        )
+        .unwrap();
         let detail = &s.fields[1];
-        let subs: Vec<_> = detail.subfields.as_ref().unwrap().iter().map(|f| f.field.name).collect();
+        let subs: Vec<_> = detail
+            .subfields
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|f| f.field.name)
+            .collect();
         assert_eq!(subs, vec!["net", "vat"]);
-        let s = select(resource("order"), Some(&strings(&["detail"])), &strings(&["detail.net", "detail.ship@"]), &Viewer::admin()).unwrap();
-        let subs: Vec<_> = s.fields[1].subfields.as_ref().unwrap().iter().map(|f| f.field.name).collect();
-        assert_eq!(subs, vec!["hostCarrier", "hostStatus", "customerMessage", "gross", "vat"]);
+        let s = select(
+            resource("order"),
+            Some(&strings(&["detail"])),
+            &strings(&["detail.net", "detail.ship@"]),
+            &Viewer::admin(),
+        )
+        .unwrap();
+        let subs: Vec<_> = s.fields[1]
+            .subfields
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|f| f.field.name)
+            .collect();
+        assert_eq!(
+            subs,
+            vec![
+                "hostCarrier",
+                "hostStatus",
+                "customerMessage",
+                "gross",
+                "vat"
+            ]
+        );
     }
 
     #[test]
     fn exclude_removes_with_wildcards_but_keeps_mandatory_fields() {
-        let s = select(resource("file"), None, &strings(&["file_@", "id", "detail"]), &Viewer::admin()).unwrap();
-        assert_eq!(names(&s), vec!["id", "fk_brand", "fk_user", "fileType", "fileName", "createdDate", "status"]);
-        let s = select(resource("stock"), None, &strings(&["stock_variant.variant_product.product_brand"]), &Viewer::admin()).unwrap();
+        let s = select(
+            resource("file"),
+            None,
+            &strings(&["file_@", "id", "detail"]),
+            &Viewer::admin(),
+        )
+        .unwrap();
+        assert_eq!(
+            names(&s),
+            vec![
+                "id",
+                "fk_brand",
+                "fk_user",
+                "fileType",
+                "fileName",
+                "createdDate",
+                "status"
+            ]
+        );
+        let s = select(
+            resource("stock"),
+            None,
+            &strings(&["stock_variant.variant_product.product_brand"]),
+            &Viewer::admin(),
+        )
+        .unwrap();
         assert!(!names(&s).join(" ").contains("product_brand"));
     }
 
@@ -518,7 +680,10 @@ mod tests {
             let error = select(resource("stock"), fields.as_deref(), &exclude, &admin).unwrap_err();
             assert_eq!(error.code, Code::UnknownField, "{fields:?} {exclude:?}");
         }
-        assert!(select(resource("stock"), None, &strings(&["zz@"]), &admin).is_ok(), "a wildcard may match nothing");
+        assert!(
+            select(resource("stock"), None, &strings(&["zz@"]), &admin).is_ok(),
+            "a wildcard may match nothing"
+        );
     }
 
     #[test]
@@ -526,6 +691,16 @@ mod tests {
         let warehouse = Viewer::of_type(brandhub_catalog::UserType::Warehouse);
         let s = select(resource("orderItem"), None, &[], &warehouse).unwrap();
         assert!(!names(&s).contains(&"itemPrice".to_string()));
-        assert_eq!(select(resource("orderItem"), Some(&strings(&["lineNet"])), &[], &warehouse).unwrap_err().code, Code::UnknownField);
+        assert_eq!(
+            select(
+                resource("orderItem"),
+                Some(&strings(&["lineNet"])),
+                &[],
+                &warehouse
+            )
+            .unwrap_err()
+            .code,
+            Code::UnknownField
+        );
     }
 }

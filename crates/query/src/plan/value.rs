@@ -72,7 +72,12 @@ fn invalid(field: &Field, path: &str, value: &RawValue, expected: &str) -> ApiEr
 }
 
 /// Types a value for `operator` on `field`. `path` is only used in messages.
-pub fn test_for(field: &Field, path: &str, operator: Operator, value: &RawValue) -> ApiResult<Test> {
+pub fn test_for(
+    field: &Field,
+    path: &str,
+    operator: Operator,
+    value: &RawValue,
+) -> ApiResult<Test> {
     let element_type = match (&field.ty, &field.list) {
         (FieldType::List, Some(list)) => list.element,
         (ty, _) => *ty,
@@ -99,7 +104,11 @@ pub fn test_for(field: &Field, path: &str, operator: Operator, value: &RawValue)
     if comparison.is_some() && matches!(field.ty, FieldType::Boolean | FieldType::List) {
         return Err(ApiError::new(
             Code::InvalidQuery,
-            format!("Operator {} does not apply to {path} ({}); use = or #.", operator.as_str(), field.ty.describe()),
+            format!(
+                "Operator {} does not apply to {path} ({}); use = or #.",
+                operator.as_str(),
+                field.ty.describe()
+            ),
         )
         .with_field(path));
     }
@@ -111,13 +120,20 @@ pub fn test_for(field: &Field, path: &str, operator: Operator, value: &RawValue)
                 if comparison.is_some() {
                     return Err(ApiError::new(
                         Code::InvalidValue,
-                        format!("{path}: the wildcard @ works with = and # only, not with {}.", operator.as_str()),
+                        format!(
+                            "{path}: the wildcard @ works with = and # only, not with {}.",
+                            operator.as_str()
+                        ),
                     )
                     .with_field(path));
                 }
                 return Ok(Test::Like(pattern));
             }
-            let operand = Operand::Text(if is_id { text.to_ascii_uppercase() } else { fold(&text) });
+            let operand = Operand::Text(if is_id {
+                text.to_ascii_uppercase()
+            } else {
+                fold(&text)
+            });
             Ok(match comparison {
                 None => Test::OneOf(vec![operand]),
                 Some(c) => Test::Compare(c, operand),
@@ -131,7 +147,11 @@ pub fn test_for(field: &Field, path: &str, operator: Operator, value: &RawValue)
             }
             .filter(|n| n.is_finite())
             .ok_or_else(|| invalid(field, path, value, "a number"))?;
-            Ok(numeric_test(element_type == FieldType::Integer, number, comparison))
+            Ok(numeric_test(
+                element_type == FieldType::Integer,
+                number,
+                comparison,
+            ))
         }
         FieldType::Boolean => {
             let flag = match value {
@@ -157,7 +177,10 @@ pub fn test_for(field: &Field, path: &str, operator: Operator, value: &RawValue)
                 if comparison.is_some() {
                     return Err(ApiError::new(
                         Code::InvalidValue,
-                        format!("{path}: the wildcard @ works with = and # only, not with {}.", operator.as_str()),
+                        format!(
+                            "{path}: the wildcard @ works with = and # only, not with {}.",
+                            operator.as_str()
+                        ),
                     )
                     .with_field(path));
                 }
@@ -166,15 +189,25 @@ pub fn test_for(field: &Field, path: &str, operator: Operator, value: &RawValue)
             let expected = "a date YYYY-MM-DD or a timestamp YYYY-MM-DDTHH:MM:SS";
             match parse_moment(text.trim()).ok_or_else(|| invalid(field, path, value, expected))? {
                 Moment::Day(day) => {
-                    let start = Operand::Text(format_stamp(day.and_hms_opt(0, 0, 0).unwrap_or_default(), precise));
-                    let next = day.succ_opt().ok_or_else(|| invalid(field, path, value, expected))?;
-                    let end = Operand::Text(format_stamp(next.and_hms_opt(0, 0, 0).unwrap_or_default(), precise));
+                    let start = Operand::Text(format_stamp(
+                        day.and_hms_opt(0, 0, 0).unwrap_or_default(),
+                        precise,
+                    ));
+                    let next = day
+                        .succ_opt()
+                        .ok_or_else(|| invalid(field, path, value, expected))?;
+                    let end = Operand::Text(format_stamp(
+                        next.and_hms_opt(0, 0, 0).unwrap_or_default(),
+                        precise,
+                    ));
                     Ok(match comparison {
                         None => Test::Within(start, end),
                         Some(Comparison::Less) => Test::Compare(Comparison::Less, start),
                         Some(Comparison::LessOrEqual) => Test::Compare(Comparison::Less, end),
                         Some(Comparison::Greater) => Test::Compare(Comparison::GreaterOrEqual, end),
-                        Some(Comparison::GreaterOrEqual) => Test::Compare(Comparison::GreaterOrEqual, start),
+                        Some(Comparison::GreaterOrEqual) => {
+                            Test::Compare(Comparison::GreaterOrEqual, start)
+                        }
                     })
                 }
                 Moment::Instant(instant, millis) => {
@@ -212,16 +245,20 @@ fn numeric_test(integer: bool, number: f64, comparison: Option<Comparison>) -> T
     match comparison {
         None if whole => Test::OneOf(vec![Operand::Integer(number as i64)]),
         None => Test::Never,
-        Some(Comparison::Less) => Test::Compare(Comparison::Less, Operand::Integer(number.ceil() as i64)),
-        Some(Comparison::LessOrEqual) => {
-            Test::Compare(Comparison::LessOrEqual, Operand::Integer(number.floor() as i64))
+        Some(Comparison::Less) => {
+            Test::Compare(Comparison::Less, Operand::Integer(number.ceil() as i64))
         }
+        Some(Comparison::LessOrEqual) => Test::Compare(
+            Comparison::LessOrEqual,
+            Operand::Integer(number.floor() as i64),
+        ),
         Some(Comparison::Greater) => {
             Test::Compare(Comparison::Greater, Operand::Integer(number.floor() as i64))
         }
-        Some(Comparison::GreaterOrEqual) => {
-            Test::Compare(Comparison::GreaterOrEqual, Operand::Integer(number.ceil() as i64))
-        }
+        Some(Comparison::GreaterOrEqual) => Test::Compare(
+            Comparison::GreaterOrEqual,
+            Operand::Integer(number.ceil() as i64),
+        ),
     }
 }
 
@@ -237,7 +274,12 @@ fn parse_moment(text: &str) -> Option<Moment> {
         return Some(Moment::Day(day));
     }
     let trimmed = text.strip_suffix('Z').unwrap_or(text);
-    for format in ["%Y-%m-%dT%H:%M:%S%.3f", "%Y-%m-%d %H:%M:%S%.3f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"] {
+    for format in [
+        "%Y-%m-%dT%H:%M:%S%.3f",
+        "%Y-%m-%d %H:%M:%S%.3f",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%d %H:%M:%S",
+    ] {
         if let Ok(instant) = NaiveDateTime::parse_from_str(trimmed, format) {
             let millis = instant.and_utc().timestamp_subsec_millis();
             return Some(Moment::Instant(instant, millis));
@@ -261,7 +303,11 @@ mod tests {
     use brandhub_catalog::catalog;
 
     fn field(resource: &str, path: &str) -> &'static Field {
-        catalog().resource(resource).unwrap().field_at(path).unwrap()
+        catalog()
+            .resource(resource)
+            .unwrap()
+            .field_at(path)
+            .unwrap()
     }
 
     fn text(value: &str) -> RawValue {
@@ -275,9 +321,20 @@ mod tests {
             test_for(title, "title", Operator::Equal, &text("ÉCLAIR")).unwrap(),
             Test::OneOf(vec![Operand::Text("éclair".into())])
         );
-        assert!(matches!(test_for(title, "title", Operator::Equal, &text("Cr@")).unwrap(), Test::Like(_)));
-        assert_eq!(test_for(title, "title", Operator::Less, &text("a@")).unwrap_err().code, Code::InvalidValue);
-        assert_eq!(test_for(title, "title", Operator::NotEqual, &text("")).unwrap(), Test::Empty);
+        assert!(matches!(
+            test_for(title, "title", Operator::Equal, &text("Cr@")).unwrap(),
+            Test::Like(_)
+        ));
+        assert_eq!(
+            test_for(title, "title", Operator::Less, &text("a@"))
+                .unwrap_err()
+                .code,
+            Code::InvalidValue
+        );
+        assert_eq!(
+            test_for(title, "title", Operator::NotEqual, &text("")).unwrap(),
+            Test::Empty
+        );
     }
 
     #[test]
@@ -296,16 +353,35 @@ mod tests {
             test_for(in_stock, "inStock", Operator::Equal, &text("5.0")).unwrap(),
             Test::OneOf(vec![Operand::Integer(5)])
         );
-        assert_eq!(test_for(in_stock, "inStock", Operator::Equal, &text("5.5")).unwrap(), Test::Never);
+        assert_eq!(
+            test_for(in_stock, "inStock", Operator::Equal, &text("5.5")).unwrap(),
+            Test::Never
+        );
         assert_eq!(
             test_for(in_stock, "inStock", Operator::Less, &text("5.5")).unwrap(),
             Test::Compare(Comparison::Less, Operand::Integer(6))
         );
-        assert_eq!(test_for(in_stock, "inStock", Operator::Equal, &text("five")).unwrap_err().code, Code::InvalidValue);
-        assert_eq!(test_for(in_stock, "inStock", Operator::Equal, &text("NaN")).unwrap_err().code, Code::InvalidValue);
+        assert_eq!(
+            test_for(in_stock, "inStock", Operator::Equal, &text("five"))
+                .unwrap_err()
+                .code,
+            Code::InvalidValue
+        );
+        assert_eq!(
+            test_for(in_stock, "inStock", Operator::Equal, &text("NaN"))
+                .unwrap_err()
+                .code,
+            Code::InvalidValue
+        );
         let rrp = field("variant", "rrp");
         assert_eq!(
-            test_for(rrp, "rrp", Operator::Equal, &RawValue::Number(serde_json::Number::from_f64(9.5).unwrap())).unwrap(),
+            test_for(
+                rrp,
+                "rrp",
+                Operator::Equal,
+                &RawValue::Number(serde_json::Number::from_f64(9.5).unwrap())
+            )
+            .unwrap(),
             Test::OneOf(vec![Operand::Number(9.5)])
         );
     }
@@ -319,35 +395,90 @@ mod tests {
                 Test::OneOf(vec![Operand::Boolean(expected)])
             );
         }
-        assert_eq!(test_for(vatable, "vatable", Operator::Equal, &text("yes")).unwrap_err().code, Code::InvalidValue);
-        assert_eq!(test_for(vatable, "vatable", Operator::Less, &text("true")).unwrap_err().code, Code::InvalidQuery);
+        assert_eq!(
+            test_for(vatable, "vatable", Operator::Equal, &text("yes"))
+                .unwrap_err()
+                .code,
+            Code::InvalidValue
+        );
+        assert_eq!(
+            test_for(vatable, "vatable", Operator::Less, &text("true"))
+                .unwrap_err()
+                .code,
+            Code::InvalidQuery
+        );
     }
 
     #[test]
     fn a_date_means_the_whole_day() {
         let last_update = field("stock", "lastUpdate");
         assert_eq!(
-            test_for(last_update, "lastUpdate", Operator::Equal, &text("2026-02-28")).unwrap(),
-            Test::Within(Operand::Text("2026-02-28T00:00:00".into()), Operand::Text("2026-03-01T00:00:00".into()))
+            test_for(
+                last_update,
+                "lastUpdate",
+                Operator::Equal,
+                &text("2026-02-28")
+            )
+            .unwrap(),
+            Test::Within(
+                Operand::Text("2026-02-28T00:00:00".into()),
+                Operand::Text("2026-03-01T00:00:00".into())
+            )
         );
         assert_eq!(
-            test_for(last_update, "lastUpdate", Operator::Greater, &text("2026-02-28")).unwrap(),
-            Test::Compare(Comparison::GreaterOrEqual, Operand::Text("2026-03-01T00:00:00".into()))
+            test_for(
+                last_update,
+                "lastUpdate",
+                Operator::Greater,
+                &text("2026-02-28")
+            )
+            .unwrap(),
+            Test::Compare(
+                Comparison::GreaterOrEqual,
+                Operand::Text("2026-03-01T00:00:00".into())
+            )
         );
         assert_eq!(
-            test_for(last_update, "lastUpdate", Operator::Equal, &text("2026-02-28 10:11:12")).unwrap(),
+            test_for(
+                last_update,
+                "lastUpdate",
+                Operator::Equal,
+                &text("2026-02-28 10:11:12")
+            )
+            .unwrap(),
             Test::OneOf(vec![Operand::Text("2026-02-28T10:11:12".into())])
         );
         for bad in ["2026-02-30", "yesterday", "2026-2-1"] {
-            assert_eq!(test_for(last_update, "lastUpdate", Operator::Equal, &text(bad)).unwrap_err().code, Code::InvalidValue, "{bad}");
+            assert_eq!(
+                test_for(last_update, "lastUpdate", Operator::Equal, &text(bad))
+                    .unwrap_err()
+                    .code,
+                Code::InvalidValue,
+                "{bad}"
+            );
         }
         let start = field("file", "detail.startDate");
         assert_eq!(
-            test_for(start, "detail.startDate", Operator::Equal, &text("2026-01-02")).unwrap(),
-            Test::Within(Operand::Text("2026-01-02T00:00:00.000Z".into()), Operand::Text("2026-01-03T00:00:00.000Z".into()))
+            test_for(
+                start,
+                "detail.startDate",
+                Operator::Equal,
+                &text("2026-01-02")
+            )
+            .unwrap(),
+            Test::Within(
+                Operand::Text("2026-01-02T00:00:00.000Z".into()),
+                Operand::Text("2026-01-03T00:00:00.000Z".into())
+            )
         );
         assert_eq!(
-            test_for(start, "detail.startDate", Operator::Equal, &text("2026-01-02T03:04:05.678Z")).unwrap(),
+            test_for(
+                start,
+                "detail.startDate",
+                Operator::Equal,
+                &text("2026-01-02T03:04:05.678Z")
+            )
+            .unwrap(),
             Test::OneOf(vec![Operand::Text("2026-01-02T03:04:05.678Z".into())])
         );
     }

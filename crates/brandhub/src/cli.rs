@@ -1,0 +1,124 @@
+//! The command line (CONTRACT §1). Every flag also reads an environment variable.
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// brandhub: the commerce-data platform API.
+#[derive(Debug, Parser)]
+#[command(name = "brandhub", version, about)]
+pub struct Cli {
+    /// Holds the SQLite database, uploaded files and the generated TLS certificate.
+    #[arg(
+        long,
+        env = "BRANDHUB_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+    /// sqlite://… or postgres://… (default: sqlite in the data dir).
+    #[arg(long, env = "BRANDHUB_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// Most database connections this process opens.
+    #[arg(long, env = "BRANDHUB_MAX_CONNECTIONS", global = true)]
+    pub max_connections: Option<u32>,
+    /// Log filter (tracing syntax: info, warn, brandhub_store=debug, …).
+    #[arg(long, env = "BRANDHUB_LOG", default_value = "info", global = true)]
+    pub log: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run migrations and serve the HTTPS API.
+    Serve(ServeArgs),
+    /// Apply schema migrations and exit.
+    Migrate,
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Load the deterministic demo data set.
+    Demo(DemoArgs),
+}
+
+/// `brandhub serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, env = "BRANDHUB_LISTEN", default_value = "127.0.0.1:8443")]
+    pub listen: SocketAddr,
+    /// Load the demo data when the database is empty, and print the demo credentials.
+    #[arg(long, env = "BRANDHUB_DEMO")]
+    pub demo: bool,
+    /// Variants in the demo data set loaded by --demo.
+    #[arg(long, env = "BRANDHUB_DEMO_SCALE", default_value_t = 2000)]
+    pub demo_scale: u64,
+    /// PEM certificate (chain) to present; without it a self-signed one is generated.
+    #[arg(long, env = "BRANDHUB_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "BRANDHUB_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve plain HTTP for a TLS-terminating proxy; requests not forwarded as https get 403.
+    #[arg(long, env = "BRANDHUB_BEHIND_PROXY", conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub behind_proxy: bool,
+}
+
+/// `brandhub user …`.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user; prints its id on the last line.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: String,
+        /// admin, sponsor, company, host or warehouse.
+        #[arg(long = "type")]
+        user_type: String,
+        /// A company the user works for (repeat for several; the first is fk_company).
+        #[arg(long)]
+        company: Vec<String>,
+        #[arg(long)]
+        host: Option<String>,
+        #[arg(long)]
+        warehouse: Option<String>,
+        /// The sponsor company of a sponsor user.
+        #[arg(long)]
+        sponsor: Option<String>,
+    },
+}
+
+/// `brandhub key …`.
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Create an API key; prints the secret on the last line (it is never shown again).
+    Create {
+        /// The user's email or id.
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// resource:METHODS, e.g. file:GET,POST or *:GET (repeat; default: the user type's).
+        #[arg(long)]
+        grant: Vec<String>,
+    },
+    /// Revoke a key by id.
+    Revoke { id: String },
+}
+
+/// `brandhub demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Number of variants (products, stock and orders scale with it).
+    #[arg(long, env = "BRANDHUB_DEMO_SCALE", default_value_t = 2000)]
+    pub scale: u64,
+    /// Drop all existing data first (otherwise a non-empty database is refused).
+    #[arg(long)]
+    pub replace: bool,
+}

@@ -1,0 +1,253 @@
+//! The subcommands. Each returns a [`CommandError`] whose text is what the user reads.
+
+use crate::cli::{Cli, Command, DemoArgs, KeyCommand, ServeArgs, UserCommand};
+use crate::demo_load::{is_empty, load_demo};
+use brandhub_catalog::UserType;
+use brandhub_demo::{DemoOptions, DemoSummary};
+use brandhub_problem::ApiError;
+use brandhub_server::tls::TlsSource;
+use brandhub_server::{Settings, start};
+use brandhub_store::{Backend, NewUser, Store, StoreOptions};
+use std::fmt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A failed command, with the message to print.
+#[derive(Debug)]
+pub struct CommandError(pub String);
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<ApiError> for CommandError {
+    fn from(error: ApiError) -> CommandError {
+        let mut text = error.detail.clone();
+        for problem in &error.errors {
+            text.push_str(&format!("\n  {}: {}", problem.field, problem.message));
+        }
+        CommandError(text)
+    }
+}
+
+impl From<std::io::Error> for CommandError {
+    fn from(error: std::io::Error) -> CommandError {
+        CommandError(error.to_string())
+    }
+}
+
+/// The database URL: the given one, or SQLite in the data dir.
+pub fn database_url(cli: &Cli) -> String {
+    cli.database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", cli.data_dir.join("brandhub.db").display()))
+}
+
+/// Opens (and migrates) the store the command line names.
+pub async fn open_store(cli: &Cli) -> Result<Store, CommandError> {
+    std::fs::create_dir_all(&cli.data_dir).map_err(|e| {
+        CommandError(format!(
+            "cannot create the data dir {}: {e}",
+            cli.data_dir.display()
+        ))
+    })?;
+    let url = database_url(cli);
+    let default_connections = if url.starts_with("sqlite:") { 8 } else { 16 };
+    let store = Store::connect(&StoreOptions {
+        url,
+        max_connections: cli.max_connections.unwrap_or(default_connections),
+    })
+    .await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> Result<(), CommandError> {
+    match &cli.command {
+        Command::Serve(args) => serve(&cli, args).await,
+        Command::Migrate => {
+            let store = open_store(&cli).await?;
+            println!("the database is at the current schema");
+            store.close().await;
+            Ok(())
+        }
+        Command::User(UserCommand::Create {
+            email,
+            name,
+            user_type,
+            company,
+            host,
+            warehouse,
+            sponsor,
+        }) => {
+            let store = open_store(&cli).await?;
+            let user_type = UserType::parse(user_type).ok_or_else(|| {
+                CommandError(format!(
+                    "--type '{user_type}' is not one of admin, sponsor, company, host, warehouse"
+                ))
+            })?;
+            let id = store
+                .create_user(&NewUser {
+                    email: email.clone(),
+                    name: name.clone(),
+                    user_type,
+                    companies: company.clone(),
+                    host: host.clone(),
+                    warehouse: warehouse.clone(),
+                    sponsor: sponsor.clone(),
+                })
+                .await?;
+            println!("created {} user {email}", user_type.as_str());
+            println!("{id}");
+            Ok(())
+        }
+        Command::Key(KeyCommand::Create { user, name, grant }) => {
+            let store = open_store(&cli).await?;
+            let grants = (!grant.is_empty()).then_some(grant.as_slice());
+            let key = store.create_key(user, name.as_deref(), grants).await?;
+            println!(
+                "created key {} for {user}; the secret below is shown only now",
+                key.id
+            );
+            println!("{}", key.secret);
+            Ok(())
+        }
+        Command::Key(KeyCommand::Revoke { id }) => {
+            let store = open_store(&cli).await?;
+            store.revoke_key(id).await?;
+            println!("revoked key {id}");
+            Ok(())
+        }
+        Command::Demo(args) => demo(&cli, args).await,
+    }
+}
+
+fn print_credentials(summary: &DemoSummary) {
+    println!("demo users (user name : API key):");
+    for credential in &summary.credentials {
+        println!(
+            "  {:<9} {} : {}",
+            credential.user_type.as_str(),
+            credential.email,
+            credential.secret
+        );
+    }
+}
+
+async fn demo(cli: &Cli, args: &DemoArgs) -> Result<(), CommandError> {
+    let store = open_store(cli).await?;
+    if args.replace {
+        store.drop_everything().await?;
+        store.migrate().await?;
+    }
+    let started = Instant::now();
+    let summary = load_demo(
+        &store,
+        DemoOptions {
+            scale: args.scale,
+            ..DemoOptions::default()
+        },
+    )
+    .await?;
+    let total: u64 = summary.counts.iter().map(|(_, n)| n).sum();
+    println!(
+        "loaded {total} demo records ({} variants) in {:.1} s:",
+        args.scale,
+        started.elapsed().as_secs_f64()
+    );
+    for (resource, count) in &summary.counts {
+        println!("  {resource:<11} {count}");
+    }
+    print_credentials(&summary);
+    store.close().await;
+    Ok(())
+}
+
+fn tls_source(data_dir: &Path, args: &ServeArgs) -> Option<TlsSource> {
+    if args.behind_proxy {
+        return None;
+    }
+    Some(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => TlsSource::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        _ => TlsSource::SelfSigned {
+            dir: data_dir.join("tls"),
+        },
+    })
+}
+
+async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
+    let store = open_store(cli).await?;
+    if args.demo {
+        let options = DemoOptions {
+            scale: args.demo_scale,
+            ..DemoOptions::default()
+        };
+        if is_empty(&store).await? {
+            tracing::info!(scale = args.demo_scale, "loading the demo data set");
+            let summary = load_demo(&store, options).await?;
+            print_credentials(&summary);
+        } else {
+            // The demo keys are deterministic, so they can be shown again without storing them.
+            let (_, summary) = brandhub_demo::generate_all(&DemoOptions {
+                scale: 0,
+                ..options
+            });
+            println!(
+                "the database has data already; if it holds the demo data set, these keys work:"
+            );
+            print_credentials(&summary);
+        }
+    }
+    let settings = Settings {
+        listen: args.listen,
+        tls: tls_source(&cli.data_dir, args),
+    };
+    let running = start(settings, store.clone()).await?;
+    let scheme = if args.behind_proxy { "http" } else { "https" };
+    let backend = match store.backend() {
+        Backend::Sqlite => "SQLite",
+        Backend::Postgres => "PostgreSQL",
+    };
+    println!(
+        "brandhub serves {scheme}://{}/api on {backend}",
+        running.address
+    );
+    let handle = running.handle();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        handle.graceful_shutdown(Some(Duration::from_secs(10)));
+    });
+    running.wait().await?;
+    store.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,80 @@
+//! Loading the demo data set: the generator runs on a blocking thread and streams chunks to
+//! the store, which writes them all in one transaction (all or nothing), then creates the demo
+//! users' keys with their documented secrets and refreshes the planner's statistics.
+
+use brandhub_catalog::{Cell, Layout, Record, catalog};
+use brandhub_demo::{Chunk, DemoOptions, DemoSummary, generate};
+use brandhub_problem::{ApiError, ApiResult, Code};
+use brandhub_query::plan::{CountPlan, Predicate};
+use brandhub_store::accounts::secret_hash;
+use brandhub_store::grants::default_grants;
+use brandhub_store::{Store, Timing};
+use tokio::sync::mpsc;
+
+/// Whether the database holds no users (a fresh database).
+pub async fn is_empty(store: &Store) -> ApiResult<bool> {
+    let users = catalog().resource("user").expect("user is a resource");
+    let plan = CountPlan {
+        resource: users,
+        filter: Predicate::always(),
+    };
+    Ok(store.count(&plan, &Timing::default()).await? == 0)
+}
+
+/// Loads the demo data; refuses a database that has users.
+pub async fn load_demo(store: &Store, options: DemoOptions) -> ApiResult<DemoSummary> {
+    if !is_empty(store).await? {
+        return Err(ApiError::new(
+            Code::Conflict,
+            "The database is not empty; the demo data set loads into an empty database only (brandhub demo --replace starts over).",
+        ));
+    }
+    let (sender, mut receiver) = mpsc::channel::<Chunk>(4);
+    let generator = tokio::task::spawn_blocking(move || {
+        generate(&options, &mut |chunk| {
+            // The receiver only stops early when a write failed; that error is reported below.
+            let _ = sender.blocking_send(chunk);
+        })
+    });
+    let mut tx = store.begin().await?;
+    let mut failure = None;
+    while let Some(chunk) = receiver.recv().await {
+        if failure.is_none()
+            && let Err(error) = tx.insert_records(chunk.resource, &chunk.records).await
+        {
+            failure = Some(error);
+            receiver.close();
+        }
+    }
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    let summary = generator
+        .await
+        .map_err(|e| ApiError::new(Code::Internal, format!("the demo generator failed: {e}")))?;
+    let keys = catalog().resource("apiKey").expect("apiKey is a resource");
+    let layout = Layout::of(keys);
+    let records: Vec<Record> = summary
+        .credentials
+        .iter()
+        .map(|credential| {
+            let mut record = Record::empty(keys);
+            record.cells[layout.cell("id")] = Cell::Text(credential.key_id.clone());
+            record.cells[layout.cell("fk_user")] = Cell::Text(credential.user_id.clone());
+            record.cells[layout.cell("name")] = credential.key_name.as_str().into();
+            record.cells[layout.cell("prefix")] = credential.secret[..8].into();
+            record.cells[layout.cell("createdDate")] = "2026-01-01T00:00:00".into();
+            record.cells[layout.cell("revoked")] = false.into();
+            record.cells[layout.cell("secretHash")] = secret_hash(&credential.secret).into();
+            record.lists[layout.list("grants")] = default_grants(credential.user_type)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            record
+        })
+        .collect();
+    tx.insert_records(keys, &records).await?;
+    tx.commit().await?;
+    store.analyze().await?;
+    Ok(summary)
+}

@@ -1,0 +1,350 @@
+//! The integration-test harness: a real server (HTTPS on a random port, self-signed
+//! certificate) over a real, freshly created database with the demo data loaded, and a real
+//! HTTP client that trusts exactly that certificate.
+//!
+//! SQLite fixtures always run; PostgreSQL fixtures run when `BRANDHUB_TEST_DATABASE_URL` names
+//! a server where the test may create databases (each fixture gets its own database).
+//! Fixtures are shared by the tests of one test binary and live on a thread of their own, so
+//! the server outlives every test's runtime.
+
+#![allow(dead_code)]
+
+use brandhub::demo_load::load_demo;
+use brandhub_demo::{Chunk, DemoCredential, DemoOptions, DemoSummary, generate_all};
+use brandhub_server::tls::TlsSource;
+use brandhub_server::{Settings, start};
+use brandhub_store::{Store, StoreOptions};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+
+/// The demo scale every shared fixture loads.
+pub const SCALE: u64 = 2000;
+
+/// Which database a fixture runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+/// A running server over demo data.
+pub struct Fixture {
+    pub db: Db,
+    /// `https://127.0.0.1:<port>`.
+    pub base: String,
+    certificate_pem: String,
+    pub summary: DemoSummary,
+    /// A store on the same database, for checks that look beside the API.
+    pub store: Store,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Fixture {
+    /// A client that trusts this server's certificate only.
+    pub fn client(&self) -> reqwest::Client {
+        let mut roots = rustls::RootCertStore::empty();
+        use rustls::pki_types::pem::PemObject;
+        for cert in
+            rustls::pki_types::CertificateDer::pem_slice_iter(self.certificate_pem.as_bytes())
+        {
+            roots
+                .add(cert.expect("the server's certificate parses"))
+                .expect("a valid root");
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        reqwest::Client::builder()
+            .tls_backend_preconfigured(config)
+            .build()
+            .expect("a client")
+    }
+
+    /// The demo credential of a user type's first user.
+    pub fn credential(&self, user_type: &str) -> &DemoCredential {
+        self.summary
+            .credentials
+            .iter()
+            .find(|c| c.user_type.as_str() == user_type)
+            .expect("the demo has every user type")
+    }
+
+    /// A GET as the demo admin.
+    pub async fn get(&self, path_and_query: &str) -> Response {
+        let admin = self.credential("admin");
+        let response = self
+            .client()
+            .get(format!("{}{path_and_query}", self.base))
+            .basic_auth(&admin.email, Some(&admin.secret))
+            .send()
+            .await
+            .expect("the server answers");
+        Response::read(response).await
+    }
+
+    /// A POST of a JSON body as the demo admin.
+    pub async fn post(&self, path: &str, body: &serde_json::Value) -> Response {
+        let admin = self.credential("admin");
+        let response = self
+            .client()
+            .post(format!("{}{path}", self.base))
+            .basic_auth(&admin.email, Some(&admin.secret))
+            .json(body)
+            .send()
+            .await
+            .expect("the server answers");
+        Response::read(response).await
+    }
+
+    /// Runs a future on the fixture's own runtime (where its store's pool lives).
+    pub async fn on_server<F, T>(&self, future: F) -> T
+    where
+        F: std::future::Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.runtime.spawn(future).await.expect("the task finishes")
+    }
+}
+
+/// A response read whole.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    async fn read(response: reqwest::Response) -> Response {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.expect("a body").to_vec();
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// The body as JSON (panics with the body when it is not JSON).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// A header's value as text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    }
+
+    /// The records of an envelope.
+    pub fn records(&self, resource: &str) -> Vec<serde_json::Value> {
+        let json = self.json();
+        json["response"][resource]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {resource} array in {json}"))
+            .clone()
+    }
+
+    /// The ids of an envelope's records, in order.
+    pub fn ids(&self, resource: &str) -> Vec<String> {
+        self.records(resource)
+            .iter()
+            .map(|r| r["id"].as_str().expect("records have ids").to_string())
+            .collect()
+    }
+
+    /// Asserts a problem+json error with this status and code; returns the body.
+    pub fn assert_problem(&self, status: u16, code: &str) -> serde_json::Value {
+        let json = self.json();
+        assert_eq!(self.status, status, "{json}");
+        assert_eq!(json["code"], code, "{json}");
+        assert_eq!(
+            self.header("content-type").as_deref(),
+            Some("application/problem+json")
+        );
+        assert_eq!(json["status"], status);
+        assert!(
+            json["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{json}"
+        );
+        json
+    }
+}
+
+/// The PostgreSQL server tests may use, if any.
+pub fn postgres_url() -> Option<String> {
+    std::env::var("BRANDHUB_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+}
+
+fn with_database(url: &str, database: &str) -> String {
+    match url.rfind('/') {
+        Some(slash) if url[..slash].contains("://") && slash > url.find("://").unwrap() + 2 => {
+            let (base, rest) = url.split_at(slash);
+            let query = rest.find('?').map(|q| &rest[q..]).unwrap_or("");
+            format!("{base}/{database}{query}")
+        }
+        _ => format!("{url}/{database}"),
+    }
+}
+
+/// A fresh empty database for a fixture; returns its URL and a temporary directory.
+pub async fn fresh_database(db: Db, name: &str) -> (String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = match db {
+        Db::Sqlite => format!("sqlite://{}", dir.path().join("brandhub.db").display()),
+        Db::Postgres => {
+            let admin_url =
+                postgres_url().expect("PostgreSQL fixtures need BRANDHUB_TEST_DATABASE_URL");
+            let binary = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().to_string()))
+                .unwrap_or_default();
+            let binary: String = binary
+                .split('-')
+                .next()
+                .unwrap_or("t")
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let database = format!("bh_{binary}_{name}").to_ascii_lowercase();
+            use sqlx::Connection;
+            let mut admin = sqlx::PgConnection::connect(&admin_url)
+                .await
+                .expect("PostgreSQL is reachable");
+            for statement in [
+                format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
+                format!("CREATE DATABASE \"{database}\""),
+            ] {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+                    .execute(&mut admin)
+                    .await
+                    .expect("the test may create databases");
+            }
+            admin.close().await.ok();
+            with_database(&admin_url, &database)
+        }
+    };
+    (url, dir)
+}
+
+/// Starts a fixture: fresh database, demo data at `scale`, server. Runs on its own thread.
+pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
+    let (sender, receiver) = mpsc::channel();
+    let name = name.to_string();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let handle = runtime.handle().clone();
+        runtime.block_on(async move {
+            let (url, dir) = fresh_database(db, &name).await;
+            let store = Store::connect(&StoreOptions {
+                url,
+                max_connections: 8,
+            })
+            .await
+            .expect("the database opens");
+            store.migrate().await.expect("migrations apply");
+            let summary = load_demo(
+                &store,
+                DemoOptions {
+                    scale,
+                    ..DemoOptions::default()
+                },
+            )
+            .await
+            .expect("the demo loads");
+            let settings = Settings {
+                listen: "127.0.0.1:0".parse().expect("an address"),
+                tls: Some(TlsSource::SelfSigned {
+                    dir: dir.path().join("tls"),
+                }),
+            };
+            let running = start(settings, store.clone())
+                .await
+                .expect("the server starts");
+            let fixture = Fixture {
+                db,
+                base: format!("https://{}", running.address),
+                certificate_pem: running.certificate_pem.clone().expect("TLS is on"),
+                summary,
+                store,
+                runtime: handle,
+            };
+            sender.send(fixture).expect("the test waits");
+            let _keep = dir;
+            running.wait().await.expect("the server runs");
+        });
+    });
+    receiver.recv().expect("the fixture starts")
+}
+
+static SHARED: OnceLock<Mutex<HashMap<(Db, String), &'static Fixture>>> = OnceLock::new();
+
+/// The fixture of this name on this database, started on first use and shared after.
+/// `None` for PostgreSQL when no test database is configured.
+pub fn shared(db: Db, name: &str) -> Option<&'static Fixture> {
+    if db == Db::Postgres && postgres_url().is_none() {
+        eprintln!("PostgreSQL part skipped: BRANDHUB_TEST_DATABASE_URL is not set");
+        return None;
+    }
+    let map = SHARED.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    let fixture = map
+        .entry((db, name.to_string()))
+        .or_insert_with(|| Box::leak(Box::new(start_fixture(db, name, SCALE))));
+    Some(*fixture)
+}
+
+/// The demo records in memory, exactly as the fixtures loaded them.
+pub fn demo_records() -> &'static Vec<Chunk> {
+    static RECORDS: OnceLock<Vec<Chunk>> = OnceLock::new();
+    RECORDS.get_or_init(|| {
+        generate_all(&DemoOptions {
+            scale: SCALE,
+            ..DemoOptions::default()
+        })
+        .0
+    })
+}
+
+/// Declares each test twice: once on SQLite, once on PostgreSQL (skipped without a server).
+#[macro_export]
+macro_rules! on_both_backends {
+    ($fixture_name:literal; $(async fn $name:ident($fx:ident) $body:block)*) => {
+        mod sqlite {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let $fx = common::shared(common::Db::Sqlite, $fixture_name).expect("SQLite always runs");
+                    $body
+                }
+            )*
+        }
+        mod postgres {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some($fx) = common::shared(common::Db::Postgres, $fixture_name) else { return };
+                    $body
+                }
+            )*
+        }
+    };
+}

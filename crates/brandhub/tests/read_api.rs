@@ -1,0 +1,344 @@
+//! The read API over HTTPS against the real server and the demo data, on both backends:
+//! envelope, paging, filters, ordering, field selection, related entities, counts and complex
+//! queries (CONTRACT §4, §6, §7).
+
+mod common;
+
+use serde_json::{Value, json};
+
+fn ids_of(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn is_sorted_by<T: PartialOrd>(values: &[T]) -> bool {
+    values.windows(2).all(|w| w[0] <= w[1])
+}
+
+on_both_backends! { "reads";
+
+async fn the_envelope_reports_paging_and_counts(fx) {
+    let response = fx.get("/api/stock").await;
+    assert_eq!(response.status, 200);
+    let envelope = &response.json()["response"];
+    assert_eq!(envelope["page"], 1);
+    assert_eq!(envelope["recordsSent"], 100);
+    assert_eq!(envelope["recordsFound"], common::SCALE);
+    assert_eq!(envelope["pageCount"], common::SCALE.div_ceil(100));
+    assert_eq!(envelope["stock"].as_array().unwrap().len(), 100);
+    let timing = response.header("server-timing").expect("Server-Timing on every answer");
+    assert!(timing.contains("db;dur=") && timing.contains("total;dur="), "{timing}");
+    assert!(response.header("x-request-id").is_some_and(|id| !id.is_empty()));
+}
+
+async fn the_stock_template_nests_variant_product_brand_and_warehouse(fx) {
+    let records = fx.get("/api/stock?pageSize=50").await.records("stock");
+    let first = &records[0];
+    for field in ["id", "fk_warehouse", "fk_variant", "inStock", "demand", "supply", "lastUpdate"] {
+        assert!(first.get(field).is_some(), "{field} in {first}");
+    }
+    let variant = &first["stock_variant"];
+    assert_eq!(variant["id"], first["fk_variant"]);
+    assert!(variant["barcode"].is_string());
+    let product = &variant["variant_product"];
+    assert_eq!(product["id"], variant["fk_product"]);
+    let brand = &product["product_brand"];
+    assert_eq!(brand["id"], product["fk_brand"]);
+    assert_eq!(brand["brand_company"], json!({"__KEY": brand["fk_company"]}));
+    let warehouse = &first["stock_warehouse"];
+    assert_eq!(warehouse["warehouse_company"], json!({"__KEY": warehouse["fk_company"]}));
+    // A warehouse shown expanded once is only a reference afterwards.
+    let later = records.iter().skip(1).find(|r| r["fk_warehouse"] == first["fk_warehouse"]).expect("stock shares warehouses");
+    assert_eq!(later["stock_warehouse"], json!({"__KEY": first["fk_warehouse"]}));
+    let timestamp = first["lastUpdate"].as_str().unwrap();
+    assert_eq!(timestamp.len(), 19, "YYYY-MM-DDTHH:MM:SS: {timestamp}");
+}
+
+async fn the_order_template_has_items_with_a_partial_variant(fx) {
+    let records = fx.get("/api/order?pageSize=5").await.records("order");
+    let order = &records[0];
+    assert!(order["order_brandStore"]["brandStore_store"]["__KEY"].is_string());
+    let items = order["order_orderItem"].as_array().expect("items are an array");
+    assert!(!items.is_empty());
+    let item = &items[0];
+    assert_eq!(item["fk_order"], order["id"]);
+    assert_eq!(item["orderItem_order"], json!({"__KEY": order["id"]}));
+    let variant = item["orderItem_variant"].as_object().unwrap();
+    let mut keys: Vec<&str> = variant.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, vec!["barcode", "colour", "id", "size", "variant_product", "vatable"]);
+    assert_eq!(variant["variant_product"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["id", "title"]);
+    assert!(order["shipAddress"]["id"].is_number() || order["shipAddress"]["id"].is_null());
+    assert!(order["billAddress"].get("id").is_none());
+    assert!(order["detail"]["net"].is_number());
+}
+
+async fn the_file_template_expands_brand_and_user(fx) {
+    let records = fx.get("/api/file").await.records("file");
+    let file = records.iter().find(|f| f["file_brand"].get("name").is_some()).unwrap();
+    assert!(file["file_user"]["email"].is_string());
+    assert!(file["file_user"]["detail"]["companies"].is_array());
+    let detail = &file["detail"];
+    for field in ["fileMime", "host", "startDate", "endDate", "error"] {
+        assert!(detail.get(field).is_some(), "detail.{field}");
+    }
+    let price = records.iter().find(|f| f["fileType"] == "price").expect("demo has price files");
+    let start = price["detail"]["startDate"].as_str().unwrap();
+    assert!(start.ends_with('Z') && start.len() == 24, "{start}");
+    assert!(records.iter().any(|f| f["detail"]["error"].as_str().is_some_and(|e| e.starts_with("Warning"))));
+}
+
+async fn one_record_by_id_in_any_case(fx) {
+    let id = fx.get("/api/variant?pageSize=1").await.ids("variant")[0].clone();
+    let response = fx.get(&format!("/api/variant/{}", id.to_lowercase())).await;
+    assert_eq!(response.status, 200);
+    let envelope = &response.json()["response"];
+    assert_eq!((envelope["page"].clone(), envelope["pageCount"].clone(), envelope["recordsSent"].clone()), (json!(1), json!(1), json!(1)));
+    assert_eq!(envelope["variant"][0]["id"], id);
+    let fields = fx.get(&format!("/api/variant/{id}?fields=barcode")).await.records("variant");
+    assert_eq!(fields[0].as_object().unwrap().len(), 2);
+    fx.get("/api/variant/00000000000000000000000000000000").await.assert_problem(404, "not_found");
+    fx.get("/api/variant/not-an-id").await.assert_problem(404, "not_found");
+}
+
+async fn paging_walks_the_records_in_id_order(fx) {
+    let first = fx.get("/api/variant?pageSize=7").await.ids("variant");
+    let second = fx.get("/api/variant?pageSize=7&page=2").await.ids("variant");
+    let both = fx.get("/api/variant?pageSize=14").await.ids("variant");
+    assert_eq!([first.clone(), second].concat(), both);
+    assert!(is_sorted_by(&both));
+    let past = fx.get("/api/variant?page=100000").await;
+    assert_eq!(past.status, 200);
+    assert_eq!(past.json()["response"]["recordsSent"], 0);
+    assert_eq!(past.json()["response"]["recordsFound"], common::SCALE);
+    let clamped = fx.get("/api/variant?pageSize=5000").await;
+    assert_eq!(clamped.json()["response"]["recordsSent"], 1000);
+    assert_eq!(clamped.json()["response"]["pageCount"], common::SCALE.div_ceil(1000));
+    let empty = fx.get("/api/variant?barcode=nothing-like-this").await.json();
+    assert_eq!(empty["response"]["pageCount"], 0);
+    assert_eq!(empty["response"]["recordsFound"], 0);
+}
+
+async fn counts_agree_with_lists(fx) {
+    let count = fx.get("/api/variant/count?barcode=501000@").await.json()["count"].as_u64().unwrap();
+    let list = fx.get("/api/variant?barcode=501000@&pageSize=1000").await;
+    assert_eq!(list.json()["response"]["recordsFound"].as_u64().unwrap(), count);
+    assert_eq!(list.records("variant").len() as u64, count);
+    assert!(count > 0);
+    assert_eq!(fx.get("/api/stock/count").await.json(), json!({"count": common::SCALE}));
+    // Asked twice, the second answer comes from the count cache and agrees.
+    assert_eq!(fx.get("/api/stock/count").await.json(), json!({"count": common::SCALE}));
+}
+
+async fn text_filters_fold_case_for_all_of_unicode(fx) {
+    let products = fx.get("/api/product?pageSize=1000&fields=title").await.records("product");
+    let accented = products
+        .iter()
+        .map(|p| p["title"].as_str().unwrap().to_string())
+        .find(|t| !t.is_ascii())
+        .expect("the demo has non-ASCII titles");
+    let shouted = accented.to_uppercase();
+    let exact = fx.get(&format!("/api/product?title={}", urlencode(&accented))).await.ids("product");
+    let folded = fx.get(&format!("/api/product?title={}", urlencode(&shouted))).await.ids("product");
+    assert!(!exact.is_empty());
+    assert_eq!(exact, folded, "{accented} vs {shouted}");
+    let word = accented.split(' ').next().unwrap().to_lowercase();
+    let starts = fx.get(&format!("/api/product?title={}%40&fields=title&pageSize=1000", urlencode(&word))).await.records("product");
+    assert!(!starts.is_empty());
+    for product in &starts {
+        assert!(product["title"].as_str().unwrap().to_lowercase().starts_with(&word), "{product}");
+    }
+    let contains = fx.get("/api/product?title=@shirt@&fields=title&pageSize=1000").await.records("product");
+    for product in &contains {
+        assert!(product["title"].as_str().unwrap().to_lowercase().contains("shirt"));
+    }
+    let ends = fx.get("/api/variant?code=@-XL&fields=code&pageSize=1000").await.records("variant");
+    assert!(!ends.is_empty());
+    assert!(ends.iter().all(|v| v["code"].as_str().unwrap().ends_with("-XL")));
+}
+
+async fn dotted_filters_reach_related_entities_and_details(fx) {
+    let stock = fx.get("/api/stock?stock_variant.barcode=501001@&pageSize=1000&fields=stock_variant.barcode").await.records("stock");
+    assert!(!stock.is_empty());
+    assert!(stock.iter().all(|s| s["stock_variant"]["barcode"].as_str().unwrap().starts_with("501001")));
+    let brand = fx.get("/api/brand?pageSize=1").await.records("brand")[0].clone();
+    let through = fx.get(&format!("/api/stock/count?stock_variant.variant_product.fk_brand={}", brand["id"].as_str().unwrap())).await.json()["count"].as_u64().unwrap();
+    let direct = fx.get(&format!("/api/variant/count?variant_product.fk_brand={}", brand["id"].as_str().unwrap())).await.json()["count"].as_u64().unwrap();
+    assert_eq!(through, direct);
+    assert!(through > 0);
+    let csv = fx.get("/api/file?detail.fileMime=text/csv&fields=detail.fileMime").await.records("file");
+    assert!(csv.iter().all(|f| f["detail"]["fileMime"] == "text/csv"));
+    let items = fx.get("/api/order?order_orderItem.status=RET&fields=status&pageSize=1000").await.records("order");
+    assert!(!items.is_empty());
+    assert!(items.iter().all(|o| o["status"] == "returned"), "orders with returned items are returned orders");
+}
+
+async fn values_of_every_type_filter_by_their_type(fx) {
+    let some = fx.get("/api/stock?pageSize=1").await.records("stock")[0].clone();
+    let in_stock = some["inStock"].as_i64().unwrap();
+    let whole = fx.get(&format!("/api/stock/count?inStock={in_stock}")).await.json()["count"].clone();
+    let decimal = fx.get(&format!("/api/stock/count?inStock={in_stock}.0")).await.json()["count"].clone();
+    assert_eq!(whole, decimal);
+    assert_eq!(fx.get(&format!("/api/stock/count?inStock={in_stock}.5")).await.json()["count"], 0);
+    let vatable = fx.get("/api/variant/count?vatable=true").await.json()["count"].as_u64().unwrap();
+    let not_vatable = fx.get("/api/variant/count?vatable=False").await.json()["count"].as_u64().unwrap();
+    let unset = fx.get("/api/variant/count?vatable=").await.json()["count"].as_u64().unwrap();
+    assert_eq!(vatable + not_vatable + unset, common::SCALE);
+    let day = &some["lastUpdate"].as_str().unwrap()[..10];
+    let that_day = fx.get(&format!("/api/stock?lastUpdate={day}&fields=lastUpdate&pageSize=1000")).await.records("stock");
+    assert!(!that_day.is_empty());
+    assert!(that_day.iter().all(|s| s["lastUpdate"].as_str().unwrap().starts_with(day)));
+    let unshipped = fx.get("/api/order?shipDate=&fields=shipDate&pageSize=1000").await.records("order");
+    assert!(!unshipped.is_empty());
+    assert!(unshipped.iter().all(|o| o["shipDate"] == ""));
+}
+
+async fn a_repeated_filter_means_any_of_its_values(fx) {
+    let new = fx.get("/api/order/count?status=new").await.json()["count"].as_u64().unwrap();
+    let dispatched = fx.get("/api/order/count?status=dispatched").await.json()["count"].as_u64().unwrap();
+    let either = fx.get("/api/order/count?status=new&status=dispatched").await.json()["count"].as_u64().unwrap();
+    assert_eq!(either, new + dispatched);
+    let both_filters = fx.get("/api/order/count?status=dispatched&carrier=@").await.json()["count"].as_u64().unwrap();
+    assert!(both_filters <= dispatched);
+}
+
+async fn order_by_sorts_on_several_levels_in_both_directions(fx) {
+    let records = fx.get("/api/stock?order_by=inStock<;lastUpdate&fields=inStock,lastUpdate&pageSize=1000").await.records("stock");
+    let keys: Vec<(i64, String)> = records.iter().map(|r| (-r["inStock"].as_i64().unwrap(), r["lastUpdate"].as_str().unwrap().to_string())).collect();
+    assert!(is_sorted_by(&keys));
+    let before = fx.get("/api/stock?order_by=%3ClastUpdate&fields=lastUpdate&pageSize=50").await.records("stock");
+    let after = fx.get("/api/stock?order_by=lastUpdate%3C&fields=lastUpdate&pageSize=50").await.records("stock");
+    assert_eq!(ids_of(&before), ids_of(&after));
+    let dates: Vec<&str> = before.iter().map(|r| r["lastUpdate"].as_str().unwrap()).collect();
+    assert!(dates.windows(2).all(|w| w[0] >= w[1]));
+    let through = fx.get("/api/variant?order_by=variant_product.title;barcode&fields=barcode,variant_product.title&pageSize=1000").await.records("variant");
+    // A product shown once is a __KEY reference at its later variants.
+    let mut title_of = std::collections::HashMap::new();
+    let mut titles: Vec<(String, String)> = Vec::new();
+    for variant in &through {
+        let product = &variant["variant_product"];
+        let id = product.get("__KEY").unwrap_or(&product["id"]).as_str().unwrap().to_string();
+        if let Some(title) = product["title"].as_str() {
+            title_of.insert(id.clone(), title.to_lowercase());
+        }
+        titles.push((title_of[&id].clone(), variant["barcode"].as_str().unwrap().to_string()));
+    }
+    assert!(is_sorted_by(&titles));
+}
+
+async fn fields_and_exclude_shape_the_records(fx) {
+    let records = fx.get("/api/stock?fields=inStock,stock_variant.barcode&pageSize=3").await.records("stock");
+    let keys: Vec<&String> = records[0].as_object().unwrap().keys().collect();
+    assert_eq!(keys, vec!["id", "inStock", "stock_variant"]);
+    assert_eq!(records[0]["stock_variant"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["id", "barcode"]);
+    let star = fx.get("/api/file?fields=*,file_brand.brand_company&pageSize=1").await.records("file");
+    assert!(star[0]["file_brand"]["brand_company"]["name"].is_string());
+    assert!(star[0]["file_user"].is_object());
+    let excluded = fx.get("/api/file?exclude=file_%40,detail,id&pageSize=1").await.records("file");
+    let keys: Vec<&String> = excluded[0].as_object().unwrap().keys().collect();
+    assert_eq!(keys, vec!["id", "fk_brand", "fk_user", "fileType", "fileName", "createdDate", "status"]);
+    let sub = fx.get("/api/order?fields=detail.net,detail.gross&pageSize=1").await.records("order");
+    assert_eq!(sub[0]["detail"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["net", "gross"]);
+}
+
+async fn complex_queries_apply_conditions_left_to_right(fx) {
+    let count = |status: &str| {
+        let status = status.to_string();
+        async move { fx.get(&format!("/api/order/count?status={status}")).await.json()["count"].as_u64().unwrap() }
+    };
+    let (new, accepted, dispatched) = (count("new").await, count("accepted").await, count("dispatched").await);
+    // (new OR accepted) AND NOT accepted = new
+    let body = json!({"query": [
+        {"field": "status", "operator": "=", "value": "new"},
+        {"field": "status", "operator": "=", "value": "accepted", "conjunction": "|"},
+        {"field": "status", "operator": "=", "value": "accepted", "conjunction": "#"}
+    ]});
+    assert_eq!(fx.post("/api/order/count", &body).await.json()["count"], new);
+    let page = fx.post("/api/order/query?fields=status&pageSize=1000", &body).await;
+    assert_eq!(page.status, 200);
+    assert!(page.records("order").iter().all(|o| o["status"] == "new"));
+    // new OR (accepted AND accepted) evaluated left to right is (new OR accepted) AND accepted = accepted
+    let body = json!({"query": [
+        {"field": "status", "operator": "=", "value": "new"},
+        {"field": "status", "operator": "=", "value": "accepted", "conjunction": "|"},
+        {"field": "status", "operator": "=", "value": "ACCEPTED", "conjunction": "&"}
+    ]});
+    assert_eq!(fx.post("/api/order/count", &body).await.json()["count"], accepted);
+    // # as an operator: not equal
+    let body = json!({"query": [{"field": "status", "operator": "#", "value": "dispatched"}]});
+    let total = fx.get("/api/order/count").await.json()["count"].as_u64().unwrap();
+    assert_eq!(fx.post("/api/order/count", &body).await.json()["count"].as_u64().unwrap(), total - dispatched);
+}
+
+async fn arrays_and_the_three_steps_narrow_in_order(fx) {
+    let stores = fx.get("/api/brandStore?pageSize=3&fields=id").await.ids("brandStore");
+    let body = json!({
+        "querywitharray": {"field": "status", "values": ["new", "dispatched"]},
+        "queryselectionwitharray": {"field": "fk_brandStore", "values": stores},
+        "queryselection": [{"field": "orderDate", "operator": ">=", "value": "2025-01-01"}]
+    });
+    let records = fx.post("/api/order/query?fields=status,fk_brandStore,carrier&pageSize=1000&carrier=@", &body).await.records("order");
+    assert!(!records.is_empty());
+    for order in &records {
+        assert!(order["status"] == "new" || order["status"] == "dispatched");
+        assert!(stores.contains(&order["fk_brandStore"].as_str().unwrap().to_string()));
+    }
+    let negated = json!({"querywitharray": {"field": "status", "values": ["new", "dispatched"], "operator": "#"}});
+    let others = fx.post("/api/order/count", &negated).await.json()["count"].as_u64().unwrap();
+    let listed = fx.post("/api/order/count", &json!({"querywitharray": {"field": "status", "values": ["new", "dispatched"]}})).await.json()["count"].as_u64().unwrap();
+    assert_eq!(others + listed, fx.get("/api/order/count").await.json()["count"].as_u64().unwrap());
+}
+
+async fn a_get_with_a_json_body_is_a_complex_query(fx) {
+    let admin = fx.credential("admin");
+    let body = json!({"query": [{"field": "status", "operator": "=", "value": "new"}]});
+    let response = fx
+        .client()
+        .get(format!("{}/api/order?fields=status&pageSize=1000", fx.base))
+        .basic_auth(&admin.email, Some(&admin.secret))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let json: Value = response.json().await.unwrap();
+    let orders = json["response"]["order"].as_array().unwrap();
+    assert!(!orders.is_empty());
+    assert!(orders.iter().all(|o| o["status"] == "new"));
+}
+
+async fn related_entities_outside_the_template_expand_on_request(fx) {
+    let records = fx.get("/api/product?fields=title,product_variant.barcode&pageSize=2").await.records("product");
+    let variants = records[0]["product_variant"].as_array().unwrap();
+    assert_eq!(variants.len(), 5);
+    assert!(variants.iter().all(|v| v["barcode"].is_string()));
+    let user = fx.get("/api/user?fields=email,detail.companies,user_company.name&email=company2@@").await.records("user");
+    assert_eq!(user.len(), 1);
+    assert!(!user[0]["detail"]["companies"].as_array().unwrap().is_empty());
+    assert!(user[0]["user_company"]["name"].is_string());
+    let admin = fx.get("/api/user?email=admin@@&fields=fk_company,fk_host").await.records("user");
+    assert_eq!(admin[0]["fk_company"], "00000000000000000000000000000000");
+}
+
+async fn the_openapi_document_needs_no_key(fx) {
+    let response = fx.client().get(format!("{}/api/openapi.json", fx.base)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let document: Value = response.json().await.unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    assert!(document["paths"]["/api/stock"]["get"].is_object());
+}
+
+}
+
+fn urlencode(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => out.push(byte as char),
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}

@@ -1,0 +1,91 @@
+//! Request handlers: thin functions that take typed inputs from extractors, run the pipeline's
+//! stages and answer. What every handler needs (finding the resource, checking the grant,
+//! reading the body, writing JSON) lives here once.
+
+pub mod fallback;
+pub mod openapi;
+pub mod read;
+
+use crate::problem::{Answer, Problem};
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use brandhub_catalog::{Resource, catalog};
+use brandhub_problem::{ApiError, Code};
+use brandhub_store::Caller;
+
+/// The largest request body a read accepts (CONTRACT §7).
+pub const MAX_QUERY_BODY: usize = 1024 * 1024;
+
+/// The resource named in a URL, or 404 listing the resources there are.
+pub fn resource(name: &str) -> Answer<&'static Resource> {
+    catalog().resource(name).ok_or_else(|| {
+        let names: Vec<&str> = catalog().resource_names().collect();
+        Problem(ApiError::new(
+            Code::NotFound,
+            format!(
+                "There is no resource '{name}'. Resources: {}.",
+                names.join(", ")
+            ),
+        ))
+    })
+}
+
+/// 403 unless the caller's key grants `method` on `resource`.
+pub fn require_grant(caller: &Caller, resource: &Resource, method: &str) -> Answer<()> {
+    if caller.may(resource.name, method) {
+        return Ok(());
+    }
+    let grants: Vec<String> = caller.grants.iter().map(ToString::to_string).collect();
+    Err(Problem(ApiError::new(
+        Code::Forbidden,
+        format!(
+            "This key's grants ({}) do not include {}:{method}.",
+            grants.join(" "),
+            resource.name
+        ),
+    )))
+}
+
+/// Reads a request body of at most `limit` bytes; a JSON body must say so if it names a type.
+pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Answer<bytes::Bytes> {
+    let too_large = || {
+        Problem(ApiError::new(
+            Code::PayloadTooLarge,
+            format!("The request body is larger than {limit} bytes."),
+        ))
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| too_large())?;
+    if !bytes.iter().all(u8::is_ascii_whitespace)
+        && let Some(content_type) = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+        && !content_type.starts_with("application/json")
+        && !content_type.contains("+json")
+    {
+        return Err(Problem(ApiError::new(
+            Code::UnsupportedMediaType,
+            format!("A query body must be application/json, not {content_type}."),
+        )));
+    }
+    Ok(bytes)
+}
+
+/// A JSON answer from bytes already rendered.
+pub fn json(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}

@@ -1,0 +1,113 @@
+//! The read endpoints: lists, one record by id, counts, and complex queries (CONTRACT §6, §7).
+//! Each runs parse → plan → store → render.
+
+use super::{MAX_QUERY_BODY, json, read_body, require_grant, resource};
+use crate::AppState;
+use crate::auth::Authenticated;
+use crate::problem::{Answer, Problem};
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use brandhub_catalog::Resource;
+use brandhub_problem::{ApiError, Code};
+use brandhub_query::parse::{parse_body, parse_query_string};
+use brandhub_query::plan::{ReadPlan, Viewer, plan_by_id, plan_count, plan_read};
+use brandhub_query::request::ReadRequest;
+use brandhub_store::render::render_envelope;
+use brandhub_store::{Caller, Timing};
+use std::sync::Arc;
+
+/// The view of the catalog and the data that a caller has.
+pub fn viewer(caller: &Caller) -> Viewer {
+    Viewer::of_type(caller.user_type)
+}
+
+/// Authorises a read and parses its URL and body into a request.
+async fn prepare(
+    name: &str,
+    caller: &Caller,
+    query: Option<String>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Answer<(&'static Resource, ReadRequest)> {
+    let resource = resource(name)?;
+    require_grant(caller, resource, "GET")?;
+    let mut request = parse_query_string(query.as_deref().unwrap_or_default())?;
+    let bytes = read_body(headers, body, MAX_QUERY_BODY).await?;
+    request.body = parse_body(&bytes)?;
+    Ok((resource, request))
+}
+
+async fn answer_page(
+    state: &AppState,
+    plan: &ReadPlan,
+    viewer: &Viewer,
+    timing: &Timing,
+) -> Answer<Response> {
+    let page = state.store.read_page(plan, viewer, timing).await?;
+    let mut out = Vec::with_capacity(16 * 1024);
+    render_envelope(&mut out, &plan.selection, &page, plan.page, plan.page_size);
+    Ok(json(StatusCode::OK, out))
+}
+
+/// `GET /api/<resource>` (with an optional JSON body) and `POST /api/<resource>/query`.
+pub async fn list(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Authenticated(caller): Authenticated,
+    Extension(timing): Extension<Arc<Timing>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
+    let viewer = viewer(&caller);
+    let plan = plan_read(resource, &request, &viewer)?;
+    answer_page(&state, &plan, &viewer, &timing).await
+}
+
+/// `GET /api/<resource>/<id>`: one record in the envelope, or 404.
+pub async fn by_id(
+    State(state): State<AppState>,
+    Path((name, id)): Path<(String, String)>,
+    Authenticated(caller): Authenticated,
+    Extension(timing): Extension<Arc<Timing>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
+    let viewer = viewer(&caller);
+    let plan = plan_by_id(resource, &id, &request, &viewer)?;
+    let page = state.store.read_page(&plan, &viewer, &timing).await?;
+    if page.root.rows.is_empty() {
+        return Err(Problem(ApiError::new(
+            Code::NotFound,
+            format!("There is no {} with id '{id}'.", resource.name),
+        )));
+    }
+    let mut out = Vec::with_capacity(8 * 1024);
+    render_envelope(&mut out, &plan.selection, &page, 1, 1);
+    Ok(json(StatusCode::OK, out))
+}
+
+/// `GET /api/<resource>/count` and `POST /api/<resource>/count`: `{"count": n}`.
+pub async fn count(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Authenticated(caller): Authenticated,
+    Extension(timing): Extension<Arc<Timing>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
+    let plan = plan_count(resource, &request, &viewer(&caller))?;
+    let count = state.store.count(&plan, &timing).await?;
+    Ok(json(
+        StatusCode::OK,
+        format!("{{\"count\":{count}}}").into_bytes(),
+    ))
+}

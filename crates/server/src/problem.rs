@@ -1,0 +1,51 @@
+//! The one way errors leave the server: `application/problem+json` with the code's status and
+//! the headers some codes carry (`WWW-Authenticate`, `Retry-After`, `Allow`).
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use brandhub_problem::{ApiError, Code};
+
+/// An [`ApiError`] on its way to the client.
+#[derive(Debug)]
+pub struct Problem(pub ApiError);
+
+impl From<ApiError> for Problem {
+    fn from(error: ApiError) -> Problem {
+        Problem(error)
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let error = self.0;
+        let status =
+            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&error.body()).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if error.code == Code::Unauthenticated {
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"brandhub\""),
+            );
+        }
+        if let Some(seconds) = error.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if let Some(allow) = error
+            .allow
+            .as_deref()
+            .and_then(|a| HeaderValue::from_str(a).ok())
+        {
+            headers.insert(header::ALLOW, allow);
+        }
+        response
+    }
+}
+
+/// Shorthand for handler results.
+pub type Answer<T> = Result<T, Problem>;

@@ -1,0 +1,453 @@
+//! Users and API keys: creating them, revoking keys, and checking a key on each request.
+//!
+//! A key is `bhk_` and 30 random letters and digits (about 178 bits). Only its SHA-256 is
+//! stored: the secret has so much entropy that a slow password hash would add cost to every
+//! request and no safety. The first 8 characters (the `prefix`) find the candidate keys; their
+//! hashes are compared in constant time.
+
+use crate::db::{Kind, Store, Timing};
+use crate::grants::{Grant, default_grants};
+use crate::ids::{looks_like_id, new_id, now_timestamp};
+use crate::versions::stamp_statement;
+use brandhub_catalog::{Cell, Layout, Record, UserType, catalog};
+use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_query::text::fold;
+use rand::RngExt;
+use rand::distr::Alphanumeric;
+use sea_query::{Alias, Expr, ExprTrait, Query};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// A user to create.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub name: String,
+    pub user_type: UserType,
+    /// The first becomes `fk_company`, the others `detail.companies`.
+    pub companies: Vec<String>,
+    pub host: Option<String>,
+    pub warehouse: Option<String>,
+    pub sponsor: Option<String>,
+}
+
+/// A created key: its id and the secret, which is shown this once.
+#[derive(Debug, Clone)]
+pub struct NewKey {
+    pub id: String,
+    pub secret: String,
+}
+
+/// The authenticated caller of a request: who, which key, and what the key allows.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user_id: String,
+    pub email: String,
+    pub user_type: UserType,
+    pub key_id: String,
+    pub grants: Vec<Grant>,
+    pub company: Option<String>,
+    pub companies: Vec<String>,
+    pub host: Option<String>,
+    pub warehouse: Option<String>,
+    pub sponsor: Option<String>,
+}
+
+impl Caller {
+    /// Whether the key allows `method` on `resource`.
+    pub fn may(&self, resource: &str, method: &str) -> bool {
+        self.grants.iter().any(|g| g.allows(resource, method))
+    }
+}
+
+/// The hex SHA-256 of a secret, as stored.
+pub fn secret_hash(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A new random key secret.
+pub fn new_secret() -> String {
+    let random: String = rand::rng()
+        .sample_iter(&Alphanumeric)
+        .take(30)
+        .map(char::from)
+        .collect();
+    format!("bhk_{random}")
+}
+
+/// The tables whose writes can change who a key authenticates as.
+pub const AUTH_TABLES: [&str; 4] = ["users", "api_key", "api_key_grant", "user_company"];
+
+fn validation(errors: Vec<FieldError>) -> ApiError {
+    let summary: Vec<String> = errors
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect();
+    let mut error = ApiError::new(Code::ValidationFailed, summary.join("; "));
+    error.errors = errors;
+    error
+}
+
+impl Store {
+    async fn exists(&self, resource: &str, id: &str, timing: &Timing) -> ApiResult<bool> {
+        let table = catalog().resource(resource).expect("known resource").table;
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(table))
+            .and_where(Expr::col(Alias::new("id")).eq(id.to_ascii_uppercase()))
+            .to_owned();
+        Ok(!self
+            .fetch(&statement, &[Kind::Text], timing)
+            .await?
+            .is_empty())
+    }
+
+    /// The id of the user with this email (any case) or id.
+    pub async fn find_user_id(&self, email_or_id: &str) -> ApiResult<Option<String>> {
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new("users"))
+            .cond_where(
+                Expr::col(Alias::new("email_ci"))
+                    .eq(fold(email_or_id))
+                    .or(Expr::col(Alias::new("id")).eq(email_or_id.to_ascii_uppercase())),
+            )
+            .to_owned();
+        let rows = self
+            .fetch(&statement, &[Kind::Text], &Timing::default())
+            .await?;
+        Ok(rows
+            .first()
+            .and_then(|r| r[0].as_text())
+            .map(str::to_string))
+    }
+
+    /// Creates a user after checking every field; returns its id.
+    pub async fn create_user(&self, user: &NewUser) -> ApiResult<String> {
+        let timing = Timing::default();
+        let mut errors = Vec::new();
+        let mut problem = |field: &str, message: String| {
+            errors.push(FieldError {
+                field: field.to_string(),
+                message,
+            })
+        };
+        if !user.email.contains('@') || user.email.trim() != user.email {
+            problem("email", format!("'{}' is not an email address", user.email));
+        }
+        if user.name.trim().is_empty() {
+            problem("name", "must not be empty".to_string());
+        }
+        let required = match user.user_type {
+            UserType::Company if user.companies.is_empty() => {
+                Some(("fk_company", "a company user needs a company"))
+            }
+            UserType::Host if user.host.is_none() => Some(("fk_host", "a host user needs a host")),
+            UserType::Warehouse if user.warehouse.is_none() => {
+                Some(("fk_warehouse", "a warehouse user needs a warehouse"))
+            }
+            UserType::Sponsor if user.sponsor.is_none() => {
+                Some(("fk_sponsor", "a sponsor user needs its sponsor company"))
+            }
+            _ => None,
+        };
+        if let Some((field, message)) = required {
+            problem(field, message.to_string());
+        }
+        let mut references: Vec<(&str, &str, &String)> = Vec::new();
+        for (i, company) in user.companies.iter().enumerate() {
+            references.push((
+                if i == 0 {
+                    "fk_company"
+                } else {
+                    "detail.companies"
+                },
+                "company",
+                company,
+            ));
+        }
+        if let Some(host) = &user.host {
+            references.push(("fk_host", "host", host));
+        }
+        if let Some(warehouse) = &user.warehouse {
+            references.push(("fk_warehouse", "warehouse", warehouse));
+        }
+        if let Some(sponsor) = &user.sponsor {
+            references.push(("fk_sponsor", "company", sponsor));
+        }
+        for (field, resource, id) in references {
+            if !looks_like_id(id) || !self.exists(resource, id, &timing).await? {
+                problem(field, format!("no {resource} has id '{id}'"));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(validation(errors));
+        }
+        if self.find_user_id(&user.email).await?.is_some() {
+            return Err(ApiError::new(
+                Code::Conflict,
+                format!("A user with email '{}' exists already.", user.email),
+            )
+            .with_field("email"));
+        }
+        let resource = catalog().resource("user").expect("user is a resource");
+        let layout = Layout::of(resource);
+        let mut record = Record::empty(resource);
+        let id = new_id();
+        let upper = |id: &String| Cell::Text(id.to_ascii_uppercase());
+        record.cells[layout.cell("id")] = Cell::Text(id.clone());
+        record.cells[layout.cell("name")] = user.name.as_str().into();
+        record.cells[layout.cell("email")] = user.email.as_str().into();
+        record.cells[layout.cell("type")] = user.user_type.as_str().into();
+        record.cells[layout.cell("status")] = "active".into();
+        record.cells[layout.cell("createdDate")] = now_timestamp().into();
+        record.cells[layout.cell("detail.lang")] = "en".into();
+        if let Some(company) = user.companies.first() {
+            record.cells[layout.cell("fk_company")] = upper(company);
+        }
+        record.lists[layout.list("detail.companies")] = user
+            .companies
+            .iter()
+            .skip(1)
+            .map(|c| c.to_ascii_uppercase())
+            .collect();
+        if let Some(host) = &user.host {
+            record.cells[layout.cell("fk_host")] = upper(host);
+        }
+        if let Some(warehouse) = &user.warehouse {
+            record.cells[layout.cell("fk_warehouse")] = upper(warehouse);
+        }
+        if let Some(sponsor) = &user.sponsor {
+            record.cells[layout.cell("fk_sponsor")] = upper(sponsor);
+        }
+        let mut tx = self.begin().await?;
+        tx.insert_records(resource, &[record]).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Creates a key for a user (by email or id). Grants default to the user type's; given
+    /// grants must lie within them.
+    pub async fn create_key(
+        &self,
+        user: &str,
+        name: Option<&str>,
+        grants: Option<&[String]>,
+    ) -> ApiResult<NewKey> {
+        let user_id = self.find_user_id(user).await?.ok_or_else(|| {
+            ApiError::new(Code::NotFound, format!("No user has email or id '{user}'."))
+        })?;
+        let user_type = self.user_type_of(&user_id).await?;
+        let allowed = default_grants(user_type);
+        let grants: Vec<Grant> = match grants {
+            None => allowed.clone(),
+            Some(texts) => {
+                let mut parsed = Vec::new();
+                let mut errors = Vec::new();
+                for text in texts {
+                    match Grant::parse(text) {
+                        Ok(grant) if grant.is_within(&allowed) => parsed.push(grant),
+                        Ok(grant) => errors.push(FieldError {
+                            field: "grants".into(),
+                            message: format!(
+                                "{grant} is wider than a {} user may have ({})",
+                                user_type.as_str(),
+                                allowed
+                                    .iter()
+                                    .map(Grant::to_string)
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
+                            ),
+                        }),
+                        Err(message) => errors.push(FieldError {
+                            field: "grants".into(),
+                            message,
+                        }),
+                    }
+                }
+                if !errors.is_empty() {
+                    return Err(validation(errors));
+                }
+                parsed
+            }
+        };
+        let secret = new_secret();
+        let resource = catalog().resource("apiKey").expect("apiKey is a resource");
+        let layout = Layout::of(resource);
+        let mut record = Record::empty(resource);
+        let id = new_id();
+        record.cells[layout.cell("id")] = Cell::Text(id.clone());
+        record.cells[layout.cell("fk_user")] = Cell::Text(user_id);
+        record.cells[layout.cell("name")] = name.unwrap_or("API key").into();
+        record.cells[layout.cell("prefix")] = secret[..8].into();
+        record.cells[layout.cell("createdDate")] = now_timestamp().into();
+        record.cells[layout.cell("revoked")] = false.into();
+        record.cells[layout.cell("secretHash")] = secret_hash(&secret).into();
+        record.lists[layout.list("grants")] = grants.iter().map(Grant::to_string).collect();
+        let mut tx = self.begin().await?;
+        tx.insert_records(resource, &[record]).await?;
+        tx.commit().await?;
+        Ok(NewKey { id, secret })
+    }
+
+    /// Stores a key with a known secret (the demo's documented keys).
+    pub async fn insert_key_with_secret(&self, record: Record) -> ApiResult<()> {
+        let resource = catalog().resource("apiKey").expect("apiKey is a resource");
+        let mut tx = self.begin().await?;
+        tx.insert_records(resource, &[record]).await?;
+        tx.commit().await
+    }
+
+    async fn user_type_of(&self, user_id: &str) -> ApiResult<UserType> {
+        let statement = Query::select()
+            .column(Alias::new("type"))
+            .from(Alias::new("users"))
+            .and_where(Expr::col(Alias::new("id")).eq(user_id))
+            .to_owned();
+        let rows = self
+            .fetch(&statement, &[Kind::Text], &Timing::default())
+            .await?;
+        rows.first()
+            .and_then(|r| r[0].as_text())
+            .and_then(UserType::parse)
+            .ok_or_else(|| ApiError::new(Code::NotFound, format!("No user has id '{user_id}'.")))
+    }
+
+    /// Revokes a key; revoking twice is harmless.
+    pub async fn revoke_key(&self, key_id: &str) -> ApiResult<()> {
+        let update = Query::update()
+            .table(Alias::new("api_key"))
+            .value(Alias::new("revoked"), true)
+            .and_where(Expr::col(Alias::new("id")).eq(key_id.to_ascii_uppercase()))
+            .to_owned();
+        let mut tx = self.begin().await?;
+        let affected = tx.execute("api_key", &update).await?;
+        if affected == 0 {
+            return Err(ApiError::new(
+                Code::NotFound,
+                format!("No API key has id '{key_id}'."),
+            ));
+        }
+        tx.commit().await
+    }
+
+    /// A number that changes whenever anything authentication depends on changes; callers
+    /// may keep authenticated keys while it stays the same.
+    pub async fn auth_stamp(&self, timing: &Timing) -> ApiResult<i64> {
+        self.fetch_integer(&stamp_statement(&AUTH_TABLES), timing)
+            .await
+    }
+
+    /// Checks a user name (email or id) and key secret; `None` when they do not identify an
+    /// active user's unrevoked key.
+    pub async fn authenticate(
+        &self,
+        user_name: &str,
+        secret: &str,
+        timing: &Timing,
+    ) -> ApiResult<Option<Caller>> {
+        if secret.len() < 8 || !secret.is_char_boundary(8) {
+            return Ok(None);
+        }
+        let candidates = Query::select()
+            .column((Alias::new("k"), Alias::new("id")))
+            .column((Alias::new("k"), Alias::new("secret_hash")))
+            .column((Alias::new("u"), Alias::new("id")))
+            .column((Alias::new("u"), Alias::new("email")))
+            .column((Alias::new("u"), Alias::new("type")))
+            .column((Alias::new("u"), Alias::new("status")))
+            .column((Alias::new("u"), Alias::new("fk_company")))
+            .column((Alias::new("u"), Alias::new("fk_host")))
+            .column((Alias::new("u"), Alias::new("fk_warehouse")))
+            .column((Alias::new("u"), Alias::new("fk_sponsor")))
+            .from_as(Alias::new("api_key"), Alias::new("k"))
+            .join_as(
+                sea_query::JoinType::InnerJoin,
+                Alias::new("users"),
+                Alias::new("u"),
+                Expr::col((Alias::new("u"), Alias::new("id")))
+                    .equals((Alias::new("k"), Alias::new("fk_user"))),
+            )
+            .and_where(Expr::col((Alias::new("k"), Alias::new("prefix"))).eq(&secret[..8]))
+            .and_where(Expr::col((Alias::new("k"), Alias::new("revoked"))).eq(false))
+            .cond_where(
+                Expr::col((Alias::new("u"), Alias::new("email_ci")))
+                    .eq(fold(user_name))
+                    .or(Expr::col((Alias::new("u"), Alias::new("id")))
+                        .eq(user_name.to_ascii_uppercase())),
+            )
+            .to_owned();
+        let rows = self.fetch(&candidates, &[Kind::Text; 10], timing).await?;
+        let presented = secret_hash(secret);
+        let text = |cell: &Cell| cell.as_text().map(str::to_string);
+        let Some(row) = rows.iter().find(|row| {
+            let stored = row[1].as_text().unwrap_or_default();
+            bool::from(stored.as_bytes().ct_eq(presented.as_bytes()))
+        }) else {
+            return Ok(None);
+        };
+        if row[5].as_text() != Some("active") {
+            return Ok(None);
+        }
+        let key_id = text(&row[0]).unwrap_or_default();
+        let user_id = text(&row[2]).unwrap_or_default();
+        let grants = self
+            .list_values("api_key_grant", "api_key_id", "grant_text", &key_id, timing)
+            .await?;
+        let companies = self
+            .list_values("user_company", "user_id", "company_id", &user_id, timing)
+            .await?;
+        Ok(Some(Caller {
+            user_id,
+            email: text(&row[3]).unwrap_or_default(),
+            user_type: row[4]
+                .as_text()
+                .and_then(UserType::parse)
+                .unwrap_or(UserType::Company),
+            key_id,
+            grants: grants.iter().filter_map(|g| Grant::parse(g).ok()).collect(),
+            company: text(&row[6]),
+            companies,
+            host: text(&row[7]),
+            warehouse: text(&row[8]),
+            sponsor: text(&row[9]),
+        }))
+    }
+
+    async fn list_values(
+        &self,
+        table: &str,
+        owner: &str,
+        value: &str,
+        id: &str,
+        timing: &Timing,
+    ) -> ApiResult<Vec<String>> {
+        let statement = Query::select()
+            .column(Alias::new(value))
+            .from(Alias::new(table))
+            .and_where(Expr::col(Alias::new(owner)).eq(id))
+            .order_by(Alias::new("position"), sea_query::Order::Asc)
+            .to_owned();
+        Ok(self
+            .fetch(&statement, &[Kind::Text], timing)
+            .await?
+            .into_iter()
+            .filter_map(|row| row[0].as_text().map(str::to_string))
+            .collect())
+    }
+
+    /// Records that a key was used (callers throttle this: it is a write).
+    pub async fn touch_key(&self, key_id: &str) -> ApiResult<()> {
+        let update = Query::update()
+            .table(Alias::new("api_key"))
+            .value(Alias::new("last_used"), now_timestamp())
+            .and_where(Expr::col(Alias::new("id")).eq(key_id))
+            .to_owned();
+        let mut tx = self.begin().await?;
+        tx.execute("api_key", &update).await?;
+        tx.commit().await
+    }
+}

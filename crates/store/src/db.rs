@@ -1,0 +1,389 @@
+//! The connection to SQLite or PostgreSQL, and the few primitives everything else is built on:
+//! run a sea-query statement, decode rows into [`Cell`]s by catalog type, time it, and write in
+//! a transaction that bumps the written tables' versions.
+
+use brandhub_catalog::{Cell, FieldType};
+use brandhub_problem::{ApiError, ApiResult};
+use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
+use sea_query_sqlx::SqlxBinder;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{AssertSqlSafe, Row};
+use std::fmt::Display;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Which database a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// A handle on the database; cheap to clone (the pools are shared).
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) pool: Pool,
+    pub(crate) count_writer: Option<tokio::sync::mpsc::Sender<crate::count::CountEntry>>,
+}
+
+/// How a store connects.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// `sqlite://path` or `postgres://…`.
+    pub url: String,
+    /// The most connections the pool opens.
+    pub max_connections: u32,
+}
+
+/// Database time spent for one request, reported in `Server-Timing`.
+#[derive(Debug, Default)]
+pub struct Timing {
+    micros: AtomicU64,
+    statements: AtomicU64,
+}
+
+impl Timing {
+    /// Adds the time of one statement.
+    pub fn add(&self, elapsed: Duration) {
+        self.micros
+            .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
+        self.statements.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Total database time so far.
+    pub fn database_time(&self) -> Duration {
+        Duration::from_micros(self.micros.load(Ordering::Relaxed))
+    }
+
+    /// Statements run so far.
+    pub fn statements(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
+    }
+}
+
+/// Logs a database failure with its cause and returns the client-facing 500.
+pub(crate) fn internal(context: &str, error: impl Display) -> ApiError {
+    tracing::error!(%error, "{context}");
+    ApiError::internal()
+}
+
+/// How a column decodes, by the catalog type of its field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Integer,
+    Number,
+    Boolean,
+}
+
+impl Kind {
+    /// The decoding of a field type's column.
+    pub fn of(ty: FieldType) -> Kind {
+        match ty {
+            FieldType::Integer => Kind::Integer,
+            FieldType::Number => Kind::Number,
+            FieldType::Boolean => Kind::Boolean,
+            _ => Kind::Text,
+        }
+    }
+}
+
+fn decode_row<'r, R>(row: &'r R, kinds: &[Kind]) -> Result<Vec<Cell>, sqlx::Error>
+where
+    R: Row,
+    usize: sqlx::ColumnIndex<R>,
+    Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    Option<f64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    Option<bool>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    kinds
+        .iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            Ok(match kind {
+                Kind::Text => row
+                    .try_get::<Option<String>, _>(i)?
+                    .map_or(Cell::Null, Cell::Text),
+                Kind::Integer => row
+                    .try_get::<Option<i64>, _>(i)?
+                    .map_or(Cell::Null, Cell::Integer),
+                Kind::Number => row
+                    .try_get::<Option<f64>, _>(i)?
+                    .map_or(Cell::Null, Cell::Number),
+                Kind::Boolean => row
+                    .try_get::<Option<bool>, _>(i)?
+                    .map_or(Cell::Null, Cell::Boolean),
+            })
+        })
+        .collect()
+}
+
+/// Runs `$body` with `$pool` bound to the concrete pool and `$builder` to its sea-query
+/// backend, so that one piece of code serves both databases.
+macro_rules! on_pool {
+    ($pool_enum:expr, |$pool:ident, $builder:ident| $body:expr) => {
+        match $pool_enum {
+            $crate::db::Pool::Sqlite($pool) => {
+                let $builder = sea_query::SqliteQueryBuilder;
+                $body
+            }
+            $crate::db::Pool::Postgres($pool) => {
+                let $builder = sea_query::PostgresQueryBuilder;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use on_pool;
+
+impl Store {
+    /// Connects (creating an SQLite file if needed) with the settings each backend wants.
+    pub async fn connect(options: &StoreOptions) -> ApiResult<Store> {
+        let url = options.url.as_str();
+        let pool = if url.starts_with("sqlite:") {
+            let connect = SqliteConnectOptions::from_str(url)
+                .map_err(|e| internal("bad SQLite URL", e))?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(30))
+                .foreign_keys(true)
+                .pragma("cache_size", "-16000")
+                .pragma("temp_store", "memory")
+                .statement_cache_capacity(256);
+            Pool::Sqlite(
+                SqlitePoolOptions::new()
+                    .max_connections(options.max_connections)
+                    .min_connections(1)
+                    .connect_with(connect)
+                    .await
+                    .map_err(|e| internal("cannot open the SQLite database", e))?,
+            )
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let connect = PgConnectOptions::from_str(url)
+                .map_err(|e| internal("bad PostgreSQL URL", e))?
+                .options([("statement_timeout", "60s")])
+                .statement_cache_capacity(256);
+            Pool::Postgres(
+                PgPoolOptions::new()
+                    .max_connections(options.max_connections)
+                    .min_connections(1)
+                    .connect_with(connect)
+                    .await
+                    .map_err(|e| internal("cannot connect to PostgreSQL", e))?,
+            )
+        } else {
+            return Err(ApiError::new(
+                brandhub_problem::Code::InvalidParameter,
+                format!("database URL '{url}' is neither sqlite:// nor postgres://"),
+            ));
+        };
+        let count_writer = Some(crate::count::start_writer(pool.clone()));
+        Ok(Store { pool, count_writer })
+    }
+
+    /// The backend this store runs on.
+    pub fn backend(&self) -> Backend {
+        match self.pool {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Closes every connection (on shutdown, or before deleting a test database).
+    pub async fn close(&self) {
+        on_pool!(&self.pool, |pool, _builder| pool.close().await)
+    }
+
+    /// Runs a select and decodes each row by `kinds`.
+    pub async fn fetch(
+        &self,
+        statement: &sea_query::SelectStatement,
+        kinds: &[Kind],
+        timing: &Timing,
+    ) -> ApiResult<Vec<Vec<Cell>>> {
+        let started = Instant::now();
+        let rows = on_pool!(&self.pool, |pool, builder| {
+            let (sql, values) = statement.build_sqlx(builder);
+            // The SQL comes from sea-query over catalog names; every value is bound.
+            let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+                .fetch_all(pool)
+                .await
+                .map_err(|e| internal("a read failed", e))?;
+            rows.iter()
+                .map(|row| decode_row(row, kinds))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| internal("a row did not decode", e))?
+        });
+        timing.add(started.elapsed());
+        Ok(rows)
+    }
+
+    /// Runs a select that returns one integer (a count, a version).
+    pub async fn fetch_integer(
+        &self,
+        statement: &sea_query::SelectStatement,
+        timing: &Timing,
+    ) -> ApiResult<i64> {
+        let rows = self.fetch(statement, &[Kind::Integer], timing).await?;
+        match rows.first().and_then(|r| r.first()) {
+            Some(Cell::Integer(n)) => Ok(*n),
+            _ => Ok(0),
+        }
+    }
+
+    /// Runs plain SQL without results (schema statements); `sql` must not contain input.
+    pub(crate) async fn execute_raw(&self, sql: &str) -> ApiResult<()> {
+        on_pool!(&self.pool, |pool, _builder| {
+            sqlx::raw_sql(AssertSqlSafe(sql.to_string()))
+                .execute(pool)
+                .await
+                .map_err(|e| internal(&format!("schema statement failed: {sql}"), e))?;
+        });
+        Ok(())
+    }
+
+    /// Starts a write transaction. On SQLite it takes the write lock at once (`BEGIN
+    /// IMMEDIATE`), so two writers never deadlock upgrading read locks.
+    pub async fn begin(&self) -> ApiResult<WriteTx> {
+        let tx = match &self.pool {
+            Pool::Sqlite(pool) => Tx::Sqlite(
+                pool.begin_with("BEGIN IMMEDIATE")
+                    .await
+                    .map_err(|e| internal("cannot begin a transaction", e))?,
+            ),
+            Pool::Postgres(pool) => Tx::Postgres(
+                pool.begin()
+                    .await
+                    .map_err(|e| internal("cannot begin a transaction", e))?,
+            ),
+        };
+        Ok(WriteTx {
+            tx,
+            touched: Vec::new(),
+        })
+    }
+}
+
+enum Tx {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+/// A write transaction. It remembers which tables it wrote and bumps their versions just
+/// before committing, so cached counts over those tables stop being used the moment the
+/// change is visible, and not a moment before.
+pub struct WriteTx {
+    tx: Tx,
+    touched: Vec<&'static str>,
+}
+
+impl WriteTx {
+    /// Runs an insert, update or delete on `table`; returns the rows affected.
+    pub async fn execute<S>(&mut self, table: &'static str, statement: &S) -> ApiResult<u64>
+    where
+        S: SqlxBinder,
+    {
+        if !self.touched.contains(&table) {
+            self.touched.push(table);
+        }
+        let affected = match &mut self.tx {
+            Tx::Sqlite(tx) => {
+                let (sql, values) = statement.build_sqlx(SqliteQueryBuilder);
+                sqlx::query_with(AssertSqlSafe(sql), values)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(|e| write_error(table, e))?
+                    .rows_affected()
+            }
+            Tx::Postgres(tx) => {
+                let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
+                sqlx::query_with(AssertSqlSafe(sql), values)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(|e| write_error(table, e))?
+                    .rows_affected()
+            }
+        };
+        Ok(affected)
+    }
+
+    /// Runs a select inside the transaction.
+    pub async fn fetch(
+        &mut self,
+        statement: &sea_query::SelectStatement,
+        kinds: &[Kind],
+    ) -> ApiResult<Vec<Vec<Cell>>> {
+        match &mut self.tx {
+            Tx::Sqlite(tx) => {
+                let (sql, values) = statement.build_sqlx(SqliteQueryBuilder);
+                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(|e| internal("a read in a write failed", e))?;
+                rows.iter()
+                    .map(|r| decode_row(r, kinds))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| internal("a row did not decode", e))
+            }
+            Tx::Postgres(tx) => {
+                let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
+                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(|e| internal("a read in a write failed", e))?;
+                rows.iter()
+                    .map(|r| decode_row(r, kinds))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| internal("a row did not decode", e))
+            }
+        }
+    }
+
+    /// Bumps the versions of the written tables, then commits.
+    pub async fn commit(mut self) -> ApiResult<()> {
+        if !self.touched.is_empty() {
+            let bump = crate::versions::bump_statement(&self.touched);
+            let tables = std::mem::take(&mut self.touched);
+            self.execute("bh_table_version", &bump).await?;
+            tracing::debug!(?tables, "committing a write");
+        }
+        match self.tx {
+            Tx::Sqlite(tx) => tx.commit().await,
+            Tx::Postgres(tx) => tx.commit().await,
+        }
+        .map_err(|e| internal("commit failed", e))
+    }
+}
+
+/// A constraint violation is the client's conflict; anything else is ours.
+fn write_error(table: &str, error: sqlx::Error) -> ApiError {
+    if let sqlx::Error::Database(db) = &error {
+        if db.is_unique_violation() {
+            return ApiError::new(
+                brandhub_problem::Code::Conflict,
+                format!("A {table} record with the same unique values exists already."),
+            );
+        }
+        if db.is_foreign_key_violation() {
+            return ApiError::new(
+                brandhub_problem::Code::Conflict,
+                format!(
+                    "The {table} change refers to a record that does not exist, or is still referred to."
+                ),
+            );
+        }
+    }
+    internal(&format!("a write to {table} failed"), error)
+}

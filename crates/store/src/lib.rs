@@ -1,0 +1,20 @@
+//! Storage: the database side of the pipeline. Pools and the schema for SQLite and PostgreSQL
+//! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
+//! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`]),
+//! and users, keys and grants ([`accounts`], [`grants`]).
+
+pub mod accounts;
+pub mod count;
+pub mod db;
+pub mod grants;
+pub mod ids;
+pub mod read;
+pub mod render;
+pub mod schema;
+pub mod versions;
+pub mod write;
+
+pub use accounts::{Caller, NewKey, NewUser};
+pub use db::{Backend, Store, StoreOptions, Timing, WriteTx};
+pub use grants::Grant;
+pub use read::PageData;

@@ -1,0 +1,186 @@
+//! Executing a read plan: one statement for the page, the count (usually from the cache), then
+//! one batched statement per expanded relation and per list field, level by level. Never one
+//! statement per record.
+
+use crate::db::{Kind, Store, Timing};
+use brandhub_catalog::{Cell, Field, FieldType, RelationKind, catalog};
+use brandhub_problem::ApiResult;
+use brandhub_query::plan::{CountPlan, ReadPlan, Selection, Viewer};
+use brandhub_query::sql::{list_statement, node_columns, page_statement, related_statement};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+/// The rows of one node of a selection, loaded for one page.
+#[derive(Debug, Default)]
+pub struct NodeData {
+    /// The fields whose values the rows hold, in order (the id first).
+    pub columns: Vec<&'static Field>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Row indexes by key: the id for the root and to-one nodes, the parent id for to-many.
+    pub by_key: HashMap<String, Vec<usize>>,
+    /// One entry per relation of the selection: `None` where it shows only `__KEY`.
+    pub children: Vec<Option<NodeData>>,
+    /// Elements of list fields, by owner id.
+    pub lists: Vec<(&'static Field, HashMap<String, Vec<String>>)>,
+}
+
+impl NodeData {
+    /// The position of a field among the columns.
+    pub fn column_of(&self, field: &Field) -> Option<usize> {
+        self.columns.iter().position(|c| std::ptr::eq(*c, field))
+    }
+
+    fn index_by(&mut self, column: usize) {
+        for (i, row) in self.rows.iter().enumerate() {
+            if let Cell::Text(key) = &row[column] {
+                self.by_key.entry(key.clone()).or_default().push(i);
+            }
+        }
+    }
+}
+
+/// A page of records with everything needed to render it.
+#[derive(Debug)]
+pub struct PageData {
+    pub root: NodeData,
+    /// How many records the request finds in all.
+    pub found: u64,
+}
+
+fn kinds(columns: &[&'static Field]) -> Vec<Kind> {
+    columns.iter().map(|f| Kind::of(f.ty)).collect()
+}
+
+fn distinct_texts(rows: &[Vec<Cell>], column: usize) -> Vec<String> {
+    let mut keys: Vec<String> = rows
+        .iter()
+        .filter_map(|row| row[column].as_text().map(str::to_string))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+type Loading<'a> = Pin<Box<dyn Future<Output = ApiResult<()>> + Send + 'a>>;
+
+impl Store {
+    /// Reads a page, its count and its related entities.
+    pub async fn read_page(
+        &self,
+        plan: &ReadPlan,
+        viewer: &Viewer,
+        timing: &Timing,
+    ) -> ApiResult<PageData> {
+        let columns = node_columns(&plan.selection, None);
+        let rows = self
+            .fetch(&page_statement(plan), &kinds(&columns), timing)
+            .await?;
+        let sent = rows.len() as u64;
+        // A page that is not full tells the total by itself; otherwise ask the count cache.
+        let found = if sent > 0 && sent < plan.page_size {
+            plan.offset() + sent
+        } else if sent == 0 && plan.page == 1 {
+            0
+        } else {
+            let count_plan = CountPlan {
+                resource: plan.resource,
+                filter: plan.filter.clone(),
+            };
+            self.count(&count_plan, timing).await?
+        };
+        let mut root = NodeData {
+            columns,
+            rows,
+            ..NodeData::default()
+        };
+        root.index_by(0);
+        self.load_node(&plan.selection, &mut root, viewer, timing)
+            .await?;
+        Ok(PageData { root, found })
+    }
+
+    /// Loads the lists and expanded relations of a node whose rows are loaded.
+    fn load_node<'a>(
+        &'a self,
+        selection: &'a Selection,
+        node: &'a mut NodeData,
+        viewer: &'a Viewer,
+        timing: &'a Timing,
+    ) -> Loading<'a> {
+        Box::pin(async move {
+            self.load_lists(selection, node, timing).await?;
+            for selected in &selection.relations {
+                let Some(sub) = &selected.expanded else {
+                    node.children.push(None);
+                    continue;
+                };
+                let target = catalog().target(selected.relation);
+                let (key_field, keys) = match selected.relation.kind {
+                    RelationKind::ToOne { fk } => {
+                        let fk_field = selection.resource.field_named(fk).expect("catalog-checked");
+                        let column = node
+                            .column_of(fk_field)
+                            .expect("fks of selected relations are read");
+                        (
+                            target.field_named("id").expect("every resource has an id"),
+                            distinct_texts(&node.rows, column),
+                        )
+                    }
+                    RelationKind::ToMany { target_fk } => (
+                        target.field_named(target_fk).expect("catalog-checked"),
+                        distinct_texts(&node.rows, 0),
+                    ),
+                };
+                let link = (key_field.name != "id").then_some(key_field);
+                let mut child = NodeData {
+                    columns: node_columns(sub, link),
+                    ..NodeData::default()
+                };
+                if !keys.is_empty() {
+                    let statement = related_statement(sub, key_field, &keys, &viewer.scope(target));
+                    child.rows = self
+                        .fetch(&statement, &kinds(&child.columns), timing)
+                        .await?;
+                    let key_column = child.column_of(key_field).expect("the key column is read");
+                    child.index_by(key_column);
+                    self.load_node(sub, &mut child, viewer, timing).await?;
+                }
+                node.children.push(Some(child));
+            }
+            Ok(())
+        })
+    }
+
+    async fn load_lists(
+        &self,
+        selection: &Selection,
+        node: &mut NodeData,
+        timing: &Timing,
+    ) -> ApiResult<()> {
+        let owners = distinct_texts(&node.rows, 0);
+        for field in selection.leaf_fields() {
+            if field.ty != FieldType::List {
+                continue;
+            }
+            let mut elements: HashMap<String, Vec<String>> = HashMap::new();
+            if !owners.is_empty()
+                && let Some(statement) = list_statement(field, &owners)
+            {
+                for row in self
+                    .fetch(&statement, &[Kind::Text, Kind::Text], timing)
+                    .await?
+                {
+                    if let [Cell::Text(owner), Cell::Text(value)] = row.as_slice() {
+                        elements
+                            .entry(owner.clone())
+                            .or_default()
+                            .push(value.clone());
+                    }
+                }
+            }
+            node.lists.push((field, elements));
+        }
+        Ok(())
+    }
+}

@@ -216,6 +216,7 @@ impl Store {
         let started = Instant::now();
         let rows = on_pool!(&self.pool, |pool, builder| {
             let (sql, values) = statement.build_sqlx(builder);
+            tracing::debug!(%sql, "read");
             // The SQL comes from sea-query over catalog names; every value is bound.
             let rows = sqlx::query_with(AssertSqlSafe(sql), values)
                 .fetch_all(pool)

@@ -110,6 +110,12 @@ impl Fixture {
     }
 }
 
+/// A client for plain HTTP (the behind-proxy mode).
+pub fn plain_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// A response read whole.
 #[derive(Debug)]
 pub struct Response {

@@ -187,19 +187,11 @@ pub fn test_for(
                 return Ok(Test::Like(pattern));
             }
             let expected = "a date YYYY-MM-DD or a timestamp YYYY-MM-DDTHH:MM:SS";
-            match parse_moment(text.trim()).ok_or_else(|| invalid(field, path, value, expected))? {
-                Moment::Day(day) => {
-                    let start = Operand::Text(format_stamp(
-                        day.and_hms_opt(0, 0, 0).unwrap_or_default(),
-                        precise,
-                    ));
-                    let next = day
-                        .succ_opt()
-                        .ok_or_else(|| invalid(field, path, value, expected))?;
-                    let end = Operand::Text(format_stamp(
-                        next.and_hms_opt(0, 0, 0).unwrap_or_default(),
-                        precise,
-                    ));
+            match parse_moment(text.trim(), precise)
+                .ok_or_else(|| invalid(field, path, value, expected))?
+            {
+                Moment::Day { start, end } => {
+                    let (start, end) = (Operand::Text(start), Operand::Text(end));
                     Ok(match comparison {
                         None => Test::Within(start, end),
                         Some(Comparison::Less) => Test::Compare(Comparison::Less, start),
@@ -210,16 +202,14 @@ pub fn test_for(
                         }
                     })
                 }
-                Moment::Instant(instant, millis) => {
-                    if !precise && millis > 0 {
-                        return Err(invalid(field, path, value, "a timestamp to the second"));
-                    }
-                    let operand = Operand::Text(format_stamp(instant, precise));
+                Moment::Instant(stamp) => {
+                    let operand = Operand::Text(stamp);
                     Ok(match comparison {
                         None => Test::OneOf(vec![operand]),
                         Some(c) => Test::Compare(c, operand),
                     })
                 }
+                Moment::SubSecond => Err(invalid(field, path, value, "a timestamp to the second")),
             }
         }
         FieldType::Object | FieldType::List => Err(ApiError::new(
@@ -262,18 +252,44 @@ fn numeric_test(integer: bool, number: f64, comparison: Option<Comparison>) -> T
     }
 }
 
+/// A filter value for a timestamp: a whole day (as the stored forms of its first instant and
+/// of the next day's), or one instant in stored form.
 enum Moment {
-    Day(NaiveDate),
-    Instant(NaiveDateTime, u32),
+    Day {
+        start: String,
+        end: String,
+    },
+    Instant(String),
+    /// Milliseconds given for a field stored to the second.
+    SubSecond,
 }
 
-fn parse_moment(text: &str) -> Option<Moment> {
-    if let Ok(day) = NaiveDate::parse_from_str(text, "%Y-%m-%d")
-        && text.len() == 10
-    {
-        return Some(Moment::Day(day));
+/// The all-zero date the contract uses for "no end date" in file details.
+const ZERO_DAY: &str = "0000-00-00";
+
+fn parse_moment(text: &str, precise: bool) -> Option<Moment> {
+    let suffix = if precise { ".000Z" } else { "" };
+    if text.len() == 10 {
+        if text == ZERO_DAY {
+            return Some(Moment::Day {
+                start: format!("{ZERO_DAY}T00:00:00{suffix}"),
+                end: format!("0000-00-01T00:00:00{suffix}"),
+            });
+        }
+        let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
+        let next = day.succ_opt()?;
+        return Some(Moment::Day {
+            start: format_stamp(day.and_hms_opt(0, 0, 0)?, precise),
+            end: format_stamp(next.and_hms_opt(0, 0, 0)?, precise),
+        });
     }
     let trimmed = text.strip_suffix('Z').unwrap_or(text);
+    if trimmed.starts_with(ZERO_DAY) {
+        let rest = trimmed[ZERO_DAY.len()..].replace(' ', "T");
+        return ["T00:00:00", "T00:00:00.000"]
+            .contains(&rest.as_str())
+            .then(|| Moment::Instant(format!("{ZERO_DAY}T00:00:00{suffix}")));
+    }
     for format in [
         "%Y-%m-%dT%H:%M:%S%.3f",
         "%Y-%m-%d %H:%M:%S%.3f",
@@ -281,8 +297,10 @@ fn parse_moment(text: &str) -> Option<Moment> {
         "%Y-%m-%d %H:%M:%S",
     ] {
         if let Ok(instant) = NaiveDateTime::parse_from_str(trimmed, format) {
-            let millis = instant.and_utc().timestamp_subsec_millis();
-            return Some(Moment::Instant(instant, millis));
+            if !precise && instant.and_utc().timestamp_subsec_millis() > 0 {
+                return Some(Moment::SubSecond);
+            }
+            return Some(Moment::Instant(format_stamp(instant, precise)));
         }
     }
     None
@@ -448,7 +466,7 @@ mod tests {
             .unwrap(),
             Test::OneOf(vec![Operand::Text("2026-02-28T10:11:12".into())])
         );
-        for bad in ["2026-02-30", "yesterday", "2026-2-1"] {
+        for bad in ["2026-02-30", "yesterday", "2026-2-1", "0000-00-00T01:00:00"] {
             assert_eq!(
                 test_for(last_update, "lastUpdate", Operator::Equal, &text(bad))
                     .unwrap_err()

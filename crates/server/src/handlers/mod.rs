@@ -13,9 +13,25 @@ use axum::response::{IntoResponse, Response};
 use brandhub_catalog::{Resource, catalog};
 use brandhub_problem::{ApiError, Code};
 use brandhub_store::Caller;
+use futures_util::StreamExt;
 
 /// The largest request body a read accepts (CONTRACT §7).
 pub const MAX_QUERY_BODY: usize = 1024 * 1024;
+
+/// How much of an oversized body is read and thrown away before answering 413, so that an
+/// HTTP/1.1 client still sending it reads the answer instead of a broken connection.
+const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
+
+async fn drain(body: Body, limit: usize) {
+    let mut stream = body.into_data_stream();
+    let mut seen = 0;
+    while let Some(Ok(chunk)) = stream.next().await {
+        seen += chunk.len();
+        if seen > limit {
+            break;
+        }
+    }
+}
 
 /// The resource named in a URL, or 404 listing the resources there are.
 pub fn resource(name: &str) -> Answer<&'static Resource> {
@@ -60,11 +76,20 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Answer<
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
+        drain(body, DRAIN_LIMIT).await;
         return Err(too_large());
     }
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| too_large())?;
+    let mut stream = body.into_data_stream();
+    let mut bytes = bytes::BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| too_large())?;
+        if bytes.len() + chunk.len() > limit {
+            drain(Body::from_stream(stream), DRAIN_LIMIT).await;
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let bytes = bytes.freeze();
     if !bytes.iter().all(u8::is_ascii_whitespace)
         && let Some(content_type) = headers
             .get(header::CONTENT_TYPE)

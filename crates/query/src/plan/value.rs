@@ -284,8 +284,8 @@ fn parse_moment(text: &str, precise: bool) -> Option<Moment> {
         });
     }
     let trimmed = text.strip_suffix('Z').unwrap_or(text);
-    if trimmed.starts_with(ZERO_DAY) {
-        let rest = trimmed[ZERO_DAY.len()..].replace(' ', "T");
+    if let Some(rest) = trimmed.strip_prefix(ZERO_DAY) {
+        let rest = rest.replace(' ', "T");
         return ["T00:00:00", "T00:00:00.000"]
             .contains(&rest.as_str())
             .then(|| Moment::Instant(format!("{ZERO_DAY}T00:00:00{suffix}")));

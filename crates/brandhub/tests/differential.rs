@@ -306,14 +306,14 @@ fn value_for(case: &Case, path: usize, pick: usize, style: u8) -> String {
             }
         }
         (Some(Cell::Text(text)), _) => {
-            if style % 2 == 0 {
+            if style.is_multiple_of(2) {
                 text.to_lowercase()
             } else {
                 text.clone()
             }
         }
         (Some(Cell::Integer(n)), _) => {
-            if style % 3 == 0 {
+            if style.is_multiple_of(3) {
                 format!("{n}.0")
             } else {
                 (n + (style as i64 % 3) - 1).to_string()
@@ -321,7 +321,7 @@ fn value_for(case: &Case, path: usize, pick: usize, style: u8) -> String {
         }
         (Some(Cell::Number(n)), _) => format!("{n}"),
         (Some(Cell::Boolean(b)), _) => {
-            if style % 2 == 0 {
+            if style.is_multiple_of(2) {
                 b.to_string()
             } else {
                 if *b { "True" } else { "False" }.to_string()
@@ -330,13 +330,18 @@ fn value_for(case: &Case, path: usize, pick: usize, style: u8) -> String {
     }
 }
 
+/// Draws that pick a value from the data: (record index, style of the value).
+type Picks = Vec<(usize, u8)>;
+/// Draws of one condition: (path, record, style, operator, conjunction).
+type RawCondition = (usize, usize, u8, &'static str, &'static str);
+
 /// The random draws of one query, before they are turned into values taken from the data.
 #[derive(Debug, Clone)]
 struct RawQuery {
-    url: Vec<(usize, Vec<(usize, u8)>)>,
-    query: Vec<(usize, usize, u8, &'static str, &'static str)>,
-    with_array: Option<(usize, Vec<(usize, u8)>, bool)>,
-    selection: Vec<(usize, usize, u8, &'static str, &'static str)>,
+    url: Vec<(usize, Picks)>,
+    query: Vec<RawCondition>,
+    with_array: Option<(usize, Picks, bool)>,
+    selection: Vec<RawCondition>,
     order: Vec<(usize, bool, bool)>,
     page: u64,
     page_size: u64,

@@ -1,0 +1,531 @@
+#!/usr/bin/env bash
+# Benchmark of the brandhub read API: builds the release binary, loads the demo data set into a
+# fresh database per backend, serves it over HTTPS and drives five read workloads with wrk.
+#
+#   bash bench/run.sh                                  # from the repo root
+#   SCALE=20000 DURATION=5 BACKENDS=sqlite bash bench/run.sh
+#
+# Knobs (environment):
+#   SCALE        demo variants (default 1000000)
+#   BACKENDS     "sqlite postgres" (default); postgres needs psql and a server reachable at
+#                BRANDHUB_BENCH_DATABASE_URL (default postgres://root@127.0.0.1:5432/test), where
+#                the script creates and finally drops its own database brandhub_bench
+#   DURATION     seconds per workload (default 20)
+#   CONNECTIONS  wrk connections (default 8)
+#   THREADS      wrk threads (default 2)
+#   USER_TYPES   demo users to run the workloads as, by user type (admin sponsor company host
+#                warehouse) or by email; the first demo user of a type is taken (default admin)
+#   WRK_TIMEOUT  wrk's per-request timeout (default 30s; slower answers count as socket errors)
+#   PORT         port to serve on (default 0: any free port)
+#   BENCH_WORK_DIR  where data dirs and logs go (default target/bench-run); they are deleted at
+#                the end unless BENCH_KEEP=1
+#
+# Needs: a Rust toolchain, curl, and wrk (installed with apt-get when missing and possible).
+# Results: one table per backend and user type at the end, with the goals beside them.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+SCALE=${SCALE:-1000000}
+BACKENDS=${BACKENDS:-"sqlite postgres"}
+DURATION=${DURATION:-20}
+CONNECTIONS=${CONNECTIONS:-8}
+THREADS=${THREADS:-2}
+USER_TYPES=${USER_TYPES:-admin}
+WRK_TIMEOUT=${WRK_TIMEOUT:-30s}
+PORT=${PORT:-0}
+BENCH_KEEP=${BENCH_KEEP:-0}
+PG_URL=${BRANDHUB_BENCH_DATABASE_URL:-postgres://root@127.0.0.1:5432/test}
+PG_DB=brandhub_bench
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN=$TARGET_DIR/release/brandhub
+LUA_DIR=$ROOT/bench/lua
+
+# Every brandhub flag also reads a BRANDHUB_* variable: the caller's must not leak into the runs.
+while read -r name; do
+  [ -n "$name" ] && unset "$name"
+done < <(compgen -e | grep '^BRANDHUB_' || true)
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+say() { printf '%s\n' "$*"; }
+section() { printf '\n=== %s ===\n' "$*"; }
+die() {
+  printf 'bench: %s\n' "$*" >&2
+  exit 1
+}
+# Floating-point comparison: le A B is true when A <= B.
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
+indent() { sed 's/^/    /'; }
+
+for backend in $BACKENDS; do
+  case $backend in
+    sqlite | postgres) ;;
+    *) die "unknown backend '$backend' in BACKENDS (sqlite, postgres)" ;;
+  esac
+done
+[[ $SCALE =~ ^[0-9]+$ ]] || die "SCALE must be a number"
+[[ $DURATION =~ ^[0-9]+$ ]] || die "DURATION must be a number of seconds"
+[[ $CONNECTIONS =~ ^[0-9]+$ ]] || die "CONNECTIONS must be a number"
+[[ $THREADS =~ ^[0-9]+$ ]] || die "THREADS must be a number"
+[ "$CONNECTIONS" -ge "$THREADS" ] || die "CONNECTIONS must be at least THREADS"
+
+command -v cargo >/dev/null || die "cargo is not on PATH (a Rust toolchain is needed)"
+command -v curl >/dev/null || die "curl is needed"
+
+# The URL of the bench database on the server PG_URL points at (same credentials and options).
+pg_bench_url() {
+  local base=${PG_URL%%\?*}
+  local query=${PG_URL#"$base"}
+  if [[ $base =~ ^[a-zA-Z]+://[^/]*/ ]]; then
+    base=${BASH_REMATCH[0]}
+  else
+    base=$base/
+  fi
+  printf '%s%s%s' "$base" "$PG_DB" "$query"
+}
+
+psql_admin() { psql "$PG_URL" -v ON_ERROR_STOP=1 -qAtX "$@"; }
+
+drop_pg_db() {
+  psql_admin -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 ||
+    psql_admin -c "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
+}
+
+if [[ " $BACKENDS " == *" postgres "* ]]; then
+  command -v psql >/dev/null || die "psql is needed for the postgres backend (or set BACKENDS=sqlite)"
+  psql_admin -c 'SELECT 1' >/dev/null ||
+    die "cannot reach PostgreSQL at $PG_URL (set BRANDHUB_BENCH_DATABASE_URL, or BACKENDS=sqlite)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Work dir, server and cleanup
+
+mkdir -p "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}"
+WORK=$(mktemp -d "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}/run.XXXXXX")
+WORK=$(cd "$WORK" && pwd)
+TABLES=$WORK/tables.txt
+: >"$TABLES"
+SERVER_PID=""
+PG_CREATED=""
+FINISHED=""
+
+stop_server() {
+  local pid=$SERVER_PID
+  SERVER_PID=""
+  [ -n "$pid" ] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    local i
+    for i in $(seq 1 150); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      say "the server (PID $pid) did not stop within 15 s of SIGTERM; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  stop_server
+  if [ -n "$PG_CREATED" ]; then
+    drop_pg_db || say "could not drop the database $PG_DB"
+  fi
+  if [ -z "$FINISHED" ] && [ -s "$TABLES" ]; then
+    section "Results so far (the run stopped early)"
+    cat "$TABLES"
+  fi
+  if [ "$BENCH_KEEP" = 1 ]; then
+    say "logs and data kept in $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------------------------
+# 1. Build
+
+section "Building (cargo build --release)"
+if ! cargo build --release >"$WORK/build.log" 2>&1; then
+  tail -n 60 "$WORK/build.log" >&2
+  die "the release build failed"
+fi
+tail -n 1 "$WORK/build.log"
+[ -x "$BIN" ] || die "no binary at $BIN after the build"
+
+# ---------------------------------------------------------------------------------------------
+# 2. The load tool
+
+ensure_wrk() {
+  command -v wrk >/dev/null && return 0
+  if command -v apt-get >/dev/null; then
+    local sudo=()
+    if [ "$(id -u)" != 0 ]; then
+      if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo=(sudo -n)
+      else
+        die "wrk is missing and apt-get needs root: install wrk (apt-get install wrk)"
+      fi
+    fi
+    say "installing wrk with apt-get"
+    "${sudo[@]}" apt-get update -qq >"$WORK/apt.log" 2>&1 ||
+      { cat "$WORK/apt.log" >&2; die "apt-get update failed"; }
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >>"$WORK/apt.log" 2>&1 ||
+      { cat "$WORK/apt.log" >&2; die "apt-get install wrk failed"; }
+  fi
+  command -v wrk >/dev/null || die "wrk is needed (https://github.com/wg/wrk, or your distribution's package)"
+}
+ensure_wrk
+WRK_VERSION=$( (wrk -v 2>&1 || true) | sed -n '1p')
+
+# ---------------------------------------------------------------------------------------------
+# The machine
+
+CPU_MODEL=$( (grep -m1 'model name' /proc/cpuinfo 2>/dev/null || true) | cut -d: -f2- | sed 's/^ *//')
+if [ -z "$CPU_MODEL" ] && command -v lscpu >/dev/null; then
+  CPU_MODEL=$( (lscpu 2>/dev/null || true) | sed -n 's/^Model name: *//p' | sed -n '1p')
+fi
+CPU_MODEL=${CPU_MODEL:-$(uname -m)}
+NPROC=$(nproc)
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ "$COMMIT" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  COMMIT="$COMMIT (with uncommitted changes)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Talking to the server
+
+BASE=""       # https://127.0.0.1:PORT
+CRED_USER=""  # the current demo user's email
+CRED_KEY=""   # and API key
+
+# curl as the current user; HTTP/1.1 like wrk. Extra arguments are passed on.
+api() { curl -sS -k --http1.1 --max-time 600 -u "$CRED_USER:$CRED_KEY" "$@"; }
+
+# GET a path and print the body; fails on a non-2xx answer.
+api_get() {
+  local body=$WORK/get.body code
+  code=$(api -o "$body" -w '%{http_code}' "$BASE$1") || die "GET $1 failed"
+  if [[ $code != 2* ]]; then
+    say "GET $1 answered $code: $(head -c 500 "$body")" >&2
+    return 1
+  fi
+  cat "$body"
+}
+
+# The ids of the records in a list answer, one a line.
+ids_of() { grep -o '"id":"[^"]*"' | cut -d'"' -f4 || true; }
+
+# Starts the server in the background on the given data dir (and database URL) and waits until
+# it answers.
+start_server() {
+  local dir=$1 url=$2 log=$3
+  local args=(--data-dir "$dir" --log warn)
+  [ -n "$url" ] && args+=(--database-url "$url")
+  "$BIN" "${args[@]}" serve --listen "127.0.0.1:$PORT" >"$log.out" 2>"$log.err" &
+  SERVER_PID=$!
+  local i line
+  for i in $(seq 1 1200); do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      cat "$log.out" "$log.err" >&2
+      SERVER_PID=""
+      die "the server exited before it answered"
+    fi
+    line=$(grep -m1 '^brandhub serves https://' "$log.out" 2>/dev/null || true)
+    if [ -n "$line" ]; then
+      BASE=$(sed 's|^brandhub serves \(https://[^/ ]*\)/api.*|\1|' <<<"$line")
+      if [ "$(curl -sk --http1.1 -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/api/openapi.json" || true)" != 000 ]; then
+        say "$line (PID $SERVER_PID)"
+        return 0
+      fi
+    fi
+    sleep 0.1
+  done
+  die "the server did not answer within 120 s"
+}
+
+peak_rss_mb() {
+  awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status" 2>/dev/null || echo "?"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Workloads
+
+WORKLOADS=(W1 W2 W3 W4 W5)
+declare -A SCRIPT=(
+  [W1]=w1_stock.lua [W2]=w2_variant_barcode.lua [W3]=w3_stock_by_barcode.lua
+  [W4]=w4_stock_count_brand.lua [W5]=w5_order_query.lua
+)
+declare -A TITLE=(
+  [W1]="GET /api/stock"
+  [W2]="GET /api/variant?barcode=5010xx@"
+  [W3]="GET /api/stock?stock_variant.barcode=5010xx@&order_by=lastUpdate<"
+  [W4]="GET /api/stock/count?stock_variant.variant_product.fk_brand=<brand>"
+  [W5]="POST /api/order/query (status, carrier, 100 brand stores)"
+)
+declare -A GOAL_P50=([W1]=8 [W2]=3 [W3]=5 [W4]=50 [W5]=20)
+W1_GOAL_RPS=400
+DEMO_GOAL_S=180
+RSS_GOAL_MB=150
+
+# Results of the current user type, by workload.
+declare -A R_P50 R_P99 R_RPS R_SHARE R_ERR R_COLD R_NOTE
+
+# The first request of a workload: time it with curl (cold), then check its answer.
+cold_request() {
+  local w=$1 method=$2 path=$3 body_file=${4:-}
+  local out=$WORK/cold.$w.body hdr=$WORK/cold.$w.headers result code secs
+  local extra=()
+  if [ "$method" = POST ]; then
+    extra=(-X POST -H 'Content-Type: application/json' --data-binary "@$body_file")
+  fi
+  result=$(api "${extra[@]}" -o "$out" -D "$hdr" -w '%{http_code} %{time_total}' "$BASE$path") ||
+    result="000 0"
+  code=${result%% *}
+  secs=${result#* }
+  local ms timing
+  ms=$(awk -v s="$secs" 'BEGIN { printf "%.1f", s * 1000 }')
+  timing=$( (grep -i '^server-timing:' "$hdr" 2>/dev/null || true) | tr -d '\r' | cut -d: -f2- | sed 's/^ *//')
+  say "  cold first request: $ms ms, HTTP $code; Server-Timing: ${timing:-none}"
+  if [[ $code == 2* ]]; then
+    R_COLD[$w]=$ms
+    say "  answer: $(head -c 200 "$out")$([ "$(wc -c <"$out")" -gt 200 ] && echo ' ...')"
+  else
+    R_COLD[$w]="HTTP $code"
+    say "  answer: $(head -c 500 "$out")"
+  fi
+}
+
+run_wrk() {
+  local w=$1 out=$WORK/wrk.$w.txt
+  if ! wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout "$WRK_TIMEOUT" --latency \
+    -s "$LUA_DIR/${SCRIPT[$w]}" "$BASE" >"$out" 2>&1; then
+    indent <"$out"
+    R_NOTE[$w]="wrk failed"
+    return 0
+  fi
+  indent <"$out"
+  local line
+  line=$(sed -n 's/^BENCH //p' "$out" | sed -n '1p')
+  if [ -z "$line" ]; then
+    R_NOTE[$w]="no results from wrk"
+    return 0
+  fi
+  local kv key value
+  local -A m=()
+  for kv in $line; do
+    key=${kv%%=*}
+    value=${kv#*=}
+    m[$key]=$value
+  done
+  R_P50[$w]=${m[p50_ms]}
+  R_P99[$w]=${m[p99_ms]}
+  R_RPS[$w]=${m[rps]}
+  R_SHARE[$w]=$(awk -v s="${m[db_share]}" 'BEGIN { printf "%.0f%%", s * 100 }')
+  R_ERR[$w]=$((m[non2xx] + m[socket_errors]))
+}
+
+goal_text() {
+  case $1 in
+    W1) printf 'p50 <= %s ms and >= %s req/s with 8 connections' "${GOAL_P50[W1]}" "$W1_GOAL_RPS" ;;
+    *) printf 'p50 <= %s ms' "${GOAL_P50[$1]}" ;;
+  esac
+}
+
+verdict() {
+  local w=$1
+  if [ -n "${R_NOTE[$w]:-}" ] || [ -z "${R_P50[$w]:-}" ]; then
+    echo "no result"
+  elif [ "${R_ERR[$w]}" != 0 ]; then
+    echo "INVALID (errors)"
+  elif ! le "${R_P50[$w]}" "${GOAL_P50[$w]}"; then
+    echo "MISSED"
+  elif [ "$w" = W1 ] && ! ge "${R_RPS[$w]}" "$W1_GOAL_RPS"; then
+    echo "MISSED"
+  elif [ "$w" = W1 ] && [ "$CONNECTIONS" != 8 ]; then
+    echo "met (at $CONNECTIONS connections)"
+  else
+    echo "met"
+  fi
+}
+
+# Runs the workloads as one demo user and appends its table to $TABLES.
+run_user() {
+  local backend=$1 user_type=$2 demo_out=$3 demo_s=$4
+  local cred
+  cred=$(awk -v t="$user_type" '
+    found && NF >= 4 && $3 == ":" && ($1 == t || $2 == t) { print $2, $4; exit }
+    /^demo users/ { found = 1 }' "$demo_out")
+  [ -n "$cred" ] || die "no demo user of type '$user_type' in the demo output"
+  CRED_USER=${cred%% *}
+  CRED_KEY=${cred#* }
+  export BENCH_AUTH BENCH_LUA_DIR=$LUA_DIR BENCH_BRAND BENCH_BODY_FILE=$WORK/w5.json
+  BENCH_AUTH="Basic $(printf '%s:%s' "$CRED_USER" "$CRED_KEY" | base64 | tr -d '\n')"
+
+  section "$backend, as $user_type ($CRED_USER)"
+  R_P50=() R_P99=() R_RPS=() R_SHARE=() R_ERR=() R_COLD=() R_NOTE=()
+
+  # 4. What the workloads need, through the API.
+  BENCH_BRAND=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | sed -n '1p')
+  local stores=() id
+  while read -r id; do
+    [ -n "$id" ] && stores+=("$id")
+  done < <(api_get "/api/brandStore?fields=id&pageSize=100" | ids_of)
+  local values="" sep=""
+  for id in "${stores[@]}"; do
+    values+="$sep\"$id\""
+    sep=","
+  done
+  printf '%s' '{"query":[{"field":"status","operator":"=","value":"dispatched"},{"field":"status","operator":"=","value":"partDispatched","conjunction":"|"},{"field":"carrier","operator":"=","value":"","conjunction":"#"}],"queryselectionwitharray":{"field":"fk_brandStore","values":['"$values"']}}' \
+    >"$BENCH_BODY_FILE"
+  say "brand id: ${BENCH_BRAND:-none visible}; brand stores: ${#stores[@]} ids"
+
+  local w
+  for w in "${WORKLOADS[@]}"; do
+    printf '\n-- %s  %s\n' "$w" "${TITLE[$w]}"
+    case $w in
+      W1) cold_request W1 GET "/api/stock" ;;
+      W2) cold_request W2 GET "/api/variant?barcode=501000@" ;;
+      W3) cold_request W3 GET "/api/stock?stock_variant.barcode=501000@&order_by=lastUpdate%3C" ;;
+      W4)
+        if [ -z "$BENCH_BRAND" ]; then
+          R_NOTE[W4]="skipped: no brand visible"
+          say "  skipped: $CRED_USER sees no brand"
+          continue
+        fi
+        cold_request W4 GET "/api/stock/count?stock_variant.variant_product.fk_brand=$BENCH_BRAND"
+        ;;
+      W5)
+        if [ "${#stores[@]}" = 0 ]; then
+          R_NOTE[W5]="skipped: no brand store visible"
+          say "  skipped: $CRED_USER sees no brand store"
+          continue
+        fi
+        cold_request W5 POST "/api/order/query" "$BENCH_BODY_FILE"
+        ;;
+    esac
+    say "  wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --timeout $WRK_TIMEOUT --latency -s bench/lua/${SCRIPT[$w]}"
+    run_wrk "$w"
+    if [ "$w" = W1 ]; then
+      RSS_AFTER_W1=$(peak_rss_mb)
+      say "  server peak RSS after W1: $RSS_AFTER_W1 MB"
+    fi
+  done
+  local rss_end
+  rss_end=$(peak_rss_mb)
+  say "server peak RSS at the end: $rss_end MB"
+
+  # How many of the 100 barcode prefixes the workloads W2 and W3 cycle through have variants
+  # (a small SCALE has fewer brands, so most prefixes then find nothing).
+  local urls=() p counts
+  for p in $(seq 501000 501099); do
+    urls+=("$BASE/api/variant/count?barcode=$p@")
+  done
+  counts=$(api -w '\n' "${urls[@]}" | grep -o '"count":[0-9]*' | cut -d: -f2 || true)
+  local coverage
+  coverage=$(awk '$1 > 0 { n++; s += $1 } END { printf "%d of 100 prefixes match variants (%d variants, %.0f per matching prefix)", n, s, n ? s / n : 0 }' <<<"$counts")
+  say "barcode prefixes 501000..501099: $coverage"
+
+  # 7. The table.
+  local rss_verdict demo_verdict
+  if le "$RSS_AFTER_W1" "$RSS_GOAL_MB" 2>/dev/null; then rss_verdict=met; else rss_verdict=MISSED; fi
+  if [ "$backend" = sqlite ]; then
+    if le "$demo_s" "$DEMO_GOAL_S"; then demo_verdict="goal <= $DEMO_GOAL_S s on SQLite: met"; else
+      demo_verdict="goal <= $DEMO_GOAL_S s on SQLite: MISSED"; fi
+  else
+    demo_verdict="no goal on PostgreSQL"
+  fi
+  {
+    printf '\n%s, %s (%s)\n' "$BACKEND_LABEL" "$user_type" "$CRED_USER"
+    printf 'date %s; nproc %s; CPU %s; load average %s\n' "$RUN_DATE" "$NPROC" "$CPU_MODEL" "$LOADAVG"
+    printf 'backend %s; SCALE %s; %s s per workload; wrk %s threads, %s connections; commit %s\n' \
+      "$BACKEND_LABEL" "$SCALE" "$DURATION" "$THREADS" "$CONNECTIONS" "$COMMIT"
+    printf 'demo load: %s s (%s)\n' "$demo_s" "$demo_verdict"
+    printf 'server peak RSS: %s MB after W1 (goal <= %s MB: %s), %s MB at the end\n' \
+      "$RSS_AFTER_W1" "$RSS_GOAL_MB" "$rss_verdict" "$rss_end"
+    printf 'barcode prefixes: %s\n' "$coverage"
+    printf '%-4s %9s %9s %9s %8s %7s %10s  %-8s %s\n' \
+      workload "p50 ms" "p99 ms" "req/s" "db share" errors "cold 1st" verdict goal
+    for w in "${WORKLOADS[@]}"; do
+      if [ -n "${R_NOTE[$w]:-}" ] || [ -z "${R_P50[$w]:-}" ]; then
+        printf '%-8s %s  (goal: %s)\n' "$w" "${R_NOTE[$w]:-no result}" "$(goal_text "$w")"
+        continue
+      fi
+      local cold=${R_COLD[$w]:-?}
+      [[ $cold =~ ^[0-9.]+$ ]] && cold="$cold ms"
+      printf '%-8s %9.2f %9.2f %9.1f %8s %7s %10s  %-8s %s\n' "$w" "${R_P50[$w]}" "${R_P99[$w]}" \
+        "${R_RPS[$w]}" "${R_SHARE[$w]}" "${R_ERR[$w]}" "$cold" "$(verdict "$w")" "$(goal_text "$w")"
+    done
+  } >>"$TABLES"
+}
+
+# ---------------------------------------------------------------------------------------------
+# 3.–8. Per backend
+
+RUN_DATE=$(date '+%Y-%m-%d %H:%M:%S %Z')
+LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
+section "brandhub read benchmark"
+say "date $RUN_DATE; nproc $NPROC; CPU $CPU_MODEL; load average $LOADAVG"
+say "SCALE $SCALE; BACKENDS $BACKENDS; USER_TYPES $USER_TYPES; DURATION ${DURATION}s; wrk -t$THREADS -c$CONNECTIONS; $WRK_VERSION"
+say "commit $COMMIT"
+
+for backend in $BACKENDS; do
+  dir=$WORK/$backend
+  mkdir -p "$dir/data"
+  url=""
+  case $backend in
+    sqlite) BACKEND_LABEL=SQLite ;;
+    postgres)
+      BACKEND_LABEL=PostgreSQL
+      drop_pg_db
+      PG_CREATED=1
+      psql_admin -c "CREATE DATABASE $PG_DB" >/dev/null
+      url=$(pg_bench_url)
+      BACKEND_LABEL="PostgreSQL $(psql_admin -c 'SHOW server_version' | cut -d' ' -f1)"
+      ;;
+  esac
+  section "$BACKEND_LABEL: loading the demo data set (SCALE $SCALE)"
+  args=(--data-dir "$dir/data" --log warn)
+  [ -n "$url" ] && args+=(--database-url "$url")
+  start_ns=$(date +%s%N)
+  if ! "$BIN" "${args[@]}" demo --scale "$SCALE" >"$dir/demo.out" 2>"$dir/demo.err"; then
+    cat "$dir/demo.out" "$dir/demo.err" >&2
+    die "brandhub demo failed on $backend"
+  fi
+  end_ns=$(date +%s%N)
+  demo_s=$(awk -v a="$start_ns" -v b="$end_ns" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+  sed '/^demo users/,$d' "$dir/demo.out" | indent
+  say "demo load took $demo_s s (wall clock of brandhub demo)"
+
+  start_server "$dir/data" "$url" "$dir/server"
+  RSS_AFTER_W1="?"
+  for user_type in $USER_TYPES; do
+    run_user "$backend" "$user_type" "$dir/demo.out" "$demo_s"
+  done
+  if [ -s "$dir/server.err" ]; then
+    say "server log (warnings and errors):"
+    head -n 40 "$dir/server.err" | indent
+  fi
+  stop_server
+  if [ "$backend" = postgres ]; then
+    drop_pg_db
+    PG_CREATED=""
+  fi
+done
+
+FINISHED=1
+section "Results"
+cat "$TABLES"

@@ -24,6 +24,7 @@
 # Results: one table per backend and user type at the end, with the goals beside them.
 
 set -euo pipefail
+export LC_ALL=C
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -181,9 +182,9 @@ ensure_wrk() {
       fi
     fi
     say "installing wrk with apt-get"
-    "${sudo[@]}" apt-get update -qq >"$WORK/apt.log" 2>&1 ||
+    ${sudo[@]+"${sudo[@]}"} apt-get update -qq >"$WORK/apt.log" 2>&1 ||
       { cat "$WORK/apt.log" >&2; die "apt-get update failed"; }
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >>"$WORK/apt.log" 2>&1 ||
+    ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >>"$WORK/apt.log" 2>&1 ||
       { cat "$WORK/apt.log" >&2; die "apt-get install wrk failed"; }
   fi
   command -v wrk >/dev/null || die "wrk is needed (https://github.com/wg/wrk, or your distribution's package)"
@@ -292,7 +293,7 @@ cold_request() {
   if [ "$method" = POST ]; then
     extra=(-X POST -H 'Content-Type: application/json' --data-binary "@$body_file")
   fi
-  result=$(api "${extra[@]}" -o "$out" -D "$hdr" -w '%{http_code} %{time_total}' "$BASE$path") ||
+  result=$(api ${extra[@]+"${extra[@]}"} -o "$out" -D "$hdr" -w '%{http_code} %{time_total}' "$BASE$path") ||
     result="000 0"
   code=${result%% *}
   secs=${result#* }
@@ -302,7 +303,7 @@ cold_request() {
   say "  cold first request: $ms ms, HTTP $code; Server-Timing: ${timing:-none}"
   if [[ $code == 2* ]]; then
     R_COLD[$w]=$ms
-    say "  answer: $(head -c 200 "$out")$([ "$(wc -c <"$out")" -gt 200 ] && echo ' ...')"
+    say "  answer ($(wc -c <"$out") bytes): $(head -c 160 "$out")"
   else
     R_COLD[$w]="HTTP $code"
     say "  answer: $(head -c 500 "$out")"
@@ -335,7 +336,7 @@ run_wrk() {
   R_P99[$w]=${m[p99_ms]}
   R_RPS[$w]=${m[rps]}
   R_SHARE[$w]=$(awk -v s="${m[db_share]}" 'BEGIN { printf "%.0f%%", s * 100 }')
-  R_ERR[$w]=$((m[non2xx] + m[socket_errors]))
+  R_ERR[$w]=$((${m[non2xx]} + ${m[socket_errors]}))
 }
 
 goal_text() {
@@ -379,13 +380,13 @@ run_user() {
   R_P50=() R_P99=() R_RPS=() R_SHARE=() R_ERR=() R_COLD=() R_NOTE=()
 
   # 4. What the workloads need, through the API.
-  BENCH_BRAND=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | sed -n '1p')
+  BENCH_BRAND=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | sed -n '1p' || true)
   local stores=() id
   while read -r id; do
     [ -n "$id" ] && stores+=("$id")
   done < <(api_get "/api/brandStore?fields=id&pageSize=100" | ids_of)
   local values="" sep=""
-  for id in "${stores[@]}"; do
+  for id in ${stores[@]+"${stores[@]}"}; do
     values+="$sep\"$id\""
     sep=","
   done
@@ -441,7 +442,13 @@ run_user() {
 
   # 7. The table.
   local rss_verdict demo_verdict
-  if le "$RSS_AFTER_W1" "$RSS_GOAL_MB" 2>/dev/null; then rss_verdict=met; else rss_verdict=MISSED; fi
+  if ! [[ $RSS_AFTER_W1 =~ ^[0-9.]+$ ]]; then
+    rss_verdict=unknown
+  elif le "$RSS_AFTER_W1" "$RSS_GOAL_MB"; then
+    rss_verdict=met
+  else
+    rss_verdict=MISSED
+  fi
   if [ "$backend" = sqlite ]; then
     if le "$demo_s" "$DEMO_GOAL_S"; then demo_verdict="goal <= $DEMO_GOAL_S s on SQLite: met"; else
       demo_verdict="goal <= $DEMO_GOAL_S s on SQLite: MISSED"; fi

@@ -42,26 +42,7 @@ pub struct Fixture {
 impl Fixture {
     /// A client that trusts this server's certificate only.
     pub fn client(&self) -> reqwest::Client {
-        let mut roots = rustls::RootCertStore::empty();
-        use rustls::pki_types::pem::PemObject;
-        for cert in
-            rustls::pki_types::CertificateDer::pem_slice_iter(self.certificate_pem.as_bytes())
-        {
-            roots
-                .add(cert.expect("the server's certificate parses"))
-                .expect("a valid root");
-        }
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        reqwest::Client::builder()
-            .tls_backend_preconfigured(config)
-            .build()
-            .expect("a client")
+        client_trusting(&self.certificate_pem)
     }
 
     /// The demo credential of a user type's first user.
@@ -108,6 +89,28 @@ impl Fixture {
     {
         self.runtime.spawn(future).await.expect("the task finishes")
     }
+}
+
+/// An HTTPS client that trusts exactly the certificates of a PEM text.
+pub fn client_trusting(certificate_pem: &str) -> reqwest::Client {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(certificate_pem.as_bytes()) {
+        roots
+            .add(cert.expect("the server's certificate parses"))
+            .expect("a valid root");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(config)
+        .build()
+        .expect("a client")
 }
 
 /// A client for plain HTTP (the behind-proxy mode).

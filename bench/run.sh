@@ -283,7 +283,7 @@ DEMO_GOAL_S=180
 RSS_GOAL_MB=150
 
 # Results of the current user type, by workload.
-declare -A R_P50 R_P99 R_RPS R_SHARE R_ERR R_COLD R_NOTE
+declare -A R_P50 R_P99 R_RPS R_SHARE R_ERR R_COLD R_NOTE R_RSS
 
 # The first request of a workload: time it with curl (cold), then check its answer.
 cold_request() {
@@ -377,7 +377,7 @@ run_user() {
   BENCH_AUTH="Basic $(printf '%s:%s' "$CRED_USER" "$CRED_KEY" | base64 | tr -d '\n')"
 
   section "$backend, as $user_type ($CRED_USER)"
-  R_P50=() R_P99=() R_RPS=() R_SHARE=() R_ERR=() R_COLD=() R_NOTE=()
+  R_P50=() R_P99=() R_RPS=() R_SHARE=() R_ERR=() R_COLD=() R_NOTE=() R_RSS=()
 
   # 4. What the workloads need, through the API.
   BENCH_BRAND=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | sed -n '1p' || true)
@@ -420,6 +420,7 @@ run_user() {
     esac
     say "  wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --timeout $WRK_TIMEOUT --latency -s bench/lua/${SCRIPT[$w]}"
     run_wrk "$w"
+    R_RSS[$w]=$(peak_rss_mb)
     if [ "$w" = W1 ]; then
       RSS_AFTER_W1=$(peak_rss_mb)
       say "  server peak RSS after W1: $RSS_AFTER_W1 MB"
@@ -464,8 +465,11 @@ run_user() {
     printf 'server peak RSS: %s MB after W1 (goal <= %s MB: %s), %s MB at the end\n' \
       "$RSS_AFTER_W1" "$RSS_GOAL_MB" "$rss_verdict" "$rss_end"
     printf 'barcode prefixes: %s\n' "$coverage"
-    printf '%-4s %9s %9s %9s %8s %7s %10s  %-8s %s\n' \
-      workload "p50 ms" "p99 ms" "req/s" "db share" errors "cold 1st" verdict goal
+    say "(p50, p99, req/s: wrk, warm; db share: sum of Server-Timing db / total; errors: non-2xx"
+    say " and socket errors; cold 1st: curl time of the first request, before wrk; peak RSS: VmHWM"
+    say " of the server after the workload)"
+    printf '%-4s %9s %9s %9s %8s %7s %10s %8s  %-8s %s\n' \
+      workload "p50 ms" "p99 ms" "req/s" "db share" errors "cold 1st" "peak RSS" verdict goal
     for w in "${WORKLOADS[@]}"; do
       if [ -n "${R_NOTE[$w]:-}" ] || [ -z "${R_P50[$w]:-}" ]; then
         printf '%-8s %s  (goal: %s)\n' "$w" "${R_NOTE[$w]:-no result}" "$(goal_text "$w")"
@@ -473,8 +477,9 @@ run_user() {
       fi
       local cold=${R_COLD[$w]:-?}
       [[ $cold =~ ^[0-9.]+$ ]] && cold="$cold ms"
-      printf '%-8s %9.2f %9.2f %9.1f %8s %7s %10s  %-8s %s\n' "$w" "${R_P50[$w]}" "${R_P99[$w]}" \
-        "${R_RPS[$w]}" "${R_SHARE[$w]}" "${R_ERR[$w]}" "$cold" "$(verdict "$w")" "$(goal_text "$w")"
+      printf '%-8s %9.2f %9.2f %9.1f %8s %7s %10s %8s  %-8s %s\n' "$w" "${R_P50[$w]}" "${R_P99[$w]}" \
+        "${R_RPS[$w]}" "${R_SHARE[$w]}" "${R_ERR[$w]}" "$cold" "${R_RSS[$w]:-?} MB" "$(verdict "$w")" \
+        "$(goal_text "$w")"
     done
   } >>"$TABLES"
 }
@@ -523,8 +528,11 @@ for backend in $BACKENDS; do
     run_user "$backend" "$user_type" "$dir/demo.out" "$demo_s"
   done
   if [ -s "$dir/server.err" ]; then
-    say "server log (warnings and errors):"
-    head -n 40 "$dir/server.err" | indent
+    say "server log: $(wc -l <"$dir/server.err") lines at level warn or above; distinct messages, most frequent first:"
+    sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9]{4}-[0-9T:.+-]+Z? +//' "$dir/server.err" |
+      sort | uniq -c | sort -rn | head -n 20 | indent
+  else
+    say "server log: empty at level warn"
   fi
   stop_server
   if [ "$backend" = postgres ]; then

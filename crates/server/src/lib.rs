@@ -2,6 +2,7 @@
 //! Handlers are thin: they call the pure stages of `brandhub-query` and the store.
 
 pub mod auth;
+pub mod docs;
 pub mod handlers;
 pub mod observe;
 pub mod problem;

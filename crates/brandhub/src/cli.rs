@@ -22,6 +22,14 @@ pub struct Cli {
     /// Most database connections this process opens.
     #[arg(long, env = "BRANDHUB_MAX_CONNECTIONS", global = true)]
     pub max_connections: Option<u32>,
+    /// Megabytes of rendered pages each server process keeps in memory (0 keeps none).
+    #[arg(
+        long,
+        env = "BRANDHUB_PAGE_CACHE_MB",
+        default_value_t = 32,
+        global = true
+    )]
+    pub page_cache_mb: u64,
     /// Log filter (tracing syntax: info, warn, brandhub_store=debug, …).
     #[arg(long, env = "BRANDHUB_LOG", default_value = "info", global = true)]
     pub log: String,

@@ -58,6 +58,7 @@ pub async fn open_store(cli: &Cli) -> Result<Store, CommandError> {
     let store = Store::connect(&StoreOptions {
         url,
         max_connections: cli.max_connections.unwrap_or(default_connections),
+        page_cache_bytes: cli.page_cache_mb * 1024 * 1024,
     })
     .await?;
     store.migrate().await?;

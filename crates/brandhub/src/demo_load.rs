@@ -18,7 +18,9 @@ pub async fn is_empty(store: &Store) -> ApiResult<bool> {
         resource: users,
         filter: Predicate::always(),
     };
-    Ok(store.count(&plan, &Timing::default()).await? == 0)
+    let timing = Timing::default();
+    let versions = store.versions(&timing).await?;
+    Ok(store.count(&plan, &versions, &timing).await? == 0)
 }
 
 /// Loads the demo data; refuses a database that has users.

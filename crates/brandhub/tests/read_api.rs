@@ -322,6 +322,19 @@ async fn related_entities_outside_the_template_expand_on_request(fx) {
     assert_eq!(admin[0]["fk_company"], "00000000000000000000000000000000");
 }
 
+async fn raw_angle_brackets_in_urls_work_as_the_contract_says(fx) {
+    let admin = fx.credential("admin");
+    let token = base64_basic(&admin.email, &admin.secret);
+    let request = |target: &str| format!("GET {target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic {token}\r\nConnection: close\r\n\r\n");
+    let raw = common::raw_https(fx, request("/api/stock?order_by=lastUpdate<;>id&fields=lastUpdate&pageSize=5")).await;
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    let encoded = fx.get("/api/stock?order_by=lastUpdate%3C;%3Eid&fields=lastUpdate&pageSize=5").await;
+    let body = &raw[raw.find("\r\n\r\n").unwrap() + 4..];
+    assert_eq!(serde_json::from_str::<Value>(body).unwrap(), encoded.json());
+    let raw = common::raw_https(fx, request("/api/variant?fields=barcode&barcode=501000@&order_by=<barcode&pageSize=2")).await;
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+}
+
 async fn the_openapi_document_needs_no_key(fx) {
     let response = fx.client().get(format!("{}/api/openapi.json", fx.base)).send().await.unwrap();
     assert_eq!(response.status(), 200);
@@ -341,4 +354,9 @@ fn urlencode(text: &str) -> String {
         }
     }
     out
+}
+
+fn base64_basic(user: &str, secret: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{secret}"))
 }

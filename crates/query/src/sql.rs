@@ -8,7 +8,7 @@
 
 use crate::plan::path::Hop;
 use crate::plan::{
-    Comparison, CountPlan, Leaf, Operand, OrderKey, Predicate, ReadPlan, Selection, Test,
+    Comparison, CountPlan, Leaf, Operand, OrderKey, Predicate, ReadPlan, Selection, Test, Viewer,
 };
 use crate::request::Direction;
 use crate::text::{Pattern, prefix_upper_bound};
@@ -454,6 +454,34 @@ pub fn tables_read(resource: &'static Resource, filter: &Predicate) -> Vec<&'sta
     tables.into_iter().collect()
 }
 
+/// Every table a page's answer depends on: what its filter reads, the tables its order keys
+/// join, and for every expanded relation the related table, what that relation's scope reads,
+/// and the list tables of shown arrays. A page rendered earlier is still true while none of
+/// these tables has been written.
+pub fn page_tables(plan: &ReadPlan, viewer: &Viewer) -> Vec<&'static str> {
+    fn walk(selection: &Selection, viewer: &Viewer, tables: &mut BTreeSet<&'static str>) {
+        for field in selection.leaf_fields() {
+            if let Some(list) = &field.list {
+                tables.insert(list.table);
+            }
+        }
+        for relation in &selection.relations {
+            if let Some(sub) = &relation.expanded {
+                tables.extend(tables_read(sub.resource, &viewer.scope(sub.resource)));
+                walk(sub, viewer, tables);
+            }
+        }
+    }
+    let mut tables: BTreeSet<&'static str> = tables_read(plan.resource, &plan.filter)
+        .into_iter()
+        .collect();
+    for key in &plan.order {
+        tables.extend(key.path.hops.iter().map(|hop| hop.to.table));
+    }
+    walk(&plan.selection, viewer, &mut tables);
+    tables.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,6 +612,20 @@ mod tests {
         assert!(
             sql.ends_with(r#"WHERE "t0"."id" IN ('A', 'B', 'C', 'C')"#),
             "{sql}"
+        );
+    }
+
+    #[test]
+    fn a_page_depends_on_its_relations_order_joins_and_lists() {
+        let plan = read("stock", "order_by=stock_variant.barcode", "");
+        assert_eq!(
+            page_tables(&plan, &Viewer::admin()),
+            vec!["brand", "product", "stock", "variant", "warehouse"]
+        );
+        let plan = read("user", "fields=email,detail.companies", "");
+        assert_eq!(
+            page_tables(&plan, &Viewer::admin()),
+            vec!["user_company", "users"]
         );
     }
 

@@ -14,7 +14,8 @@ use axum::http::request::Parts;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
-use brandhub_store::{Caller, Store, Timing};
+use brandhub_store::accounts::AUTH_TABLES;
+use brandhub_store::{Caller, Store, Timing, Versions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,9 +26,13 @@ const TOUCH_EVERY: Duration = Duration::from_secs(60);
 /// Bound on remembered keys (the map is cleared when it grows past it).
 const MAX_REMEMBERED: usize = 10_000;
 
-/// The authenticated caller of a request.
+/// The authenticated caller of a request, and the table versions read to check it (which the
+/// rest of the request uses for its caches too: one versions read per request).
 #[derive(Debug, Clone)]
-pub struct Authenticated(pub Arc<Caller>);
+pub struct Authenticated {
+    pub caller: Arc<Caller>,
+    pub versions: Arc<Versions>,
+}
 
 /// (lower-cased user name, secret) → (auth stamp when checked, the caller).
 type Remembered = HashMap<(String, String), (i64, Arc<Caller>)>;
@@ -87,9 +92,10 @@ impl Authenticator {
         store: &Store,
         user: &str,
         secret: &str,
+        versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<Arc<Caller>> {
-        let stamp = store.auth_stamp(timing).await?;
+        let stamp = versions.stamp(&AUTH_TABLES);
         let key = (user.to_lowercase(), secret.to_string());
         let known = self
             .remembered
@@ -154,11 +160,12 @@ impl FromRequestParts<AppState> for Authenticated {
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| unauthenticated("This call needs an API key: send Authorization: Basic base64(<user email or id>:<API key>)."))?;
         let (user, secret) = parse_basic(header)?;
+        let versions = Arc::new(state.store.versions(&timing).await?);
         let caller = state
             .auth
-            .authenticate(&state.store, &user, &secret, &timing)
+            .authenticate(&state.store, &user, &secret, &versions, &timing)
             .await?;
-        Ok(Authenticated(caller))
+        Ok(Authenticated { caller, versions })
     }
 }
 

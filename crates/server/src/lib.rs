@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod docs;
 pub mod handlers;
+pub mod lenient;
 pub mod observe;
 pub mod problem;
 pub mod tls;
@@ -14,8 +15,11 @@ use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum_server::accept::NoDelayAcceptor;
+use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use brandhub_problem::{ApiError, Code};
 use brandhub_store::Store;
+use lenient::NormalisingAcceptor;
 use problem::Problem;
 use std::io;
 use std::net::SocketAddr;
@@ -114,20 +118,26 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
     };
     let app = router(state, settings.tls.is_none()).into_make_service();
     let handle = axum_server::Handle::new();
+    // TCP_NODELAY: answers go out at once instead of waiting on the client's delayed ACK.
     let (task, certificate_pem) = match &settings.tls {
         Some(source) => {
             let (cert, key) = tls::load_pem(source)?;
-            let config = axum_server::tls_rustls::RustlsConfig::from_config(tls::server_config(
-                &cert, &key,
-            )?);
-            let server = axum_server::bind_rustls(settings.listen, config).handle(handle.clone());
+            let config = RustlsConfig::from_config(tls::server_config(&cert, &key)?);
+            let acceptor = NormalisingAcceptor::new(
+                RustlsAcceptor::new(config).acceptor(NoDelayAcceptor::new()),
+            );
+            let server = axum_server::bind(settings.listen)
+                .acceptor(acceptor)
+                .handle(handle.clone());
             (
                 tokio::spawn(async move { server.serve(app).await }),
                 Some(cert),
             )
         }
         None => {
-            let server = axum_server::bind(settings.listen).handle(handle.clone());
+            let server = axum_server::bind(settings.listen)
+                .acceptor(NormalisingAcceptor::new(NoDelayAcceptor::new()))
+                .handle(handle.clone());
             (tokio::spawn(async move { server.serve(app).await }), None)
         }
     };

@@ -74,7 +74,9 @@ pub fn server_config(cert_pem: &str, key_pem: &str) -> io::Result<Arc<ServerConf
             .with_no_client_auth()
             .with_single_cert(certs, key)
             .map_err(|e| invalid(format!("certificate and key do not fit: {e}")))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    // HTTP/1.1 only: its request line is where raw `<` and `>` are made acceptable
+    // (see `lenient`); HTTP/2 header blocks cannot be rewritten that way.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 

@@ -8,7 +8,6 @@
 use crate::db::{Kind, Store, Timing};
 use crate::grants::{Grant, default_grants};
 use crate::ids::{looks_like_id, new_id, now_timestamp};
-use crate::versions::stamp_statement;
 use brandhub_catalog::{Cell, Layout, Record, UserType, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
 use brandhub_query::text::fold;
@@ -332,13 +331,6 @@ impl Store {
             ));
         }
         tx.commit().await
-    }
-
-    /// A number that changes whenever anything authentication depends on changes; callers
-    /// may keep authenticated keys while it stays the same.
-    pub async fn auth_stamp(&self, timing: &Timing) -> ApiResult<i64> {
-        self.fetch_integer(&stamp_statement(&AUTH_TABLES), timing)
-            .await
     }
 
     /// Checks a user name (email or id) and key secret; `None` when they do not identify an

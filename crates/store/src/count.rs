@@ -1,12 +1,12 @@
 //! Exact counts without counting on every request. A count is cached under a hash of its
 //! statement and stamped with the versions of the tables it reads (see [`crate::versions`]);
-//! one probe statement reads the current stamp and the cached count together, and a count
-//! whose stamp is no longer current is never used. The cache lives in the database, so every
-//! server process on one PostgreSQL shares it. Remembering a count is done by one background
-//! writer, so that a read never waits for the database's write lock.
+//! a count whose stamp is no longer current is never used. Counts are kept in this process's
+//! memory and in a table, so every server process on one PostgreSQL shares them. Remembering a
+//! count in the table is done by one background writer, so a read never waits for the
+//! database's write lock.
 
-use crate::db::{Kind, Pool, Store, Timing, internal, on_pool};
-use crate::versions::stamp_statement;
+use crate::db::{Kind, Pool, Store, Timing, on_pool};
+use crate::versions::Versions;
 use brandhub_catalog::Cell;
 use brandhub_problem::ApiResult;
 use brandhub_query::plan::CountPlan;
@@ -36,19 +36,12 @@ fn cache_key(statement: &SelectStatement) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn probe_statement(key: &str, tables: &[&'static str]) -> SelectStatement {
-    let cached = Query::select()
+fn probe_statement(key: &str, stamp: i64) -> SelectStatement {
+    Query::select()
         .column(Alias::new("record_count"))
         .from(Alias::new("bh_count_cache"))
         .and_where(Expr::col(Alias::new("cache_key")).eq(key))
-        .and_where(Expr::col(Alias::new("stamp")).in_subquery(stamp_statement(tables)))
-        .to_owned();
-    Query::select()
-        .expr(Expr::SubQuery(
-            None,
-            Box::new(stamp_statement(tables).into()),
-        ))
-        .expr(Expr::SubQuery(None, Box::new(cached.into())))
+        .and_where(Expr::col(Alias::new("stamp")).eq(stamp))
         .to_owned()
 }
 
@@ -123,30 +116,41 @@ pub(crate) fn start_writer(pool: Pool) -> mpsc::Sender<CountEntry> {
 }
 
 impl Store {
-    /// The exact number of records a count plan admits, from the cache when it is current.
-    pub async fn count(&self, plan: &CountPlan, timing: &Timing) -> ApiResult<u64> {
+    /// The exact number of records a count plan admits: from this process's memory, else from
+    /// the shared cache table, else counted (and then remembered in both).
+    pub async fn count(
+        &self,
+        plan: &CountPlan,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> ApiResult<u64> {
         let statement = count_statement(plan);
-        let tables = tables_read(plan.resource, &plan.filter);
+        let stamp = versions.stamp(&tables_read(plan.resource, &plan.filter));
         let key = cache_key(&statement);
-        let probe = self
-            .fetch(
-                &probe_statement(&key, &tables),
-                &[Kind::Integer, Kind::Integer],
-                timing,
-            )
+        if let Some((at, count)) = self.counts.get(&key)
+            && at == stamp
+        {
+            return Ok(count);
+        }
+        let cached = self
+            .fetch(&probe_statement(&key, stamp), &[Kind::Integer], timing)
             .await?;
-        let (stamp, cached) = match probe.first().map(Vec::as_slice) {
-            Some([Cell::Integer(stamp), cached]) => (*stamp, cached.clone()),
-            _ => return Err(internal("the count probe returned nothing", "no row")),
-        };
-        if let Cell::Integer(count) = cached {
-            return Ok(u64::try_from(count).unwrap_or(0));
+        if let Some(Cell::Integer(count)) = cached.first().and_then(|row| row.first()) {
+            let count = u64::try_from(*count).unwrap_or(0);
+            self.counts.insert(key, (stamp, count));
+            return Ok(count);
         }
         let count = self.fetch_integer(&statement, timing).await?;
+        let count = u64::try_from(count).unwrap_or(0);
+        self.counts.insert(key.clone(), (stamp, count));
         if let Some(writer) = &self.count_writer {
-            // A full queue only means this count is computed again next time.
-            let _ = writer.try_send(CountEntry { key, stamp, count });
+            // A full queue only means another process counts this again.
+            let _ = writer.try_send(CountEntry {
+                key,
+                stamp,
+                count: count as i64,
+            });
         }
-        Ok(u64::try_from(count).unwrap_or(0))
+        Ok(count)
     }
 }

@@ -34,6 +34,10 @@ pub(crate) enum Pool {
 pub struct Store {
     pub(crate) pool: Pool,
     pub(crate) count_writer: Option<tokio::sync::mpsc::Sender<crate::count::CountEntry>>,
+    /// Counts known in this process: statement hash → (stamp, count).
+    pub(crate) counts: std::sync::Arc<quick_cache::sync::Cache<String, (i64, u64)>>,
+    /// Rendered pages known in this process.
+    pub(crate) pages: std::sync::Arc<crate::page::PageCache>,
 }
 
 /// How a store connects.
@@ -43,6 +47,8 @@ pub struct StoreOptions {
     pub url: String,
     /// The most connections the pool opens.
     pub max_connections: u32,
+    /// Bytes of rendered pages kept in memory (0 keeps none).
+    pub page_cache_bytes: u64,
 }
 
 /// Database time spent for one request, reported in `Server-Timing`.
@@ -161,10 +167,15 @@ impl Store {
                 .foreign_keys(true)
                 .pragma("cache_size", "-16000")
                 .pragma("temp_store", "memory")
-                .statement_cache_capacity(256);
+                .statement_cache_capacity(256)
+                // Room for a whole page (and its padded relation loads) without the worker
+                // thread blocking mid-query and waking the reader row by row.
+                .row_buffer_size(4096);
             Pool::Sqlite(
                 SqlitePoolOptions::new()
                     .max_connections(options.max_connections)
+                    // A ping before every checkout would double the round trips of a read.
+                    .test_before_acquire(false)
                     .min_connections(1)
                     .connect_with(connect)
                     .await
@@ -178,6 +189,7 @@ impl Store {
             Pool::Postgres(
                 PgPoolOptions::new()
                     .max_connections(options.max_connections)
+                    .test_before_acquire(false)
                     .min_connections(1)
                     .connect_with(connect)
                     .await
@@ -190,7 +202,12 @@ impl Store {
             ));
         };
         let count_writer = Some(crate::count::start_writer(pool.clone()));
-        Ok(Store { pool, count_writer })
+        Ok(Store {
+            pool,
+            count_writer,
+            counts: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
+            pages: std::sync::Arc::new(crate::page::page_cache(options.page_cache_bytes)),
+        })
     }
 
     /// The backend this store runs on.
@@ -216,16 +233,18 @@ impl Store {
         let started = Instant::now();
         let rows = on_pool!(&self.pool, |pool, builder| {
             let (sql, values) = statement.build_sqlx(builder);
-            tracing::debug!(%sql, "read");
             // The SQL comes from sea-query over catalog names; every value is bound.
-            let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+            let rows = sqlx::query_with(AssertSqlSafe(sql.clone()), values)
                 .fetch_all(pool)
                 .await
                 .map_err(|e| internal("a read failed", e))?;
-            rows.iter()
+            let decoded = rows
+                .iter()
                 .map(|row| decode_row(row, kinds))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| internal("a row did not decode", e))?
+                .map_err(|e| internal("a row did not decode", e))?;
+            tracing::debug!(%sql, rows = decoded.len(), micros = started.elapsed().as_micros() as u64, "read");
+            decoded
         });
         timing.add(started.elapsed());
         Ok(rows)

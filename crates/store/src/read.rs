@@ -3,6 +3,7 @@
 //! statement per record.
 
 use crate::db::{Kind, Store, Timing};
+use crate::versions::Versions;
 use brandhub_catalog::{Cell, Field, FieldType, RelationKind, catalog};
 use brandhub_problem::ApiResult;
 use brandhub_query::plan::{CountPlan, ReadPlan, Selection, Viewer};
@@ -70,6 +71,7 @@ impl Store {
         &self,
         plan: &ReadPlan,
         viewer: &Viewer,
+        versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<PageData> {
         let columns = node_columns(&plan.selection, None);
@@ -87,7 +89,7 @@ impl Store {
                 resource: plan.resource,
                 filter: plan.filter.clone(),
             };
-            self.count(&count_plan, timing).await?
+            self.count(&count_plan, versions, timing).await?
         };
         let mut root = NodeData {
             columns,

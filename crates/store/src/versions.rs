@@ -1,9 +1,15 @@
 //! Per-table write versions: every committed write bumps the versions of the tables it wrote
-//! (see [`crate::db::WriteTx::commit`]). A cached count is stamped with the sum of the versions
-//! of the tables its query reads; versions only grow, so the sum changes exactly when one of
-//! those tables was written, and a stale count is never served.
+//! (see [`crate::db::WriteTx::commit`]). A request reads all versions once ([`Versions`]);
+//! anything cached for it (an authenticated key, a count, a rendered page) is stamped with the
+//! sum of the versions of the tables it depends on. Versions only grow, so the sum changes
+//! exactly when one of those tables was written, and nothing stale is ever served. The
+//! versions live in the database, so this holds across server processes.
 
-use sea_query::{Alias, Expr, ExprTrait, Func, Query, SelectStatement, UpdateStatement};
+use crate::db::{Kind, Store, Timing};
+use brandhub_catalog::Cell;
+use brandhub_problem::ApiResult;
+use sea_query::{Alias, Expr, ExprTrait, Query, UpdateStatement};
+use std::collections::HashMap;
 
 const TABLE: &str = "bh_table_version";
 
@@ -19,17 +25,63 @@ pub fn bump_statement(tables: &[&'static str]) -> UpdateStatement {
         .to_owned()
 }
 
-/// `SELECT CAST(COALESCE(SUM(version), 0) AS BIGINT) FROM bh_table_version WHERE …`.
-pub fn stamp_statement(tables: &[&'static str]) -> SelectStatement {
-    Query::select()
-        .expr(Func::cast_as(
-            Func::coalesce([
-                Func::sum(Expr::col(Alias::new("version"))).into(),
-                Expr::val(0),
-            ]),
-            Alias::new("BIGINT"),
-        ))
-        .from(Alias::new(TABLE))
-        .and_where(Expr::col(Alias::new("table_name")).is_in(tables.iter().copied()))
-        .to_owned()
+/// The write versions of every table, as read at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Versions {
+    by_table: HashMap<String, i64>,
+}
+
+impl Versions {
+    /// A number that changes whenever any of `tables` is written.
+    pub fn stamp(&self, tables: &[&str]) -> i64 {
+        let mut seen: Vec<&str> = Vec::with_capacity(tables.len());
+        tables
+            .iter()
+            .filter(|t| {
+                let fresh = !seen.contains(t);
+                seen.push(t);
+                fresh
+            })
+            .map(|t| self.by_table.get(*t).copied().unwrap_or(0))
+            .sum()
+    }
+}
+
+impl Store {
+    /// Reads every table's version (one small statement per request).
+    pub async fn versions(&self, timing: &Timing) -> ApiResult<Versions> {
+        let statement = Query::select()
+            .column(Alias::new("table_name"))
+            .column(Alias::new("version"))
+            .from(Alias::new(TABLE))
+            .to_owned();
+        let rows = self
+            .fetch(&statement, &[Kind::Text, Kind::Integer], timing)
+            .await?;
+        let by_table = rows
+            .into_iter()
+            .filter_map(|row| match row.as_slice() {
+                [Cell::Text(table), Cell::Integer(version)] => Some((table.clone(), *version)),
+                _ => None,
+            })
+            .collect();
+        Ok(Versions { by_table })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_counts_each_table_once_and_grows_with_any_write() {
+        let mut versions = Versions::default();
+        versions.by_table.insert("stock".into(), 3);
+        versions.by_table.insert("variant".into(), 5);
+        assert_eq!(versions.stamp(&["stock", "variant", "stock"]), 8);
+        let before = versions.stamp(&["stock", "variant"]);
+        *versions.by_table.get_mut("variant").unwrap() += 1;
+        assert!(versions.stamp(&["stock", "variant"]) > before);
+        assert_eq!(versions.stamp(&["stock"]), 3);
+    }
 }

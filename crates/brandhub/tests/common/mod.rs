@@ -36,6 +36,8 @@ pub struct Fixture {
     pub summary: DemoSummary,
     /// A store on the same database, for checks that look beside the API.
     pub store: Store,
+    /// The database URL, for tests that open more stores on it.
+    pub database_url: String,
     runtime: tokio::runtime::Handle,
 }
 
@@ -111,6 +113,39 @@ pub fn client_trusting(certificate_pem: &str) -> reqwest::Client {
         .tls_backend_preconfigured(config)
         .build()
         .expect("a client")
+}
+
+/// Sends raw bytes over TLS and returns the raw answer: for requests an HTTP client would
+/// rewrite (such as unencoded `<` in a URL, which reqwest percent-encodes).
+pub async fn raw_https(fx: &Fixture, request: String) -> String {
+    use rustls::pki_types::pem::PemObject;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(fx.certificate_pem.as_bytes()) {
+        roots.add(cert.expect("a certificate")).expect("a root");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let address = fx.base.trim_start_matches("https://").to_string();
+    let tcp = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("the server accepts");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("a name");
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("TLS");
+    tls.write_all(request.as_bytes())
+        .await
+        .expect("the request is sent");
+    let mut answer = Vec::new();
+    tls.read_to_end(&mut answer).await.ok();
+    String::from_utf8_lossy(&answer).to_string()
 }
 
 /// A client for plain HTTP (the behind-proxy mode).
@@ -260,8 +295,9 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
         runtime.block_on(async move {
             let (url, dir) = fresh_database(db, &name).await;
             let store = Store::connect(&StoreOptions {
-                url,
+                url: url.clone(),
                 max_connections: 8,
+                page_cache_bytes: 8 << 20,
             })
             .await
             .expect("the database opens");
@@ -290,6 +326,7 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
                 certificate_pem: running.certificate_pem.clone().expect("TLS is on"),
                 summary,
                 store,
+                database_url: url,
                 runtime: handle,
             };
             sender.send(fixture).expect("the test waits");

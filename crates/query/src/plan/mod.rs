@@ -58,6 +58,12 @@ impl Viewer {
         true
     }
 
+    /// What distinguishes this caller's view for caches: two callers with the same key see the
+    /// same fields and the same records.
+    pub fn cache_key(&self) -> String {
+        self.user_type.as_str().to_string()
+    }
+
     /// The records of `resource` this caller may see, as a predicate over that resource. Every
     /// list, count and related-entity load is narrowed by it.
     pub fn scope(&self, _resource: &'static Resource) -> Predicate {

@@ -39,6 +39,37 @@ pub struct SelectedRelation {
 }
 
 impl Selection {
+    /// A canonical text of what the selection shows (names, nesting, expansions): two
+    /// selections with the same signature render the same rows identically.
+    pub fn signature(&self) -> String {
+        fn field(out: &mut String, selected: &SelectedField) {
+            out.push_str(selected.field.name);
+            if let Some(subs) = &selected.subfields {
+                out.push('{');
+                for sub in subs {
+                    field(out, sub);
+                    out.push(',');
+                }
+                out.push('}');
+            }
+        }
+        let mut out = format!("{}(", self.resource.name);
+        for selected in &self.fields {
+            field(&mut out, selected);
+            out.push(',');
+        }
+        for relation in &self.relations {
+            out.push_str(relation.relation.name);
+            match &relation.expanded {
+                Some(sub) => out.push_str(&sub.signature()),
+                None => out.push_str("=key"),
+            }
+            out.push(',');
+        }
+        out.push(')');
+        out
+    }
+
     /// Every leaf field whose column a query must read for this node (not its relations).
     pub fn leaf_fields(&self) -> Vec<&'static Field> {
         fn walk(selected: &SelectedField, out: &mut Vec<&'static Field>) {
@@ -683,6 +714,23 @@ mod tests {
         assert!(
             select(resource("stock"), None, &strings(&["zz@"]), &admin).is_ok(),
             "a wildcard may match nothing"
+        );
+    }
+
+    #[test]
+    fn signatures_tell_selections_apart() {
+        let admin = Viewer::admin();
+        let a = select(resource("stock"), Some(&strings(&["inStock"])), &[], &admin).unwrap();
+        let b = select(resource("stock"), Some(&strings(&["demand"])), &[], &admin).unwrap();
+        let c = select(resource("stock"), Some(&strings(&["inStock"])), &[], &admin).unwrap();
+        assert_ne!(a.signature(), b.signature());
+        assert_eq!(a.signature(), c.signature());
+        let nested = select(resource("stock"), None, &[], &admin)
+            .unwrap()
+            .signature();
+        assert!(
+            nested.contains("stock_variantvariant(id,fk_product,"),
+            "{nested}"
         );
     }
 

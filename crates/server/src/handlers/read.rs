@@ -8,15 +8,15 @@ use crate::problem::{Answer, Problem};
 use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Resource;
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::parse::{parse_body, parse_query_string};
-use brandhub_query::plan::{ReadPlan, Viewer, plan_by_id, plan_count, plan_read};
+use brandhub_query::plan::{Viewer, plan_by_id, plan_count, plan_read};
 use brandhub_query::request::ReadRequest;
-use brandhub_store::render::render_envelope;
-use brandhub_store::{Caller, Timing};
+use brandhub_store::{Caller, RenderedPage, Timing};
+use bytes::Bytes;
 use std::sync::Arc;
 
 /// The view of the catalog and the data that a caller has.
@@ -40,23 +40,30 @@ async fn prepare(
     Ok((resource, request))
 }
 
-async fn answer_page(
-    state: &AppState,
-    plan: &ReadPlan,
-    viewer: &Viewer,
-    timing: &Timing,
-) -> Answer<Response> {
-    let page = state.store.read_page(plan, viewer, timing).await?;
-    let mut out = Vec::with_capacity(16 * 1024);
-    render_envelope(&mut out, &plan.selection, &page, plan.page, plan.page_size);
-    Ok(json(StatusCode::OK, out))
+/// A rendered page as the answer, without copying the cached bytes.
+fn page_answer(page: RenderedPage) -> Response {
+    let mut response = Body::from(Bytes::from_owner(ArcBytes(page.body))).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Lets a shared rendered page back a response body.
+struct ArcBytes(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for ArcBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 /// `GET /api/<resource>` (with an optional JSON body) and `POST /api/<resource>/query`.
 pub async fn list(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    Authenticated(caller): Authenticated,
+    Authenticated { caller, versions }: Authenticated,
     Extension(timing): Extension<Arc<Timing>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -65,14 +72,18 @@ pub async fn list(
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
     let viewer = viewer(&caller);
     let plan = plan_read(resource, &request, &viewer)?;
-    answer_page(&state, &plan, &viewer, &timing).await
+    let page = state
+        .store
+        .render_page(&plan, &viewer, &versions, &timing)
+        .await?;
+    Ok(page_answer(page))
 }
 
 /// `GET /api/<resource>/<id>`: one record in the envelope, or 404.
 pub async fn by_id(
     State(state): State<AppState>,
     Path((name, id)): Path<(String, String)>,
-    Authenticated(caller): Authenticated,
+    Authenticated { caller, versions }: Authenticated,
     Extension(timing): Extension<Arc<Timing>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -81,23 +92,24 @@ pub async fn by_id(
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
     let viewer = viewer(&caller);
     let plan = plan_by_id(resource, &id, &request, &viewer)?;
-    let page = state.store.read_page(&plan, &viewer, &timing).await?;
-    if page.root.rows.is_empty() {
+    let page = state
+        .store
+        .render_page(&plan, &viewer, &versions, &timing)
+        .await?;
+    if page.records == 0 {
         return Err(Problem(ApiError::new(
             Code::NotFound,
             format!("There is no {} with id '{id}'.", resource.name),
         )));
     }
-    let mut out = Vec::with_capacity(8 * 1024);
-    render_envelope(&mut out, &plan.selection, &page, 1, 1);
-    Ok(json(StatusCode::OK, out))
+    Ok(page_answer(page))
 }
 
 /// `GET /api/<resource>/count` and `POST /api/<resource>/count`: `{"count": n}`.
 pub async fn count(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    Authenticated(caller): Authenticated,
+    Authenticated { caller, versions }: Authenticated,
     Extension(timing): Extension<Arc<Timing>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -105,7 +117,7 @@ pub async fn count(
 ) -> Answer<Response> {
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
     let plan = plan_count(resource, &request, &viewer(&caller))?;
-    let count = state.store.count(&plan, &timing).await?;
+    let count = state.store.count(&plan, &versions, &timing).await?;
     Ok(json(
         StatusCode::OK,
         format!("{{\"count\":{count}}}").into_bytes(),

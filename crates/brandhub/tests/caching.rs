@@ -1,0 +1,62 @@
+//! Cached pages and counts are never stale: a write made through another store (as another
+//! server process on the same database would) shows in the very next answer.
+
+mod common;
+
+use brandhub_query::text::fold;
+use brandhub_store::{Store, StoreOptions};
+use sea_query::{Alias, Expr, ExprTrait, Query};
+
+/// A second store on the fixture's database, with caches of its own: "another process".
+async fn another_process(fx: &common::Fixture) -> Store {
+    let url = fx.database_url.clone();
+    fx.on_server(async move {
+        Store::connect(&StoreOptions {
+            url,
+            max_connections: 2,
+            page_cache_bytes: 1 << 20,
+        })
+        .await
+        .expect("a second store opens")
+    })
+    .await
+}
+
+on_both_backends! { "caching";
+
+async fn a_write_elsewhere_shows_in_the_next_page_and_count(fx) {
+    let before = fx.get("/api/brand?fields=name,code&code=BR0002").await.records("brand");
+    // Ask twice so the page is served from the cache the second time.
+    assert_eq!(fx.get("/api/brand?fields=name,code&code=BR0002").await.records("brand"), before);
+    let count_before = fx.get("/api/brand/count?name=Renamed@").await.json()["count"].as_u64().unwrap();
+    let stock_page = fx.get("/api/stock?pageSize=5&stock_variant.variant_product.product_brand.code=BR0002").await;
+    assert_eq!(stock_page.status, 200);
+
+    let other = another_process(fx).await;
+    let new_name = format!("Renamed Brand {}", before[0]["name"].as_str().unwrap().len());
+    let name = new_name.clone();
+    fx.on_server(async move {
+        let update = Query::update()
+            .table(Alias::new("brand"))
+            .value(Alias::new("name"), name.clone())
+            .value(Alias::new("name_ci"), fold(&name))
+            .and_where(Expr::col(Alias::new("code_ci")).eq("br0002"))
+            .to_owned();
+        let mut tx = other.begin().await.expect("a transaction");
+        assert_eq!(tx.execute("brand", &update).await.expect("the update runs"), 1);
+        tx.commit().await.expect("the commit");
+        other.close().await;
+    })
+    .await;
+
+    let after = fx.get("/api/brand?fields=name,code&code=BR0002").await.records("brand");
+    assert_eq!(after[0]["name"], new_name.as_str(), "a stale cached page was served after the write");
+    let count_after = fx.get("/api/brand/count?name=Renamed@").await.json()["count"].as_u64().unwrap();
+    assert_eq!(count_after, count_before + 1, "a stale cached count was served after the write");
+    // A page that shows the brand through relations is fresh too.
+    let nested = fx.get("/api/stock?pageSize=5&stock_variant.variant_product.product_brand.code=BR0002").await;
+    let shown = nested.records("stock");
+    assert_eq!(shown[0]["stock_variant"]["variant_product"]["product_brand"]["name"], new_name.as_str());
+}
+
+}

@@ -17,6 +17,8 @@
 #                warehouse) or by email; the first demo user of a type is taken (default admin)
 #   WRK_TIMEOUT  wrk's per-request timeout (default 30s; slower answers count as socket errors)
 #   PORT         port to serve on (default 0: any free port)
+#   PAGE_CACHE_MBS  page cache sizes to run the workloads with, one server run each (default
+#                "32 0": the default cache, then no page cache, to show the engine alone)
 #   BENCH_WORK_DIR  where data dirs and logs go (default target/bench-run); they are deleted at
 #                the end unless BENCH_KEEP=1
 #
@@ -37,6 +39,8 @@ THREADS=${THREADS:-2}
 USER_TYPES=${USER_TYPES:-admin}
 WRK_TIMEOUT=${WRK_TIMEOUT:-30s}
 PORT=${PORT:-0}
+PAGE_CACHE_MBS=${PAGE_CACHE_MBS:-"32 0"}
+PAGE_CACHE_MB=32
 BENCH_KEEP=${BENCH_KEEP:-0}
 PG_URL=${BRANDHUB_BENCH_DATABASE_URL:-postgres://root@127.0.0.1:5432/test}
 PG_DB=brandhub_bench
@@ -234,7 +238,7 @@ ids_of() { grep -o '"id":"[^"]*"' | cut -d'"' -f4 || true; }
 # it answers.
 start_server() {
   local dir=$1 url=$2 log=$3
-  local args=(--data-dir "$dir" --log warn)
+  local args=(--data-dir "$dir" --log warn --page-cache-mb "$PAGE_CACHE_MB")
   [ -n "$url" ] && args+=(--database-url "$url")
   "$BIN" "${args[@]}" serve --listen "127.0.0.1:$PORT" >"$log.out" 2>"$log.err" &
   SERVER_PID=$!
@@ -457,7 +461,7 @@ run_user() {
     demo_verdict="no goal on PostgreSQL"
   fi
   {
-    printf '\n%s, %s (%s)\n' "$BACKEND_LABEL" "$user_type" "$CRED_USER"
+    printf '\n%s, %s (%s), page cache %s MB\n' "$BACKEND_LABEL" "$user_type" "$CRED_USER" "$PAGE_CACHE_MB"
     printf 'date %s; nproc %s; CPU %s; load average %s\n' "$RUN_DATE" "$NPROC" "$CPU_MODEL" "$LOADAVG"
     printf 'backend %s; SCALE %s; %s s per workload; wrk %s threads, %s connections; commit %s\n' \
       "$BACKEND_LABEL" "$SCALE" "$DURATION" "$THREADS" "$CONNECTIONS" "$COMMIT"
@@ -522,19 +526,22 @@ for backend in $BACKENDS; do
   sed '/^demo users/,$d' "$dir/demo.out" | indent
   say "demo load took $demo_s s (wall clock of brandhub demo)"
 
-  start_server "$dir/data" "$url" "$dir/server"
-  RSS_AFTER_W1="?"
-  for user_type in $USER_TYPES; do
-    run_user "$backend" "$user_type" "$dir/demo.out" "$demo_s"
+  for PAGE_CACHE_MB in $PAGE_CACHE_MBS; do
+    section "$BACKEND_LABEL: serving with a page cache of $PAGE_CACHE_MB MB"
+    start_server "$dir/data" "$url" "$dir/server"
+    RSS_AFTER_W1="?"
+    for user_type in $USER_TYPES; do
+      run_user "$backend" "$user_type" "$dir/demo.out" "$demo_s"
+    done
+    if [ -s "$dir/server.err" ]; then
+      say "server log: $(wc -l <"$dir/server.err") lines at level warn or above; distinct messages, most frequent first:"
+      sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9]{4}-[0-9T:.+-]+Z? +//' "$dir/server.err" |
+        sort | uniq -c | sort -rn | head -n 20 | indent
+    else
+      say "server log: empty at level warn"
+    fi
+    stop_server
   done
-  if [ -s "$dir/server.err" ]; then
-    say "server log: $(wc -l <"$dir/server.err") lines at level warn or above; distinct messages, most frequent first:"
-    sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9]{4}-[0-9T:.+-]+Z? +//' "$dir/server.err" |
-      sort | uniq -c | sort -rn | head -n 20 | indent
-  else
-    say "server log: empty at level warn"
-  fi
-  stop_server
   if [ "$backend" = postgres ]; then
     drop_pg_db
     PG_CREATED=""

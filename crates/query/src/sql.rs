@@ -322,7 +322,15 @@ fn order(direction: Direction) -> Order {
     }
 }
 
-fn add_order_key(statement: &mut SelectStatement, joins: &mut Joins, key: &OrderKey) {
+/// How one order key sorts: the expression, its direction, and where unset values go
+/// (`None` when the value can never be unset).
+struct SortKey {
+    expr: Expr,
+    order: Order,
+    nulls: Option<NullOrdering>,
+}
+
+fn sort_key(statement: &mut SelectStatement, joins: &mut Joins, key: &OrderKey) -> SortKey {
     let alias = joins.alias_for(statement, &key.path.hops);
     let field = key.path.field;
     let expr = Expr::col((
@@ -335,41 +343,85 @@ fn add_order_key(statement: &mut SelectStatement, joins: &mut Joins, key: &Order
             .is_some_and(|fk| !fk.required)
     });
     let never_null = (field.required || field.ty == FieldType::Text) && !through_optional_relation;
-    if never_null {
-        statement.order_by_expr(expr, order(key.direction));
-    } else {
-        // Unset sorts as the smallest value, like the empty text it renders as.
-        let nulls = match key.direction {
-            Direction::Ascending => NullOrdering::First,
-            Direction::Descending => NullOrdering::Last,
-        };
-        statement.order_by_expr_with_nulls(expr, order(key.direction), nulls);
+    // Unset sorts as the smallest value, like the empty text it renders as.
+    let nulls = (!never_null).then_some(match key.direction {
+        Direction::Ascending => NullOrdering::First,
+        Direction::Descending => NullOrdering::Last,
+    });
+    SortKey {
+        expr,
+        order: order(key.direction),
+        nulls,
     }
 }
 
-/// The statement reading one page of records.
+fn apply_order(
+    statement: &mut SelectStatement,
+    expr: Expr,
+    order: Order,
+    nulls: Option<NullOrdering>,
+) {
+    match nulls {
+        Some(nulls) => statement.order_by_expr_with_nulls(expr, order, nulls),
+        None => statement.order_by_expr(expr, order),
+    };
+}
+
+/// The alias of the inner "which ids" query of a page statement.
+const PAGE: &str = "page";
+
+/// The statement reading one page of records, as a deferred join: an inner query finds the
+/// page's ids (with the values of its order keys) using only what filtering and ordering
+/// need, and the outer query reads the selected columns of just those rows. Sorting and
+/// skipping then handle narrow rows, however wide the resource's records are.
 pub fn page_statement(plan: &ReadPlan) -> SelectStatement {
     let resource = plan.resource;
-    let mut statement = Query::select();
-    statement.from_as(Alias::new(resource.table), Alias::new(ROOT));
-    for field in node_columns(&plan.selection, None) {
-        statement.column((Alias::new(ROOT), Alias::new(field.column.as_str())));
-    }
+    let mut inner = Query::select();
+    inner
+        .from_as(Alias::new(resource.table), Alias::new(ROOT))
+        .expr_as(
+            Expr::col((Alias::new(ROOT), Alias::new("id"))),
+            Alias::new("id"),
+        );
     if !plan.filter.is_always() {
-        statement.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+        inner.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
     }
     let mut joins = Joins {
         aliases: Vec::new(),
     };
-    for key in &plan.order {
-        add_order_key(&mut statement, &mut joins, key);
+    let mut carried = Vec::new();
+    for (i, key) in plan.order.iter().enumerate() {
+        let sort = sort_key(&mut inner, &mut joins, key);
+        let name = format!("k{i}");
+        inner.expr_as(sort.expr.clone(), Alias::new(name.as_str()));
+        apply_order(&mut inner, sort.expr, sort.order.clone(), sort.nulls);
+        carried.push((name, sort.order, sort.nulls));
     }
-    statement.order_by_expr(
-        Expr::col((Alias::new(ROOT), Alias::new("id"))),
-        order(plan.tie_break()),
+    let tie = order(plan.tie_break());
+    inner.order_by_expr(Expr::col((Alias::new(ROOT), Alias::new("id"))), tie.clone());
+    inner.limit(plan.page_size).offset(plan.offset());
+
+    let mut outer = Query::select();
+    outer.from_subquery(inner, Alias::new(PAGE)).join_as(
+        JoinType::InnerJoin,
+        Alias::new(resource.table),
+        Alias::new(ROOT),
+        Expr::col((Alias::new(ROOT), Alias::new("id")))
+            .equals((Alias::new(PAGE), Alias::new("id"))),
     );
-    statement.limit(plan.page_size).offset(plan.offset());
-    statement
+    for field in node_columns(&plan.selection, None) {
+        outer.column((Alias::new(ROOT), Alias::new(field.column.as_str())));
+    }
+    for (name, order, nulls) in carried {
+        apply_order(
+            &mut outer,
+            Expr::col((Alias::new(PAGE), Alias::new(name))),
+            order,
+            nulls,
+        );
+    }
+    outer.order_by_expr(Expr::col((Alias::new(PAGE), Alias::new("id"))), tie);
+    outer
 }
 
 /// The statement counting every record a plan's filter admits.
@@ -510,7 +562,7 @@ mod tests {
         let plan = read("variant", "fields=barcode&page=2&pageSize=10", "");
         assert_eq!(
             sqlite(&page_statement(&plan)),
-            r#"SELECT "t0"."id", "t0"."barcode" FROM "variant" AS "t0" ORDER BY "t0"."id" ASC LIMIT 10 OFFSET 10"#
+            r#"SELECT "t0"."id", "t0"."barcode" FROM (SELECT "t0"."id" AS "id" FROM "variant" AS "t0" ORDER BY "t0"."id" ASC LIMIT 10 OFFSET 10) AS "page" INNER JOIN "variant" AS "t0" ON "t0"."id" = "page"."id" ORDER BY "page"."id" ASC"#
         );
     }
 
@@ -543,8 +595,16 @@ mod tests {
             "{sql}"
         );
         assert!(
-            sql.contains(r#"ORDER BY "j2"."title_ci" DESC, "t0"."id" DESC"#),
+            sql.contains(r#""j2"."title_ci" AS "k0""#),
+            "the inner query carries the key: {sql}"
+        );
+        assert!(
+            sql.contains(r#"ORDER BY "j2"."title_ci" DESC, "t0"."id" DESC LIMIT"#),
             "{sql}"
+        );
+        assert!(
+            sql.ends_with(r#"ORDER BY "page"."k0" DESC, "page"."id" DESC"#),
+            "the outer query keeps the order: {sql}"
         );
     }
 

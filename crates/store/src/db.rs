@@ -233,8 +233,9 @@ impl Store {
         let started = Instant::now();
         let rows = on_pool!(&self.pool, |pool, builder| {
             let (sql, values) = statement.build_sqlx(builder);
+            let logged = tracing::enabled!(tracing::Level::DEBUG).then(|| sql.clone());
             // The SQL comes from sea-query over catalog names; every value is bound.
-            let rows = sqlx::query_with(AssertSqlSafe(sql.clone()), values)
+            let rows = sqlx::query_with(AssertSqlSafe(sql), values)
                 .fetch_all(pool)
                 .await
                 .map_err(|e| internal("a read failed", e))?;
@@ -243,7 +244,9 @@ impl Store {
                 .map(|row| decode_row(row, kinds))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| internal("a row did not decode", e))?;
-            tracing::debug!(%sql, rows = decoded.len(), micros = started.elapsed().as_micros() as u64, "read");
+            if let Some(sql) = logged {
+                tracing::debug!(%sql, rows = decoded.len(), micros = started.elapsed().as_micros() as u64, "read");
+            }
             decoded
         });
         timing.add(started.elapsed());

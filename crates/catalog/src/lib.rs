@@ -10,7 +10,8 @@ pub mod record;
 mod resources;
 
 pub use model::{
-    Field, FieldType, IndexDef, ListStorage, NoneAs, Relation, RelationKind, Resource, UserType,
+    Anchor, Field, FieldType, IndexDef, ListStorage, NoneAs, Relation, RelationKind, Resource,
+    Scope, ScopeTerm, UserType,
 };
 pub use record::{Cell, Layout, Record};
 
@@ -109,6 +110,13 @@ impl Catalog {
             for path in &resource.template {
                 self.check_template_path(resource, path)?;
             }
+            for (_, scope) in &resource.scopes {
+                if let Scope::AnyOf(groups) = scope {
+                    for term in groups.iter().flatten() {
+                        self.check_scope_path(resource, term.path)?;
+                    }
+                }
+            }
             for index in &resource.indexes {
                 for path in &index.paths {
                     if resource.field_at(path).is_none_or(|f| !f.has_column()) {
@@ -118,6 +126,35 @@ impl Catalog {
             }
         }
         Ok(())
+    }
+
+    /// A scope path must walk relations and end at an id or a list of ids.
+    fn check_scope_path(&self, resource: &Resource, path: &str) -> Result<(), String> {
+        let mut current = resource;
+        let segments: Vec<&str> = path.split('.').collect();
+        for (i, segment) in segments.iter().enumerate() {
+            if let Some(relation) = current.relation(segment) {
+                current = self.target(relation);
+                continue;
+            }
+            let rest = segments[i..].join(".");
+            let field = current
+                .field_at(&rest)
+                .ok_or_else(|| format!("scope of {} names {path}", resource.name))?;
+            let element = field.list.as_ref().map_or(field.ty, |l| l.element);
+            return if element == FieldType::Id {
+                Ok(())
+            } else {
+                Err(format!(
+                    "scope path {path} of {} does not end at an id",
+                    resource.name
+                ))
+            };
+        }
+        Err(format!(
+            "scope path {path} of {} ends at a relation",
+            resource.name
+        ))
     }
 
     fn check_template_path(&self, resource: &Resource, path: &str) -> Result<(), String> {

@@ -358,6 +358,36 @@ impl Relation {
     }
 }
 
+/// The caller's own ids that scope rules compare with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Anchor {
+    /// The caller's companies: a company user's `fk_company` and `detail.companies`; a sponsor
+    /// user's sponsor company and every company it sponsors.
+    Companies,
+    /// A host user's host.
+    Host,
+    /// A warehouse user's warehouse.
+    Warehouse,
+    /// The caller's own user id.
+    Own,
+}
+
+/// One condition of a scope rule: the value at `path` is one of the caller's `anchor` ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeTerm {
+    pub path: &'static str,
+    pub anchor: Anchor,
+}
+
+/// Which records of a resource a user type sees (CONTRACT §5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    Everything,
+    Nothing,
+    /// The records that satisfy any of these groups; a group holds when all its terms do.
+    AnyOf(Vec<Vec<ScopeTerm>>),
+}
+
 /// A composite index or uniqueness rule over API paths (for lookups the fields alone don't say).
 #[derive(Debug, Clone)]
 pub struct IndexDef {
@@ -378,6 +408,9 @@ pub struct Resource {
     /// Properties that `fields` and `exclude` never remove.
     pub mandatory: Vec<&'static str>,
     pub indexes: Vec<IndexDef>,
+    /// Scope rules by user type; a type without a rule sees nothing (admin sees everything,
+    /// a sponsor follows the company rules over its own set of companies).
+    pub scopes: Vec<(UserType, Scope)>,
 }
 
 impl Resource {
@@ -392,6 +425,7 @@ impl Resource {
             template: Vec::new(),
             mandatory: vec!["id"],
             indexes: Vec::new(),
+            scopes: Vec::new(),
         }
     }
 
@@ -434,6 +468,48 @@ impl Resource {
     pub fn template(mut self, paths: &[&'static str]) -> Self {
         self.template = paths.to_vec();
         self
+    }
+
+    /// Declares what the given user types see: the records satisfying any of `groups`, where a
+    /// group is a list of `(path, anchor)` terms that must all hold.
+    pub fn scope(mut self, user_types: &[UserType], groups: &[&[(&'static str, Anchor)]]) -> Self {
+        let groups: Vec<Vec<ScopeTerm>> = groups
+            .iter()
+            .map(|group| {
+                group
+                    .iter()
+                    .map(|(path, anchor)| ScopeTerm {
+                        path,
+                        anchor: *anchor,
+                    })
+                    .collect()
+            })
+            .collect();
+        for user_type in user_types {
+            self.scopes.retain(|(t, _)| t != user_type);
+            self.scopes.push((*user_type, Scope::AnyOf(groups.clone())));
+        }
+        self
+    }
+
+    /// The scope of a user type for this resource.
+    pub fn scope_of(&self, user_type: UserType) -> Scope {
+        if user_type == UserType::Admin {
+            return Scope::Everything;
+        }
+        let declared = |t: UserType| {
+            self.scopes
+                .iter()
+                .find(|(u, _)| *u == t)
+                .map(|(_, s)| s.clone())
+        };
+        declared(user_type)
+            .or_else(|| {
+                (user_type == UserType::Sponsor)
+                    .then(|| declared(UserType::Company))
+                    .flatten()
+            })
+            .unwrap_or(Scope::Nothing)
     }
 
     /// Declares a composite index (or uniqueness rule) over API paths.

@@ -2,9 +2,18 @@
 //! fields whose equality and prefix (`@`) filters must be served by an index.
 
 use crate::model::{
+    Anchor::{Companies, Host, Own, Warehouse},
     FieldType, Resource, UserType, boolean, fk, id_field, integer, list, number, object,
     precise_timestamp, text, timestamp,
 };
+
+// Scope (CONTRACT §5): who sees which records. A sponsor follows the company rules over the
+// sponsor's companies; admins see everything; a user type without a rule sees nothing.
+const COMPANY: &[UserType] = &[UserType::Company];
+const HOST: &[UserType] = &[UserType::Host];
+const WAREHOUSE: &[UserType] = &[UserType::Warehouse];
+/// Every non-admin type (sponsors follow the company rules).
+const EVERYONE: &[UserType] = &[UserType::Company, UserType::Host, UserType::Warehouse];
 
 const WAREHOUSE_CANNOT_SEE_MONEY: &[UserType] = &[UserType::Warehouse];
 const HOST_CANNOT_SEE_IMPORTS: &[UserType] = &[UserType::Host];
@@ -52,12 +61,18 @@ pub fn declare() -> Vec<Resource> {
             "detail",
             vec![text("country"), text("vatNumber"), text("contactEmail")],
         ))
-        .field(timestamp("createdDate").indexed().required()),
+        .field(timestamp("createdDate").indexed().required())
+        .scope(COMPANY, &[&[("id", Companies)]]),
         Resource::new("brand", "brand", "A brand of a company: owns products and uploads files.")
             .relation_fk(fk("fk_company", "brand_company"), "company")
             .field(text("name").indexed())
             .field(object("detail", vec![text("website"), text("description")]).nullable())
-            .field(text("code").indexed()),
+            .field(text("code").indexed())
+            .has_many("brand_product", "product", "fk_brand")
+            .has_many("brand_brandStore", "brandStore", "fk_brand")
+            .scope(COMPANY, &[&[("fk_company", Companies)]])
+            .scope(HOST, &[&[("brand_brandStore.brandStore_store.fk_host", Host)]])
+            .scope(WAREHOUSE, &[&[("brand_product.product_variant.variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("warehouse", "warehouse", "A warehouse of a company: holds stock.")
             .relation_fk(fk("fk_company", "warehouse_company"), "company")
             .field(text("code").indexed())
@@ -65,7 +80,10 @@ pub fn declare() -> Vec<Resource> {
             .field(object(
                 "detail",
                 vec![text("town"), text("countryCode"), text("contactEmail")],
-            )),
+            ))
+            .has_many("warehouse_brandStore", "brandStore", "fk_warehouse")
+            .scope(COMPANY, &[&[("fk_company", Companies)]])
+            .scope(WAREHOUSE, &[&[("id", Warehouse)]]),
         Resource::new(
             "host",
             "host",
@@ -74,14 +92,20 @@ pub fn declare() -> Vec<Resource> {
         .field(text("name").indexed())
         .field(text("code").indexed())
         .field(object("detail", vec![text("website"), text("countryCode")]))
-        .field(timestamp("createdDate").indexed().required()),
+        .field(timestamp("createdDate").indexed().required())
+        .has_many("host_store", "store", "fk_host")
+        .scope(COMPANY, &[&[("host_store.store_brandStore.brandStore_brand.fk_company", Companies)]])
+        .scope(HOST, &[&[("id", Host)]]),
         Resource::new("store", "store", "A storefront of a host, selling in one currency.")
             .relation_fk(fk("fk_host", "store_host"), "host")
             .field(text("name").indexed())
             .field(text("code").indexed())
             .field(text("currency"))
             .field(object("detail", vec![text("countryCode"), text("url")]))
-            .field(timestamp("createdDate").indexed().required()),
+            .field(timestamp("createdDate").indexed().required())
+            .has_many("store_brandStore", "brandStore", "fk_store")
+            .scope(COMPANY, &[&[("store_brandStore.brandStore_brand.fk_company", Companies)]])
+            .scope(HOST, &[&[("fk_host", Host)]]),
         Resource::new(
             "brandStore",
             "brand_store",
@@ -102,7 +126,10 @@ pub fn declare() -> Vec<Resource> {
                     .hidden_from(HOST_CANNOT_SEE_IMPORTS),
             ],
         ))
-        .index(&["fk_brand", "fk_store"], true),
+        .index(&["fk_brand", "fk_store"], true)
+        .scope(COMPANY, &[&[("brandStore_brand.fk_company", Companies)]])
+        .scope(HOST, &[&[("brandStore_store.fk_host", Host)]])
+        .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]]),
         Resource::new("product", "product", "A product of a brand; its variants carry barcodes.")
             .relation_fk(fk("fk_brand", "product_brand"), "brand")
             .field(text("code").indexed().doc("The brand's product code."))
@@ -126,7 +153,10 @@ pub fn declare() -> Vec<Resource> {
             .field(text("commodityCode"))
             .has_many("product_variant", "variant", "fk_product")
             .has_many("product_image", "image", "fk_product")
-            .index(&["fk_brand", "code"], true),
+            .index(&["fk_brand", "code"], true)
+            .scope(COMPANY, &[&[("product_brand.fk_company", Companies)]])
+            .scope(HOST, &[&[("product_brand.brand_brandStore.brandStore_store.fk_host", Host)]])
+            .scope(WAREHOUSE, &[&[("product_variant.variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("variant", "variant", "A sellable variant of a product (a size, a colour).")
             .relation_fk(fk("fk_product", "variant_product"), "product")
             .field(text("code").indexed())
@@ -147,7 +177,10 @@ pub fn declare() -> Vec<Resource> {
             .field(boolean("vatable"))
             .field(number("rrp").doc("Recommended retail price."))
             .has_many("variant_stock", "stock", "fk_variant")
-            .has_many("variant_price", "price", "fk_variant"),
+            .has_many("variant_price", "price", "fk_variant")
+            .scope(COMPANY, &[&[("variant_product.product_brand.fk_company", Companies)]])
+            .scope(HOST, &[&[("variant_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host)]])
+            .scope(WAREHOUSE, &[&[("variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("stock", "stock", "Stock of one variant in one warehouse.")
             .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
             .relation_fk(fk("fk_variant", "stock_variant"), "variant")
@@ -161,7 +194,16 @@ pub fn declare() -> Vec<Resource> {
                 "stock_variant.variant_product",
                 "stock_variant.variant_product.product_brand",
             ])
-            .index(&["fk_warehouse", "fk_variant"], true),
+            .index(&["fk_warehouse", "fk_variant"], true)
+            .scope(COMPANY, &[&[("stock_variant.variant_product.product_brand.fk_company", Companies)]])
+            .scope(
+                HOST,
+                &[&[
+                    ("stock_variant.variant_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host),
+                    ("stock_warehouse.warehouse_brandStore.brandStore_store.fk_host", Host),
+                ]],
+            )
+            .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]]),
         Resource::new(
             "order",
             "orders",
@@ -195,6 +237,9 @@ pub fn declare() -> Vec<Resource> {
         .field(object("shipAddress", address_fields(true)))
         .field(object("billAddress", address_fields(false)))
         .has_many("order_orderItem", "orderItem", "fk_order")
+        .scope(COMPANY, &[&[("order_brandStore.brandStore_brand.fk_company", Companies)]])
+        .scope(HOST, &[&[("order_brandStore.brandStore_store.fk_host", Host)]])
+        .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
         .template(&[
             "order_brandStore",
             "order_orderItem",
@@ -218,7 +263,10 @@ pub fn declare() -> Vec<Resource> {
             .field(object("detail", vec![text("gift").doc("Gift flag: Y or N.")]))
             .field(text("status").indexed())
             .field(text("hostItemRef").indexed())
-            .field(timestamp("returnDate")),
+            .field(timestamp("returnDate"))
+            .scope(COMPANY, &[&[("orderItem_order.order_brandStore.brandStore_brand.fk_company", Companies)]])
+            .scope(HOST, &[&[("orderItem_order.order_brandStore.brandStore_store.fk_host", Host)]])
+            .scope(WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]]),
         Resource::new("user", "users", "A person or system that calls the API with its keys.")
             .field(text("name").indexed())
             .field(text("email").indexed())
@@ -252,7 +300,9 @@ pub fn declare() -> Vec<Resource> {
                 fk("fk_warehouse", "user_warehouse").optional().zero_when_none(),
                 "warehouse",
             )
-            .index(&["email"], true),
+            .index(&["email"], true)
+            .scope(EVERYONE, &[&[("id", Own)]])
+            .scope(COMPANY, &[&[("id", Own)], &[("fk_company", Companies)], &[("detail.companies", Companies)]]),
         Resource::new("file", "file", "An uploaded spreadsheet and the result of processing it.")
             .relation_fk(fk("fk_brand", "file_brand"), "brand")
             .relation_fk(fk("fk_user", "file_user"), "user")
@@ -273,7 +323,9 @@ pub fn declare() -> Vec<Resource> {
                     integer("rowsSkipped"),
                 ],
             ))
-            .template(&["file_brand", "file_user"]),
+            .template(&["file_brand", "file_user"])
+            .scope(COMPANY, &[&[("file_brand.fk_company", Companies)]])
+            .scope(WAREHOUSE, &[&[("file_user.fk_warehouse", Warehouse)]]),
         Resource::new("price", "price", "The price of a variant at a host between two dates.")
             .relation_fk(fk("fk_variant", "price_variant"), "variant")
             .relation_fk(fk("fk_host", "price_host"), "host")
@@ -284,7 +336,9 @@ pub fn declare() -> Vec<Resource> {
             .field(number("price"))
             .field(number("rrp"))
             .field(timestamp("startDate").indexed().required())
-            .field(timestamp("endDate").doc("Empty for a permanent markdown.")),
+            .field(timestamp("endDate").doc("Empty for a permanent markdown."))
+            .scope(COMPANY, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
+            .scope(HOST, &[&[("fk_host", Host)]]),
         Resource::new("image", "image", "An image of a product or of one of its variants.")
             .relation_fk(fk("fk_product", "image_product"), "product")
             .relation_fk(fk("fk_variant", "image_variant").optional(), "variant")
@@ -293,7 +347,9 @@ pub fn declare() -> Vec<Resource> {
                 "file",
             )
             .field(text("url"))
-            .field(integer("position")),
+            .field(integer("position"))
+            .scope(COMPANY, &[&[("image_product.product_brand.fk_company", Companies)]])
+            .scope(HOST, &[&[("image_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host)]]),
         Resource::new("apiKey", "api_key", "An API key of a user, with its grants.")
             .relation_fk(fk("fk_user", "apiKey_user"), "user")
             .field(text("name").indexed())
@@ -305,6 +361,7 @@ pub fn declare() -> Vec<Resource> {
             .field(timestamp("createdDate").indexed().required())
             .field(timestamp("lastUsed"))
             .field(boolean("revoked").required())
-            .field(text("secretHash").internal()),
+            .field(text("secretHash").internal())
+            .scope(EVERYONE, &[&[("fk_user", Own)]]),
     ]
 }

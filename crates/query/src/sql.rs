@@ -94,7 +94,14 @@ fn predicate_expr(predicate: &Predicate, table: Table<'_>, negated: bool) -> Exp
 }
 
 fn leaf_expr(leaf: &Leaf, table: Table<'_>, negated: bool) -> Expr {
-    hop_expr(&leaf.path.hops, leaf.path.field, &leaf.test, table, negated)
+    hop_expr(
+        &leaf.path.hops,
+        &leaf.path.hop_scopes,
+        leaf.path.field,
+        &leaf.test,
+        table,
+        negated,
+    )
 }
 
 /// Whether a path whose first entity is missing still satisfies the test: only `Empty`
@@ -105,6 +112,7 @@ fn unset_satisfies(hops: &[Hop], test: &Test) -> bool {
 
 fn hop_expr(
     hops: &[Hop],
+    scopes: &[Predicate],
     field: &'static Field,
     test: &Test,
     table: Table<'_>,
@@ -113,7 +121,15 @@ fn hop_expr(
     let Some((hop, rest)) = hops.split_first() else {
         return field_expr(field, test, table, negated);
     };
-    let inner_where = hop_expr(rest, field, test, Table::Bare, false);
+    let (scope, rest_scopes) = match scopes.split_first() {
+        Some((scope, rest)) => (Some(scope), rest),
+        None => (None, scopes),
+    };
+    let mut inner_where = hop_expr(rest, rest_scopes, field, test, Table::Bare, false);
+    if let Some(scope) = scope.filter(|s| !s.is_always()) {
+        // Related records outside the caller's scope never satisfy a condition.
+        inner_where = inner_where.and(predicate_expr(scope, Table::Bare, false));
+    }
     match hop.relation.kind {
         RelationKind::ToOne { fk } => {
             let fk_column = &hop

@@ -2,7 +2,9 @@
 //! the documentation cannot drift from the code. A test compares them with the file; run it
 //! with `BRANDHUB_UPDATE_DOCS=1` to rewrite the sections after changing the catalog.
 
-use brandhub_catalog::{Field, FieldType, NoneAs, RelationKind, Resource, catalog};
+use brandhub_catalog::{
+    Anchor, Field, FieldType, NoneAs, RelationKind, Resource, Scope, UserType, catalog,
+};
 use brandhub_problem::Code;
 use std::fmt::Write;
 
@@ -89,7 +91,43 @@ fn resource_section(out: &mut String, resource: &Resource) {
         let paths: Vec<String> = resource.template.iter().map(|p| format!("`{p}`")).collect();
         let _ = writeln!(out, "\nDefault template expands: {}.", paths.join(", "));
     }
+    let _ = writeln!(out, "\n| user type | sees |\n|---|---|");
+    for user_type in UserType::ALL {
+        let _ = writeln!(
+            out,
+            "| {} | {} |",
+            user_type.as_str(),
+            scope_text(&resource.scope_of(user_type))
+        );
+    }
     out.push('\n');
+}
+
+fn anchor_text(anchor: Anchor) -> &'static str {
+    match anchor {
+        Anchor::Companies => "one of the caller's companies",
+        Anchor::Host => "the caller's host",
+        Anchor::Warehouse => "the caller's warehouse",
+        Anchor::Own => "the caller's own user id",
+    }
+}
+
+fn scope_text(scope: &Scope) -> String {
+    match scope {
+        Scope::Everything => "every record".into(),
+        Scope::Nothing => "nothing".into(),
+        Scope::AnyOf(groups) => groups
+            .iter()
+            .map(|group| {
+                group
+                    .iter()
+                    .map(|term| format!("`{}` is {}", term.path, anchor_text(term.anchor)))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            })
+            .collect::<Vec<_>>()
+            .join("; or "),
+    }
 }
 
 /// The resource reference: every resource's fields, types, notes and relations.

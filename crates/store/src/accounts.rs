@@ -50,6 +50,10 @@ pub struct Caller {
     pub host: Option<String>,
     pub warehouse: Option<String>,
     pub sponsor: Option<String>,
+    /// The companies whose data the caller's scope covers: for a company user its
+    /// `fk_company` and `detail.companies`; for a sponsor user the sponsor company and every
+    /// company it sponsors; empty for the other types.
+    pub scope_companies: Vec<String>,
 }
 
 impl Caller {
@@ -77,8 +81,15 @@ pub fn new_secret() -> String {
     format!("bhk_{random}")
 }
 
-/// The tables whose writes can change who a key authenticates as.
-pub const AUTH_TABLES: [&str; 4] = ["users", "api_key", "api_key_grant", "user_company"];
+/// The tables whose writes can change who a key authenticates as (and, through sponsorship,
+/// which companies a sponsor covers).
+pub const AUTH_TABLES: [&str; 5] = [
+    "users",
+    "api_key",
+    "api_key_grant",
+    "user_company",
+    "company",
+];
 
 fn validation(errors: Vec<FieldError>) -> ApiError {
     let summary: Vec<String> = errors
@@ -392,21 +403,50 @@ impl Store {
         let companies = self
             .list_values("user_company", "user_id", "company_id", &user_id, timing)
             .await?;
+        let Some(user_type) = row[4].as_text().and_then(UserType::parse) else {
+            return Ok(None);
+        };
+        let sponsor = text(&row[9]);
+        let scope_companies = match (user_type, &sponsor) {
+            (UserType::Company, _) => text(&row[6])
+                .into_iter()
+                .chain(companies.iter().cloned())
+                .collect(),
+            (UserType::Sponsor, Some(sponsor)) => self.sponsored_companies(sponsor, timing).await?,
+            _ => Vec::new(),
+        };
         Ok(Some(Caller {
             user_id,
             email: text(&row[3]).unwrap_or_default(),
-            user_type: row[4]
-                .as_text()
-                .and_then(UserType::parse)
-                .unwrap_or(UserType::Company),
+            user_type,
             key_id,
             grants: grants.iter().filter_map(|g| Grant::parse(g).ok()).collect(),
             company: text(&row[6]),
             companies,
             host: text(&row[7]),
             warehouse: text(&row[8]),
-            sponsor: text(&row[9]),
+            sponsor,
+            scope_companies,
         }))
+    }
+
+    /// A sponsor company and every company it sponsors.
+    async fn sponsored_companies(&self, sponsor: &str, timing: &Timing) -> ApiResult<Vec<String>> {
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new("company"))
+            .cond_where(
+                Expr::col(Alias::new("id"))
+                    .eq(sponsor)
+                    .or(Expr::col(Alias::new("fk_sponsor")).eq(sponsor)),
+            )
+            .to_owned();
+        Ok(self
+            .fetch(&statement, &[Kind::Text], timing)
+            .await?
+            .into_iter()
+            .filter_map(|row| row[0].as_text().map(str::to_string))
+            .collect())
     }
 
     async fn list_values(

@@ -33,6 +33,11 @@ impl Predicate {
         Predicate::All(Vec::new())
     }
 
+    /// The predicate no record satisfies.
+    pub fn never() -> Predicate {
+        Predicate::Any(Vec::new())
+    }
+
     /// Whether this is trivially true.
     pub fn is_always(&self) -> bool {
         matches!(self, Predicate::All(items) if items.is_empty())

@@ -14,7 +14,7 @@ pub use selection::{SelectedField, SelectedRelation, Selection};
 pub use value::{Comparison, Operand, Test};
 
 use crate::request::{Direction, ReadRequest};
-use brandhub_catalog::{Field, Relation, Resource, UserType};
+use brandhub_catalog::{Anchor, Field, Relation, Resource, Scope, UserType, catalog};
 use brandhub_problem::ApiResult;
 use path::{PathUse, resolve};
 
@@ -24,23 +24,54 @@ pub const DEFAULT_PAGE_SIZE: u64 = 100;
 pub const MAX_PAGE_SIZE: u64 = 1000;
 
 /// Who is asking. It decides which fields and relations exist for the request and, through
-/// [`Viewer::scope`], which records; the planner joins that scope into every query it plans.
+/// [`Viewer::scope`], which records: the catalog's scope rules (CONTRACT §5) over the caller's
+/// own ids. The planner joins that scope into every list, count, related-entity load and
+/// dotted filter it plans.
 #[derive(Debug, Clone)]
 pub struct Viewer {
     user_type: UserType,
+    user_id: String,
+    companies: Vec<String>,
+    host: Option<String>,
+    warehouse: Option<String>,
 }
 
 impl Viewer {
     /// A caller who sees everything.
     pub fn admin() -> Viewer {
+        Viewer::of_type(UserType::Admin)
+    }
+
+    /// A caller of the given type with no ids of its own (sees what needs none).
+    pub fn of_type(user_type: UserType) -> Viewer {
         Viewer {
-            user_type: UserType::Admin,
+            user_type,
+            user_id: String::new(),
+            companies: Vec::new(),
+            host: None,
+            warehouse: None,
         }
     }
 
-    /// A caller of the given type.
-    pub fn of_type(user_type: UserType) -> Viewer {
-        Viewer { user_type }
+    /// A caller with its own ids: its user id, its companies (for sponsors: the sponsor
+    /// company and those it sponsors), its host and its warehouse.
+    pub fn new(
+        user_type: UserType,
+        user_id: &str,
+        companies: Vec<String>,
+        host: Option<String>,
+        warehouse: Option<String>,
+    ) -> Viewer {
+        let mut companies: Vec<String> = companies.iter().map(|c| c.to_ascii_uppercase()).collect();
+        companies.sort();
+        companies.dedup();
+        Viewer {
+            user_type,
+            user_id: user_id.to_ascii_uppercase(),
+            companies,
+            host: host.map(|h| h.to_ascii_uppercase()),
+            warehouse: warehouse.map(|w| w.to_ascii_uppercase()),
+        }
     }
 
     /// The caller's user type.
@@ -53,21 +84,77 @@ impl Viewer {
         field.visible_to(self.user_type)
     }
 
-    /// Whether the relation exists for this caller.
-    pub fn sees_relation(&self, _relation: &Relation) -> bool {
-        true
+    /// Whether the caller sees any records of the resource at all.
+    pub fn sees_resource(&self, resource: &Resource) -> bool {
+        resource.scope_of(self.user_type) != Scope::Nothing
+    }
+
+    /// Whether paths and `fields` may go through the relation: only into resources the caller
+    /// sees. (A relation it may not traverse still shows as a `__KEY` reference.)
+    pub fn sees_relation(&self, relation: &Relation) -> bool {
+        self.sees_resource(catalog().target(relation))
     }
 
     /// What distinguishes this caller's view for caches: two callers with the same key see the
     /// same fields and the same records.
     pub fn cache_key(&self) -> String {
-        self.user_type.as_str().to_string()
+        format!(
+            "{}|{}|{}|{}|{}",
+            self.user_type.as_str(),
+            self.user_id,
+            self.companies.join(","),
+            self.host.as_deref().unwrap_or_default(),
+            self.warehouse.as_deref().unwrap_or_default()
+        )
     }
 
-    /// The records of `resource` this caller may see, as a predicate over that resource. Every
-    /// list, count and related-entity load is narrowed by it.
-    pub fn scope(&self, _resource: &'static Resource) -> Predicate {
-        Predicate::always()
+    fn anchor_ids(&self, anchor: Anchor) -> Vec<String> {
+        match anchor {
+            Anchor::Companies => self.companies.clone(),
+            Anchor::Host => self.host.iter().cloned().collect(),
+            Anchor::Warehouse => self.warehouse.iter().cloned().collect(),
+            Anchor::Own => (!self.user_id.is_empty())
+                .then(|| self.user_id.clone())
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// The records of `resource` this caller may see, as a predicate over that resource.
+    pub fn scope(&self, resource: &'static Resource) -> Predicate {
+        match resource.scope_of(self.user_type) {
+            Scope::Everything => Predicate::always(),
+            Scope::Nothing => Predicate::never(),
+            Scope::AnyOf(groups) => {
+                let unrestricted = Viewer::admin();
+                let groups: Vec<Predicate> = groups
+                    .iter()
+                    .map(|group| {
+                        let terms: Vec<Predicate> = group
+                            .iter()
+                            .map(|term| {
+                                let path =
+                                    resolve(resource, term.path, &unrestricted, PathUse::Filter)
+                                        .expect("scope paths are checked by the catalog");
+                                let ids: Vec<Operand> = self
+                                    .anchor_ids(term.anchor)
+                                    .into_iter()
+                                    .map(Operand::Text)
+                                    .collect();
+                                let test = if ids.is_empty() {
+                                    Test::Never
+                                } else {
+                                    Test::OneOf(ids)
+                                };
+                                Predicate::Leaf(Box::new(Leaf { path, test }))
+                            })
+                            .collect();
+                        Predicate::All(terms)
+                    })
+                    .collect();
+                Predicate::Any(groups)
+            }
+        }
     }
 }
 

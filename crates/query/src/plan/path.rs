@@ -1,7 +1,7 @@
 //! Resolving dotted paths (`stock_variant.variant_product.title`, `detail.net`) against the
 //! catalog, as the caller sees it. An unknown name is `unknown_field` here, with the valid names.
 
-use super::Viewer;
+use super::{Predicate, Viewer};
 use brandhub_catalog::{Field, FieldType, Relation, Resource, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code};
 
@@ -17,6 +17,9 @@ pub struct Hop {
 #[derive(Debug, Clone)]
 pub struct FieldPath {
     pub hops: Vec<Hop>,
+    /// For each hop, the records of its target the caller may see: a condition through a
+    /// relation only ever looks at related records in scope.
+    pub hop_scopes: Vec<Predicate>,
     pub field: &'static Field,
     /// The path as the client wrote it, for messages.
     pub text: String,
@@ -63,6 +66,7 @@ pub fn resolve(
     usage: PathUse,
 ) -> ApiResult<FieldPath> {
     let mut hops = Vec::new();
+    let mut hop_scopes = Vec::new();
     let mut current = root;
     let segments: Vec<&str> = path.split('.').collect();
     let mut index = 0;
@@ -85,6 +89,7 @@ pub fn resolve(
                 relation,
                 to,
             });
+            hop_scopes.push(viewer.scope(to));
             current = to;
             index += 1;
             if index == segments.len() {
@@ -100,6 +105,7 @@ pub fn resolve(
         check_use(field, path, usage)?;
         return Ok(FieldPath {
             hops,
+            hop_scopes,
             field,
             text: path.to_string(),
         });

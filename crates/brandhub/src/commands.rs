@@ -59,6 +59,7 @@ pub async fn open_store(cli: &Cli) -> Result<Store, CommandError> {
         url,
         max_connections: cli.max_connections.unwrap_or(default_connections),
         page_cache_bytes: cli.page_cache_mb * 1024 * 1024,
+        matches_first_limit: brandhub_query::sql::MATCHES_FIRST_LIMIT,
     })
     .await?;
     store.migrate().await?;

@@ -15,6 +15,7 @@ async fn another_process(fx: &common::Fixture) -> Store {
             url,
             max_connections: 2,
             page_cache_bytes: 1 << 20,
+            matches_first_limit: 40,
         })
         .await
         .expect("a second store opens")

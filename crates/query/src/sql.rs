@@ -14,8 +14,8 @@ use crate::request::Direction;
 use crate::text::{Pattern, prefix_upper_bound};
 use brandhub_catalog::{Field, FieldType, RelationKind, Resource};
 use sea_query::{
-    Alias, Asterisk, Expr, ExprTrait, Func, JoinType, LikeExpr, NullOrdering, Order, Query,
-    SelectStatement, Value,
+    Alias, Asterisk, CommonTableExpression, Expr, ExprTrait, Func, JoinType, LikeExpr,
+    NullOrdering, Order, Query, SelectStatement, Value, WithClause,
 };
 use std::collections::BTreeSet;
 
@@ -385,36 +385,97 @@ fn apply_order(
 
 /// The alias of the inner "which ids" query of a page statement.
 const PAGE: &str = "page";
+/// The name of the matches table of a [`PageStrategy::MatchesFirst`] page statement.
+const MATCHES: &str = "matches";
+
+/// How a page statement finds its ids. Planners estimate how many records a filter matches;
+/// brandhub knows exactly (the count comes first and is usually cached), so it chooses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageStrategy {
+    /// Walk the records in order and stop after the page: best when matches are common.
+    InOrder,
+    /// Collect every match first (a materialized CTE, which the planner cannot merge with the
+    /// LIMIT), then sort just those: best when matches are few, where walking the order
+    /// would pass over many records that do not match.
+    MatchesFirst,
+}
+
+/// Up to this many matches, collecting them first is cheap whatever the table's size.
+pub const MATCHES_FIRST_LIMIT: u64 = 20_000;
+
+impl PageStrategy {
+    /// The strategy for `found` matches among the `total` records the caller could see:
+    /// collect first when matches are few (at most `limit`) or rare (at most 2%).
+    pub fn choose(found: u64, total: u64, limit: u64) -> PageStrategy {
+        if found <= limit || found.saturating_mul(50) <= total {
+            PageStrategy::MatchesFirst
+        } else {
+            PageStrategy::InOrder
+        }
+    }
+}
 
 /// The statement reading one page of records, as a deferred join: an inner query finds the
 /// page's ids (with the values of its order keys) using only what filtering and ordering
 /// need, and the outer query reads the selected columns of just those rows. Sorting and
 /// skipping then handle narrow rows, however wide the resource's records are.
-pub fn page_statement(plan: &ReadPlan) -> SelectStatement {
+pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatement {
     let resource = plan.resource;
-    let mut inner = Query::select();
-    inner
+    let mut select = Query::select();
+    select
         .from_as(Alias::new(resource.table), Alias::new(ROOT))
         .expr_as(
             Expr::col((Alias::new(ROOT), Alias::new("id"))),
             Alias::new("id"),
         );
     if !plan.filter.is_always() {
-        inner.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+        select.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
     }
     let mut joins = Joins {
         aliases: Vec::new(),
     };
-    let mut carried = Vec::new();
+    let mut keys = Vec::new();
     for (i, key) in plan.order.iter().enumerate() {
-        let sort = sort_key(&mut inner, &mut joins, key);
+        let sort = sort_key(&mut select, &mut joins, key);
         let name = format!("k{i}");
-        inner.expr_as(sort.expr.clone(), Alias::new(name.as_str()));
-        apply_order(&mut inner, sort.expr, sort.order.clone(), sort.nulls);
-        carried.push((name, sort.order, sort.nulls));
+        select.expr_as(sort.expr.clone(), Alias::new(name.as_str()));
+        keys.push((name, sort));
     }
     let tie = order(plan.tie_break());
-    inner.order_by_expr(Expr::col((Alias::new(ROOT), Alias::new("id"))), tie.clone());
+
+    let (mut inner, cte) = match strategy {
+        PageStrategy::InOrder => {
+            for (_, sort) in &keys {
+                apply_order(
+                    &mut select,
+                    sort.expr.clone(),
+                    sort.order.clone(),
+                    sort.nulls,
+                );
+            }
+            select.order_by_expr(Expr::col((Alias::new(ROOT), Alias::new("id"))), tie.clone());
+            (select, None)
+        }
+        PageStrategy::MatchesFirst => {
+            let mut cte = CommonTableExpression::new();
+            cte.query(select)
+                .table_name(Alias::new(MATCHES))
+                .materialized(true);
+            let mut sorted = Query::select();
+            sorted.from(Alias::new(MATCHES)).column(Alias::new("id"));
+            for (name, sort) in &keys {
+                sorted.column(Alias::new(name.as_str()));
+                apply_order(
+                    &mut sorted,
+                    Expr::col(Alias::new(name.as_str())),
+                    sort.order.clone(),
+                    sort.nulls,
+                );
+            }
+            sorted.order_by_expr(Expr::col(Alias::new("id")), tie.clone());
+            (sorted, Some(cte))
+        }
+    };
     inner.limit(plan.page_size).offset(plan.offset());
 
     let mut outer = Query::select();
@@ -428,15 +489,18 @@ pub fn page_statement(plan: &ReadPlan) -> SelectStatement {
     for field in node_columns(&plan.selection, None) {
         outer.column((Alias::new(ROOT), Alias::new(field.column.as_str())));
     }
-    for (name, order, nulls) in carried {
+    for (name, sort) in keys {
         apply_order(
             &mut outer,
             Expr::col((Alias::new(PAGE), Alias::new(name))),
-            order,
-            nulls,
+            sort.order,
+            sort.nulls,
         );
     }
     outer.order_by_expr(Expr::col((Alias::new(PAGE), Alias::new("id"))), tie);
+    if let Some(cte) = cte {
+        outer.with_cte(WithClause::new().cte(cte).to_owned());
+    }
     outer
 }
 
@@ -577,15 +641,40 @@ mod tests {
     fn a_plain_page_reads_by_id_with_limit_and_offset() {
         let plan = read("variant", "fields=barcode&page=2&pageSize=10", "");
         assert_eq!(
-            sqlite(&page_statement(&plan)),
+            sqlite(&page_statement(&plan, PageStrategy::InOrder)),
             r#"SELECT "t0"."id", "t0"."barcode" FROM (SELECT "t0"."id" AS "id" FROM "variant" AS "t0" ORDER BY "t0"."id" ASC LIMIT 10 OFFSET 10) AS "page" INNER JOIN "variant" AS "t0" ON "t0"."id" = "page"."id" ORDER BY "page"."id" ASC"#
+        );
+    }
+
+    #[test]
+    fn few_matches_are_collected_first_and_then_sorted() {
+        let plan = read(
+            "variant",
+            "fields=barcode&barcode=501234@&order_by=code<",
+            "",
+        );
+        let sql = sqlite(&page_statement(&plan, PageStrategy::MatchesFirst));
+        assert!(sql.starts_with(r#"WITH "matches" AS"#), "{sql}");
+        assert!(sql.contains(r#"MATERIALIZED (SELECT "t0"."id" AS "id", "t0"."code_ci" AS "k0" FROM "variant" AS "t0" WHERE"#), "{sql}");
+        assert!(sql.contains(r#"(SELECT "id", "k0" FROM "matches" ORDER BY "k0" DESC, "id" DESC LIMIT 100 OFFSET 0) AS "page""#), "{sql}");
+        assert_eq!(
+            PageStrategy::choose(10_000, 1_000_000, MATCHES_FIRST_LIMIT),
+            PageStrategy::MatchesFirst
+        );
+        assert_eq!(
+            PageStrategy::choose(500_000, 1_000_000, MATCHES_FIRST_LIMIT),
+            PageStrategy::InOrder
+        );
+        assert_eq!(
+            PageStrategy::choose(30_000, 2_000_000, MATCHES_FIRST_LIMIT),
+            PageStrategy::MatchesFirst
         );
     }
 
     #[test]
     fn prefix_filters_become_index_ranges_on_the_folded_column() {
         let plan = read("variant", "fields=barcode&barcode=501234@", "");
-        let sql = sqlite(&page_statement(&plan));
+        let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
         assert!(
             sql.contains(r#""t0"."barcode_ci" >= '501234' AND "t0"."barcode_ci" < '501235'"#),
             "{sql}"
@@ -600,7 +689,7 @@ mod tests {
             "fields=inStock&stock_variant.barcode=501@&order_by=stock_variant.variant_product.title<",
             "",
         );
-        let sql = sqlite(&page_statement(&plan));
+        let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
         assert!(sql.contains(r#""t0"."fk_variant" IN (SELECT "id" FROM "variant" WHERE "barcode_ci" >= '501' AND "barcode_ci" < '502')"#), "{sql}");
         assert!(
             sql.contains(r#"LEFT JOIN "variant" AS "j1" ON "j1"."id" = "t0"."fk_variant""#),
@@ -631,7 +720,7 @@ mod tests {
             "fields=id",
             r##"{"query":[{"field":"carrier","operator":"#","value":"dhl"},{"field":"shipDate","operator":"#","value":"2026-01-01","conjunction":"&"}]}"##,
         );
-        let sql = sqlite(&page_statement(&plan));
+        let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
         assert!(sql.contains(r#"(NOT "t0"."carrier_ci" = 'dhl')"#), "{sql}");
         assert!(sql.contains(r#""t0"."ship_date" IS NULL OR (NOT ("t0"."ship_date" >= '2026-01-01T00:00:00' AND "t0"."ship_date" < '2026-01-02T00:00:00'))"#), "{sql}");
     }
@@ -639,14 +728,14 @@ mod tests {
     #[test]
     fn empty_through_a_relation_matches_a_missing_relation() {
         let plan = read("image", "fields=id&image_variant.colour=", "");
-        let sql = sqlite(&page_statement(&plan));
+        let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
         assert!(sql.contains(r#""t0"."fk_variant" IS NULL OR "t0"."fk_variant" IN (SELECT "id" FROM "variant" WHERE "colour_ci" = '')"#), "{sql}");
     }
 
     #[test]
     fn to_many_filters_mean_any_related_record() {
         let plan = read("order", "fields=id&order_orderItem.status=ACC", "");
-        let sql = sqlite(&page_statement(&plan));
+        let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
         assert!(sql.contains(r#""t0"."id" IN (SELECT "fk_order" FROM "order_item" WHERE "fk_order" IS NOT NULL AND "status_ci" = 'acc')"#), "{sql}");
     }
 

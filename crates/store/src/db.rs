@@ -38,6 +38,7 @@ pub struct Store {
     pub(crate) counts: std::sync::Arc<quick_cache::sync::Cache<String, (i64, u64)>>,
     /// Rendered pages known in this process.
     pub(crate) pages: std::sync::Arc<crate::page::PageCache>,
+    pub(crate) matches_first_limit: u64,
 }
 
 /// How a store connects.
@@ -49,6 +50,9 @@ pub struct StoreOptions {
     pub max_connections: u32,
     /// Bytes of rendered pages kept in memory (0 keeps none).
     pub page_cache_bytes: u64,
+    /// Pages with at most this many matches collect them first (see
+    /// [`brandhub_query::sql::PageStrategy`]); tests lower it to exercise both strategies.
+    pub matches_first_limit: u64,
 }
 
 /// Database time spent for one request, reported in `Server-Timing`.
@@ -165,7 +169,8 @@ impl Store {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(30))
                 .foreign_keys(true)
-                .pragma("cache_size", "-16000")
+                // 8 MB of pages per connection; the operating system caches the file too.
+                .pragma("cache_size", "-8000")
                 .pragma("temp_store", "memory")
                 .statement_cache_capacity(256)
                 // Room for a whole page (and its padded relation loads) without the worker
@@ -207,6 +212,7 @@ impl Store {
             count_writer,
             counts: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
             pages: std::sync::Arc::new(crate::page::page_cache(options.page_cache_bytes)),
+            matches_first_limit: options.matches_first_limit,
         })
     }
 

@@ -10,7 +10,7 @@ use crate::render::render_envelope;
 use crate::versions::Versions;
 use brandhub_problem::ApiResult;
 use brandhub_query::plan::{ReadPlan, Viewer};
-use brandhub_query::sql::{page_statement, page_tables};
+use brandhub_query::sql::{PageStrategy, page_statement, page_tables};
 use sea_query::SqliteQueryBuilder;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -54,7 +54,7 @@ fn page_key(plan: &ReadPlan, viewer: &Viewer) -> [u8; 32] {
     hasher.update(viewer.cache_key().as_bytes());
     hasher.update([0]);
     hasher.update(
-        page_statement(plan)
+        page_statement(plan, PageStrategy::InOrder)
             .to_string(SqliteQueryBuilder)
             .as_bytes(),
     );

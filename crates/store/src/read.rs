@@ -7,7 +7,9 @@ use crate::versions::Versions;
 use brandhub_catalog::{Cell, Field, FieldType, RelationKind, catalog};
 use brandhub_problem::ApiResult;
 use brandhub_query::plan::{CountPlan, ReadPlan, Selection, Viewer};
-use brandhub_query::sql::{list_statement, node_columns, page_statement, related_statement};
+use brandhub_query::sql::{
+    PageStrategy, list_statement, node_columns, page_statement, related_statement,
+};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -66,7 +68,9 @@ fn distinct_texts(rows: &[Vec<Cell>], column: usize) -> Vec<String> {
 type Loading<'a> = Pin<Box<dyn Future<Output = ApiResult<()>> + Send + 'a>>;
 
 impl Store {
-    /// Reads a page, its count and its related entities.
+    /// Reads a page, its count and its related entities. The exact count comes first (it is
+    /// usually cached): it tells whether a page exists at all, and whether the page's ids are
+    /// best found by walking the order or by collecting the few matches first.
     pub async fn read_page(
         &self,
         plan: &ReadPlan,
@@ -74,22 +78,33 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<PageData> {
-        let columns = node_columns(&plan.selection, None);
-        let rows = self
-            .fetch(&page_statement(plan), &kinds(&columns), timing)
+        let found = self
+            .count(
+                &CountPlan {
+                    resource: plan.resource,
+                    filter: plan.filter.clone(),
+                },
+                versions,
+                timing,
+            )
             .await?;
-        let sent = rows.len() as u64;
-        // A page that is not full tells the total by itself; otherwise ask the count cache.
-        let found = if sent > 0 && sent < plan.page_size {
-            plan.offset() + sent
-        } else if sent == 0 && plan.page == 1 {
-            0
+        let columns = node_columns(&plan.selection, None);
+        let rows = if found == 0 || plan.offset() >= found {
+            Vec::new()
         } else {
-            let count_plan = CountPlan {
-                resource: plan.resource,
-                filter: plan.filter.clone(),
-            };
-            self.count(&count_plan, versions, timing).await?
+            let visible = self
+                .count(
+                    &CountPlan {
+                        resource: plan.resource,
+                        filter: viewer.scope(plan.resource),
+                    },
+                    versions,
+                    timing,
+                )
+                .await?;
+            let strategy = PageStrategy::choose(found, visible, self.matches_first_limit);
+            self.fetch(&page_statement(plan, strategy), &kinds(&columns), timing)
+                .await?
         };
         let mut root = NodeData {
             columns,

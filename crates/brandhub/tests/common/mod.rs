@@ -298,6 +298,8 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
                 url: url.clone(),
                 max_connections: 8,
                 page_cache_bytes: 8 << 20,
+                // Small, so that pages of the small demo data take both ways of finding ids.
+                matches_first_limit: 40,
             })
             .await
             .expect("the database opens");

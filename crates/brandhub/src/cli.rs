@@ -22,6 +22,17 @@ pub struct Cli {
     /// Most database connections this process opens.
     #[arg(long, env = "BRANDHUB_MAX_CONNECTIONS", global = true)]
     pub max_connections: Option<u32>,
+    /// A PostgreSQL setting for brandhub's sessions, NAME=VALUE (repeat for several). The
+    /// default tells the planner that random reads are cheap (SSD storage), which makes it
+    /// probe indexes rather than scan tables for brandhub's selective reads.
+    #[arg(
+        long = "pg-setting",
+        env = "BRANDHUB_PG_SETTINGS",
+        value_delimiter = ',',
+        default_value = "random_page_cost=1.1",
+        global = true
+    )]
+    pub pg_settings: Vec<String>,
     /// Megabytes of rendered pages each server process keeps in memory (0 keeps none).
     #[arg(
         long,

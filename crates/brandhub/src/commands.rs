@@ -54,12 +54,29 @@ pub async fn open_store(cli: &Cli) -> Result<Store, CommandError> {
         ))
     })?;
     let url = database_url(cli);
+    let pg_settings = cli
+        .pg_settings
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|setting| {
+            setting
+                .split_once('=')
+                .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+                .filter(|(n, _)| {
+                    !n.is_empty()
+                        && n.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                })
+                .ok_or_else(|| CommandError(format!("--pg-setting '{setting}' is not NAME=VALUE")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let default_connections = if url.starts_with("sqlite:") { 8 } else { 16 };
     let store = Store::connect(&StoreOptions {
         url,
         max_connections: cli.max_connections.unwrap_or(default_connections),
         page_cache_bytes: cli.page_cache_mb * 1024 * 1024,
         matches_first_limit: brandhub_query::sql::MATCHES_FIRST_LIMIT,
+        pg_settings,
     })
     .await?;
     store.migrate().await?;

@@ -16,6 +16,7 @@ async fn another_process(fx: &common::Fixture) -> Store {
             max_connections: 2,
             page_cache_bytes: 1 << 20,
             matches_first_limit: 40,
+            pg_settings: Vec::new(),
         })
         .await
         .expect("a second store opens")

@@ -401,7 +401,7 @@ pub enum PageStrategy {
 }
 
 /// Up to this many matches, collecting them first is cheap whatever the table's size.
-pub const MATCHES_FIRST_LIMIT: u64 = 20_000;
+pub const MATCHES_FIRST_LIMIT: u64 = 1_000;
 
 impl PageStrategy {
     /// The strategy for `found` matches among the `total` records the caller could see:

@@ -53,6 +53,9 @@ pub struct StoreOptions {
     /// Pages with at most this many matches collect them first (see
     /// [`brandhub_query::sql::PageStrategy`]); tests lower it to exercise both strategies.
     pub matches_first_limit: u64,
+    /// PostgreSQL settings for brandhub's sessions (`name`, `value`), such as the planner's
+    /// `random_page_cost`.
+    pub pg_settings: Vec<(String, String)>,
 }
 
 /// Database time spent for one request, reported in `Server-Timing`.
@@ -187,9 +190,16 @@ impl Store {
                     .map_err(|e| internal("cannot open the SQLite database", e))?,
             )
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let mut settings: Vec<(&str, &str)> = vec![("statement_timeout", "60s")];
+            settings.extend(
+                options
+                    .pg_settings
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str())),
+            );
             let connect = PgConnectOptions::from_str(url)
                 .map_err(|e| internal("bad PostgreSQL URL", e))?
-                .options([("statement_timeout", "60s")])
+                .options(settings)
                 .statement_cache_capacity(256);
             Pool::Postgres(
                 PgPoolOptions::new()

@@ -2,7 +2,7 @@
 //! one batched statement per expanded relation and per list field, level by level. Never one
 //! statement per record.
 
-use crate::db::{Kind, Store, Timing};
+use crate::db::{Backend, Kind, Store, Timing};
 use crate::versions::Versions;
 use brandhub_catalog::{Cell, Field, FieldType, RelationKind, catalog};
 use brandhub_problem::ApiResult;
@@ -92,17 +92,9 @@ impl Store {
         let rows = if found == 0 || plan.offset() >= found {
             Vec::new()
         } else {
-            let visible = self
-                .count(
-                    &CountPlan {
-                        resource: plan.resource,
-                        filter: viewer.scope(plan.resource),
-                    },
-                    versions,
-                    timing,
-                )
+            let strategy = self
+                .page_strategy(plan, viewer, found, versions, timing)
                 .await?;
-            let strategy = PageStrategy::choose(found, visible, self.matches_first_limit);
             self.fetch(&page_statement(plan, strategy), &kinds(&columns), timing)
                 .await?
         };
@@ -115,6 +107,38 @@ impl Store {
         self.load_node(&plan.selection, &mut root, viewer, timing)
             .await?;
         Ok(PageData { root, found })
+    }
+
+    /// How to find a page's ids. PostgreSQL's planner, under a LIMIT, prefers walking an
+    /// index in order and hopes to meet matches early, which fails badly when matches are few
+    /// or clustered; there, few or rare matches are collected first. SQLite's planner already
+    /// takes the filter's index and sorts in that case, and materializing only costs it.
+    async fn page_strategy(
+        &self,
+        plan: &ReadPlan,
+        viewer: &Viewer,
+        found: u64,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> ApiResult<PageStrategy> {
+        if self.backend() == Backend::Sqlite {
+            return Ok(PageStrategy::InOrder);
+        }
+        let visible = self
+            .count(
+                &CountPlan {
+                    resource: plan.resource,
+                    filter: viewer.scope(plan.resource),
+                },
+                versions,
+                timing,
+            )
+            .await?;
+        Ok(PageStrategy::choose(
+            found,
+            visible,
+            self.matches_first_limit,
+        ))
     }
 
     /// Loads the lists and expanded relations of a node whose rows are loaded.

@@ -300,6 +300,7 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
                 page_cache_bytes: 8 << 20,
                 // Small, so that pages of the small demo data take both ways of finding ids.
                 matches_first_limit: 40,
+                pg_settings: Vec::new(),
             })
             .await
             .expect("the database opens");

@@ -83,6 +83,16 @@ pub struct ServeArgs {
     /// PEM private key of --tls-cert.
     #[arg(long, env = "BRANDHUB_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Requests a second each API key may make (0: no limit); past it, 429 with Retry-After.
+    #[arg(long, env = "BRANDHUB_RATE_LIMIT", default_value_t = 1000.0)]
+    pub rate_limit: f64,
+    /// Requests a key may make at once above its rate (default: twice the rate).
+    #[arg(long, env = "BRANDHUB_RATE_BURST")]
+    pub rate_burst: Option<f64>,
+    /// Failed authentications a second allowed per client address (bursts of four times
+    /// that, at least 20); past it, 429 before credentials are even checked.
+    #[arg(long, env = "BRANDHUB_AUTH_FAILURE_LIMIT", default_value_t = 5.0)]
+    pub auth_failure_limit: f64,
     /// Serve plain HTTP for a TLS-terminating proxy; requests not forwarded as https get 403.
     #[arg(long, env = "BRANDHUB_BEHIND_PROXY", conflicts_with_all = ["tls_cert", "tls_key"])]
     pub behind_proxy: bool,

@@ -5,6 +5,7 @@ use crate::demo_load::{is_empty, load_demo};
 use brandhub_catalog::UserType;
 use brandhub_demo::{DemoOptions, DemoSummary};
 use brandhub_problem::ApiError;
+use brandhub_server::ratelimit::Limit;
 use brandhub_server::tls::TlsSource;
 use brandhub_server::{Settings, start};
 use brandhub_store::{Backend, NewUser, Store, StoreOptions};
@@ -223,10 +224,15 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
             print_credentials(&summary);
         }
     }
-    let settings = Settings {
-        listen: args.listen,
-        tls: tls_source(&cli.data_dir, args),
-    };
+    let mut settings = Settings::new(args.listen, tls_source(&cli.data_dir, args));
+    settings.key_limit = Limit::new(
+        args.rate_limit,
+        args.rate_burst.unwrap_or(2.0 * args.rate_limit),
+    );
+    settings.failure_limit = Limit::new(
+        args.auth_failure_limit,
+        (4.0 * args.auth_failure_limit).max(20.0),
+    );
     let running = start(settings, store.clone()).await?;
     let scheme = if args.behind_proxy { "http" } else { "https" };
     let backend = match store.backend() {

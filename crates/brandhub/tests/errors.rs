@@ -199,7 +199,7 @@ async fn behind_a_proxy_only_forwarded_https_is_served(fx) {
     let store = fx.store.clone();
     let running = fx
         .on_server(async move {
-            let settings = Settings { listen: "127.0.0.1:0".parse().unwrap(), tls: None };
+            let settings = Settings::new("127.0.0.1:0".parse().unwrap(), None);
             let running = start(settings, store).await.expect("a plain server starts");
             (running.address, running)
         })

@@ -11,7 +11,7 @@ mod resources;
 
 pub use model::{
     Anchor, Field, FieldType, IndexDef, ListStorage, NoneAs, Relation, RelationKind, Resource,
-    Scope, ScopeTerm, UserType,
+    Scope, ScopeTerm, UserType, Writes,
 };
 pub use record::{Cell, Layout, Record};
 
@@ -115,6 +115,17 @@ impl Catalog {
                     for term in groups.iter().flatten() {
                         self.check_scope_path(resource, term.path)?;
                     }
+                }
+            }
+            let writes = &resource.writes;
+            for path in writes
+                .create
+                .iter()
+                .chain(&writes.update)
+                .chain(&writes.create_required)
+            {
+                if resource.field_at(path).is_none() {
+                    return Err(format!("writes of {} name {path}", resource.name));
                 }
             }
             for index in &resource.indexes {

@@ -388,6 +388,16 @@ pub enum Scope {
     AnyOf(Vec<Vec<ScopeTerm>>),
 }
 
+/// What a resource accepts as writes (CONTRACT §9): the fields a create may set (and which of
+/// them it must), the fields an update may change, and whether DELETE removes (or revokes).
+#[derive(Debug, Clone, Default)]
+pub struct Writes {
+    pub create: Vec<&'static str>,
+    pub create_required: Vec<&'static str>,
+    pub update: Vec<&'static str>,
+    pub delete: bool,
+}
+
 /// A composite index or uniqueness rule over API paths (for lookups the fields alone don't say).
 #[derive(Debug, Clone)]
 pub struct IndexDef {
@@ -411,6 +421,8 @@ pub struct Resource {
     /// Scope rules by user type; a type without a rule sees nothing (admin sees everything,
     /// a sponsor follows the company rules over its own set of companies).
     pub scopes: Vec<(UserType, Scope)>,
+    /// The writes the resource accepts; reads only when empty.
+    pub writes: Writes,
 }
 
 impl Resource {
@@ -426,6 +438,7 @@ impl Resource {
             mandatory: vec!["id"],
             indexes: Vec::new(),
             scopes: Vec::new(),
+            writes: Writes::default(),
         }
     }
 
@@ -490,6 +503,38 @@ impl Resource {
             self.scopes.push((*user_type, Scope::AnyOf(groups.clone())));
         }
         self
+    }
+
+    /// Declares the writes the resource accepts.
+    pub fn writable(
+        mut self,
+        create: &[&'static str],
+        create_required: &[&'static str],
+        update: &[&'static str],
+        delete: bool,
+    ) -> Self {
+        self.writes = Writes {
+            create: create.to_vec(),
+            create_required: create_required.to_vec(),
+            update: update.to_vec(),
+            delete,
+        };
+        self
+    }
+
+    /// The HTTP methods `/api/<resource>` and `/api/<resource>/<id>` accept, for `Allow`.
+    pub fn methods(&self, with_id: bool) -> Vec<&'static str> {
+        let mut methods = vec!["GET", "HEAD"];
+        if !with_id && !self.writes.create.is_empty() {
+            methods.push("POST");
+        }
+        if with_id && !self.writes.update.is_empty() {
+            methods.push("PATCH");
+        }
+        if with_id && self.writes.delete {
+            methods.push("DELETE");
+        }
+        methods
     }
 
     /// The scope of a user type for this resource.

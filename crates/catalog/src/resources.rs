@@ -301,6 +301,12 @@ pub fn declare() -> Vec<Resource> {
                 "warehouse",
             )
             .index(&["email"], true)
+            .writable(
+                &["name", "email", "type", "status", "detail.lang", "detail.companies", "fk_sponsor", "fk_host", "fk_company", "fk_warehouse"],
+                &["name", "email", "type"],
+                &["name", "type", "status", "detail.lang", "detail.companies", "fk_sponsor", "fk_host", "fk_company", "fk_warehouse"],
+                false,
+            )
             .scope(EVERYONE, &[&[("id", Own)]])
             .scope(COMPANY, &[&[("id", Own)], &[("fk_company", Companies)], &[("detail.companies", Companies)]]),
         Resource::new("file", "file", "An uploaded spreadsheet and the result of processing it.")
@@ -362,6 +368,7 @@ pub fn declare() -> Vec<Resource> {
             .field(timestamp("lastUsed"))
             .field(boolean("revoked").required())
             .field(text("secretHash").internal())
+            .writable(&["name", "grants", "fk_user"], &[], &[], true)
             .scope(EVERYONE, &[&[("fk_user", Own)]]),
     ]
 }

@@ -5,6 +5,8 @@
 //!    into a [`plan::ReadPlan`] or [`plan::CountPlan`];
 //! 3. [`sql`]: plans become sea-query statements with bound values.
 //!
+//! Writes have a stage of their own, [`write`]: a JSON body checked against the catalog.
+//!
 //! Nothing here touches a network or a database, so each stage is tested alone.
 
 pub mod parse;
@@ -12,3 +14,4 @@ pub mod plan;
 pub mod request;
 pub mod sql;
 pub mod text;
+pub mod write;

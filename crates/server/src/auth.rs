@@ -8,7 +8,8 @@
 
 use crate::AppState;
 use crate::problem::Problem;
-use axum::extract::FromRequestParts;
+use crate::ratelimit::{Buckets, Limit, too_many};
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use base64::Engine;
@@ -17,6 +18,7 @@ use brandhub_problem::{ApiError, ApiResult, Code};
 use brandhub_store::accounts::AUTH_TABLES;
 use brandhub_store::{Caller, Store, Timing, Versions};
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -40,6 +42,10 @@ type Remembered = HashMap<(String, String), (i64, Arc<Caller>)>;
 /// Checks keys and remembers the ones that passed while nothing they depend on changes.
 pub struct Authenticator {
     remembered: Mutex<Remembered>,
+    /// Requests per key.
+    per_key: Buckets<String>,
+    /// Failed authentications per client address.
+    failures: Buckets<IpAddr>,
     touched: Mutex<HashMap<String, Instant>>,
     touch_queue: mpsc::Sender<String>,
 }
@@ -70,7 +76,7 @@ pub fn parse_basic(header: &str) -> Result<(String, String), Problem> {
 
 impl Authenticator {
     /// An authenticator whose `lastUsed` writes go to `store`.
-    pub fn new(store: Store) -> Authenticator {
+    pub fn new(store: Store, key_limit: Limit, failure_limit: Limit) -> Authenticator {
         let (touch_queue, mut receiver) = mpsc::channel::<String>(1024);
         tokio::spawn(async move {
             while let Some(key_id) = receiver.recv().await {
@@ -81,6 +87,8 @@ impl Authenticator {
         });
         Authenticator {
             remembered: Mutex::new(HashMap::new()),
+            per_key: Buckets::new(key_limit),
+            failures: Buckets::new(failure_limit),
             touched: Mutex::new(HashMap::new()),
             touch_queue,
         }
@@ -145,6 +153,24 @@ impl Authenticator {
     }
 }
 
+/// The client's address: the peer, or behind a proxy the first `X-Forwarded-For` hop.
+fn client_address(parts: &Parts, behind_proxy: bool) -> IpAddr {
+    let forwarded = behind_proxy
+        .then(|| parts.headers.get("x-forwarded-for"))
+        .flatten()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.trim().parse::<IpAddr>().ok());
+    forwarded
+        .or_else(|| {
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip())
+        })
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]))
+}
+
 impl FromRequestParts<AppState> for Authenticated {
     type Rejection = Problem;
 
@@ -154,18 +180,39 @@ impl FromRequestParts<AppState> for Authenticated {
             .get::<Arc<Timing>>()
             .cloned()
             .unwrap_or_default();
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| unauthenticated("This call needs an API key: send Authorization: Basic base64(<user email or id>:<API key>)."))?;
-        let (user, secret) = parse_basic(header)?;
-        let versions = Arc::new(state.store.versions(&timing).await?);
-        let caller = state
-            .auth
-            .authenticate(&state.store, &user, &secret, &versions, &timing)
-            .await?;
-        Ok(Authenticated { caller, versions })
+        let address = client_address(parts, state.behind_proxy);
+        let auth = &state.auth;
+        // An address that failed too often is refused before its credentials are looked at.
+        auth.failures
+            .check(&address, Instant::now())
+            .map_err(|wait| Problem(too_many(wait, "failed authentications from this address")))?;
+        let attempt = async {
+            let header = parts
+                .headers
+                .get(AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| unauthenticated("This call needs an API key: send Authorization: Basic base64(<user email or id>:<API key>)."))?;
+            let (user, secret) = parse_basic(header)?;
+            let versions = Arc::new(state.store.versions(&timing).await?);
+            let caller = auth
+                .authenticate(&state.store, &user, &secret, &versions, &timing)
+                .await?;
+            Ok::<_, Problem>(Authenticated { caller, versions })
+        };
+        match attempt.await {
+            Ok(authenticated) => {
+                auth.per_key
+                    .take(&authenticated.caller.key_id, Instant::now())
+                    .map_err(|wait| Problem(too_many(wait, "requests for this key")))?;
+                Ok(authenticated)
+            }
+            Err(problem) => {
+                if problem.0.code == Code::Unauthenticated {
+                    let _ = auth.failures.take(&address, Instant::now());
+                }
+                Err(problem)
+            }
+        }
     }
 }
 

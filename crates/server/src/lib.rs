@@ -7,6 +7,7 @@ pub mod handlers;
 pub mod lenient;
 pub mod observe;
 pub mod problem;
+pub mod ratelimit;
 pub mod tls;
 
 use auth::Authenticator;
@@ -33,6 +34,24 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// `None`: plain HTTP behind a TLS-terminating proxy (`--behind-proxy`).
     pub tls: Option<TlsSource>,
+    /// Requests per API key.
+    pub key_limit: ratelimit::Limit,
+    /// Failed authentications per client address.
+    pub failure_limit: ratelimit::Limit,
+}
+
+impl Settings {
+    /// Default limits: generous for clients (1,000 requests a second per key, bursts of
+    /// 2,000), strict for guessing (5 failed authentications a second per address, bursts of
+    /// 20).
+    pub fn new(listen: SocketAddr, tls: Option<TlsSource>) -> Settings {
+        Settings {
+            listen,
+            tls,
+            key_limit: ratelimit::Limit::new(1000.0, 2000.0),
+            failure_limit: ratelimit::Limit::new(5.0, 20.0),
+        }
+    }
 }
 
 /// What every handler shares.
@@ -40,17 +59,22 @@ pub struct Settings {
 pub struct AppState {
     pub store: Store,
     pub auth: Arc<Authenticator>,
+    /// Behind a proxy the client's address is the first `X-Forwarded-For` hop.
+    pub behind_proxy: bool,
 }
 
 /// The routes of the API with their middleware.
 pub fn router(state: AppState, behind_proxy: bool) -> Router {
-    use handlers::{fallback, openapi, read};
+    use handlers::{fallback, openapi, read, write};
     let mut router = Router::new()
         .route("/api/openapi.json", get(openapi::openapi))
-        .route("/api/{resource}", get(read::list))
+        .route("/api/{resource}", get(read::list).post(write::create))
         .route("/api/{resource}/count", get(read::count).post(read::count))
         .route("/api/{resource}/query", post(read::list))
-        .route("/api/{resource}/{id}", get(read::by_id))
+        .route(
+            "/api/{resource}/{id}",
+            get(read::by_id).patch(write::update).delete(write::delete),
+        )
         .fallback(fallback::not_found)
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(CatchPanicLayer::custom(|_panic| {
@@ -113,10 +137,16 @@ impl Running {
 /// Binds and starts serving; returns once the socket listens.
 pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
     let state = AppState {
-        auth: Arc::new(Authenticator::new(store.clone())),
+        auth: Arc::new(Authenticator::new(
+            store.clone(),
+            settings.key_limit,
+            settings.failure_limit,
+        )),
         store,
+        behind_proxy: settings.tls.is_none(),
     };
-    let app = router(state, settings.tls.is_none()).into_make_service();
+    let app =
+        router(state, settings.tls.is_none()).into_make_service_with_connect_info::<SocketAddr>();
     let handle = axum_server::Handle::new();
     // TCP_NODELAY: answers go out at once instead of waiting on the client's delayed ACK.
     let (task, certificate_pem) = match &settings.tls {

@@ -7,7 +7,7 @@
 
 use crate::db::{Kind, Store, Timing};
 use crate::grants::{Grant, default_grants};
-use crate::ids::{looks_like_id, new_id, now_timestamp};
+use crate::ids::{new_id, now_timestamp};
 use brandhub_catalog::{Cell, Layout, Record, UserType, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
 use brandhub_query::text::fold;
@@ -16,19 +16,6 @@ use rand::distr::Alphanumeric;
 use sea_query::{Alias, Expr, ExprTrait, Query};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-
-/// A user to create.
-#[derive(Debug, Clone)]
-pub struct NewUser {
-    pub email: String,
-    pub name: String,
-    pub user_type: UserType,
-    /// The first becomes `fk_company`, the others `detail.companies`.
-    pub companies: Vec<String>,
-    pub host: Option<String>,
-    pub warehouse: Option<String>,
-    pub sponsor: Option<String>,
-}
 
 /// A created key: its id and the secret, which is shown this once.
 #[derive(Debug, Clone)]
@@ -102,19 +89,6 @@ fn validation(errors: Vec<FieldError>) -> ApiError {
 }
 
 impl Store {
-    async fn exists(&self, resource: &str, id: &str, timing: &Timing) -> ApiResult<bool> {
-        let table = catalog().resource(resource).expect("known resource").table;
-        let statement = Query::select()
-            .column(Alias::new("id"))
-            .from(Alias::new(table))
-            .and_where(Expr::col(Alias::new("id")).eq(id.to_ascii_uppercase()))
-            .to_owned();
-        Ok(!self
-            .fetch(&statement, &[Kind::Text], timing)
-            .await?
-            .is_empty())
-    }
-
     /// The id of the user with this email (any case) or id.
     pub async fn find_user_id(&self, email_or_id: &str) -> ApiResult<Option<String>> {
         let statement = Query::select()
@@ -133,110 +107,6 @@ impl Store {
             .first()
             .and_then(|r| r[0].as_text())
             .map(str::to_string))
-    }
-
-    /// Creates a user after checking every field; returns its id.
-    pub async fn create_user(&self, user: &NewUser) -> ApiResult<String> {
-        let timing = Timing::default();
-        let mut errors = Vec::new();
-        let mut problem = |field: &str, message: String| {
-            errors.push(FieldError {
-                field: field.to_string(),
-                message,
-            })
-        };
-        if !user.email.contains('@') || user.email.trim() != user.email {
-            problem("email", format!("'{}' is not an email address", user.email));
-        }
-        if user.name.trim().is_empty() {
-            problem("name", "must not be empty".to_string());
-        }
-        let required = match user.user_type {
-            UserType::Company if user.companies.is_empty() => {
-                Some(("fk_company", "a company user needs a company"))
-            }
-            UserType::Host if user.host.is_none() => Some(("fk_host", "a host user needs a host")),
-            UserType::Warehouse if user.warehouse.is_none() => {
-                Some(("fk_warehouse", "a warehouse user needs a warehouse"))
-            }
-            UserType::Sponsor if user.sponsor.is_none() => {
-                Some(("fk_sponsor", "a sponsor user needs its sponsor company"))
-            }
-            _ => None,
-        };
-        if let Some((field, message)) = required {
-            problem(field, message.to_string());
-        }
-        let mut references: Vec<(&str, &str, &String)> = Vec::new();
-        for (i, company) in user.companies.iter().enumerate() {
-            references.push((
-                if i == 0 {
-                    "fk_company"
-                } else {
-                    "detail.companies"
-                },
-                "company",
-                company,
-            ));
-        }
-        if let Some(host) = &user.host {
-            references.push(("fk_host", "host", host));
-        }
-        if let Some(warehouse) = &user.warehouse {
-            references.push(("fk_warehouse", "warehouse", warehouse));
-        }
-        if let Some(sponsor) = &user.sponsor {
-            references.push(("fk_sponsor", "company", sponsor));
-        }
-        for (field, resource, id) in references {
-            if !looks_like_id(id) || !self.exists(resource, id, &timing).await? {
-                problem(field, format!("no {resource} has id '{id}'"));
-            }
-        }
-        if !errors.is_empty() {
-            return Err(validation(errors));
-        }
-        if self.find_user_id(&user.email).await?.is_some() {
-            return Err(ApiError::new(
-                Code::Conflict,
-                format!("A user with email '{}' exists already.", user.email),
-            )
-            .with_field("email"));
-        }
-        let resource = catalog().resource("user").expect("user is a resource");
-        let layout = Layout::of(resource);
-        let mut record = Record::empty(resource);
-        let id = new_id();
-        let upper = |id: &String| Cell::Text(id.to_ascii_uppercase());
-        record.cells[layout.cell("id")] = Cell::Text(id.clone());
-        record.cells[layout.cell("name")] = user.name.as_str().into();
-        record.cells[layout.cell("email")] = user.email.as_str().into();
-        record.cells[layout.cell("type")] = user.user_type.as_str().into();
-        record.cells[layout.cell("status")] = "active".into();
-        record.cells[layout.cell("createdDate")] = now_timestamp().into();
-        record.cells[layout.cell("detail.lang")] = "en".into();
-        if let Some(company) = user.companies.first() {
-            record.cells[layout.cell("fk_company")] = upper(company);
-        }
-        record.lists[layout.list("detail.companies")] = user
-            .companies
-            .iter()
-            .skip(1)
-            .map(|c| c.to_ascii_uppercase())
-            .collect();
-        if let Some(host) = &user.host {
-            record.cells[layout.cell("fk_host")] = upper(host);
-        }
-        if let Some(warehouse) = &user.warehouse {
-            record.cells[layout.cell("fk_warehouse")] = upper(warehouse);
-        }
-        if let Some(sponsor) = &user.sponsor {
-            record.cells[layout.cell("fk_sponsor")] = upper(sponsor);
-        }
-        let mut tx = self.begin().await?;
-        tx.insert_records(resource, &[record]).await?;
-        tx.commit().await?;
-        Ok(id)
     }
 
     /// Creates a key for a user (by email or id). Grants default to the user type's; given

@@ -12,12 +12,14 @@ pub mod page;
 pub mod read;
 pub mod render;
 pub mod schema;
+pub mod users;
 pub mod versions;
 pub mod write;
 
-pub use accounts::{Caller, NewKey, NewUser};
+pub use accounts::{Caller, NewKey};
 pub use db::{Backend, Store, StoreOptions, Timing, WriteTx};
 pub use grants::Grant;
 pub use page::RenderedPage;
 pub use read::PageData;
+pub use users::NewUser;
 pub use versions::Versions;

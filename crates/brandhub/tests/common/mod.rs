@@ -314,12 +314,12 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
             )
             .await
             .expect("the demo loads");
-            let settings = Settings {
-                listen: "127.0.0.1:0".parse().expect("an address"),
-                tls: Some(TlsSource::SelfSigned {
+            let settings = Settings::new(
+                "127.0.0.1:0".parse().expect("an address"),
+                Some(TlsSource::SelfSigned {
                     dir: dir.path().join("tls"),
                 }),
-            };
+            );
             let running = start(settings, store.clone())
                 .await
                 .expect("the server starts");

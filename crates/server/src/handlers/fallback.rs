@@ -3,6 +3,7 @@
 
 use crate::problem::Problem;
 use axum::http::{Method, Uri};
+use brandhub_catalog::catalog;
 use brandhub_problem::{ApiError, Code};
 
 /// 404 for a path that is not part of the API.
@@ -16,13 +17,34 @@ pub async fn not_found(uri: Uri) -> Problem {
     ))
 }
 
-/// 405 for a method a path does not accept; axum adds the `Allow` header.
+/// The methods a path accepts, from the catalog (what `Allow` must say).
+fn allowed(path: &str) -> Option<String> {
+    let mut segments = path.trim_matches('/').split('/');
+    let (Some("api"), Some(name)) = (segments.next(), segments.next()) else {
+        return None;
+    };
+    let resource = catalog().resource(name)?;
+    let methods = match (segments.next(), segments.next()) {
+        (None, _) => resource.methods(false),
+        (Some("count"), None) => vec!["GET", "HEAD", "POST"],
+        (Some("query"), None) => vec!["POST"],
+        (Some(_), None) => resource.methods(true),
+        _ => return None,
+    };
+    Some(methods.join(", "))
+}
+
+/// 405 for a method a path does not accept, with the `Allow` header the catalog implies.
 pub async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
-    Problem(ApiError::new(
+    let allow = allowed(uri.path());
+    let mut error = ApiError::new(
         Code::MethodNotAllowed,
         format!(
-            "{} does not accept {method}; see the Allow header.",
-            uri.path()
+            "{} does not accept {method}; it accepts {}.",
+            uri.path(),
+            allow.as_deref().unwrap_or("other methods")
         ),
-    ))
+    );
+    error.allow = allow;
+    Problem(error)
 }

@@ -5,6 +5,7 @@
 pub mod fallback;
 pub mod openapi;
 pub mod read;
+pub mod write;
 
 use crate::problem::{Answer, Problem};
 use axum::body::Body;

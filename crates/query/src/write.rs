@@ -1,0 +1,340 @@
+//! Writes (CONTRACT §9), parsed and checked against the catalog before anything touches the
+//! database: a JSON object of fields (objects nested as in records) becomes typed values for
+//! the fields the resource accepts. A name that does not exist is 400 `unknown_field`; every
+//! other problem (a read-only field, a wrong type, a missing required field) is collected, so
+//! that one 422 `validation_failed` lists them all.
+
+use crate::plan::Viewer;
+use brandhub_catalog::{Cell, Field, FieldType, Resource};
+use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use chrono::NaiveDateTime;
+use serde_json::Value;
+
+/// Whether a write creates a record or changes one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    Create,
+    Update,
+}
+
+/// The checked values of a write.
+#[derive(Debug, Clone, Default)]
+pub struct WriteValues {
+    /// Stored fields and their new values.
+    pub cells: Vec<(&'static Field, Cell)>,
+    /// List fields and their new elements.
+    pub lists: Vec<(&'static Field, Vec<String>)>,
+}
+
+impl WriteValues {
+    /// The value given for a path, if any.
+    pub fn cell(&self, path: &str) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|(f, _)| f.path == path)
+            .map(|(_, c)| c)
+    }
+
+    /// The elements given for a list path, if any.
+    pub fn list(&self, path: &str) -> Option<&Vec<String>> {
+        self.lists
+            .iter()
+            .find(|(f, _)| f.path == path)
+            .map(|(_, l)| l)
+    }
+
+    /// The text given for a path (`None` when absent or null).
+    pub fn text(&self, path: &str) -> Option<String> {
+        self.cell(path).and_then(Cell::as_text).map(str::to_string)
+    }
+}
+
+/// The all-zero id that user records show for "none", accepted as input for the same.
+const ZERO_ID: &str = "00000000000000000000000000000000";
+
+fn flatten<'a>(
+    prefix: &str,
+    object: &'a serde_json::Map<String, Value>,
+    out: &mut Vec<(String, &'a Value)>,
+) {
+    for (name, value) in object {
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        out.push((path, value));
+    }
+}
+
+fn kind_error(field: &Field, expected: &str, value: &Value) -> FieldError {
+    FieldError {
+        field: field.path.clone(),
+        message: format!("expected {expected}, got {value}"),
+    }
+}
+
+fn id_value(field: &Field, value: &Value) -> Result<Option<String>, FieldError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) if text.is_empty() || text == ZERO_ID => Ok(None),
+        Value::String(text) if text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(Some(text.to_ascii_uppercase()))
+        }
+        other => Err(kind_error(
+            field,
+            "an id (32 hexadecimal characters) or null",
+            other,
+        )),
+    }
+}
+
+fn typed(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
+    Ok(match field.ty {
+        FieldType::Text => match value {
+            Value::Null => Cell::Text(String::new()),
+            Value::String(text) => Cell::Text(text.clone()),
+            other => return Err(kind_error(field, "text", other)),
+        },
+        FieldType::Id => id_value(field, value)?.map_or(Cell::Null, Cell::Text),
+        FieldType::Integer => match value {
+            Value::Null => Cell::Null,
+            Value::Number(n) => Cell::Integer(
+                n.as_i64()
+                    .ok_or_else(|| kind_error(field, "a whole number", value))?,
+            ),
+            other => return Err(kind_error(field, "a whole number", other)),
+        },
+        FieldType::Number => match value {
+            Value::Null => Cell::Null,
+            Value::Number(n) => Cell::Number(
+                n.as_f64()
+                    .filter(|n| n.is_finite())
+                    .ok_or_else(|| kind_error(field, "a number", value))?,
+            ),
+            other => return Err(kind_error(field, "a number", other)),
+        },
+        FieldType::Boolean => match value {
+            Value::Null => Cell::Null,
+            Value::Bool(b) => Cell::Boolean(*b),
+            other => return Err(kind_error(field, "true or false", other)),
+        },
+        FieldType::Timestamp | FieldType::PreciseTimestamp => match value {
+            Value::Null => Cell::Null,
+            Value::String(text) if text.is_empty() => Cell::Null,
+            Value::String(text) => {
+                let instant = NaiveDateTime::parse_from_str(
+                    text.trim_end_matches('Z'),
+                    "%Y-%m-%dT%H:%M:%S%.f",
+                )
+                .map_err(|_| kind_error(field, "a timestamp YYYY-MM-DDTHH:MM:SS", value))?;
+                Cell::Text(crate::plan::value::format_stamp(
+                    instant,
+                    field.ty == FieldType::PreciseTimestamp,
+                ))
+            }
+            other => return Err(kind_error(field, "a timestamp", other)),
+        },
+        FieldType::Object | FieldType::List => unreachable!("handled by the caller"),
+    })
+}
+
+fn list_values(field: &'static Field, value: &Value) -> Result<Vec<String>, FieldError> {
+    let element = field.list.as_ref().map_or(FieldType::Text, |l| l.element);
+    let Value::Array(items) = value else {
+        return Err(kind_error(field, "an array", value));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        match (element, item) {
+            (FieldType::Id, _) => match id_value(field, item)? {
+                Some(id) => out.push(id),
+                None => return Err(kind_error(field, "an array of ids", value)),
+            },
+            (_, Value::String(text)) => out.push(text.clone()),
+            _ => return Err(kind_error(field, "an array of texts", value)),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses and checks the body of a create or update of `resource`.
+pub fn parse_write(
+    resource: &'static Resource,
+    mode: WriteMode,
+    body: &[u8],
+    viewer: &Viewer,
+) -> ApiResult<WriteValues> {
+    let value: Value = serde_json::from_slice(body).map_err(|error| {
+        ApiError::new(
+            Code::InvalidValue,
+            format!(
+                "The body must be a JSON object of {} fields: {error}.",
+                resource.name
+            ),
+        )
+    })?;
+    let Value::Object(object) = &value else {
+        return Err(ApiError::new(
+            Code::InvalidValue,
+            format!(
+                "The body must be a JSON object of {} fields, not {value}.",
+                resource.name
+            ),
+        ));
+    };
+    let writable: &[&str] = match mode {
+        WriteMode::Create => &resource.writes.create,
+        WriteMode::Update => &resource.writes.update,
+    };
+    let mut pending = Vec::new();
+    flatten("", object, &mut pending);
+    let mut values = WriteValues::default();
+    let mut errors = Vec::new();
+    while let Some((path, value)) = pending.pop() {
+        let Some(field) = resource.field_at(&path).filter(|f| viewer.sees_field(f)) else {
+            let mut error = ApiError::unknown_field(
+                &format!("{} has no field '{path}': the name", resource.name),
+                &path,
+                writable.iter().copied(),
+            );
+            error.field = Some(path);
+            return Err(error);
+        };
+        if field.ty == FieldType::Object {
+            match value {
+                Value::Object(inner) => flatten(&path, inner, &mut pending),
+                other => errors.push(kind_error(field, "an object", other)),
+            }
+            continue;
+        }
+        if !writable.contains(&field.path.as_str()) {
+            let message = match mode {
+                WriteMode::Create => "is set by the server and cannot be given",
+                WriteMode::Update => "cannot be changed",
+            };
+            errors.push(FieldError {
+                field: field.path.clone(),
+                message: message.into(),
+            });
+            continue;
+        }
+        if field.ty == FieldType::List {
+            match list_values(field, value) {
+                Ok(list) => values.lists.push((field, list)),
+                Err(error) => errors.push(error),
+            }
+            continue;
+        }
+        match typed(field, value) {
+            Ok(cell) => values.cells.push((field, cell)),
+            Err(error) => errors.push(error),
+        }
+    }
+    if mode == WriteMode::Create {
+        for path in &resource.writes.create_required {
+            let given =
+                values.cell(path).is_some_and(|c| !c.is_unset()) || values.list(path).is_some();
+            if !given && !errors.iter().any(|e| e.field == *path) {
+                errors.push(FieldError {
+                    field: path.to_string(),
+                    message: "is required".into(),
+                });
+            }
+        }
+    }
+    if !errors.is_empty() {
+        errors.sort_by(|a, b| a.field.cmp(&b.field));
+        return Err(validation_failed(errors));
+    }
+    values.cells.sort_by_key(|(f, _)| f.path.clone());
+    values.lists.sort_by_key(|(f, _)| f.path.clone());
+    Ok(values)
+}
+
+/// A 422 listing every problem of a write.
+pub fn validation_failed(errors: Vec<FieldError>) -> ApiError {
+    let summary: Vec<String> = errors
+        .iter()
+        .map(|e| format!("{} {}", e.field, e.message))
+        .collect();
+    let mut error = ApiError::new(
+        Code::ValidationFailed,
+        format!("The write was refused: {}.", summary.join("; ")),
+    );
+    error.errors = errors;
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brandhub_catalog::catalog;
+
+    fn user() -> &'static Resource {
+        catalog().resource("user").unwrap()
+    }
+
+    #[test]
+    fn a_create_takes_nested_objects_and_types_values() {
+        let body = r#"{"name": "Zoë", "email": "z@x.test", "type": "company", "fk_company": "0123456789abcdef0123456789abcdef",
+                        "fk_host": "00000000000000000000000000000000", "detail": {"lang": "de", "companies": []}}"#;
+        let values =
+            parse_write(user(), WriteMode::Create, body.as_bytes(), &Viewer::admin()).unwrap();
+        assert_eq!(values.text("name").as_deref(), Some("Zoë"));
+        assert_eq!(
+            values.text("fk_company").as_deref(),
+            Some("0123456789ABCDEF0123456789ABCDEF")
+        );
+        assert_eq!(values.cell("fk_host"), Some(&Cell::Null), "zeros mean none");
+        assert_eq!(values.text("detail.lang").as_deref(), Some("de"));
+        assert_eq!(values.list("detail.companies"), Some(&Vec::new()));
+    }
+
+    #[test]
+    fn every_problem_is_listed_at_once() {
+        let body =
+            br#"{"id": "X", "createdDate": "2026-01-01T00:00:00", "type": 7, "fk_host": "nope"}"#;
+        let error = parse_write(user(), WriteMode::Create, body, &Viewer::admin()).unwrap_err();
+        assert_eq!(error.code, Code::ValidationFailed);
+        let fields: Vec<&str> = error.errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec!["createdDate", "email", "fk_host", "id", "name", "type"]
+        );
+    }
+
+    #[test]
+    fn unknown_names_and_bad_bodies_are_400() {
+        let error = parse_write(
+            user(),
+            WriteMode::Update,
+            br#"{"nickname": "x"}"#,
+            &Viewer::admin(),
+        )
+        .unwrap_err();
+        assert_eq!(error.code, Code::UnknownField);
+        assert!(error.detail.contains("status"), "{}", error.detail);
+        for body in [&b"[1]"[..], b"{", b"\"text\""] {
+            assert_eq!(
+                parse_write(user(), WriteMode::Update, body, &Viewer::admin())
+                    .unwrap_err()
+                    .code,
+                Code::InvalidValue
+            );
+        }
+    }
+
+    #[test]
+    fn an_update_refuses_what_cannot_change() {
+        let error = parse_write(
+            user(),
+            WriteMode::Update,
+            br#"{"email": "new@x.test"}"#,
+            &Viewer::admin(),
+        )
+        .unwrap_err();
+        assert_eq!(error.code, Code::ValidationFailed);
+        assert_eq!(error.errors[0].message, "cannot be changed");
+    }
+}

@@ -1,0 +1,212 @@
+//! The write endpoints (CONTRACT §9): `POST /api/<resource>`, `PATCH /api/<resource>/<id>`
+//! and `DELETE /api/<resource>/<id>`, for the resources whose catalog entry accepts them. The
+//! body is checked by `brandhub_query::write`; the record must be in the caller's scope (404
+//! otherwise, as if it did not exist); the answer is the record as it now is, read back
+//! through the read pipeline.
+
+use super::read::viewer;
+use super::{MAX_QUERY_BODY, read_body, require_grant, resource};
+use crate::AppState;
+use crate::auth::Authenticated;
+use crate::problem::{Answer, Problem};
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use brandhub_catalog::{Cell, Resource, UserType};
+use brandhub_problem::{ApiError, Code, FieldError};
+use brandhub_query::plan::{Viewer, plan_by_id};
+use brandhub_query::request::ReadRequest;
+use brandhub_query::write::{WriteMode, parse_write, validation_failed};
+use brandhub_store::{Caller, RenderedPage, Timing};
+use std::sync::Arc;
+
+/// 405 for a method the resource does not accept, with the methods it does.
+fn not_accepted(resource: &Resource, method: &str, with_id: bool) -> Problem {
+    let allowed = resource.methods(with_id).join(", ");
+    let mut error = ApiError::new(
+        Code::MethodNotAllowed,
+        format!(
+            "{} does not accept {method}; it accepts {allowed}.",
+            resource.name
+        ),
+    );
+    error.allow = Some(allowed);
+    Problem(error)
+}
+
+/// The record by id as the caller sees it, or `None` outside scope or missing.
+async fn read_one(
+    state: &AppState,
+    resource: &'static Resource,
+    id: &str,
+    viewer: &Viewer,
+    timing: &Timing,
+) -> Answer<Option<RenderedPage>> {
+    // The write just changed the tables: read the versions again so nothing cached before
+    // the write is taken for the record as it now is.
+    let versions = state.store.versions(timing).await?;
+    let plan = plan_by_id(resource, id, &ReadRequest::default(), viewer)?;
+    let page = state
+        .store
+        .render_page(&plan, viewer, &versions, timing)
+        .await?;
+    Ok((page.records > 0).then_some(page))
+}
+
+fn answer(status: StatusCode, body: Vec<u8>, location: Option<String>) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(location) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        headers.insert(header::LOCATION, location);
+    }
+    response
+}
+
+fn not_found(resource: &Resource, id: &str) -> Problem {
+    Problem(ApiError::new(
+        Code::NotFound,
+        format!("There is no {} with id '{id}'.", resource.name),
+    ))
+}
+
+/// The owner of a new key: the caller, or (for admins) the user named in `fk_user`.
+fn key_owner(caller: &Caller, given: Option<&Cell>) -> Result<String, Problem> {
+    match given.and_then(Cell::as_text) {
+        None => Ok(caller.user_id.clone()),
+        Some(user) if user.eq_ignore_ascii_case(&caller.user_id) => Ok(caller.user_id.clone()),
+        Some(user) if caller.user_type == UserType::Admin => Ok(user.to_string()),
+        Some(_) => Err(Problem(validation_failed(vec![FieldError {
+            field: "fk_user".into(),
+            message: "keys are created for yourself; only admins create keys for other users"
+                .into(),
+        }]))),
+    }
+}
+
+/// `POST /api/<resource>`: creates a record; 201 with `Location` and the new record.
+pub async fn create(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Authenticated { caller, .. }: Authenticated,
+    Extension(timing): Extension<Arc<Timing>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    let resource = resource(&name)?;
+    if resource.writes.create.is_empty() {
+        return Err(not_accepted(resource, "POST", false));
+    }
+    require_grant(&caller, resource, "POST")?;
+    let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
+    let viewer = viewer(&caller);
+    let values = parse_write(resource, WriteMode::Create, &bytes, &viewer)?;
+    let (id, secret) = match resource.name {
+        "user" => (state.store.create_user_from(&values).await?, None),
+        "apiKey" => {
+            let owner = key_owner(&caller, values.cell("fk_user"))?;
+            let key = state
+                .store
+                .create_key(
+                    &owner,
+                    values.text("name").as_deref(),
+                    values.list("grants").map(Vec::as_slice),
+                )
+                .await
+                .map_err(|error| match error.code {
+                    Code::NotFound => Problem(validation_failed(vec![FieldError {
+                        field: "fk_user".into(),
+                        message: format!("no user has id '{owner}'"),
+                    }])),
+                    _ => Problem(error),
+                })?;
+            (key.id, Some(key.secret))
+        }
+        _ => return Err(not_accepted(resource, "POST", false)),
+    };
+    let page = read_one(&state, resource, &id, &viewer, &timing)
+        .await?
+        .ok_or_else(|| not_found(resource, &id))?;
+    let body = match secret {
+        // The secret is shown in this answer only: added to the record, never stored.
+        Some(secret) => {
+            let mut envelope: serde_json::Value =
+                serde_json::from_slice(&page.body).map_err(|_| Problem(ApiError::internal()))?;
+            envelope["response"][resource.name][0]["secret"] = serde_json::Value::String(secret);
+            serde_json::to_vec(&envelope).map_err(|_| Problem(ApiError::internal()))?
+        }
+        None => page.body.to_vec(),
+    };
+    Ok(answer(
+        StatusCode::CREATED,
+        body,
+        Some(format!("/api/{}/{id}", resource.name)),
+    ))
+}
+
+/// `PATCH /api/<resource>/<id>`: changes a record in scope; 200 with the record as it now is.
+pub async fn update(
+    State(state): State<AppState>,
+    Path((name, id)): Path<(String, String)>,
+    Authenticated { caller, .. }: Authenticated,
+    Extension(timing): Extension<Arc<Timing>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    let resource = resource(&name)?;
+    if resource.writes.update.is_empty() {
+        return Err(not_accepted(resource, "PATCH", true));
+    }
+    require_grant(&caller, resource, "PATCH")?;
+    let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
+    let viewer = viewer(&caller);
+    if read_one(&state, resource, &id, &viewer, &timing)
+        .await?
+        .is_none()
+    {
+        return Err(not_found(resource, &id));
+    }
+    let values = parse_write(resource, WriteMode::Update, &bytes, &viewer)?;
+    let updated = match resource.name {
+        "user" => state.store.update_user(&id, &values).await?,
+        _ => return Err(not_accepted(resource, "PATCH", true)),
+    };
+    if updated.is_none() {
+        return Err(not_found(resource, &id));
+    }
+    let page = read_one(&state, resource, &id, &viewer, &timing)
+        .await?
+        .ok_or_else(|| not_found(resource, &id))?;
+    Ok(answer(StatusCode::OK, page.body.to_vec(), None))
+}
+
+/// `DELETE /api/<resource>/<id>`: removes (for keys: revokes) a record in scope; 204.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path((name, id)): Path<(String, String)>,
+    Authenticated { caller, .. }: Authenticated,
+    Extension(timing): Extension<Arc<Timing>>,
+) -> Answer<Response> {
+    let resource = resource(&name)?;
+    if !resource.writes.delete {
+        return Err(not_accepted(resource, "DELETE", true));
+    }
+    require_grant(&caller, resource, "DELETE")?;
+    let viewer = viewer(&caller);
+    if read_one(&state, resource, &id, &viewer, &timing)
+        .await?
+        .is_none()
+    {
+        return Err(not_found(resource, &id));
+    }
+    match resource.name {
+        "apiKey" => state.store.revoke_key(&id).await?,
+        _ => return Err(not_accepted(resource, "DELETE", true)),
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

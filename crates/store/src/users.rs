@@ -1,0 +1,357 @@
+//! Users: creating and changing them. A user's type decides which links it needs (a company
+//! user its company, a host user its host, …); every create and update checks the profile the
+//! write would leave, all problems at once, before writing anything.
+
+use crate::db::{Kind, Store, Timing};
+use crate::ids::{looks_like_id, new_id, now_timestamp};
+use brandhub_catalog::{Cell, Layout, Record, UserType, catalog};
+use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_query::text::fold;
+use brandhub_query::write::{WriteValues, validation_failed};
+use sea_query::{Alias, Expr, ExprTrait, Query, Value};
+
+/// The user statuses; a disabled user's keys all fail.
+pub const STATUSES: [&str; 2] = ["active", "disabled"];
+
+/// A user to create.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub name: String,
+    pub user_type: UserType,
+    /// The first becomes `fk_company`, the others `detail.companies`.
+    pub companies: Vec<String>,
+    pub host: Option<String>,
+    pub warehouse: Option<String>,
+    pub sponsor: Option<String>,
+}
+
+/// What a user is and is linked to: as stored, or as a write would leave it.
+#[derive(Debug, Clone, Default)]
+struct Profile {
+    name: String,
+    user_type: String,
+    status: String,
+    company: Option<String>,
+    companies: Vec<String>,
+    host: Option<String>,
+    warehouse: Option<String>,
+    sponsor: Option<String>,
+}
+
+fn problem(field: &str, message: impl Into<String>) -> FieldError {
+    FieldError {
+        field: field.to_string(),
+        message: message.into(),
+    }
+}
+
+impl Profile {
+    /// Applies the given values over this profile.
+    fn with(mut self, values: &WriteValues) -> Profile {
+        let id = |cell: &Cell| cell.as_text().map(str::to_string);
+        if let Some(name) = values.text("name") {
+            self.name = name;
+        }
+        if let Some(user_type) = values.text("type") {
+            self.user_type = user_type;
+        }
+        if let Some(status) = values.text("status") {
+            self.status = status;
+        }
+        if let Some(cell) = values.cell("fk_company") {
+            self.company = id(cell);
+        }
+        if let Some(cell) = values.cell("fk_host") {
+            self.host = id(cell);
+        }
+        if let Some(cell) = values.cell("fk_warehouse") {
+            self.warehouse = id(cell);
+        }
+        if let Some(cell) = values.cell("fk_sponsor") {
+            self.sponsor = id(cell);
+        }
+        if let Some(companies) = values.list("detail.companies") {
+            self.companies = companies.clone();
+        }
+        self
+    }
+}
+
+impl Store {
+    async fn exists_in(&self, table: &str, id: &str, timing: &Timing) -> ApiResult<bool> {
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(table))
+            .and_where(Expr::col(Alias::new("id")).eq(id.to_ascii_uppercase()))
+            .to_owned();
+        Ok(!self
+            .fetch(&statement, &[Kind::Text], timing)
+            .await?
+            .is_empty())
+    }
+
+    /// Every problem of a profile: its type, status and name, the links its type needs, and
+    /// links to records that do not exist.
+    async fn profile_problems(
+        &self,
+        profile: &Profile,
+        timing: &Timing,
+    ) -> ApiResult<Vec<FieldError>> {
+        let mut problems = Vec::new();
+        let Some(user_type) = UserType::parse(&profile.user_type) else {
+            problems.push(problem(
+                "type",
+                format!(
+                    "'{}' is not one of admin, sponsor, company, host, warehouse",
+                    profile.user_type
+                ),
+            ));
+            return Ok(problems);
+        };
+        if !STATUSES.contains(&profile.status.as_str()) {
+            problems.push(problem(
+                "status",
+                format!("'{}' is not active or disabled", profile.status),
+            ));
+        }
+        if profile.name.trim().is_empty() {
+            problems.push(problem("name", "must not be empty"));
+        }
+        let needs = match user_type {
+            UserType::Company if profile.company.is_none() => {
+                Some(("fk_company", "a company user needs a company"))
+            }
+            UserType::Host if profile.host.is_none() => {
+                Some(("fk_host", "a host user needs a host"))
+            }
+            UserType::Warehouse if profile.warehouse.is_none() => {
+                Some(("fk_warehouse", "a warehouse user needs a warehouse"))
+            }
+            UserType::Sponsor if profile.sponsor.is_none() => {
+                Some(("fk_sponsor", "a sponsor user needs its sponsor company"))
+            }
+            _ => None,
+        };
+        if let Some((field, message)) = needs {
+            problems.push(problem(field, message));
+        }
+        let mut links: Vec<(&str, &str, &String)> = Vec::new();
+        links.extend(
+            profile
+                .company
+                .iter()
+                .map(|id| ("fk_company", "company", id)),
+        );
+        links.extend(
+            profile
+                .companies
+                .iter()
+                .map(|id| ("detail.companies", "company", id)),
+        );
+        links.extend(profile.host.iter().map(|id| ("fk_host", "host", id)));
+        links.extend(
+            profile
+                .warehouse
+                .iter()
+                .map(|id| ("fk_warehouse", "warehouse", id)),
+        );
+        links.extend(
+            profile
+                .sponsor
+                .iter()
+                .map(|id| ("fk_sponsor", "company", id)),
+        );
+        for (field, table, id) in links {
+            if !looks_like_id(id) || !self.exists_in(table, id, timing).await? {
+                problems.push(problem(field, format!("no {table} has id '{id}'")));
+            }
+        }
+        Ok(problems)
+    }
+
+    /// Creates a user after checking every field; returns its id.
+    pub async fn create_user(&self, user: &NewUser) -> ApiResult<String> {
+        let values = WriteValues::default();
+        self.create_user_with(user, &values).await
+    }
+
+    /// Creates a user from a checked API write (`type`, `email`, `name` and the links).
+    pub async fn create_user_from(&self, values: &WriteValues) -> ApiResult<String> {
+        let user_type = values.text("type").unwrap_or_default();
+        let user = NewUser {
+            email: values.text("email").unwrap_or_default(),
+            name: values.text("name").unwrap_or_default(),
+            user_type: UserType::parse(&user_type).unwrap_or(UserType::Admin),
+            companies: Vec::new(),
+            host: None,
+            warehouse: None,
+            sponsor: None,
+        };
+        self.create_user_with(&user, values).await
+    }
+
+    async fn create_user_with(&self, user: &NewUser, values: &WriteValues) -> ApiResult<String> {
+        let timing = Timing::default();
+        let base = Profile {
+            name: user.name.clone(),
+            user_type: user.user_type.as_str().to_string(),
+            status: "active".to_string(),
+            company: user.companies.first().map(|c| c.to_ascii_uppercase()),
+            companies: user
+                .companies
+                .iter()
+                .skip(1)
+                .map(|c| c.to_ascii_uppercase())
+                .collect(),
+            host: user.host.as_ref().map(|h| h.to_ascii_uppercase()),
+            warehouse: user.warehouse.as_ref().map(|w| w.to_ascii_uppercase()),
+            sponsor: user.sponsor.as_ref().map(|s| s.to_ascii_uppercase()),
+        };
+        let profile = base.with(values);
+        let email = values.text("email").unwrap_or_else(|| user.email.clone());
+        let mut problems = self.profile_problems(&profile, &timing).await?;
+        if !email.contains('@') || email.trim() != email {
+            problems.push(problem(
+                "email",
+                format!("'{email}' is not an email address"),
+            ));
+        }
+        if !problems.is_empty() {
+            problems.sort_by(|a, b| a.field.cmp(&b.field));
+            return Err(validation_failed(problems));
+        }
+        if self.find_user_id(&email).await?.is_some() {
+            return Err(ApiError::new(
+                Code::Conflict,
+                format!("A user with email '{email}' exists already."),
+            )
+            .with_field("email"));
+        }
+        let resource = catalog().resource("user").expect("user is a resource");
+        let layout = Layout::of(resource);
+        let mut record = Record::empty(resource);
+        let id = new_id();
+        let id_cell = |id: &Option<String>| id.clone().map_or(Cell::Null, Cell::Text);
+        record.cells[layout.cell("id")] = Cell::Text(id.clone());
+        record.cells[layout.cell("name")] = profile.name.as_str().into();
+        record.cells[layout.cell("email")] = email.as_str().into();
+        record.cells[layout.cell("type")] = profile.user_type.as_str().into();
+        record.cells[layout.cell("status")] = profile.status.as_str().into();
+        record.cells[layout.cell("createdDate")] = now_timestamp().into();
+        record.cells[layout.cell("detail.lang")] = values
+            .text("detail.lang")
+            .unwrap_or_else(|| "en".into())
+            .into();
+        record.cells[layout.cell("fk_company")] = id_cell(&profile.company);
+        record.cells[layout.cell("fk_host")] = id_cell(&profile.host);
+        record.cells[layout.cell("fk_warehouse")] = id_cell(&profile.warehouse);
+        record.cells[layout.cell("fk_sponsor")] = id_cell(&profile.sponsor);
+        record.lists[layout.list("detail.companies")] = profile.companies.clone();
+        let mut tx = self.begin().await?;
+        tx.insert_records(resource, &[record]).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn stored_profile(&self, id: &str, timing: &Timing) -> ApiResult<Option<Profile>> {
+        let statement = Query::select()
+            .columns(
+                [
+                    "name",
+                    "type",
+                    "status",
+                    "fk_company",
+                    "fk_host",
+                    "fk_warehouse",
+                    "fk_sponsor",
+                ]
+                .map(Alias::new),
+            )
+            .from(Alias::new("users"))
+            .and_where(Expr::col(Alias::new("id")).eq(id))
+            .to_owned();
+        let rows = self.fetch(&statement, &[Kind::Text; 7], timing).await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let text = |i: usize| row[i].as_text().map(str::to_string);
+        let companies = Query::select()
+            .column(Alias::new("company_id"))
+            .from(Alias::new("user_company"))
+            .and_where(Expr::col(Alias::new("user_id")).eq(id))
+            .order_by(Alias::new("position"), sea_query::Order::Asc)
+            .to_owned();
+        let companies = self
+            .fetch(&companies, &[Kind::Text], timing)
+            .await?
+            .into_iter()
+            .filter_map(|r| r[0].as_text().map(str::to_string))
+            .collect();
+        Ok(Some(Profile {
+            name: text(0).unwrap_or_default(),
+            user_type: text(1).unwrap_or_default(),
+            status: text(2).unwrap_or_default(),
+            company: text(3),
+            host: text(4),
+            warehouse: text(5),
+            sponsor: text(6),
+            companies,
+        }))
+    }
+
+    /// Changes a user (the caller has checked it is in scope); `None` when there is no such
+    /// user. Disabling a user makes its keys fail on the next request.
+    pub async fn update_user(&self, id: &str, values: &WriteValues) -> ApiResult<Option<()>> {
+        let timing = Timing::default();
+        let id = id.to_ascii_uppercase();
+        let Some(current) = self.stored_profile(&id, &timing).await? else {
+            return Ok(None);
+        };
+        let profile = current.with(values);
+        let mut problems = self.profile_problems(&profile, &timing).await?;
+        if !problems.is_empty() {
+            problems.sort_by(|a, b| a.field.cmp(&b.field));
+            return Err(validation_failed(problems));
+        }
+        let mut update = Query::update();
+        update
+            .table(Alias::new("users"))
+            .and_where(Expr::col(Alias::new("id")).eq(id.as_str()));
+        let mut changed = false;
+        for (field, cell) in &values.cells {
+            let value = crate::write::cell_value(field, cell);
+            update.value(Alias::new(field.column.as_str()), value);
+            if let Some(folded) = field.folded_column() {
+                update.value(
+                    Alias::new(folded),
+                    Value::from(fold(cell.as_text().unwrap_or_default())),
+                );
+            }
+            changed = true;
+        }
+        let mut tx = self.begin().await?;
+        if changed {
+            tx.execute("users", &update).await?;
+        }
+        if let Some(companies) = values.list("detail.companies") {
+            let delete = Query::delete()
+                .from_table(Alias::new("user_company"))
+                .and_where(Expr::col(Alias::new("user_id")).eq(id.as_str()))
+                .to_owned();
+            tx.execute("user_company", &delete).await?;
+            let field = catalog()
+                .resource("user")
+                .and_then(|r| r.field_at("detail.companies"))
+                .expect("users have detail.companies");
+            let elements: Vec<(&str, usize, &str)> = companies
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (id.as_str(), i, c.as_str()))
+                .collect();
+            tx.insert_list_elements(field, &elements).await?;
+        }
+        tx.commit().await?;
+        Ok(Some(()))
+    }
+}

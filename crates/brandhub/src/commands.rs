@@ -127,7 +127,9 @@ pub async fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Key(KeyCommand::Create { user, name, grant }) => {
             let store = open_store(&cli).await?;
             let grants = (!grant.is_empty()).then_some(grant.as_slice());
-            let key = store.create_key(user, name.as_deref(), grants).await?;
+            let key = store
+                .create_key(user, name.as_deref(), grants, None)
+                .await?;
             println!(
                 "created key {} for {user}; the secret below is shown only now",
                 key.id

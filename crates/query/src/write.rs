@@ -24,9 +24,26 @@ pub struct WriteValues {
     pub cells: Vec<(&'static Field, Cell)>,
     /// List fields and their new elements.
     pub lists: Vec<(&'static Field, Vec<String>)>,
+    /// What is wrong with the write so far (read-only fields, wrong types, missing required
+    /// fields). Later checks add theirs, so that one 422 lists every problem.
+    pub problems: Vec<FieldError>,
 }
 
 impl WriteValues {
+    /// The values, or one 422 listing the problems found so far.
+    pub fn checked(self) -> ApiResult<WriteValues> {
+        if self.problems.is_empty() {
+            Ok(self)
+        } else {
+            Err(validation_failed(self.problems))
+        }
+    }
+
+    /// Whether a field already has a problem (later checks skip it).
+    pub fn has_problem(&self, path: &str) -> bool {
+        self.problems.iter().any(|p| p.field == path)
+    }
+
     /// The value given for a path, if any.
     pub fn cell(&self, path: &str) -> Option<&Cell> {
         self.cells
@@ -158,7 +175,9 @@ fn list_values(field: &'static Field, value: &Value) -> Result<Vec<String>, Fiel
     Ok(out)
 }
 
-/// Parses and checks the body of a create or update of `resource`.
+/// Parses and checks the body of a create or update of `resource`. Unknown names and
+/// unparsable bodies are errors (400); every other problem is left in
+/// [`WriteValues::problems`] for the caller to report with its own.
 pub fn parse_write(
     resource: &'static Resource,
     mode: WriteMode,
@@ -243,10 +262,8 @@ pub fn parse_write(
             }
         }
     }
-    if !errors.is_empty() {
-        errors.sort_by(|a, b| a.field.cmp(&b.field));
-        return Err(validation_failed(errors));
-    }
+    errors.sort_by(|a, b| a.field.cmp(&b.field));
+    values.problems = errors;
     values.cells.sort_by_key(|(f, _)| f.path.clone());
     values.lists.sort_by_key(|(f, _)| f.path.clone());
     Ok(values)
@@ -295,7 +312,10 @@ mod tests {
     fn every_problem_is_listed_at_once() {
         let body =
             br#"{"id": "X", "createdDate": "2026-01-01T00:00:00", "type": 7, "fk_host": "nope"}"#;
-        let error = parse_write(user(), WriteMode::Create, body, &Viewer::admin()).unwrap_err();
+        let error = parse_write(user(), WriteMode::Create, body, &Viewer::admin())
+            .unwrap()
+            .checked()
+            .unwrap_err();
         assert_eq!(error.code, Code::ValidationFailed);
         let fields: Vec<&str> = error.errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(
@@ -333,6 +353,8 @@ mod tests {
             br#"{"email": "new@x.test"}"#,
             &Viewer::admin(),
         )
+        .unwrap()
+        .checked()
         .unwrap_err();
         assert_eq!(error.code, Code::ValidationFailed);
         assert_eq!(error.errors[0].message, "cannot be changed");

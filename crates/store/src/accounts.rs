@@ -116,36 +116,55 @@ impl Store {
         user: &str,
         name: Option<&str>,
         grants: Option<&[String]>,
+        within: Option<&[Grant]>,
     ) -> ApiResult<NewKey> {
         let user_id = self.find_user_id(user).await?.ok_or_else(|| {
             ApiError::new(Code::NotFound, format!("No user has email or id '{user}'."))
         })?;
         let user_type = self.user_type_of(&user_id).await?;
-        let allowed = default_grants(user_type);
+        let defaults = default_grants(user_type);
+        // A key made with another key never allows more than that key does.
+        let fits =
+            |grant: &Grant| grant.is_within(&defaults) && within.is_none_or(|w| grant.is_within(w));
+        let describe = |grants: &[Grant]| {
+            grants
+                .iter()
+                .map(Grant::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let problem = |message: String| FieldError {
+            field: "grants".into(),
+            message,
+        };
         let grants: Vec<Grant> = match grants {
-            None => allowed.clone(),
+            None => {
+                let granted: Vec<Grant> = defaults.iter().filter(|g| fits(g)).cloned().collect();
+                if granted.is_empty() {
+                    return Err(validation(vec![problem(format!(
+                        "the key making this one allows none of a {} user's grants ({}); name the grants",
+                        user_type.as_str(),
+                        describe(&defaults)
+                    ))]));
+                }
+                granted
+            }
             Some(texts) => {
                 let mut parsed = Vec::new();
                 let mut errors = Vec::new();
                 for text in texts {
                     match Grant::parse(text) {
-                        Ok(grant) if grant.is_within(&allowed) => parsed.push(grant),
-                        Ok(grant) => errors.push(FieldError {
-                            field: "grants".into(),
-                            message: format!(
-                                "{grant} is wider than a {} user may have ({})",
-                                user_type.as_str(),
-                                allowed
-                                    .iter()
-                                    .map(Grant::to_string)
-                                    .collect::<Vec<_>>()
-                                    .join(" ")
-                            ),
-                        }),
-                        Err(message) => errors.push(FieldError {
-                            field: "grants".into(),
-                            message,
-                        }),
+                        Ok(grant) if fits(&grant) => parsed.push(grant),
+                        Ok(grant) if !grant.is_within(&defaults) => errors.push(problem(format!(
+                            "{grant} is wider than a {} user may have ({})",
+                            user_type.as_str(),
+                            describe(&defaults)
+                        ))),
+                        Ok(grant) => errors.push(problem(format!(
+                            "{grant} is wider than the key making this one allows ({})",
+                            describe(within.unwrap_or_default())
+                        ))),
+                        Err(message) => errors.push(problem(message)),
                     }
                 }
                 if !errors.is_empty() {

@@ -309,7 +309,11 @@ impl Store {
             return Ok(None);
         };
         let profile = current.with(values);
-        let mut problems = self.profile_problems(&profile, &timing).await?;
+        let mut problems = values.problems.clone();
+        if problems.is_empty() {
+            // The profile is judged only once the write itself is acceptable.
+            problems = self.profile_problems(&profile, &timing).await?;
+        }
         if !problems.is_empty() {
             problems.sort_by(|a, b| a.field.cmp(&b.field));
             return Err(validation_failed(problems));

@@ -89,10 +89,18 @@ impl Viewer {
         resource.scope_of(self.user_type) != Scope::Nothing
     }
 
+    /// Whether the relation exists for the caller at all: a to-one relation whose foreign key
+    /// is restricted would reveal it, so it does not.
+    pub fn has_relation(&self, owner: &Resource, relation: &Relation) -> bool {
+        owner
+            .fk_field(relation)
+            .is_none_or(|fk| self.sees_field(fk))
+    }
+
     /// Whether paths and `fields` may go through the relation: only into resources the caller
     /// sees. (A relation it may not traverse still shows as a `__KEY` reference.)
-    pub fn sees_relation(&self, relation: &Relation) -> bool {
-        self.sees_resource(catalog().target(relation))
+    pub fn sees_relation(&self, owner: &Resource, relation: &Relation) -> bool {
+        self.has_relation(owner, relation) && self.sees_resource(catalog().target(relation))
     }
 
     /// What distinguishes this caller's view for caches: two callers with the same key see the

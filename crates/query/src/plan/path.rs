@@ -52,7 +52,7 @@ pub fn visible_names(resource: &'static Resource, viewer: &Viewer) -> Vec<&'stat
             resource
                 .relations
                 .iter()
-                .filter(|r| viewer.sees_relation(r))
+                .filter(|r| viewer.sees_relation(resource, r))
                 .map(|r| r.name),
         )
         .collect()
@@ -74,7 +74,7 @@ pub fn resolve(
         let segment = segments[index];
         if let Some(relation) = current
             .relation(segment)
-            .filter(|r| viewer.sees_relation(r))
+            .filter(|r| viewer.sees_relation(current, r))
         {
             if usage == PathUse::Order && !relation.is_to_one() {
                 return Err(ApiError::new(

@@ -154,8 +154,9 @@ fn default_node(resource: &'static Resource, viewer: &Viewer) -> Node {
     for relation in resource
         .relations
         .iter()
-        .filter(|r| r.is_to_one() && viewer.sees_relation(r))
+        .filter(|r| r.is_to_one() && viewer.has_relation(resource, r))
     {
+        // Even into a resource the caller sees nothing of: it shows as a `__KEY` reference.
         node.rels.insert(relation.name, Rel::Key);
     }
     node
@@ -191,7 +192,10 @@ fn add_item(
         merge_node(node, base);
         return Ok(());
     }
-    if let Some(relation) = resource.relation(name).filter(|r| viewer.sees_relation(r)) {
+    if let Some(relation) = resource
+        .relation(name)
+        .filter(|r| viewer.sees_relation(resource, r))
+    {
         let target = catalog().target(relation);
         let context_below =
             context
@@ -298,7 +302,10 @@ fn exclude_item(
         Some(p) => p.matches(candidate),
         None => candidate == name,
     };
-    let exists = visible_names(resource, viewer).into_iter().any(&matches);
+    // A name exists if the caller may name it, or if it is shown (a relation the caller may not
+    // traverse still shows as a reference, and may be excluded).
+    let exists = visible_names(resource, viewer).into_iter().any(&matches)
+        || node.rels.keys().any(|name| matches(name));
     if pattern.is_none() && !exists {
         return Err(unknown(
             "exclude",

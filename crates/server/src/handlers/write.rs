@@ -36,6 +36,16 @@ fn not_accepted(resource: &Resource, method: &str, with_id: bool) -> Problem {
     Problem(error)
 }
 
+/// Grants for a write. Managing one's own keys is self-service: every key may create and
+/// revoke keys of its user (scope keeps it to them), and a key it creates never allows more
+/// than it does itself.
+fn require_write_grant(caller: &Caller, resource: &Resource, method: &str) -> Answer<()> {
+    if resource.name == "apiKey" {
+        return Ok(());
+    }
+    require_grant(caller, resource, method)
+}
+
 /// The record by id as the caller sees it, or `None` outside scope or missing.
 async fn read_one(
     state: &AppState,
@@ -102,13 +112,14 @@ pub async fn create(
     if resource.writes.create.is_empty() {
         return Err(not_accepted(resource, "POST", false));
     }
-    require_grant(&caller, resource, "POST")?;
+    require_write_grant(&caller, resource, "POST")?;
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
     let values = parse_write(resource, WriteMode::Create, &bytes, &viewer)?;
     let (id, secret) = match resource.name {
         "user" => (state.store.create_user_from(&values).await?, None),
         "apiKey" => {
+            let values = values.checked()?;
             let owner = key_owner(&caller, values.cell("fk_user"))?;
             let key = state
                 .store
@@ -116,6 +127,7 @@ pub async fn create(
                     &owner,
                     values.text("name").as_deref(),
                     values.list("grants").map(Vec::as_slice),
+                    Some(&caller.grants),
                 )
                 .await
                 .map_err(|error| match error.code {
@@ -196,7 +208,7 @@ pub async fn delete(
     if !resource.writes.delete {
         return Err(not_accepted(resource, "DELETE", true));
     }
-    require_grant(&caller, resource, "DELETE")?;
+    require_write_grant(&caller, resource, "DELETE")?;
     let viewer = viewer(&caller);
     if read_one(&state, resource, &id, &viewer, &timing)
         .await?

@@ -1,0 +1,225 @@
+//! Keys and users over the API (CONTRACT §2, §9), restricted properties (§5), and the errors
+//! around them: wrong, revoked and foreign keys, disabled users, missing grants, 429.
+
+mod common;
+
+use brandhub_server::ratelimit::Limit;
+use brandhub_server::tls::TlsSource;
+use brandhub_server::{Settings, start};
+use serde_json::{Value, json};
+
+/// A request as some user, with an optional JSON body.
+async fn call(
+    fx: &common::Fixture,
+    method: reqwest::Method,
+    path: &str,
+    user: &str,
+    key: &str,
+    body: Option<Value>,
+) -> common::Response {
+    let mut request = fx
+        .client()
+        .request(method, format!("{}{path}", fx.base))
+        .basic_auth(user, Some(key));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.bytes().await.unwrap().to_vec();
+    common::Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn user_of<'a>(fx: &'a common::Fixture, user_type: &str) -> (&'a str, &'a str) {
+    let credential = fx.credential(user_type);
+    (credential.email.as_str(), credential.secret.as_str())
+}
+
+on_both_backends! { "accounts";
+
+async fn users_create_list_and_revoke_their_own_keys(fx) {
+    let (email, secret) = user_of(fx, "company");
+    let created = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"name": "stock reader", "grants": ["stock:GET"]}))).await;
+    assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
+    let record = &created.json()["response"]["apiKey"][0];
+    let key_id = record["id"].as_str().unwrap().to_string();
+    assert_eq!(created.header("location").unwrap(), format!("/api/apiKey/{key_id}"));
+    let new_secret = record["secret"].as_str().expect("the secret is shown once").to_string();
+    assert_eq!(record["prefix"], &new_secret[..8]);
+    assert_eq!(record["grants"], json!(["stock:GET"]));
+    assert!(record.get("secretHash").is_none());
+
+    assert_eq!(call(fx, reqwest::Method::GET, "/api/stock?pageSize=1", email, &new_secret, None).await.status, 200);
+    let forbidden = call(fx, reqwest::Method::GET, "/api/order", email, &new_secret, None).await;
+    let body = forbidden.assert_problem(403, "forbidden");
+    assert!(body["detail"].as_str().unwrap().contains("order:GET"), "{body}");
+
+    let listed = call(fx, reqwest::Method::GET, &format!("/api/apiKey/{key_id}"), email, secret, None).await;
+    assert_eq!(listed.status, 200);
+    assert!(listed.records("apiKey")[0].get("secret").is_none(), "the secret is never shown again");
+    let mine = call(fx, reqwest::Method::GET, "/api/apiKey?fields=fk_user", email, secret, None).await.records("apiKey");
+    let own_id = fx.credential("company").user_id.clone();
+    assert!(mine.iter().all(|k| k["fk_user"] == own_id.as_str()), "a user lists only its own keys");
+    let (admin_email, admin_secret) = user_of(fx, "admin");
+    let all = call(fx, reqwest::Method::GET, "/api/apiKey/count", admin_email, admin_secret, None).await.json()["count"].as_u64().unwrap();
+    assert!(all > mine.len() as u64, "an admin sees every key");
+
+    let (host_email, host_secret) = user_of(fx, "host");
+    call(fx, reqwest::Method::DELETE, &format!("/api/apiKey/{key_id}"), host_email, host_secret, None).await.assert_problem(404, "not_found");
+    let revoked = call(fx, reqwest::Method::DELETE, &format!("/api/apiKey/{key_id}"), email, secret, None).await;
+    assert_eq!(revoked.status, 204);
+    call(fx, reqwest::Method::GET, "/api/stock", email, &new_secret, None).await.assert_problem(401, "unauthenticated");
+}
+
+async fn a_key_is_never_wider_than_its_owner_may_have(fx) {
+    let (email, secret) = user_of(fx, "company");
+    let wide = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"grants": ["*:*"]}))).await;
+    let body = wide.assert_problem(422, "validation_failed");
+    assert_eq!(body["errors"][0]["field"], "grants");
+    let bad = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"grants": ["nothing:GET", 7]}))).await;
+    bad.assert_problem(422, "validation_failed");
+    let admin_id = fx.credential("admin").user_id.clone();
+    let foreign = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"fk_user": admin_id}))).await;
+    let body = foreign.assert_problem(422, "validation_failed");
+    assert_eq!(body["errors"][0]["field"], "fk_user");
+    let read_only = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"revoked": true, "prefix": "x"}))).await;
+    let body = read_only.assert_problem(422, "validation_failed");
+    assert_eq!(body["errors"].as_array().unwrap().len(), 2, "every problem is listed: {body}");
+    call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"colour": "red"}))).await.assert_problem(400, "unknown_field");
+}
+
+async fn admins_create_change_and_disable_users(fx) {
+    let (admin_email, admin_secret) = user_of(fx, "admin");
+    let company = fx.get("/api/company?code=CMP0003&fields=id").await.ids("company")[0].clone();
+    let created = call(fx, reqwest::Method::POST, "/api/user", admin_email, admin_secret,
+        Some(json!({"name": "Søren Ops", "email": "soren@example.test", "type": "company", "fk_company": company, "detail": {"lang": "da"}}))).await;
+    assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
+    let user = &created.json()["response"]["user"][0];
+    let user_id = user["id"].as_str().unwrap().to_string();
+    assert_eq!(user["status"], "active");
+    assert_eq!(user["detail"]["lang"], "da");
+    assert_eq!(user["fk_host"], "00000000000000000000000000000000");
+
+    let again = call(fx, reqwest::Method::POST, "/api/user", admin_email, admin_secret,
+        Some(json!({"name": "Other", "email": "SOREN@example.test", "type": "admin"}))).await;
+    again.assert_problem(409, "conflict");
+    let invalid = call(fx, reqwest::Method::POST, "/api/user", admin_email, admin_secret,
+        Some(json!({"name": "", "email": "nope", "type": "company"}))).await;
+    let body = invalid.assert_problem(422, "validation_failed");
+    let fields: Vec<&str> = body["errors"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, vec!["email", "fk_company", "name"], "{body}");
+
+    // The new user gets a key from the admin, and uses it.
+    let key = call(fx, reqwest::Method::POST, "/api/apiKey", admin_email, admin_secret, Some(json!({"fk_user": user_id, "name": "søren"}))).await;
+    assert_eq!(key.status, 201, "{}", String::from_utf8_lossy(&key.body));
+    let secret = key.json()["response"]["apiKey"][0]["secret"].as_str().unwrap().to_string();
+    assert_eq!(key.json()["response"]["apiKey"][0]["grants"], json!(["*:GET", "file:POST"]), "the owner's defaults");
+    assert_eq!(call(fx, reqwest::Method::GET, "/api/brand", "soren@example.test", &secret, None).await.status, 200);
+
+    let renamed = call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), admin_email, admin_secret, Some(json!({"name": "Søren Admin"}))).await;
+    assert_eq!(renamed.status, 200);
+    assert_eq!(renamed.records("user")[0]["name"], "Søren Admin");
+    let unchangeable = call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), admin_email, admin_secret, Some(json!({"email": "x@y.test", "type": "host"}))).await;
+    let body = unchangeable.assert_problem(422, "validation_failed");
+    assert_eq!(body["errors"].as_array().unwrap().len(), 1, "email cannot change; type is checked only once the write is acceptable: {body}");
+
+    let disabled = call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), admin_email, admin_secret, Some(json!({"status": "disabled"}))).await;
+    assert_eq!(disabled.status, 200);
+    call(fx, reqwest::Method::GET, "/api/brand", "soren@example.test", &secret, None).await.assert_problem(401, "unauthenticated");
+    call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), admin_email, admin_secret, Some(json!({"status": "active"}))).await;
+    assert_eq!(call(fx, reqwest::Method::GET, "/api/brand", "soren@example.test", &secret, None).await.status, 200);
+    let host_without_host = call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), admin_email, admin_secret, Some(json!({"type": "host"}))).await;
+    let body = host_without_host.assert_problem(422, "validation_failed");
+    assert_eq!(body["errors"][0]["field"], "fk_host");
+
+    let (email, company_secret) = user_of(fx, "company");
+    call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), email, company_secret, Some(json!({"name": "x"}))).await.assert_problem(403, "forbidden");
+    call(fx, reqwest::Method::PATCH, "/api/user/0123456789ABCDEF0123456789ABCDEF", admin_email, admin_secret, Some(json!({"name": "x"}))).await.assert_problem(404, "not_found");
+    call(fx, reqwest::Method::POST, "/api/stock", admin_email, admin_secret, Some(json!({}))).await.assert_problem(405, "method_not_allowed");
+}
+
+async fn restricted_properties_do_not_exist_for_the_restricted(fx) {
+    let (email, secret) = user_of(fx, "warehouse");
+    let orders = call(fx, reqwest::Method::GET, "/api/order?pageSize=5", email, secret, None).await.records("order");
+    assert!(!orders.is_empty());
+    for order in &orders {
+        assert!(order["detail"].get("net").is_none(), "{order}");
+        for item in order["order_orderItem"].as_array().unwrap() {
+            assert!(item.get("itemPrice").is_none() && item.get("lineGross").is_none(), "{item}");
+        }
+    }
+    for path in [
+        "/api/order?detail.net=1",
+        "/api/order?order_by=detail.gross",
+        "/api/order?fields=detail.vat",
+        "/api/order?exclude=detail.shippingTax",
+        "/api/orderItem?lineNet=1",
+        "/api/order?order_orderItem.itemPrice=1",
+    ] {
+        call(fx, reqwest::Method::GET, path, email, secret, None).await.assert_problem(400, "unknown_field");
+    }
+    let condition = json!({"query": [{"field": "detail.net", "operator": ">", "value": 1}]});
+    call(fx, reqwest::Method::POST, "/api/order/query", email, secret, Some(condition)).await.assert_problem(400, "unknown_field");
+
+    let (email, secret) = user_of(fx, "host");
+    let prices = call(fx, reqwest::Method::GET, "/api/price?pageSize=3", email, secret, None).await.records("price");
+    assert!(prices.iter().all(|p| p.get("fk_file").is_none() && p.get("price_file").is_none()), "{prices:?}");
+    for path in ["/api/price?fk_file=x", "/api/product?detail.importFile=x", "/api/brandStore?order_by=detail.adjustValue", "/api/stock?stock_warehouse.name=x", "/api/price?fields=price_file.fileName"] {
+        call(fx, reqwest::Method::GET, path, email, secret, None).await.assert_problem(400, "unknown_field");
+    }
+    // A relation into what the host cannot see still shows as a reference.
+    let stock = call(fx, reqwest::Method::GET, "/api/stock?pageSize=2", email, secret, None).await.records("stock");
+    assert_eq!(stock[0]["stock_warehouse"], json!({"__KEY": stock[0]["fk_warehouse"]}));
+}
+
+async fn keys_of_another_user_or_of_a_disabled_user_fail(fx) {
+    let company = fx.credential("company");
+    let host = fx.credential("host");
+    call(fx, reqwest::Method::GET, "/api/brand", &company.email, &host.secret, None).await.assert_problem(401, "unauthenticated");
+    call(fx, reqwest::Method::GET, "/api/brand", &host.user_id, &host.secret, None).await;
+    assert_eq!(call(fx, reqwest::Method::GET, "/api/brand", &host.user_id, &host.secret, None).await.status, 200, "the id works as user name");
+}
+
+async fn limits_answer_429_with_retry_after(fx) {
+    let store = fx.store.clone();
+    let dir = std::env::temp_dir().join(format!("brandhub-limits-{}-{:?}", std::process::id(), fx.db));
+    let (address, cert, _running) = fx
+        .on_server(async move {
+            let mut settings = Settings::new("127.0.0.1:0".parse().unwrap(), Some(TlsSource::SelfSigned { dir }));
+            settings.key_limit = Limit::new(1.0, 2.0);
+            settings.failure_limit = Limit::new(0.5, 2.0);
+            let running = start(settings, store).await.expect("a limited server starts");
+            (running.address, running.certificate_pem.clone().unwrap(), running)
+        })
+        .await;
+    let client = common::client_trusting(&cert);
+    let admin = fx.credential("admin");
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let response = client.get(format!("https://{address}/api/host?pageSize=1")).basic_auth(&admin.email, Some(&admin.secret)).send().await.unwrap();
+        statuses.push((response.status().as_u16(), response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string())));
+    }
+    assert_eq!(statuses[0].0, 200);
+    assert_eq!(statuses[1].0, 200);
+    assert_eq!(statuses[2], (429, Some("1".to_string())), "{statuses:?}");
+
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        let response = client.get(format!("https://{address}/api/host")).basic_auth(&admin.email, Some("bhk_wrongwrongwrongwrong")).send().await.unwrap();
+        failures.push(response.status().as_u16());
+    }
+    assert_eq!(failures, vec![401, 401, 429]);
+    let blocked = client.get(format!("https://{address}/api/host")).basic_auth(&admin.email, Some(&admin.secret)).send().await.unwrap();
+    assert_eq!(blocked.status(), 429, "an address that failed too often waits, even with the right key");
+    let retry: u64 = blocked.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=2).contains(&retry));
+    let body: Value = blocked.json().await.unwrap();
+    assert_eq!(body["code"], "rate_limited");
+}
+
+}

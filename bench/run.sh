@@ -238,9 +238,10 @@ ids_of() { grep -o '"id":"[^"]*"' | cut -d'"' -f4 || true; }
 # it answers.
 start_server() {
   local dir=$1 url=$2 log=$3
+  # One key drives all the load, so the per-key rate limit is off: a benchmark is not a client.
   local args=(--data-dir "$dir" --log warn --page-cache-mb "$PAGE_CACHE_MB")
   [ -n "$url" ] && args+=(--database-url "$url")
-  "$BIN" "${args[@]}" serve --listen "127.0.0.1:$PORT" >"$log.out" 2>"$log.err" &
+  "$BIN" "${args[@]}" serve --listen "127.0.0.1:$PORT" --rate-limit 0 >"$log.out" 2>"$log.err" &
   SERVER_PID=$!
   local i line
   for i in $(seq 1 1200); do
@@ -367,6 +368,27 @@ verdict() {
   fi
 }
 
+# The cost of scope: each user type's p50 and req/s beside the admin's, as ratios (the goal:
+# within 1.5 times the admin's p50).
+compare_users() {
+  local backend=$1 cache=$2
+  [ -s "$WORK/compare.txt" ] || return 0
+  awk -v b="$backend" -v c="$cache" '
+    $1 == b && $2 == c && $3 == "admin" { p50[$4] = $5; rps[$4] = $6 }
+    $1 == b && $2 == c && $3 != "admin" { rows[++n] = $0 }
+    END {
+      if (n == 0) exit
+      printf "\nscope cost on %s, page cache %s MB: p50 and req/s against admin (goal: p50 within 1.5x)\n", b, c
+      printf "%-10s %-8s %9s %9s %7s %9s %9s  %s\n", "user", "workload", "p50 ms", "admin", "ratio", "req/s", "admin", "verdict"
+      for (i = 1; i <= n; i++) {
+        split(rows[i], f, " ")
+        ratio = (p50[f[4]] > 0 && f[5] != "-") ? f[5] / p50[f[4]] : 0
+        verdict = (ratio == 0) ? "-" : (ratio <= 1.5 ? "met" : "MISSED")
+        printf "%-10s %-8s %9s %9s %7.2f %9s %9s  %s\n", f[3], f[4], f[5], p50[f[4]], ratio, f[6], rps[f[4]], verdict
+      }
+    }' "$WORK/compare.txt"
+}
+
 # Runs the workloads as one demo user and appends its table to $TABLES.
 run_user() {
   local backend=$1 user_type=$2 demo_out=$3 demo_s=$4
@@ -486,6 +508,9 @@ run_user() {
         "$(goal_text "$w")"
     done
   } >>"$TABLES"
+  for w in "${WORKLOADS[@]}"; do
+    printf '%s %s %s %s %s %s\n' "$backend" "$PAGE_CACHE_MB" "$user_type" "$w" "${R_P50[$w]:--}" "${R_RPS[$w]:--}" >>"$WORK/compare.txt"
+  done
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -533,6 +558,7 @@ for backend in $BACKENDS; do
     for user_type in $USER_TYPES; do
       run_user "$backend" "$user_type" "$dir/demo.out" "$demo_s"
     done
+    compare_users "$backend" "$PAGE_CACHE_MB" >>"$TABLES"
     if [ -s "$dir/server.err" ]; then
       say "server log: $(wc -l <"$dir/server.err") lines at level warn or above; distinct messages, most frequent first:"
       sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9]{4}-[0-9T:.+-]+Z? +//' "$dir/server.err" |

@@ -9,6 +9,8 @@
 
 #![allow(dead_code)]
 
+pub mod scope_reference;
+
 use brandhub::demo_load::load_demo;
 use brandhub_demo::{Chunk, DemoCredential, DemoOptions, DemoSummary, generate_all};
 use brandhub_server::tls::TlsSource;

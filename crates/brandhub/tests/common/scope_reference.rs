@@ -150,12 +150,7 @@ impl World {
     }
 
     /// The values of foreign key `fk` over the records of `resource` with these ids.
-    pub fn fk_values(
-        &self,
-        resource: &str,
-        ids: &BTreeSet<String>,
-        fk: &str,
-    ) -> BTreeSet<String> {
+    pub fn fk_values(&self, resource: &str, ids: &BTreeSet<String>, fk: &str) -> BTreeSet<String> {
         ids.iter()
             .filter_map(|id| self.get(resource, id))
             .filter_map(|r| self.id_at(resource, r, fk))
@@ -284,7 +279,8 @@ pub fn visible(world: &World, viewer: &Viewer) -> Visible {
         }
         UserType::Company | UserType::Sponsor => {
             let c = &viewer.companies;
-            let companies: BTreeSet<String> = world.all_ids("company").intersection(c).cloned().collect();
+            let companies: BTreeSet<String> =
+                world.all_ids("company").intersection(c).cloned().collect();
             let brands = world.ids_where_in("brand", "fk_company", c);
             let warehouses = world.ids_where_in("warehouse", "fk_company", c);
             let products = world.ids_where_in("product", "fk_brand", &brands);
@@ -347,7 +343,10 @@ pub fn visible(world: &World, viewer: &Viewer) -> Visible {
                 .cloned()
                 .collect();
             let prices = world.ids_where_in("price", "fk_host", &host);
-            sets.insert("host", world.all_ids("host").intersection(&host).cloned().collect());
+            sets.insert(
+                "host",
+                world.all_ids("host").intersection(&host).cloned().collect(),
+            );
             sets.insert("store", stores);
             sets.insert("brandStore", brand_stores);
             sets.insert("order", orders);
@@ -373,7 +372,11 @@ pub fn visible(world: &World, viewer: &Viewer) -> Visible {
             let files = world.ids_where_in("file", "fk_user", &warehouse_users);
             sets.insert(
                 "warehouse",
-                world.all_ids("warehouse").intersection(&warehouse).cloned().collect(),
+                world
+                    .all_ids("warehouse")
+                    .intersection(&warehouse)
+                    .cloned()
+                    .collect(),
             );
             sets.insert("stock", stock);
             sets.insert("variant", variants);
@@ -431,9 +434,9 @@ pub fn restricted_properties(user_type: UserType) -> &'static [(&'static str, &'
 /// Whether a property path inside a resource (no relations) is restricted for a user type:
 /// it or an object it lies in is listed.
 pub fn is_restricted(user_type: UserType, resource: &str, path: &str) -> bool {
-    restricted_properties(user_type).iter().any(|(r, p)| {
-        *r == resource && (path == *p || path.starts_with(&format!("{p}.")))
-    })
+    restricted_properties(user_type)
+        .iter()
+        .any(|(r, p)| *r == resource && (path == *p || path.starts_with(&format!("{p}."))))
 }
 
 /// Whether a relation of a resource does not exist for a user type: it leads into a resource
@@ -472,4 +475,172 @@ pub fn path_unknown_for(user_type: UserType, resource: &str, path: &str) -> bool
         return is_restricted(user_type, current.name, &rest);
     }
     false
+}
+
+/// A filter path through relations to an id field: `order_orderItem.fk_variant`,
+/// `stock_variant.variant_product.fk_brand`.
+#[derive(Debug, Clone)]
+pub struct RelationPath {
+    pub resource: &'static str,
+    pub text: String,
+    /// (owner resource, relation name) per hop.
+    pub hops: Vec<(&'static str, &'static str)>,
+    /// The resource the field belongs to and its path there.
+    pub owner: &'static str,
+    pub field: String,
+    pub through_many: bool,
+}
+
+/// Every path from a resource through one or two relations (to-many only as the first hop)
+/// to a stored id field.
+pub fn relation_paths() -> Vec<RelationPath> {
+    fn id_fields(resource: &Resource) -> Vec<String> {
+        resource
+            .leaf_fields()
+            .filter(|f| f.ty == brandhub_catalog::FieldType::Id && f.has_column() && !f.internal)
+            .map(|f| f.path.clone())
+            .collect()
+    }
+    let mut out = Vec::new();
+    for name in RESOURCES {
+        let resource = catalog().resource(name).expect("a resource");
+        for first in &resource.relations {
+            let t1 = catalog().target(first);
+            let many = !first.is_to_one();
+            for field in id_fields(t1) {
+                out.push(RelationPath {
+                    resource: resource.name,
+                    text: format!("{}.{field}", first.name),
+                    hops: vec![(resource.name, first.name)],
+                    owner: t1.name,
+                    field,
+                    through_many: many,
+                });
+            }
+            for second in t1.relations.iter().filter(|r| r.is_to_one()) {
+                let t2 = catalog().target(second);
+                for field in id_fields(t2) {
+                    out.push(RelationPath {
+                        resource: resource.name,
+                        text: format!("{}.{}.{field}", first.name, second.name),
+                        hops: vec![(resource.name, first.name), (t1.name, second.name)],
+                        owner: t2.name,
+                        field,
+                        through_many: many,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a filter path reaches on one branch from a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reached {
+    /// A set id.
+    Value(String),
+    /// The field is unset, or a to-one relation on the way is missing.
+    Unset,
+    /// A to-one relation on the way leads to a record outside the caller's scope (which the
+    /// caller sees as `{"__KEY": id}`: present, but with nothing to compare).
+    Hidden,
+}
+
+/// How a filter treats a related record outside the caller's scope. The contract limits
+/// every related entity to the scope; it does not say more, so two leak-free readings exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hidden {
+    /// The data as it is, scope or not (what an admin gets; for others it would leak).
+    Followed,
+    /// A hidden to-one record counts as missing: its fields are unset.
+    AsMissing,
+    /// A condition on a hidden to-one record never holds (`#` is its complement).
+    AsUnknown,
+}
+
+/// What a relation path reaches from a record: one entry per branch. A to-many hop keeps only
+/// related records in scope (unless `hidden` is `Followed`); a to-one hop to a record outside
+/// the scope is `Hidden`.
+pub fn reach(
+    world: &World,
+    scope: &Visible,
+    hidden: Hidden,
+    path: &RelationPath,
+    record_id: &str,
+) -> Vec<Reached> {
+    let mut current: Vec<Reached> = vec![Reached::Value(record_id.to_ascii_uppercase())];
+    for (owner, relation) in &path.hops {
+        let rel = catalog()
+            .resource(owner)
+            .and_then(|r| r.relation(relation))
+            .expect("a relation");
+        let in_scope = |id: &String| hidden == Hidden::Followed || scope.contains(rel.target, id);
+        let mut next = Vec::new();
+        for branch in current {
+            let Reached::Value(id) = branch else {
+                next.push(branch);
+                continue;
+            };
+            let record = world.get(owner, &id).expect("reached records exist");
+            let related = world.related(owner, record, relation);
+            if rel.is_to_one() {
+                next.push(match related.into_iter().next() {
+                    None => Reached::Unset,
+                    Some(id) if in_scope(&id) => Reached::Value(id),
+                    Some(_) => Reached::Hidden,
+                });
+            } else {
+                next.extend(related.into_iter().filter(in_scope).map(Reached::Value));
+            }
+        }
+        current = next;
+    }
+    current
+        .into_iter()
+        .map(|branch| match branch {
+            Reached::Value(id) => {
+                let record = world.get(path.owner, &id).expect("reached records exist");
+                world
+                    .id_at(path.owner, record, &path.field)
+                    .map_or(Reached::Unset, Reached::Value)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+/// The set values at a relation path from a record, following the data.
+pub fn values_at(world: &World, path: &RelationPath, record_id: &str) -> Vec<String> {
+    let everything = Visible {
+        sets: BTreeMap::new(),
+    };
+    reach(world, &everything, Hidden::Followed, path, record_id)
+        .into_iter()
+        .filter_map(|r| match r {
+            Reached::Value(v) => Some(v),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `path = value` holds for a record (an id value; `None` is the empty value, which
+/// matches an unset value or a missing related record). Through a to-many relation it holds
+/// when any related record satisfies it.
+pub fn filter_holds(
+    world: &World,
+    scope: &Visible,
+    hidden: Hidden,
+    path: &RelationPath,
+    record_id: &str,
+    value: Option<&str>,
+) -> bool {
+    let wanted = value.map(str::to_ascii_uppercase);
+    reach(world, scope, hidden, path, record_id)
+        .iter()
+        .any(|r| match r {
+            Reached::Value(v) => wanted.as_ref() == Some(v),
+            Reached::Unset => wanted.is_none(),
+            Reached::Hidden => hidden == Hidden::AsMissing && wanted.is_none(),
+        })
 }

@@ -1,0 +1,171 @@
+//! Workbook uploads (xlsx, xlsm, xls, ods) through calamine: the first sheet's cells, typed as
+//! the workbook stored them. xlsx is streamed cell by cell so the row and memory limits stop a
+//! hostile sheet early; xls and ods are read whole by calamine, within its own caps.
+
+use std::io::Cursor;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::str::FromStr;
+
+use calamine::{Data, DataRef, ExcelDateTime, Ods, Range, Reader, Xls, Xlsx};
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+
+use crate::cell::Cell;
+use crate::error::SheetError;
+use crate::format::Format;
+use crate::limits::Limits;
+use crate::table::{Table, TableBuilder};
+
+/// Reads the first sheet of a workbook whose magic bytes and archive sizes were checked.
+pub(crate) fn read(bytes: &[u8], format: Format, limits: &Limits) -> Result<Table, SheetError> {
+    // A parser bug on a malformed file must not take the caller down: report it as unreadable.
+    catch_unwind(AssertUnwindSafe(|| match format {
+        Format::Xlsx | Format::Xlsm => read_xlsx(bytes, format, limits),
+        Format::Xls => read_whole::<Xls<_>>(bytes, format, limits),
+        Format::Ods => read_whole::<Ods<_>>(bytes, format, limits),
+        Format::Csv => unreachable!("CSV is not a workbook"),
+    }))
+    .unwrap_or_else(|_| {
+        Err(SheetError::unreadable(
+            format,
+            "its structure could not be understood",
+        ))
+    })
+}
+
+/// Streams the first worksheet's cells into the builder.
+fn read_xlsx(bytes: &[u8], format: Format, limits: &Limits) -> Result<Table, SheetError> {
+    let unreadable = |e: calamine::XlsxError| SheetError::unreadable(format, e);
+    let mut workbook = Xlsx::new(Cursor::new(bytes)).map_err(unreadable)?;
+    let name = first_sheet(&workbook, format)?;
+    let mut cells = workbook.worksheet_cells_reader(&name).map_err(unreadable)?;
+    let mut builder = TableBuilder::new(limits);
+    while let Some(cell) = cells.next_cell().map_err(unreadable)? {
+        let (row, column) = cell.get_position();
+        builder.push(row, column, from_data_ref(cell.get_value()))?;
+    }
+    builder.finish()
+}
+
+/// Reads the first sheet of a format that calamine only reads whole.
+fn read_whole<R>(bytes: &[u8], format: Format, limits: &Limits) -> Result<Table, SheetError>
+where
+    R: Reader<Cursor<Vec<u8>>>,
+    R::Error: std::fmt::Display,
+{
+    let unreadable = |e: R::Error| SheetError::unreadable(format, e);
+    // calamine's `Reader` wants an owned reader; the copy is bounded by the upload size.
+    let mut workbook = R::new(Cursor::new(bytes.to_vec())).map_err(unreadable)?;
+    let name = first_sheet(&workbook, format)?;
+    let range: Range<Data> = workbook.worksheet_range(&name).map_err(unreadable)?;
+    let Some((top, left)) = range.start() else {
+        return Err(SheetError::Empty);
+    };
+    let mut builder = TableBuilder::new(limits);
+    for (row, column, data) in range.used_cells() {
+        builder.push(top + row as u32, left + column as u32, from_data(data))?;
+    }
+    builder.finish()
+}
+
+/// The name of the workbook's first sheet.
+fn first_sheet<RS, R>(workbook: &R, format: Format) -> Result<String, SheetError>
+where
+    RS: std::io::Read + std::io::Seek,
+    R: Reader<RS>,
+{
+    workbook
+        .sheet_names()
+        .into_iter()
+        .next()
+        .ok_or_else(|| SheetError::unreadable(format, "it has no sheet"))
+}
+
+/// A cell from calamine's owned value.
+fn from_data(data: &Data) -> Cell {
+    match data {
+        Data::Empty => Cell::Empty,
+        Data::String(text) => Cell::text(text),
+        Data::Int(n) => Cell::Number(*n as f64),
+        Data::Float(n) => Cell::Number(*n),
+        Data::Bool(b) => Cell::Bool(*b),
+        Data::DateTime(dt) => from_excel_datetime(dt),
+        Data::DateTimeIso(text) => from_iso(text),
+        Data::DurationIso(text) => Cell::text(text),
+        Data::Error(error) => Cell::Text(error.to_string()),
+    }
+}
+
+/// A cell from calamine's borrowed value (xlsx streaming).
+fn from_data_ref(data: &DataRef<'_>) -> Cell {
+    match data {
+        DataRef::Empty => Cell::Empty,
+        DataRef::String(text) => Cell::text(text),
+        DataRef::SharedString(text) => Cell::text(text),
+        DataRef::Int(n) => Cell::Number(*n as f64),
+        DataRef::Float(n) => Cell::Number(*n),
+        DataRef::Bool(b) => Cell::Bool(*b),
+        DataRef::DateTime(dt) => from_excel_datetime(dt),
+        DataRef::DateTimeIso(text) => from_iso(text),
+        DataRef::DurationIso(text) => Cell::text(text),
+        DataRef::Error(error) => Cell::Text(error.to_string()),
+    }
+}
+
+/// A date-formatted number: a date; a duration stays the number it is.
+fn from_excel_datetime(dt: &ExcelDateTime) -> Cell {
+    match dt.is_datetime().then(|| dt.as_datetime()).flatten() {
+        Some(datetime) => Cell::Date(datetime),
+        None => Cell::Number(dt.as_f64()),
+    }
+}
+
+/// An ISO 8601 date or date and time, as OpenDocument stores them.
+fn from_iso(text: &str) -> Cell {
+    NaiveDateTime::from_str(text)
+        .ok()
+        .or_else(|| {
+            NaiveDate::from_str(text)
+                .ok()
+                .map(|d| d.and_time(NaiveTime::MIN))
+        })
+        .map_or_else(|| Cell::text(text), Cell::Date)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use calamine::{CellErrorType, ExcelDateTimeType};
+
+    #[test]
+    fn values_are_typed() {
+        assert_eq!(from_data(&Data::Int(7)), Cell::Number(7.0));
+        assert_eq!(from_data(&Data::String("  x ".into())), Cell::text("x"));
+        assert_eq!(from_data(&Data::String("   ".into())), Cell::Empty);
+        assert_eq!(
+            from_data(&Data::Error(CellErrorType::Div0)),
+            Cell::Text("#DIV/0!".into())
+        );
+        let date = NaiveDate::from_ymd_opt(2024, 3, 15).unwrap();
+        let serial = ExcelDateTime::new(45366.0, ExcelDateTimeType::DateTime, false);
+        assert_eq!(
+            from_data(&Data::DateTime(serial)),
+            Cell::Date(date.and_time(NaiveTime::MIN))
+        );
+        let duration = ExcelDateTime::new(1.5, ExcelDateTimeType::TimeDelta, false);
+        assert_eq!(from_data(&Data::DateTime(duration)), Cell::Number(1.5));
+        assert_eq!(
+            from_data(&Data::DateTimeIso("2024-03-15".into())),
+            Cell::Date(date.and_time(NaiveTime::MIN))
+        );
+        assert_eq!(
+            from_data(&Data::DateTimeIso("2024-03-15T10:30:00".into()))
+                .as_text()
+                .unwrap(),
+            "2024-03-15T10:30:00"
+        );
+        assert_eq!(
+            from_data_ref(&DataRef::SharedString("Ärmel")),
+            Cell::text("Ärmel")
+        );
+    }
+}

@@ -83,7 +83,7 @@ fn paths_of(resource: &'static Resource) -> Vec<RefPath> {
         if depth == 2 {
             return;
         }
-        for relation in &resource.relations {
+        for relation in resource.public_relations() {
             if !relation.is_to_one() && !hops.is_empty() {
                 continue;
             }

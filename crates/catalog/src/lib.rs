@@ -55,6 +55,41 @@ impl Catalog {
             .expect("relation targets are checked when the catalog loads")
     }
 
+    /// A path with every internal shortcut spelled out as the relations it stands for
+    /// (`stock_scopeBrand.fk_company` → `stock_variant.variant_product.product_brand.fk_company`),
+    /// for documentation: shortcuts are storage, not part of the API.
+    pub fn spelled_out(&self, resource: &Resource, path: &str) -> String {
+        let mut current = resource;
+        let mut out: Vec<String> = Vec::new();
+        for segment in path.split('.') {
+            let Some(relation) = current.relation(segment) else {
+                out.push(segment.to_string());
+                continue;
+            };
+            let derived = current.fk_field(relation).and_then(|fk| fk.derived_from);
+            match derived {
+                Some(derived) => {
+                    // `a.b.fk_x` names the relation fed by fk_x on the resource `a.b` reaches.
+                    let (hops, fk) = derived.rsplit_once('.').unwrap_or(("", derived));
+                    let mut inner = current;
+                    for hop in hops.split('.').filter(|h| !h.is_empty()) {
+                        out.push(hop.to_string());
+                        inner = self.target(inner.relation(hop).expect("checked derived path"));
+                    }
+                    let fed = inner
+                        .relations
+                        .iter()
+                        .find(|r| r.kind == RelationKind::ToOne { fk })
+                        .expect("checked derived path");
+                    out.push(fed.name.to_string());
+                }
+                None => out.push(segment.to_string()),
+            }
+            current = self.target(relation);
+        }
+        out.join(".")
+    }
+
     /// The URL names of all resources, for error messages.
     pub fn resource_names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.resources.iter().map(|r| r.name)
@@ -117,6 +152,11 @@ impl Catalog {
                     }
                 }
             }
+            for field in resource.fields.iter() {
+                if let Some(path) = field.derived_from {
+                    self.check_derived_path(resource, field, path)?;
+                }
+            }
             let writes = &resource.writes;
             for path in writes
                 .create
@@ -166,6 +206,37 @@ impl Catalog {
             "scope path {path} of {} ends at a relation",
             resource.name
         ))
+    }
+
+    /// A shortcut copies an id found through to-one relations only (one value per record).
+    fn check_derived_path(
+        &self,
+        resource: &Resource,
+        field: &Field,
+        path: &str,
+    ) -> Result<(), String> {
+        let mut current = resource;
+        let segments: Vec<&str> = path.split('.').collect();
+        let (last, hops) = segments.split_last().expect("split yields one part");
+        for hop in hops {
+            let relation = current
+                .relation(hop)
+                .filter(|r| r.is_to_one())
+                .ok_or_else(|| {
+                    format!(
+                        "{}.{}: {path} is not a to-one path",
+                        resource.name, field.name
+                    )
+                })?;
+            current = self.target(relation);
+        }
+        match current.field_named(last) {
+            Some(target) if target.ty == FieldType::Id && field.ty == FieldType::Id => Ok(()),
+            _ => Err(format!(
+                "{}.{} is derived from {path}, which is not an id",
+                resource.name, field.name
+            )),
+        }
     }
 
     fn check_template_path(&self, resource: &Resource, path: &str) -> Result<(), String> {

@@ -129,6 +129,10 @@ pub struct Field {
     pub nullable_object: bool,
     /// Stored but never exposed (hashes, bookkeeping).
     pub internal: bool,
+    /// For a stored shortcut: the path (through to-one relations) whose value this column
+    /// always equals. Scope rules go through the shortcut in one hop where the path would
+    /// take several over large tables; writers keep it equal (see `derived`).
+    pub derived_from: Option<&'static str>,
     /// User types for whom this property does not exist (CONTRACT §5 restricted properties).
     pub hidden_from: Vec<UserType>,
     /// The name of the to-one relation this foreign key feeds, if any.
@@ -155,6 +159,7 @@ impl Field {
             none_as: NoneAs::Null,
             nullable_object: false,
             internal: false,
+            derived_from: None,
             hidden_from: Vec::new(),
             relation: None,
             doc: "",
@@ -231,6 +236,16 @@ impl Field {
     /// Keeps the field out of the API entirely.
     pub fn internal(mut self) -> Self {
         self.internal = true;
+        self
+    }
+
+    /// Makes the field an internal copy of the value at `path` (a foreign key reached through
+    /// to-one relations), kept so that scope needs one hop instead of a chain of joins over
+    /// the largest tables. Never exposed; whoever writes the record sets it, and migration
+    /// fills it from `path` when the column is new.
+    pub fn derived(mut self, path: &'static str) -> Self {
+        self.internal = true;
+        self.derived_from = Some(path);
         self
     }
 
@@ -589,6 +604,13 @@ impl Resource {
     /// Every stored leaf field, in declaration order (objects flattened).
     pub fn leaf_fields(&self) -> impl Iterator<Item = &Field> {
         self.fields.iter().flat_map(Field::leaves)
+    }
+
+    /// The relations the API knows: all but those fed by an internal foreign key.
+    pub fn public_relations(&self) -> impl Iterator<Item = &Relation> {
+        self.relations
+            .iter()
+            .filter(|r| self.fk_field(r).is_none_or(|fk| !fk.internal))
     }
 
     /// The foreign key field of a to-one relation.

@@ -176,10 +176,14 @@ pub fn declare() -> Vec<Resource> {
             ))
             .field(boolean("vatable"))
             .field(number("rrp").doc("Recommended retail price."))
+            .relation_fk(
+                fk("fk_scopeBrand", "variant_scopeBrand").derived("variant_product.fk_brand"),
+                "brand",
+            )
             .has_many("variant_stock", "stock", "fk_variant")
             .has_many("variant_price", "price", "fk_variant")
-            .scope(COMPANY, &[&[("variant_product.product_brand.fk_company", Companies)]])
-            .scope(HOST, &[&[("variant_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host)]])
+            .scope(COMPANY, &[&[("variant_scopeBrand.fk_company", Companies)]])
+            .scope(HOST, &[&[("variant_scopeBrand.brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("stock", "stock", "Stock of one variant in one warehouse.")
             .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
@@ -194,12 +198,17 @@ pub fn declare() -> Vec<Resource> {
                 "stock_variant.variant_product",
                 "stock_variant.variant_product.product_brand",
             ])
+            .relation_fk(
+                fk("fk_scopeBrand", "stock_scopeBrand")
+                    .derived("stock_variant.variant_product.fk_brand"),
+                "brand",
+            )
             .index(&["fk_warehouse", "fk_variant"], true)
-            .scope(COMPANY, &[&[("stock_variant.variant_product.product_brand.fk_company", Companies)]])
+            .scope(COMPANY, &[&[("stock_scopeBrand.fk_company", Companies)]])
             .scope(
                 HOST,
                 &[&[
-                    ("stock_variant.variant_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host),
+                    ("stock_scopeBrand.brand_brandStore.brandStore_store.fk_host", Host),
                     ("stock_warehouse.warehouse_brandStore.brandStore_store.fk_host", Host),
                 ]],
             )

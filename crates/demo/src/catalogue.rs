@@ -132,6 +132,7 @@ pub(crate) fn variants(world: &mut World, out: &mut Emitter) {
         import_file,
         vatable,
         rrp,
+        scope_brand,
     ] = t.cells([
         "fk_product",
         "code",
@@ -144,6 +145,7 @@ pub(crate) fn variants(world: &mut World, out: &mut Emitter) {
         "detail.importFile",
         "vatable",
         "rrp",
+        "fk_scopeBrand",
     ]);
     let mut barcodes = Barcodes::new();
     world.variants.reserve_exact(world.sizes.variants);
@@ -171,6 +173,7 @@ pub(crate) fn variants(world: &mut World, out: &mut Emitter) {
             r.cells[import_file] = id_or_null(brand.product_file);
             r.cells[vatable] = Cell::Boolean(product.vatable);
             r.cells[rrp] = money(i64::from(product.rrp));
+            r.cells[scope_brand] = brand.id.cell();
             out.push(&t, r);
             world.variants.push(Variant {
                 id,
@@ -192,6 +195,7 @@ pub(crate) fn stock(world: &mut World, out: &mut Emitter) {
         demand,
         supply,
         last_update,
+        scope_brand,
     ] = t.cells([
         "fk_warehouse",
         "fk_variant",
@@ -199,6 +203,7 @@ pub(crate) fn stock(world: &mut World, out: &mut Emitter) {
         "demand",
         "supply",
         "lastUpdate",
+        "fk_scopeBrand",
     ]);
     for v in 0..world.variants.len() {
         let variant = &world.variants[v];
@@ -222,6 +227,7 @@ pub(crate) fn stock(world: &mut World, out: &mut Emitter) {
             between(&mut rng, 1, 50)
         });
         r.cells[last_update] = time::timestamp(time::moment(&mut rng, START, END)).into();
+        r.cells[scope_brand] = brand.id.cell();
         out.push(&t, r);
     }
 }

@@ -27,13 +27,29 @@ pub const ROOT: &str = "t0";
 #[derive(Clone, Copy)]
 enum Table<'a> {
     Aliased(&'a str),
+    /// Aliased, and its semi-joins may only be probed, never drive the query (SQLite's
+    /// `+column IN (…)`): the page walks the records in order instead.
+    Probed(&'a str),
     Bare,
 }
 
 fn column(table: Table<'_>, name: &str) -> Expr {
     match table {
-        Table::Aliased(alias) => Expr::col((Alias::new(alias), Alias::new(name))),
+        Table::Aliased(alias) | Table::Probed(alias) => {
+            Expr::col((Alias::new(alias), Alias::new(name)))
+        }
         Table::Bare => Expr::col(Alias::new(name)),
+    }
+}
+
+/// The left side of a semi-join (`column IN (subquery)`). SQLite's planner cannot know how
+/// many ids a subquery yields and likes to drive from it; when brandhub knows matches are
+/// common, a unary `+` keeps the column from being used that way, so the order is walked.
+fn semi_join_column(table: Table<'_>, name: &str) -> Expr {
+    match table {
+        // SQLite only (its placeholder is `?`): the probing strategy is chosen for SQLite.
+        Table::Probed(_) => Expr::cust_with_expr("+?", column(table, name)),
+        _ => column(table, name),
     }
 }
 
@@ -142,7 +158,7 @@ fn hop_expr(
                 .column(Alias::new("id"))
                 .from(Alias::new(hop.to.table))
                 .and_where(inner_where);
-            let fk_expr = column(table, fk_column);
+            let fk_expr = semi_join_column(table, fk_column);
             let missing_matches = unset_satisfies(rest, test);
             match (negated, missing_matches) {
                 (false, false) => fk_expr.in_subquery(inner),
@@ -166,7 +182,7 @@ fn hop_expr(
                 .from(Alias::new(hop.to.table))
                 .and_where(Expr::col(Alias::new(back_column.as_str())).is_not_null())
                 .and_where(inner_where);
-            let id = column(table, "id");
+            let id = semi_join_column(table, "id");
             if negated {
                 id.not_in_subquery(inner)
             } else {
@@ -192,7 +208,7 @@ fn field_expr(field: &'static Field, test: &Test, table: Table<'_>, negated: boo
             };
             inner.and_where(value_expr(&value_column, test, Table::Bare));
         }
-        let id = column(table, "id");
+        let id = semi_join_column(table, "id");
         return if element_matches != negated {
             id.in_subquery(inner)
         } else {
@@ -394,6 +410,9 @@ const MATCHES: &str = "matches";
 pub enum PageStrategy {
     /// Walk the records in order and stop after the page: best when matches are common.
     InOrder,
+    /// As `InOrder`, and tell the planner so: semi-joins are only probed (SQLite, whose
+    /// planner would otherwise drive from a large subquery and sort everything it yields).
+    InOrderProbing,
     /// Collect every match first (a materialized CTE, which the planner cannot merge with the
     /// LIMIT), then sort just those: best when matches are few, where walking the order
     /// would pass over many records that do not match.
@@ -429,7 +448,11 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
             Alias::new("id"),
         );
     if !plan.filter.is_always() {
-        select.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+        let root = match strategy {
+            PageStrategy::InOrderProbing => Table::Probed(ROOT),
+            _ => Table::Aliased(ROOT),
+        };
+        select.and_where(predicate_expr(&plan.filter, root, false));
     }
     let mut joins = Joins {
         aliases: Vec::new(),
@@ -444,7 +467,7 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
     let tie = order(plan.tie_break());
 
     let (mut inner, cte) = match strategy {
-        PageStrategy::InOrder => {
+        PageStrategy::InOrder | PageStrategy::InOrderProbing => {
             for (_, sort) in &keys {
                 apply_order(
                     &mut select,
@@ -669,6 +692,18 @@ mod tests {
             PageStrategy::choose(30_000, 2_000_000, MATCHES_FIRST_LIMIT),
             PageStrategy::MatchesFirst
         );
+    }
+
+    #[test]
+    fn probing_pages_keep_semi_joins_from_driving() {
+        let plan = read("stock", "fields=inStock&stock_variant.barcode=501@", "");
+        let (sql, _) =
+            page_statement(&plan, PageStrategy::InOrderProbing).build(SqliteQueryBuilder);
+        assert!(
+            sql.contains(r#"WHERE (+"t0"."fk_variant") IN (SELECT "id" FROM "variant" WHERE"#),
+            "{sql}"
+        );
+        assert!(!sqlite(&page_statement(&plan, PageStrategy::InOrder)).contains('+'));
     }
 
     #[test]

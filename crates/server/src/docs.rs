@@ -63,12 +63,12 @@ fn resource_section(out: &mut String, resource: &Resource) {
     for field in &resource.fields {
         field_rows(out, field);
     }
-    if !resource.relations.is_empty() {
+    if resource.public_relations().next().is_some() {
         let _ = writeln!(
             out,
             "\n| relation | leads to | default template |\n|---|---|---|"
         );
-        for relation in &resource.relations {
+        for relation in resource.public_relations() {
             let kind = match relation.kind {
                 RelationKind::ToOne { fk } => format!("one `{}` (by `{fk}`)", relation.target),
                 RelationKind::ToMany { target_fk } => {
@@ -97,7 +97,7 @@ fn resource_section(out: &mut String, resource: &Resource) {
             out,
             "| {} | {} |",
             user_type.as_str(),
-            scope_text(&resource.scope_of(user_type))
+            scope_text(resource, &resource.scope_of(user_type))
         );
     }
     out.push('\n');
@@ -112,7 +112,7 @@ fn anchor_text(anchor: Anchor) -> &'static str {
     }
 }
 
-fn scope_text(scope: &Scope) -> String {
+fn scope_text(resource: &Resource, scope: &Scope) -> String {
     match scope {
         Scope::Everything => "every record".into(),
         Scope::Nothing => "nothing".into(),
@@ -121,7 +121,10 @@ fn scope_text(scope: &Scope) -> String {
             .map(|group| {
                 group
                     .iter()
-                    .map(|term| format!("`{}` is {}", term.path, anchor_text(term.anchor)))
+                    .map(|term| {
+                        let path = catalog().spelled_out(resource, term.path);
+                        format!("`{path}` is {}", anchor_text(term.anchor))
+                    })
                     .collect::<Vec<_>>()
                     .join(" and ")
             })

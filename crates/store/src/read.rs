@@ -109,10 +109,10 @@ impl Store {
         Ok(PageData { root, found })
     }
 
-    /// How to find a page's ids. PostgreSQL's planner, under a LIMIT, prefers walking an
-    /// index in order and hopes to meet matches early, which fails badly when matches are few
-    /// or clustered; there, few or rare matches are collected first. SQLite's planner already
-    /// takes the filter's index and sorts in that case, and materializing only costs it.
+    /// How to find a page's ids, from the exact count of matches and of visible records.
+    /// PostgreSQL's planner, under a LIMIT, prefers walking an index in order and hopes to
+    /// meet matches early, which fails badly when matches are few or clustered; there, few or
+    /// rare matches are collected first. SQLite's planner errs the other way.
     async fn page_strategy(
         &self,
         plan: &ReadPlan,
@@ -121,9 +121,6 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<PageStrategy> {
-        if self.backend() == Backend::Sqlite {
-            return Ok(PageStrategy::InOrder);
-        }
         let visible = self
             .count(
                 &CountPlan {
@@ -134,11 +131,17 @@ impl Store {
                 timing,
             )
             .await?;
-        Ok(PageStrategy::choose(
-            found,
-            visible,
-            self.matches_first_limit,
-        ))
+        let strategy = PageStrategy::choose(found, visible, self.matches_first_limit);
+        if self.backend() == Backend::Sqlite {
+            // SQLite's planner already takes a selective filter's index and sorts, and
+            // materializing only costs it; where matches are common it must be told to walk
+            // the order instead of driving from a large subquery.
+            return Ok(match strategy {
+                PageStrategy::MatchesFirst => PageStrategy::InOrder,
+                _ => PageStrategy::InOrderProbing,
+            });
+        }
+        Ok(strategy)
     }
 
     /// Loads the lists and expanded relations of a node whose rows are loaded.

@@ -199,6 +199,46 @@ pub fn bookkeeping_statements() -> Vec<String> {
     statements
 }
 
+/// For a new column that is a shortcut (`Field::derived`), the statement giving every existing
+/// row its value: nested lookups along the to-one path it copies.
+pub fn derived_fill_statement(resource: &Resource, column: &str) -> Option<String> {
+    let field = stored_fields(resource)
+        .into_iter()
+        .find(|f| f.column == column)?;
+    let path = field.derived_from?;
+    let segments: Vec<&str> = path.split('.').collect();
+    let (last, hops) = segments.split_last()?;
+    // Walk the hops, remembering (table, fk column that leads there) pairs.
+    let mut current = resource;
+    let mut steps = Vec::new();
+    for hop in hops {
+        let relation = current.relation(hop)?;
+        let fk = current.fk_field(relation)?;
+        let target = catalog().target(relation);
+        steps.push((fk.column.clone(), target.table));
+        current = target;
+    }
+    let mut value = quote(&current.field_named(last)?.column);
+    let mut tables: Vec<&str> = vec![resource.table];
+    tables.extend(steps.iter().map(|(_, table)| *table));
+    // Innermost first: SELECT value FROM last WHERE last.id = previous.fk.
+    for (i, (fk, table)) in steps.iter().enumerate().rev() {
+        let outer = tables[i];
+        value = format!(
+            "(SELECT {value} FROM {} WHERE {}.\"id\" = {}.{})",
+            quote(table),
+            quote(table),
+            quote(outer),
+            quote(fk)
+        );
+    }
+    Some(format!(
+        "UPDATE {} SET {} = {value}",
+        quote(resource.table),
+        quote(column)
+    ))
+}
+
 /// Every table whose writes are versioned: resource tables and list tables.
 pub fn versioned_tables() -> Vec<&'static str> {
     let mut tables = Vec::new();
@@ -273,6 +313,9 @@ impl Store {
                         ty
                     ))
                     .await?;
+                    if let Some(fill) = derived_fill_statement(resource, &name) {
+                        self.execute_raw(&fill).await?;
+                    }
                 }
             }
             for statement in resource_statements(resource, backend) {
@@ -319,6 +362,16 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shortcut_columns_are_filled_along_their_path() {
+        let stock = catalog().resource("stock").unwrap();
+        assert_eq!(
+            derived_fill_statement(stock, "fk_scope_brand").unwrap(),
+            "UPDATE \"stock\" SET \"fk_scope_brand\" = (SELECT (SELECT \"fk_brand\" FROM \"product\" WHERE \"product\".\"id\" = \"variant\".\"fk_product\") FROM \"variant\" WHERE \"variant\".\"id\" = \"stock\".\"fk_variant\")"
+        );
+        assert!(derived_fill_statement(stock, "fk_variant").is_none());
+    }
 
     #[test]
     fn text_fields_get_folded_copies_and_ids_use_the_c_collation_on_postgres() {

@@ -504,7 +504,7 @@ pub fn relation_paths() -> Vec<RelationPath> {
     let mut out = Vec::new();
     for name in RESOURCES {
         let resource = catalog().resource(name).expect("a resource");
-        for first in &resource.relations {
+        for first in resource.public_relations() {
             let t1 = catalog().target(first);
             let many = !first.is_to_one();
             for field in id_fields(t1) {
@@ -517,7 +517,7 @@ pub fn relation_paths() -> Vec<RelationPath> {
                     through_many: many,
                 });
             }
-            for second in t1.relations.iter().filter(|r| r.is_to_one()) {
+            for second in t1.public_relations().filter(|r| r.is_to_one()) {
                 let t2 = catalog().target(second);
                 for field in id_fields(t2) {
                     out.push(RelationPath {

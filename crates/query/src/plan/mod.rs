@@ -34,6 +34,8 @@ pub struct Viewer {
     companies: Vec<String>,
     host: Option<String>,
     warehouse: Option<String>,
+    /// Sees internal fields too: only the catalog's own scope rules are resolved this way.
+    sees_internal: bool,
 }
 
 impl Viewer {
@@ -50,6 +52,15 @@ impl Viewer {
             companies: Vec::new(),
             host: None,
             warehouse: None,
+            sees_internal: false,
+        }
+    }
+
+    /// The catalog itself, resolving its scope rules: everything, internal shortcuts included.
+    fn catalog_rules() -> Viewer {
+        Viewer {
+            sees_internal: true,
+            ..Viewer::admin()
         }
     }
 
@@ -71,6 +82,7 @@ impl Viewer {
             companies,
             host: host.map(|h| h.to_ascii_uppercase()),
             warehouse: warehouse.map(|w| w.to_ascii_uppercase()),
+            sees_internal: false,
         }
     }
 
@@ -81,7 +93,7 @@ impl Viewer {
 
     /// Whether the field exists for this caller (restricted properties do not).
     pub fn sees_field(&self, field: &Field) -> bool {
-        field.visible_to(self.user_type)
+        field.visible_to(self.user_type) || (self.sees_internal && field.internal)
     }
 
     /// Whether the caller sees any records of the resource at all.
@@ -134,7 +146,7 @@ impl Viewer {
             Scope::Everything => Predicate::always(),
             Scope::Nothing => Predicate::never(),
             Scope::AnyOf(groups) => {
-                let unrestricted = Viewer::admin();
+                let unrestricted = Viewer::catalog_rules();
                 let groups: Vec<Predicate> = groups
                     .iter()
                     .map(|group| {

@@ -60,7 +60,7 @@ fn record_schema(resource: &Resource) -> Value {
     for field in resource.fields.iter().filter(|f| !f.internal) {
         properties.insert(field.name.to_string(), field_schema(field));
     }
-    for relation in &resource.relations {
+    for relation in resource.public_relations() {
         let target = catalog().target(relation);
         let one = json!({"oneOf": [
             {"$ref": "#/components/schemas/Key"},

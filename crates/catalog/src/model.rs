@@ -245,6 +245,8 @@ impl Field {
     /// fills it from `path` when the column is new.
     pub fn derived(mut self, path: &'static str) -> Self {
         self.internal = true;
+        // Nullable, so that migration can add it to filled tables and then fill it.
+        self.required = false;
         self.derived_from = Some(path);
         self
     }

@@ -413,6 +413,9 @@ pub enum PageStrategy {
     /// As `InOrder`, and tell the planner so: semi-joins are only probed (SQLite, whose
     /// planner would otherwise drive from a large subquery and sort everything it yields).
     InOrderProbing,
+    /// Few matches, found through the requested filter (SQLite): the scope's semi-joins are
+    /// only probed, so that a wide scope never drives the query instead of a narrow filter.
+    FilterDrives,
     /// Collect every match first (a materialized CTE, which the planner cannot merge with the
     /// LIMIT), then sort just those: best when matches are few, where walking the order
     /// would pass over many records that do not match.
@@ -447,12 +450,17 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
             Expr::col((Alias::new(ROOT), Alias::new("id"))),
             Alias::new("id"),
         );
-    if !plan.filter.is_always() {
-        let root = match strategy {
-            PageStrategy::InOrderProbing => Table::Probed(ROOT),
-            _ => Table::Aliased(ROOT),
-        };
-        select.and_where(predicate_expr(&plan.filter, root, false));
+    let (scope_table, filter_table) = match strategy {
+        PageStrategy::InOrderProbing => (Table::Probed(ROOT), Table::Probed(ROOT)),
+        PageStrategy::FilterDrives => (Table::Probed(ROOT), Table::Aliased(ROOT)),
+        PageStrategy::InOrder | PageStrategy::MatchesFirst => {
+            (Table::Aliased(ROOT), Table::Aliased(ROOT))
+        }
+    };
+    for (predicate, table) in [(&plan.scope, scope_table), (&plan.filter, filter_table)] {
+        if !predicate.is_always() {
+            select.and_where(predicate_expr(predicate, table, false));
+        }
     }
     let mut joins = Joins {
         aliases: Vec::new(),
@@ -467,7 +475,7 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
     let tie = order(plan.tie_break());
 
     let (mut inner, cte) = match strategy {
-        PageStrategy::InOrder | PageStrategy::InOrderProbing => {
+        PageStrategy::InOrder | PageStrategy::InOrderProbing | PageStrategy::FilterDrives => {
             for (_, sort) in &keys {
                 apply_order(
                     &mut select,
@@ -627,7 +635,7 @@ pub fn page_tables(plan: &ReadPlan, viewer: &Viewer) -> Vec<&'static str> {
             }
         }
     }
-    let mut tables: BTreeSet<&'static str> = tables_read(plan.resource, &plan.filter)
+    let mut tables: BTreeSet<&'static str> = tables_read(plan.resource, &plan.full_filter())
         .into_iter()
         .collect();
     for key in &plan.order {
@@ -833,7 +841,7 @@ mod tests {
     fn tables_read_follow_the_filter() {
         let plan = read("stock", "stock_variant.variant_product.fk_brand=X", "");
         assert_eq!(
-            tables_read(plan.resource, &plan.filter),
+            tables_read(plan.resource, &plan.full_filter()),
             vec!["product", "stock", "variant"]
         );
     }

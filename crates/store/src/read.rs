@@ -82,7 +82,7 @@ impl Store {
             .count(
                 &CountPlan {
                     resource: plan.resource,
-                    filter: plan.filter.clone(),
+                    filter: plan.full_filter(),
                 },
                 versions,
                 timing,
@@ -137,7 +137,9 @@ impl Store {
             // materializing only costs it; where matches are common it must be told to walk
             // the order instead of driving from a large subquery.
             return Ok(match strategy {
-                PageStrategy::MatchesFirst => PageStrategy::InOrder,
+                // Few matches and nothing asked but the scope: the scope may drive.
+                PageStrategy::MatchesFirst if plan.filter.is_always() => PageStrategy::InOrder,
+                PageStrategy::MatchesFirst => PageStrategy::FilterDrives,
                 _ => PageStrategy::InOrderProbing,
             });
         }

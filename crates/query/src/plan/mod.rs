@@ -189,7 +189,9 @@ pub struct OrderKey {
 #[derive(Debug, Clone)]
 pub struct ReadPlan {
     pub resource: &'static Resource,
-    /// Scope, complex query and URL filters together.
+    /// The records the caller may see (CONTRACT §5).
+    pub scope: Predicate,
+    /// What the request asks for among them: complex query and URL filters.
     pub filter: Predicate,
     /// Order keys; the id always follows as the tie-breaker.
     pub order: Vec<OrderKey>,
@@ -199,6 +201,11 @@ pub struct ReadPlan {
 }
 
 impl ReadPlan {
+    /// Scope and requested filter together: what a record must satisfy to be listed.
+    pub fn full_filter(&self) -> Predicate {
+        self.scope.clone().and(self.filter.clone())
+    }
+
     /// Rows to skip before the page.
     pub fn offset(&self) -> u64 {
         (self.page - 1).saturating_mul(self.page_size)
@@ -225,7 +232,7 @@ pub fn plan_read(
     request: &ReadRequest,
     viewer: &Viewer,
 ) -> ApiResult<ReadPlan> {
-    let filter = full_filter(resource, request, viewer)?;
+    let filter = filter::record_filter(resource, &request.filters, request.body.as_ref(), viewer)?;
     let order = request
         .order_by
         .iter()
@@ -244,6 +251,7 @@ pub fn plan_read(
     )?;
     Ok(ReadPlan {
         resource,
+        scope: viewer.scope(resource),
         filter,
         order,
         page: request.page.unwrap_or(1),
@@ -283,18 +291,8 @@ pub fn plan_count(
     // The other reserved parameters do not change a count, but they must still make sense.
     plan_read(resource, request, viewer).map(|plan| CountPlan {
         resource,
-        filter: plan.filter,
+        filter: plan.full_filter(),
     })
-}
-
-fn full_filter(
-    resource: &'static Resource,
-    request: &ReadRequest,
-    viewer: &Viewer,
-) -> ApiResult<Predicate> {
-    let requested =
-        filter::record_filter(resource, &request.filters, request.body.as_ref(), viewer)?;
-    Ok(viewer.scope(resource).and(requested))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use brandhub_catalog::{Cell, Layout, Record, catalog};
 use brandhub_demo::{Chunk, DemoOptions, DemoSummary, generate};
 use brandhub_problem::{ApiError, ApiResult, Code};
-use brandhub_query::plan::{CountPlan, Predicate};
+use brandhub_query::plan::CountPlan;
 use brandhub_store::accounts::secret_hash;
 use brandhub_store::grants::default_grants;
 use brandhub_store::{Store, Timing};
@@ -14,10 +14,7 @@ use tokio::sync::mpsc;
 /// Whether the database holds no users (a fresh database).
 pub async fn is_empty(store: &Store) -> ApiResult<bool> {
     let users = catalog().resource("user").expect("user is a resource");
-    let plan = CountPlan {
-        resource: users,
-        filter: Predicate::always(),
-    };
+    let plan = CountPlan::everything(users);
     let timing = Timing::default();
     let versions = store.versions(&timing).await?;
     Ok(store.count(&plan, &versions, &timing).await? == 0)

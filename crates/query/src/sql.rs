@@ -413,9 +413,10 @@ pub enum PageStrategy {
     /// As `InOrder`, and tell the planner so: semi-joins are only probed (SQLite, whose
     /// planner would otherwise drive from a large subquery and sort everything it yields).
     InOrderProbing,
-    /// Few matches, found through the requested filter (SQLite): the scope's semi-joins are
-    /// only probed, so that a wide scope never drives the query instead of a narrow filter.
-    FilterDrives,
+    /// Few matches (SQLite): find them through the filters and sort them, never walk an
+    /// index in order hoping to meet them (`ORDER BY +column`). With `probe_scope` a scope
+    /// that holds much of the table is only probed, so the requested filter drives.
+    SortMatches { probe_scope: bool },
     /// Collect every match first (a materialized CTE, which the planner cannot merge with the
     /// LIMIT), then sort just those: best when matches are few, where walking the order
     /// would pass over many records that do not match.
@@ -452,10 +453,10 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
         );
     let (scope_table, filter_table) = match strategy {
         PageStrategy::InOrderProbing => (Table::Probed(ROOT), Table::Probed(ROOT)),
-        PageStrategy::FilterDrives => (Table::Probed(ROOT), Table::Aliased(ROOT)),
-        PageStrategy::InOrder | PageStrategy::MatchesFirst => {
-            (Table::Aliased(ROOT), Table::Aliased(ROOT))
+        PageStrategy::SortMatches { probe_scope: true } => {
+            (Table::Probed(ROOT), Table::Aliased(ROOT))
         }
+        _ => (Table::Aliased(ROOT), Table::Aliased(ROOT)),
     };
     for (predicate, table) in [(&plan.scope, scope_table), (&plan.filter, filter_table)] {
         if !predicate.is_always() {
@@ -475,7 +476,7 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
     let tie = order(plan.tie_break());
 
     let (mut inner, cte) = match strategy {
-        PageStrategy::InOrder | PageStrategy::InOrderProbing | PageStrategy::FilterDrives => {
+        PageStrategy::InOrder | PageStrategy::InOrderProbing => {
             for (_, sort) in &keys {
                 apply_order(
                     &mut select,
@@ -485,6 +486,23 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
                 );
             }
             select.order_by_expr(Expr::col((Alias::new(ROOT), Alias::new("id"))), tie.clone());
+            (select, None)
+        }
+        PageStrategy::SortMatches { .. } => {
+            // SQLite only (its placeholder is `?`): a unary `+` keeps indexes out of the order.
+            let unindexed = |expr: Expr| Expr::cust_with_expr("+?", expr);
+            for (_, sort) in &keys {
+                apply_order(
+                    &mut select,
+                    unindexed(sort.expr.clone()),
+                    sort.order.clone(),
+                    sort.nulls,
+                );
+            }
+            select.order_by_expr(
+                unindexed(Expr::col((Alias::new(ROOT), Alias::new("id")))),
+                tie.clone(),
+            );
             (select, None)
         }
         PageStrategy::MatchesFirst => {
@@ -535,14 +553,26 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
     outer
 }
 
-/// The statement counting every record a plan's filter admits.
-pub fn count_statement(plan: &CountPlan) -> SelectStatement {
+/// The statement counting every record a plan admits. With `scope_probed` (SQLite, for a
+/// scope that holds much of the table) the scope's semi-joins are only probed, so that the
+/// requested filter drives the count rather than hundreds of thousands of visible ids.
+pub fn count_statement(plan: &CountPlan, scope_probed: bool) -> SelectStatement {
     let mut statement = Query::select();
     statement
         .expr(Func::count(Expr::col(Asterisk)))
         .from_as(Alias::new(plan.resource.table), Alias::new(ROOT));
-    if !plan.filter.is_always() {
-        statement.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+    let scope_table = if scope_probed {
+        Table::Probed(ROOT)
+    } else {
+        Table::Aliased(ROOT)
+    };
+    for (predicate, table) in [
+        (&plan.scope, scope_table),
+        (&plan.filter, Table::Aliased(ROOT)),
+    ] {
+        if !predicate.is_always() {
+            statement.and_where(predicate_expr(predicate, table, false));
+        }
     }
     statement
 }
@@ -715,6 +745,26 @@ mod tests {
     }
 
     #[test]
+    fn few_matches_on_sqlite_are_sorted_and_a_wide_scope_only_probed() {
+        let mut plan = read(
+            "stock",
+            "fields=inStock&stock_variant.barcode=501@&order_by=lastUpdate<",
+            "",
+        );
+        plan.scope = plan.filter.clone();
+        let sql = sqlite(&page_statement(
+            &plan,
+            PageStrategy::SortMatches { probe_scope: true },
+        ));
+        assert!(
+            sql.contains(r#"ORDER BY +"t0"."last_update" DESC, +"t0"."id" DESC LIMIT"#),
+            "{sql}"
+        );
+        assert!(sql.contains(r#"WHERE (+"t0"."fk_variant") IN"#), "{sql}");
+        assert!(sql.contains(r#" AND "t0"."fk_variant" IN"#), "{sql}");
+    }
+
+    #[test]
     fn prefix_filters_become_index_ranges_on_the_folded_column() {
         let plan = read("variant", "fields=barcode&barcode=501234@", "");
         let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
@@ -797,7 +847,7 @@ mod tests {
             &Viewer::admin(),
         )
         .unwrap();
-        let sql = count_statement(&plan).to_string(PostgresQueryBuilder);
+        let sql = count_statement(&plan, false).to_string(PostgresQueryBuilder);
         assert_eq!(
             sql,
             r#"SELECT COUNT(*) FROM "orders" AS "t0" WHERE "t0"."fk_brand_store" IN ('A', 'B')"#

@@ -5,7 +5,7 @@
 //! count in the table is done by one background writer, so a read never waits for the
 //! database's write lock.
 
-use crate::db::{Kind, Pool, Store, Timing, on_pool};
+use crate::db::{Backend, Kind, Pool, Store, Timing, on_pool};
 use crate::versions::Versions;
 use brandhub_catalog::Cell;
 use brandhub_problem::ApiResult;
@@ -124,8 +124,45 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<u64> {
-        let statement = count_statement(plan);
-        let stamp = versions.stamp(&tables_read(plan.resource, &plan.filter));
+        let probe_scope = if self.backend() == Backend::Sqlite
+            && !plan.scope.is_always()
+            && !plan.filter.is_always()
+        {
+            // SQLite cannot tell how many ids a scope's subqueries yield and likes to drive
+            // from them; a scope holding more than 2% of the table is never the better driver.
+            let visible = self
+                .count_as(
+                    &CountPlan::visible(plan.resource, plan.scope.clone()),
+                    false,
+                    versions,
+                    timing,
+                )
+                .await?;
+            let total = self
+                .count_as(
+                    &CountPlan::everything(plan.resource),
+                    false,
+                    versions,
+                    timing,
+                )
+                .await?;
+            visible.saturating_mul(50) > total
+        } else {
+            false
+        };
+        self.count_as(plan, probe_scope, versions, timing).await
+    }
+
+    /// A count, cached under its plain statement whichever form counts it.
+    async fn count_as(
+        &self,
+        plan: &CountPlan,
+        probe_scope: bool,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> ApiResult<u64> {
+        let statement = count_statement(plan, false);
+        let stamp = versions.stamp(&tables_read(plan.resource, &plan.full_filter()));
         let key = cache_key(&statement);
         if let Some((at, count)) = self.counts.get(&key)
             && at == stamp
@@ -140,6 +177,11 @@ impl Store {
             self.counts.insert(key, (stamp, count));
             return Ok(count);
         }
+        let statement = if probe_scope {
+            count_statement(plan, true)
+        } else {
+            statement
+        };
         let count = self.fetch_integer(&statement, timing).await?;
         let count = u64::try_from(count).unwrap_or(0);
         self.counts.insert(key.clone(), (stamp, count));

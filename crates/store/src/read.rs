@@ -82,7 +82,8 @@ impl Store {
             .count(
                 &CountPlan {
                     resource: plan.resource,
-                    filter: plan.full_filter(),
+                    scope: plan.scope.clone(),
+                    filter: plan.filter.clone(),
                 },
                 versions,
                 timing,
@@ -123,10 +124,7 @@ impl Store {
     ) -> ApiResult<PageStrategy> {
         let visible = self
             .count(
-                &CountPlan {
-                    resource: plan.resource,
-                    filter: viewer.scope(plan.resource),
-                },
+                &CountPlan::visible(plan.resource, viewer.scope(plan.resource)),
                 versions,
                 timing,
             )
@@ -136,11 +134,17 @@ impl Store {
             // SQLite's planner already takes a selective filter's index and sorts, and
             // materializing only costs it; where matches are common it must be told to walk
             // the order instead of driving from a large subquery.
-            return Ok(match strategy {
-                // Few matches and nothing asked but the scope: the scope may drive.
-                PageStrategy::MatchesFirst if plan.filter.is_always() => PageStrategy::InOrder,
-                PageStrategy::MatchesFirst => PageStrategy::FilterDrives,
-                _ => PageStrategy::InOrderProbing,
+            if strategy != PageStrategy::MatchesFirst {
+                return Ok(PageStrategy::InOrderProbing);
+            }
+            // Few matches, found and sorted. The requested filter drives, unless nothing is
+            // asked but the scope or the scope itself is narrow (at most 2% of the table).
+            let total = self
+                .count(&CountPlan::everything(plan.resource), versions, timing)
+                .await?;
+            let wide_scope = visible.saturating_mul(50) > total;
+            return Ok(PageStrategy::SortMatches {
+                probe_scope: wide_scope && !plan.filter.is_always(),
             });
         }
         Ok(strategy)

@@ -223,7 +223,35 @@ impl ReadPlan {
 #[derive(Debug, Clone)]
 pub struct CountPlan {
     pub resource: &'static Resource,
+    /// The records the caller may see.
+    pub scope: Predicate,
+    /// What the request asks for among them.
     pub filter: Predicate,
+}
+
+impl CountPlan {
+    /// Every record of a resource.
+    pub fn everything(resource: &'static Resource) -> CountPlan {
+        CountPlan {
+            resource,
+            scope: Predicate::always(),
+            filter: Predicate::always(),
+        }
+    }
+
+    /// Everything a caller may see of a resource.
+    pub fn visible(resource: &'static Resource, scope: Predicate) -> CountPlan {
+        CountPlan {
+            resource,
+            scope,
+            filter: Predicate::always(),
+        }
+    }
+
+    /// Scope and requested filter together.
+    pub fn full_filter(&self) -> Predicate {
+        self.scope.clone().and(self.filter.clone())
+    }
 }
 
 /// Plans a list request.
@@ -291,7 +319,8 @@ pub fn plan_count(
     // The other reserved parameters do not change a count, but they must still make sense.
     plan_read(resource, request, viewer).map(|plan| CountPlan {
         resource,
-        filter: plan.full_filter(),
+        scope: plan.scope,
+        filter: plan.filter,
     })
 }
 

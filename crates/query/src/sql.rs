@@ -589,11 +589,14 @@ pub fn padded_keys(keys: &[String]) -> Vec<String> {
 
 /// The statement loading the records of a relation node whose `key` column is one of `keys`
 /// (the ids for to-one relations, the back reference for to-many ones), within `scope`.
+/// With `probe_scope` (SQLite) the scope's semi-joins are only probed: the page's keys are
+/// always the few rows to start from, never the caller's hundreds of thousands of visible ids.
 pub fn related_statement(
     selection: &Selection,
     key: &'static Field,
     keys: &[String],
     scope: &Predicate,
+    probe_scope: bool,
 ) -> SelectStatement {
     let link = (key.name != "id").then_some(key);
     let mut statement = Query::select();
@@ -606,7 +609,12 @@ pub fn related_statement(
             .is_in(padded_keys(keys).into_iter().map(Value::from)),
     );
     if !scope.is_always() {
-        statement.and_where(predicate_expr(scope, Table::Aliased(ROOT), false));
+        let table = if probe_scope {
+            Table::Probed(ROOT)
+        } else {
+            Table::Aliased(ROOT)
+        };
+        statement.and_where(predicate_expr(scope, table, false));
     }
     if link.is_some() {
         statement.order_by((Alias::new(ROOT), Alias::new("id")), Order::Asc);
@@ -866,7 +874,7 @@ mod tests {
         let sub = variant.expanded.as_ref().unwrap();
         let id = sub.resource.field_named("id").unwrap();
         let keys: Vec<String> = ["A", "B", "C"].iter().map(|s| s.to_string()).collect();
-        let sql = sqlite(&related_statement(sub, id, &keys, &Predicate::always()));
+        let sql = sqlite(&related_statement(sub, id, &keys, &Predicate::always(), true));
         assert!(
             sql.ends_with(r#"WHERE "t0"."id" IN ('A', 'B', 'C', 'C')"#),
             "{sql}"

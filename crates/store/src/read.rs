@@ -188,7 +188,13 @@ impl Store {
                     ..NodeData::default()
                 };
                 if !keys.is_empty() {
-                    let statement = related_statement(sub, key_field, &keys, &viewer.scope(target));
+                    let statement = related_statement(
+                        sub,
+                        key_field,
+                        &keys,
+                        &viewer.scope(target),
+                        self.backend() == Backend::Sqlite,
+                    );
                     child.rows = self
                         .fetch(&statement, &kinds(&child.columns), timing)
                         .await?;

@@ -261,6 +261,11 @@ pub fn declare() -> Vec<Resource> {
         Resource::new("orderItem", "order_item", "One line of an order.")
             .relation_fk(fk("fk_order", "orderItem_order"), "order")
             .relation_fk(fk("fk_variant", "orderItem_variant"), "variant")
+            .relation_fk(
+                fk("fk_scopeBrandStore", "orderItem_scopeBrandStore")
+                    .derived("orderItem_order.fk_brandStore"),
+                "brandStore",
+            )
             .field(integer("orderQty"))
             .field(number("itemPrice").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(number("lineNet").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
@@ -273,8 +278,8 @@ pub fn declare() -> Vec<Resource> {
             .field(text("status").indexed())
             .field(text("hostItemRef").indexed())
             .field(timestamp("returnDate"))
-            .scope(COMPANY, &[&[("orderItem_order.order_brandStore.brandStore_brand.fk_company", Companies)]])
-            .scope(HOST, &[&[("orderItem_order.order_brandStore.brandStore_store.fk_host", Host)]])
+            .scope(COMPANY, &[&[("orderItem_scopeBrandStore.brandStore_brand.fk_company", Companies)]])
+            .scope(HOST, &[&[("orderItem_scopeBrandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]]),
         Resource::new("user", "users", "A person or system that calls the API with its keys.")
             .field(text("name").indexed())

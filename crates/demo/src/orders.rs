@@ -432,6 +432,7 @@ pub(crate) fn order_items(world: &mut World, plans: &Plans, out: &mut Emitter) {
         status,
         host_item_ref,
         return_date,
+        scope_brand_store,
     ] = t.cells([
         "fk_order",
         "fk_variant",
@@ -447,6 +448,7 @@ pub(crate) fn order_items(world: &mut World, plans: &Plans, out: &mut Emitter) {
         "status",
         "hostItemRef",
         "returnDate",
+        "fk_scopeBrandStore",
     ]);
     for order in &plans.orders {
         let brand_store = &world.brand_stores[order.brand_store as usize];
@@ -459,6 +461,7 @@ pub(crate) fn order_items(world: &mut World, plans: &Plans, out: &mut Emitter) {
             let id = world.ids.next();
             let mut r = t.record(id);
             r.cells[fk_order] = order.id.cell();
+            r.cells[scope_brand_store] = brand_store.id.cell();
             r.cells[fk_variant] = world.variants[item.variant as usize].id.cell();
             r.cells[order_qty] = Cell::Integer(i64::from(item.qty));
             r.cells[item_price] = money(i64::from(item.unit));

@@ -874,7 +874,13 @@ mod tests {
         let sub = variant.expanded.as_ref().unwrap();
         let id = sub.resource.field_named("id").unwrap();
         let keys: Vec<String> = ["A", "B", "C"].iter().map(|s| s.to_string()).collect();
-        let sql = sqlite(&related_statement(sub, id, &keys, &Predicate::always(), true));
+        let sql = sqlite(&related_statement(
+            sub,
+            id,
+            &keys,
+            &Predicate::always(),
+            true,
+        ));
         assert!(
             sql.ends_with(r#"WHERE "t0"."id" IN ('A', 'B', 'C', 'C')"#),
             "{sql}"

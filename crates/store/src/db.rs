@@ -282,6 +282,23 @@ impl Store {
         }
     }
 
+    /// Runs a write on a bookkeeping table outside any transaction (a job's heartbeat): no
+    /// version is bumped, because no cache depends on those tables. Returns the rows affected.
+    pub async fn execute_untracked<S>(&self, table: &str, statement: &S) -> ApiResult<u64>
+    where
+        S: SqlxBinder,
+    {
+        let affected = on_pool!(&self.pool, |pool, builder| {
+            let (sql, values) = statement.build_sqlx(builder);
+            sqlx::query_with(AssertSqlSafe(sql), values)
+                .execute(pool)
+                .await
+                .map_err(|e| write_error(table, e))?
+                .rows_affected()
+        });
+        Ok(affected)
+    }
+
     /// Runs plain SQL without results (schema statements); `sql` must not contain input.
     pub(crate) async fn execute_raw(&self, sql: &str) -> ApiResult<()> {
         on_pool!(&self.pool, |pool, _builder| {
@@ -334,9 +351,27 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
+        self.touch(table);
+        self.execute_untracked(table, statement).await
+    }
+
+    /// Remembers that `table` was written, so its version is bumped on commit.
+    fn touch(&mut self, table: &'static str) {
         if !self.touched.contains(&table) {
             self.touched.push(table);
         }
+    }
+
+    /// Runs a write on a bookkeeping table that no cache depends on (the job queue), without
+    /// bumping any version; `table` names it in errors.
+    pub async fn execute_untracked<S>(
+        &mut self,
+        table: &'static str,
+        statement: &S,
+    ) -> ApiResult<u64>
+    where
+        S: SqlxBinder,
+    {
         let affected = match &mut self.tx {
             Tx::Sqlite(tx) => {
                 let (sql, values) = statement.build_sqlx(SqliteQueryBuilder);
@@ -382,6 +417,48 @@ impl WriteTx {
                     .fetch_all(&mut **tx)
                     .await
                     .map_err(|e| internal("a read in a write failed", e))?;
+                rows.iter()
+                    .map(|r| decode_row(r, kinds))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| internal("a row did not decode", e))
+            }
+        }
+    }
+
+    /// Runs a statement that returns rows (`UPDATE … RETURNING`, `SELECT … FOR UPDATE`) and
+    /// decodes them by `kinds`. `table`, when given, counts as written (its version is bumped
+    /// on commit); bookkeeping tables pass `None`.
+    pub async fn fetch_returning<S>(
+        &mut self,
+        table: Option<&'static str>,
+        statement: &S,
+        kinds: &[Kind],
+    ) -> ApiResult<Vec<Vec<Cell>>>
+    where
+        S: SqlxBinder,
+    {
+        if let Some(table) = table {
+            self.touch(table);
+        }
+        let name = table.unwrap_or("bookkeeping");
+        match &mut self.tx {
+            Tx::Sqlite(tx) => {
+                let (sql, values) = statement.build_sqlx(SqliteQueryBuilder);
+                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(|e| write_error(name, e))?;
+                rows.iter()
+                    .map(|r| decode_row(r, kinds))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| internal("a row did not decode", e))
+            }
+            Tx::Postgres(tx) => {
+                let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
+                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(|e| write_error(name, e))?;
                 rows.iter()
                     .map(|r| decode_row(r, kinds))
                     .collect::<Result<_, _>>()

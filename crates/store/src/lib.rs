@@ -1,13 +1,14 @@
 //! Storage: the database side of the pipeline. Pools and the schema for SQLite and PostgreSQL
 //! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
 //! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`]),
-//! and users, keys and grants ([`accounts`], [`grants`]).
+//! users, keys and grants ([`accounts`], [`grants`]), and the queue of uploaded files ([`jobs`]).
 
 pub mod accounts;
 pub mod count;
 pub mod db;
 pub mod grants;
 pub mod ids;
+pub mod jobs;
 pub mod page;
 pub mod read;
 pub mod render;
@@ -19,6 +20,7 @@ pub mod write;
 pub use accounts::{Caller, NewKey};
 pub use db::{Backend, Store, StoreOptions, Timing, WriteTx};
 pub use grants::Grant;
+pub use jobs::ClaimedJob;
 pub use page::RenderedPage;
 pub use read::PageData;
 pub use users::NewUser;

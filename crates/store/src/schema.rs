@@ -199,6 +199,26 @@ pub fn bookkeeping_statements() -> Vec<String> {
     statements
 }
 
+/// The job queue of uploaded files ([`crate::jobs`]): one row per file, created with the file
+/// record and claimed by workers. It refers to the file table, so it is created after the
+/// resources. Times are milliseconds since the Unix epoch.
+pub fn queue_statements(backend: Backend) -> Vec<String> {
+    let id = match backend {
+        Backend::Postgres => "TEXT COLLATE \"C\"",
+        Backend::Sqlite => "TEXT",
+    };
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} (\"file_id\" {id} PRIMARY KEY REFERENCES \"file\"(\"id\") ON DELETE CASCADE, \"state\" TEXT NOT NULL, \"attempts\" BIGINT NOT NULL DEFAULT 0, \"claimed_by\" TEXT, \"heartbeat_at\" BIGINT, \"available_at\" BIGINT NOT NULL, \"created_at\" BIGINT NOT NULL)",
+            quote(crate::jobs::JOB_TABLE)
+        ),
+        format!(
+            "CREATE INDEX IF NOT EXISTS \"ix_bh_job_state_available_at\" ON {} (\"state\", \"available_at\")",
+            quote(crate::jobs::JOB_TABLE)
+        ),
+    ]
+}
+
 /// For a new column that is a shortcut (`Field::derived`), the statement giving every existing
 /// row its value: nested lookups along the to-one path it copies.
 pub fn derived_fill_statement(resource: &Resource, column: &str) -> Option<String> {
@@ -314,6 +334,13 @@ impl Store {
                     ))
                     .await?;
                     if let Some(fill) = derived_fill_statement(resource, &name) {
+                        // A fill touches every row: no statement timeout for it.
+                        let fill = match backend {
+                            Backend::Postgres => {
+                                format!("BEGIN; SET LOCAL statement_timeout = 0; {fill}; COMMIT")
+                            }
+                            Backend::Sqlite => fill,
+                        };
                         self.execute_raw(&fill).await?;
                     }
                 }
@@ -322,13 +349,22 @@ impl Store {
                 self.execute_raw(&statement).await?;
             }
         }
+        for statement in queue_statements(backend) {
+            self.execute_raw(&statement).await?;
+        }
         Ok(())
     }
 
     /// Drops everything brandhub created (tests and `demo --fresh` only).
     pub async fn drop_everything(&self) -> ApiResult<()> {
         let mut tables: Vec<&str> = versioned_tables();
-        tables.extend(["bh_table_version", "bh_count_cache", "bh_meta"]);
+        // The queue refers to files: it goes first (the list is dropped from its end).
+        tables.extend([
+            "bh_table_version",
+            "bh_count_cache",
+            "bh_meta",
+            crate::jobs::JOB_TABLE,
+        ]);
         for table in tables.iter().rev() {
             let cascade = if self.backend() == Backend::Postgres {
                 " CASCADE"
@@ -409,6 +445,18 @@ mod tests {
             statements.contains("(\"brand_order_ref_ci\", \"id\")"),
             "{statements}"
         );
+    }
+
+    #[test]
+    fn the_job_queue_refers_to_files_with_the_ids_collation() {
+        let pg = queue_statements(Backend::Postgres).join("\n");
+        assert!(
+            pg.contains("\"file_id\" TEXT COLLATE \"C\" PRIMARY KEY REFERENCES \"file\"(\"id\")"),
+            "{pg}"
+        );
+        let sqlite = queue_statements(Backend::Sqlite).join("\n");
+        assert!(sqlite.contains("\"file_id\" TEXT PRIMARY KEY"), "{sqlite}");
+        assert!(sqlite.contains("(\"state\", \"available_at\")"), "{sqlite}");
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! Writing records: every text value is stored with its folded copy, lists go to their own
 //! tables, and rows are sent in multi-row statements sized to the backends' parameter limits.
 
-use crate::db::WriteTx;
+use crate::db::{Kind, WriteTx};
 use brandhub_catalog::{
     Cell, Field, FieldType, Record, Resource,
     record::{list_fields, stored_fields},
 };
 use brandhub_problem::ApiResult;
 use brandhub_query::text::fold;
-use sea_query::{Alias, Query, Value};
+use sea_query::{Alias, Condition, OnConflict, Order, Query, Value};
 
 /// The most bound parameters one statement carries (SQLite allows 32766, PostgreSQL 65535).
 const MAX_PARAMETERS: usize = 30_000;
@@ -88,6 +88,68 @@ impl WriteTx {
                 })
                 .collect();
             self.insert_list_elements(field, &elements).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads whole records of a resource (every stored column, list fields left empty) that
+    /// satisfy `condition`, inside the transaction, ordered by id: file processors compare
+    /// them with a file's rows and write back only the ones that change.
+    pub async fn load_records(
+        &mut self,
+        resource: &'static Resource,
+        condition: Condition,
+    ) -> ApiResult<Vec<Record>> {
+        let fields = stored_fields(resource);
+        let kinds: Vec<Kind> = fields.iter().map(|f| Kind::of(f.ty)).collect();
+        let select = Query::select()
+            .columns(fields.iter().map(|f| Alias::new(f.column.as_str())))
+            .from(Alias::new(resource.table))
+            .cond_where(condition)
+            .order_by(Alias::new("id"), Order::Asc)
+            .to_owned();
+        let lists = list_fields(resource).len();
+        Ok(self
+            .fetch(&select, &kinds)
+            .await?
+            .into_iter()
+            .map(|cells| Record {
+                cells,
+                lists: vec![Vec::new(); lists],
+            })
+            .collect())
+    }
+
+    /// Writes records by id in multi-row statements: new ids are inserted, existing ones have
+    /// every stored column (and folded copy) overwritten. List fields are not written, so this
+    /// serves resources without lists (products, variants, stock, prices, images, orders).
+    pub async fn upsert_records(
+        &mut self,
+        resource: &'static Resource,
+        records: &[Record],
+    ) -> ApiResult<()> {
+        let fields = stored_fields(resource);
+        let columns = insert_columns(resource);
+        let updated: Vec<Alias> = columns
+            .iter()
+            .filter(|c| c.as_str() != "id")
+            .map(|c| Alias::new(c.as_str()))
+            .collect();
+        let rows_per_statement = (MAX_PARAMETERS / columns.len()).clamp(1, MAX_ROWS);
+        for chunk in records.chunks(rows_per_statement) {
+            let mut insert = Query::insert();
+            insert
+                .into_table(Alias::new(resource.table))
+                .columns(columns.iter().map(|c| Alias::new(c.as_str())));
+            for record in chunk {
+                insert.values_panic(row_values(&fields, record).into_iter().map(Into::into));
+            }
+            insert.on_conflict(
+                OnConflict::column(Alias::new("id"))
+                    .update_columns(updated.clone())
+                    .to_owned(),
+            );
+            self.execute(resource.table, &insert).await?;
         }
         Ok(())
     }

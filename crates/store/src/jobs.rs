@@ -1,0 +1,350 @@
+//! The durable queue of uploaded files (CONTRACT §8), and the file records it feeds.
+//!
+//! One job per file, inserted in the same transaction as the file record. A job is `pending`
+//! until a worker claims it (`running`, with the worker's name and a heartbeat), and `done` once
+//! its file is processed or failed: in the same transaction that applies the file, so a worker
+//! that dies mid-file leaves nothing applied and the job `running` with a heartbeat that grows
+//! old; after the timeout any worker claims it again.
+//!
+//! Claiming is one statement, `UPDATE … WHERE file_id IN (SELECT … LIMIT 1) RETURNING …`. On
+//! PostgreSQL the inner select is `FOR UPDATE SKIP LOCKED`, so concurrent workers of several
+//! processes never take the same job and never wait on each other; on SQLite it runs inside a
+//! write transaction (`BEGIN IMMEDIATE`: SQLite serialises writers).
+//!
+//! Times are milliseconds since the Unix epoch, from the clock of the process that writes them.
+
+use crate::db::{Kind, Store, Timing, WriteTx};
+use brandhub_catalog::record::stored_fields;
+use brandhub_catalog::{Cell, Record, catalog};
+use brandhub_problem::ApiResult;
+use sea_query::{
+    Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query, SelectStatement,
+};
+
+/// The queue's table.
+pub const JOB_TABLE: &str = "bh_job";
+/// A job waiting for a worker (or released for a retry after `available_at`).
+pub const PENDING: &str = "pending";
+/// A job a worker holds; its heartbeat says the worker is alive.
+pub const RUNNING: &str = "running";
+/// A job whose file is processed or failed.
+pub const DONE: &str = "done";
+
+/// Milliseconds since the Unix epoch: the queue's clock.
+pub fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A job a worker has claimed: the file to process and how often it was claimed (this claim
+/// included), so that a file that keeps killing its workers is failed instead of retried forever.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedJob {
+    pub file_id: String,
+    pub attempts: i64,
+}
+
+fn col(name: &str) -> Expr {
+    Expr::col(Alias::new(name))
+}
+
+/// Jobs a worker may take now: pending and available, or running with a heartbeat older than
+/// `stale_before` (their worker is taken for dead).
+fn claimable(now: i64, stale_before: i64) -> Condition {
+    Cond::any()
+        .add(col("state").eq(PENDING).and(col("available_at").lte(now)))
+        .add(
+            col("state")
+                .eq(RUNNING)
+                .and(col("heartbeat_at").lt(stale_before)),
+        )
+}
+
+/// The file table's name, from the catalog.
+fn file_table() -> &'static str {
+    catalog()
+        .resource("file")
+        .expect("file is a resource")
+        .table
+}
+
+/// Every stored column of a resource's records that satisfy `condition`, with their decoding.
+fn select_records(table: &'static str, condition: Condition) -> (SelectStatement, Vec<Kind>) {
+    let resource = catalog()
+        .resources()
+        .iter()
+        .find(|r| r.table == table)
+        .expect("callers name catalog tables");
+    let fields = stored_fields(resource);
+    let kinds = fields.iter().map(|f| Kind::of(f.ty)).collect();
+    let select = Query::select()
+        .columns(fields.iter().map(|f| Alias::new(f.column.as_str())))
+        .from(Alias::new(table))
+        .cond_where(condition)
+        .to_owned();
+    (select, kinds)
+}
+
+impl WriteTx {
+    /// Queues the job of a new file; call it in the transaction that inserts the file record.
+    pub async fn enqueue_job(&mut self, file_id: &str) -> ApiResult<()> {
+        let now = now_millis();
+        let insert = Query::insert()
+            .into_table(Alias::new(JOB_TABLE))
+            .columns(["file_id", "state", "attempts", "available_at", "created_at"].map(Alias::new))
+            .values_panic([
+                file_id.into(),
+                PENDING.into(),
+                0i64.into(),
+                now.into(),
+                now.into(),
+            ])
+            .to_owned();
+        self.execute_untracked(JOB_TABLE, &insert).await?;
+        Ok(())
+    }
+
+    /// Marks a claimed job done, if `worker` still holds it. Run first in the transaction that
+    /// applies the file: it takes the job's row lock (on PostgreSQL no other worker can claim
+    /// it until the transaction ends), and `false` means another worker took the job over, so
+    /// this one must roll back.
+    pub async fn finish_job(&mut self, file_id: &str, worker: &str) -> ApiResult<bool> {
+        let update = Query::update()
+            .table(Alias::new(JOB_TABLE))
+            .value(Alias::new("state"), DONE)
+            .value(Alias::new("heartbeat_at"), now_millis())
+            .and_where(col("file_id").eq(file_id))
+            .and_where(col("claimed_by").eq(worker))
+            .and_where(col("state").eq(RUNNING))
+            .to_owned();
+        Ok(self.execute_untracked(JOB_TABLE, &update).await? == 1)
+    }
+
+    /// Locks a record for the rest of the transaction (PostgreSQL `FOR NO KEY UPDATE`, which
+    /// still lets other transactions insert records referring to it; SQLite's write
+    /// transaction already excludes other writers). Files of one brand are applied one after
+    /// the other this way, so two workers never insert the same new product or barcode.
+    pub async fn lock_record(&mut self, table: &'static str, id: &str) -> ApiResult<bool> {
+        let select = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(table))
+            .and_where(col("id").eq(id))
+            .lock(LockType::NoKeyUpdate)
+            .to_owned();
+        Ok(!self
+            .fetch_returning(None, &select, &[Kind::Text])
+            .await?
+            .is_empty())
+    }
+
+    /// Sets the status (and other cells) of a file record, by catalog path.
+    pub async fn update_file(&mut self, file_id: &str, values: &[(&str, Cell)]) -> ApiResult<()> {
+        let resource = catalog().resource("file").expect("file is a resource");
+        let mut update = Query::update();
+        update
+            .table(Alias::new(resource.table))
+            .and_where(col("id").eq(file_id));
+        for (path, cell) in values {
+            let field = resource
+                .field_at(path)
+                .expect("callers name fields of the file resource");
+            update.value(
+                Alias::new(field.column.as_str()),
+                crate::write::cell_value(field, cell),
+            );
+            if let Some(folded) = field.folded_column() {
+                update.value(
+                    Alias::new(folded),
+                    brandhub_query::text::fold(cell.as_text().unwrap_or_default()),
+                );
+            }
+        }
+        self.execute(resource.table, &update).await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Stores a new file record and queues its job, in one transaction.
+    pub async fn create_file(&self, record: Record) -> ApiResult<()> {
+        let resource = catalog().resource("file").expect("file is a resource");
+        let id = record.id().to_string();
+        let mut tx = self.begin().await?;
+        tx.insert_records(resource, &[record]).await?;
+        tx.enqueue_job(&id).await?;
+        tx.commit().await
+    }
+
+    /// Whether some job could be claimed now: a cheap read, so idle workers do not take the
+    /// write lock (on SQLite) just to find the queue empty.
+    pub async fn has_claimable_job(&self, stale_after_ms: i64) -> ApiResult<bool> {
+        let now = now_millis();
+        let select = Query::select()
+            .column(Alias::new("file_id"))
+            .from(Alias::new(JOB_TABLE))
+            .cond_where(claimable(now, now - stale_after_ms))
+            .limit(1)
+            .to_owned();
+        Ok(!self
+            .fetch(&select, &[Kind::Text], &Timing::default())
+            .await?
+            .is_empty())
+    }
+
+    /// Claims the oldest claimable job for `worker` and sets its file to `processing`, or
+    /// `None` when there is none. A running job whose heartbeat is older than `stale_after_ms`
+    /// is claimable again.
+    pub async fn claim_job(
+        &self,
+        worker: &str,
+        stale_after_ms: i64,
+    ) -> ApiResult<Option<ClaimedJob>> {
+        let now = now_millis();
+        let next = Query::select()
+            .column(Alias::new("file_id"))
+            .from(Alias::new(JOB_TABLE))
+            .cond_where(claimable(now, now - stale_after_ms))
+            .order_by(Alias::new("available_at"), Order::Asc)
+            .order_by(Alias::new("file_id"), Order::Asc)
+            .limit(1)
+            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+            .to_owned();
+        let claim = Query::update()
+            .table(Alias::new(JOB_TABLE))
+            .value(Alias::new("state"), RUNNING)
+            .value(Alias::new("attempts"), col("attempts").add(1))
+            .value(Alias::new("claimed_by"), worker)
+            .value(Alias::new("heartbeat_at"), now)
+            .and_where(col("file_id").in_subquery(next))
+            // Checked again on the row itself: a concurrent claim may have changed it.
+            .cond_where(claimable(now, now - stale_after_ms))
+            .returning(Query::returning().columns(["file_id", "attempts"].map(Alias::new)))
+            .to_owned();
+        let mut tx = self.begin().await?;
+        let rows = tx
+            .fetch_returning(None, &claim, &[Kind::Text, Kind::Integer])
+            .await?;
+        let job = match rows.first().map(Vec::as_slice) {
+            Some([Cell::Text(file_id), Cell::Integer(attempts)]) => ClaimedJob {
+                file_id: file_id.clone(),
+                attempts: *attempts,
+            },
+            _ => return Ok(None),
+        };
+        tx.update_file(&job.file_id, &[("status", "processing".into())])
+            .await?;
+        tx.commit().await?;
+        Ok(Some(job))
+    }
+
+    /// Renews a claimed job's heartbeat; `false` when `worker` no longer holds it.
+    pub async fn heartbeat_job(&self, file_id: &str, worker: &str) -> ApiResult<bool> {
+        let update = Query::update()
+            .table(Alias::new(JOB_TABLE))
+            .value(Alias::new("heartbeat_at"), now_millis())
+            .and_where(col("file_id").eq(file_id))
+            .and_where(col("claimed_by").eq(worker))
+            .and_where(col("state").eq(RUNNING))
+            .to_owned();
+        Ok(self.execute_untracked(JOB_TABLE, &update).await? == 1)
+    }
+
+    /// Gives a claimed job back for a retry at `available_at` (after a passing failure such as
+    /// a lost connection), and sets its file back to `pending`.
+    pub async fn release_job(
+        &self,
+        file_id: &str,
+        worker: &str,
+        available_at: i64,
+    ) -> ApiResult<()> {
+        let update = Query::update()
+            .table(Alias::new(JOB_TABLE))
+            .value(Alias::new("state"), PENDING)
+            .value(Alias::new("claimed_by"), Option::<String>::None)
+            .value(Alias::new("available_at"), available_at)
+            .and_where(col("file_id").eq(file_id))
+            .and_where(col("claimed_by").eq(worker))
+            .and_where(col("state").eq(RUNNING))
+            .to_owned();
+        let mut tx = self.begin().await?;
+        if tx.execute_untracked(JOB_TABLE, &update).await? == 1 {
+            tx.update_file(file_id, &[("status", "pending".into())])
+                .await?;
+        }
+        tx.commit().await
+    }
+
+    /// A whole file record by id (every stored column), for the worker that processes it.
+    pub async fn file_record(&self, file_id: &str) -> ApiResult<Option<Record>> {
+        let (select, kinds) = select_records(file_table(), Cond::all().add(col("id").eq(file_id)));
+        let rows = self.fetch(&select, &kinds, &Timing::default()).await?;
+        Ok(rows.into_iter().next().map(|cells| Record {
+            cells,
+            lists: Vec::new(),
+        }))
+    }
+
+    /// A file's status (`pending`, `processing`, `processed`, `failed`), or `None` if there
+    /// is no such file; for answers that wait until processing ends.
+    pub async fn file_status(&self, file_id: &str) -> ApiResult<Option<String>> {
+        let select = Query::select()
+            .column(Alias::new("status"))
+            .from(Alias::new(file_table()))
+            .and_where(col("id").eq(file_id))
+            .to_owned();
+        let rows = self
+            .fetch(&select, &[Kind::Text], &Timing::default())
+            .await?;
+        Ok(rows
+            .first()
+            .and_then(|row| row[0].as_text())
+            .map(str::to_string))
+    }
+
+    /// One id-valued field of a record, ignoring scope: `Some(None)` when the record exists
+    /// with the field unset, `None` when there is no such record. For checks that compare
+    /// records the caller may not see in full (the company of a brand and of a warehouse).
+    pub async fn id_field_of(
+        &self,
+        resource: &str,
+        field: &str,
+        id: &str,
+    ) -> ApiResult<Option<Option<String>>> {
+        let Some(resource) = catalog().resource(resource) else {
+            return Ok(None);
+        };
+        let Some(field) = resource.field_at(field).filter(|f| f.has_column()) else {
+            return Ok(None);
+        };
+        let select = Query::select()
+            .column(Alias::new(field.column.as_str()))
+            .from(Alias::new(resource.table))
+            .and_where(col("id").eq(id.to_ascii_uppercase()))
+            .to_owned();
+        let rows = self
+            .fetch(&select, &[Kind::Text], &Timing::default())
+            .await?;
+        Ok(rows.first().map(|row| row[0].as_text().map(str::to_string)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
+
+    #[test]
+    fn claiming_skips_locked_jobs_on_postgres_only() {
+        let next = Query::select()
+            .column(Alias::new("file_id"))
+            .from(Alias::new(JOB_TABLE))
+            .cond_where(claimable(10, 5))
+            .limit(1)
+            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+            .to_owned();
+        let pg = next.to_string(PostgresQueryBuilder);
+        assert!(pg.ends_with("FOR UPDATE SKIP LOCKED"), "{pg}");
+        assert!(pg.contains("\"heartbeat_at\" < 5"), "{pg}");
+        let sqlite = next.to_string(SqliteQueryBuilder);
+        assert!(!sqlite.contains("FOR UPDATE"), "{sqlite}");
+    }
+}

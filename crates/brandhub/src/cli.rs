@@ -41,6 +41,10 @@ pub struct Cli {
         global = true
     )]
     pub page_cache_mb: u64,
+    /// Where uploaded files' bytes go: s3://bucket[/prefix] (settings from the AWS_*
+    /// environment variables), or by default the directory `files` in the data dir.
+    #[arg(long, env = "BRANDHUB_FILE_STORE", global = true)]
+    pub file_store: Option<String>,
     /// Log filter (tracing syntax: info, warn, brandhub_store=debug, …).
     #[arg(long, env = "BRANDHUB_LOG", default_value = "info", global = true)]
     pub log: String,
@@ -96,6 +100,55 @@ pub struct ServeArgs {
     /// Serve plain HTTP for a TLS-terminating proxy; requests not forwarded as https get 403.
     #[arg(long, env = "BRANDHUB_BEHIND_PROXY", conflicts_with_all = ["tls_cert", "tls_key"])]
     pub behind_proxy: bool,
+    /// File-processing workers in this process (0: none; other processes on the same
+    /// database then process the uploads).
+    #[arg(long, env = "BRANDHUB_WORKERS", default_value_t = 2)]
+    pub workers: usize,
+    /// Seconds after which a file whose worker stopped sending heartbeats is processed again.
+    #[arg(long, env = "BRANDHUB_JOB_TIMEOUT", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub job_timeout: u64,
+    /// The largest upload accepted: bytes, or with a unit (KiB, MiB, GiB; K, M, G the same).
+    #[arg(long, env = "BRANDHUB_MAX_UPLOAD", default_value = "50MiB", value_parser = parse_size)]
+    pub max_upload: u64,
+}
+
+/// A size such as `50MiB`, `512K` or `1048576` (units are powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size such as 50MiB or 1048576"))?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => return Err(format!("'{other}' is not a unit: use KiB, MiB or GiB")),
+    };
+    number
+        .checked_mul(factor)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("'{text}' is not a size above 0 that fits in 64 bits"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_binary_units() {
+        assert_eq!(parse_size("50MiB"), Ok(50 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("1 G"), Ok(1 << 30));
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        for bad in ["", "MiB", "5 parsecs", "0", "-1", "99999999999999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 }
 
 /// `brandhub user …`.

@@ -4,10 +4,12 @@ use crate::cli::{Cli, Command, DemoArgs, KeyCommand, ServeArgs, UserCommand};
 use crate::demo_load::{is_empty, load_demo};
 use brandhub_catalog::UserType;
 use brandhub_demo::{DemoOptions, DemoSummary};
+use brandhub_filestore::FileStore;
+use brandhub_ingest::WorkerSettings;
 use brandhub_problem::ApiError;
 use brandhub_server::ratelimit::Limit;
 use brandhub_server::tls::TlsSource;
-use brandhub_server::{Settings, start};
+use brandhub_server::{Settings, Uploads, start};
 use brandhub_store::{Backend, NewUser, Store, StoreOptions};
 use std::fmt;
 use std::path::Path;
@@ -226,7 +228,19 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
             print_credentials(&summary);
         }
     }
-    let mut settings = Settings::new(args.listen, tls_source(&cli.data_dir, args));
+    let files = FileStore::open(cli.file_store.as_deref(), &cli.data_dir)
+        .map_err(|e| CommandError(e.to_string()))?;
+    tracing::info!(files = files.describe(), workers = args.workers, "uploads");
+    let uploads = Uploads {
+        files,
+        max_upload: args.max_upload,
+        workers: WorkerSettings {
+            workers: args.workers,
+            job_timeout: Duration::from_secs(args.job_timeout),
+            ..WorkerSettings::default()
+        },
+    };
+    let mut settings = Settings::new(args.listen, tls_source(&cli.data_dir, args), uploads);
     settings.key_limit = Limit::new(
         args.rate_limit,
         args.rate_burst.unwrap_or(2.0 * args.rate_limit),

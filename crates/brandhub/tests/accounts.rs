@@ -187,10 +187,11 @@ async fn keys_of_another_user_or_of_a_disabled_user_fail(fx) {
 
 async fn limits_answer_429_with_retry_after(fx) {
     let store = fx.store.clone();
+    let uploads = fx.side_uploads();
     let dir = std::env::temp_dir().join(format!("brandhub-limits-{}-{:?}", std::process::id(), fx.db));
     let (address, cert, _running) = fx
         .on_server(async move {
-            let mut settings = Settings::new("127.0.0.1:0".parse().unwrap(), Some(TlsSource::SelfSigned { dir }));
+            let mut settings = Settings::new("127.0.0.1:0".parse().unwrap(), Some(TlsSource::SelfSigned { dir }), uploads);
             settings.key_limit = Limit::new(1.0, 2.0);
             settings.failure_limit = Limit::new(0.5, 2.0);
             let running = start(settings, store).await.expect("a limited server starts");

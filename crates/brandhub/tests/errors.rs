@@ -197,9 +197,10 @@ async fn every_answer_carries_a_request_id(fx) {
 
 async fn behind_a_proxy_only_forwarded_https_is_served(fx) {
     let store = fx.store.clone();
+    let uploads = fx.side_uploads();
     let running = fx
         .on_server(async move {
-            let settings = Settings::new("127.0.0.1:0".parse().unwrap(), None);
+            let settings = Settings::new("127.0.0.1:0".parse().unwrap(), None, uploads);
             let running = start(settings, store).await.expect("a plain server starts");
             (running.address, running)
         })

@@ -440,6 +440,9 @@ pub struct Resource {
     pub scopes: Vec<(UserType, Scope)>,
     /// The writes the resource accepts; reads only when empty.
     pub writes: Writes,
+    /// Records are created by a multipart upload (`POST /api/file`, CONTRACT §8) rather than
+    /// by a JSON write.
+    pub uploads: bool,
 }
 
 impl Resource {
@@ -456,7 +459,14 @@ impl Resource {
             indexes: Vec::new(),
             scopes: Vec::new(),
             writes: Writes::default(),
+            uploads: false,
         }
+    }
+
+    /// Declares that records are created by uploading a file (`POST` with multipart/form-data).
+    pub fn uploaded(mut self) -> Self {
+        self.uploads = true;
+        self
     }
 
     /// Adds a field; a foreign key also adds its to-one relation to `target`.
@@ -542,7 +552,7 @@ impl Resource {
     /// The HTTP methods `/api/<resource>` and `/api/<resource>/<id>` accept, for `Allow`.
     pub fn methods(&self, with_id: bool) -> Vec<&'static str> {
         let mut methods = vec!["GET", "HEAD"];
-        if !with_id && !self.writes.create.is_empty() {
+        if !with_id && (!self.writes.create.is_empty() || self.uploads) {
             methods.push("POST");
         }
         if with_id && !self.writes.update.is_empty() {

@@ -335,6 +335,7 @@ pub fn declare() -> Vec<Resource> {
                 vec![
                     text("fileMime"),
                     id_field("host").doc("Host id, for price files."),
+                    id_field("warehouse").doc("Warehouse id, for stock files."),
                     precise_timestamp("startDate"),
                     precise_timestamp("endDate"),
                     text("error").doc("Problems found while processing; empty when none."),
@@ -344,6 +345,7 @@ pub fn declare() -> Vec<Resource> {
                 ],
             ))
             .template(&["file_brand", "file_user"])
+            .uploaded()
             .scope(COMPANY, &[&[("file_brand.fk_company", Companies)]])
             .scope(WAREHOUSE, &[&[("file_user.fk_warehouse", Warehouse)]]),
         Resource::new("price", "price", "The price of a variant at a host between two dates.")

@@ -18,6 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum_server::accept::NoDelayAcceptor;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
+use brandhub_filestore::FileStore;
+use brandhub_ingest::{Signals, WorkerSettings, Workers};
 use brandhub_problem::{ApiError, Code};
 use brandhub_store::Store;
 use lenient::NormalisingAcceptor;
@@ -27,6 +29,31 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tls::TlsSource;
 use tower_http::catch_panic::CatchPanicLayer;
+
+/// The default upload limit, `--max-upload` (CONTRACT §8).
+pub const DEFAULT_MAX_UPLOAD: u64 = 50 * 1024 * 1024;
+
+/// Where uploaded files go and how they are processed.
+#[derive(Debug, Clone)]
+pub struct Uploads {
+    /// Keeps the uploaded bytes (local directory or S3).
+    pub files: FileStore,
+    /// The largest file accepted, in bytes; larger uploads get 413.
+    pub max_upload: u64,
+    /// The workers this process runs (0: none; other processes on the same database may).
+    pub workers: WorkerSettings,
+}
+
+impl Uploads {
+    /// Uploads into `files` with the default limit and workers.
+    pub fn new(files: FileStore) -> Uploads {
+        Uploads {
+            files,
+            max_upload: DEFAULT_MAX_UPLOAD,
+            workers: WorkerSettings::default(),
+        }
+    }
+}
 
 /// How the server listens.
 #[derive(Debug, Clone)]
@@ -38,18 +65,21 @@ pub struct Settings {
     pub key_limit: ratelimit::Limit,
     /// Failed authentications per client address.
     pub failure_limit: ratelimit::Limit,
+    /// File uploads and their processing.
+    pub uploads: Uploads,
 }
 
 impl Settings {
     /// Default limits: generous for clients (1,000 requests a second per key, bursts of
     /// 2,000), strict for guessing (5 failed authentications a second per address, bursts of
     /// 20).
-    pub fn new(listen: SocketAddr, tls: Option<TlsSource>) -> Settings {
+    pub fn new(listen: SocketAddr, tls: Option<TlsSource>, uploads: Uploads) -> Settings {
         Settings {
             listen,
             tls,
             key_limit: ratelimit::Limit::new(1000.0, 2000.0),
             failure_limit: ratelimit::Limit::new(5.0, 20.0),
+            uploads,
         }
     }
 }
@@ -61,11 +91,17 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     /// Behind a proxy the client's address is the first `X-Forwarded-For` hop.
     pub behind_proxy: bool,
+    /// Where uploaded bytes go.
+    pub files: FileStore,
+    /// The largest upload accepted, in bytes.
+    pub max_upload: u64,
+    /// Wakes this process's workers on an upload, and waiting uploads when a file finishes.
+    pub signals: Arc<Signals>,
 }
 
 /// The routes of the API with their middleware.
 pub fn router(state: AppState, behind_proxy: bool) -> Router {
-    use handlers::{fallback, openapi, read, write};
+    use handlers::{fallback, files, openapi, read, write};
     let mut router = Router::new()
         .route("/api/openapi.json", get(openapi::openapi))
         .route("/api/{resource}", get(read::list).post(write::create))
@@ -75,6 +111,7 @@ pub fn router(state: AppState, behind_proxy: bool) -> Router {
             "/api/{resource}/{id}",
             get(read::by_id).patch(write::update).delete(write::delete),
         )
+        .route("/api/{resource}/{id}/{sub}", get(files::nested))
         .fallback(fallback::not_found)
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(CatchPanicLayer::custom(|_panic| {
@@ -114,18 +151,28 @@ pub struct Running {
     pub certificate_pem: Option<String>,
     handle: axum_server::Handle<SocketAddr>,
     task: tokio::task::JoinHandle<io::Result<()>>,
+    workers: Workers,
 }
 
+/// How long workers may take to finish their files when the server stops.
+const WORKER_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Running {
-    /// Stops accepting, lets requests in flight finish (up to `grace`), and waits.
+    /// Stops accepting, lets requests in flight finish (up to `grace`), stops the workers
+    /// (each finishes its file within `grace`), and waits.
     pub async fn shutdown(self, grace: std::time::Duration) -> io::Result<()> {
         self.handle.graceful_shutdown(Some(grace));
-        self.task.await.map_err(io::Error::other)?
+        let served = self.task.await.map_err(io::Error::other)?;
+        self.workers.stop(grace).await;
+        served
     }
 
-    /// Waits until the server stops on its own (it only stops when told to).
+    /// Waits until the server stops (it only stops when told to, through [`Running::handle`]),
+    /// then stops the workers.
     pub async fn wait(self) -> io::Result<()> {
-        self.task.await.map_err(io::Error::other)?
+        let served = self.task.await.map_err(io::Error::other)?;
+        self.workers.stop(WORKER_GRACE).await;
+        served
     }
 
     /// A handle to stop the server from elsewhere (a signal handler).
@@ -134,16 +181,21 @@ impl Running {
     }
 }
 
-/// Binds and starts serving; returns once the socket listens.
+/// Binds and starts serving, with the file workers; returns once the socket listens.
 pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
+    let signals = Arc::new(Signals::default());
+    let uploads = &settings.uploads;
     let state = AppState {
         auth: Arc::new(Authenticator::new(
             store.clone(),
             settings.key_limit,
             settings.failure_limit,
         )),
-        store,
+        store: store.clone(),
         behind_proxy: settings.tls.is_none(),
+        files: uploads.files.clone(),
+        max_upload: uploads.max_upload,
+        signals: signals.clone(),
     };
     let app =
         router(state, settings.tls.is_none()).into_make_service_with_connect_info::<SocketAddr>();
@@ -180,10 +232,17 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
             });
         }
     };
+    let workers = Workers::start(
+        store,
+        settings.uploads.files.clone(),
+        settings.uploads.workers,
+        signals,
+    );
     Ok(Running {
         address,
         certificate_pem,
         handle,
         task,
+        workers,
     })
 }

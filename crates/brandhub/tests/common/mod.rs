@@ -13,14 +13,19 @@ pub mod scope_reference;
 
 use brandhub::demo_load::load_demo;
 use brandhub_demo::{Chunk, DemoCredential, DemoOptions, DemoSummary, generate_all};
+use brandhub_filestore::FileStore;
+use brandhub_ingest::WorkerSettings;
 use brandhub_server::tls::TlsSource;
-use brandhub_server::{Settings, start};
+use brandhub_server::{Settings, Uploads, start};
 use brandhub_store::{Store, StoreOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 /// The demo scale every shared fixture loads.
 pub const SCALE: u64 = 2000;
+
+/// The upload limit of the fixtures' servers: small, so a test can pass it cheaply.
+pub const MAX_UPLOAD: u64 = 1024 * 1024;
 
 /// Which database a fixture runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,6 +45,8 @@ pub struct Fixture {
     pub store: Store,
     /// The database URL, for tests that open more stores on it.
     pub database_url: String,
+    /// Where the server keeps uploaded bytes.
+    pub files: FileStore,
     runtime: tokio::runtime::Handle,
 }
 
@@ -83,6 +90,19 @@ impl Fixture {
             .await
             .expect("the server answers");
         Response::read(response).await
+    }
+
+    /// Uploads for another server over the same database: the same file store and no
+    /// workers of its own, so that it never claims a file of this fixture.
+    pub fn side_uploads(&self) -> Uploads {
+        Uploads {
+            files: self.files.clone(),
+            max_upload: MAX_UPLOAD,
+            workers: WorkerSettings {
+                workers: 0,
+                ..WorkerSettings::default()
+            },
+        }
     }
 
     /// Runs a future on the fixture's own runtime (where its store's pool lives).
@@ -316,11 +336,21 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
             )
             .await
             .expect("the demo loads");
+            let files = FileStore::open(None, dir.path()).expect("the file store opens");
+            let uploads = Uploads {
+                files: files.clone(),
+                max_upload: MAX_UPLOAD,
+                workers: WorkerSettings {
+                    job_timeout: std::time::Duration::from_secs(30),
+                    ..WorkerSettings::default()
+                },
+            };
             let settings = Settings::new(
                 "127.0.0.1:0".parse().expect("an address"),
                 Some(TlsSource::SelfSigned {
                     dir: dir.path().join("tls"),
                 }),
+                uploads,
             );
             let running = start(settings, store.clone())
                 .await
@@ -332,6 +362,7 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
                 summary,
                 store,
                 database_url: url,
+                files,
                 runtime: handle,
             };
             sender.send(fixture).expect("the test waits");

@@ -24,11 +24,13 @@ fn allowed(path: &str) -> Option<String> {
         return None;
     };
     let resource = catalog().resource(name)?;
-    let methods = match (segments.next(), segments.next()) {
-        (None, _) => resource.methods(false),
-        (Some("count"), None) => vec!["GET", "HEAD", "POST"],
-        (Some("query"), None) => vec!["POST"],
-        (Some(_), None) => resource.methods(true),
+    let methods = match (segments.next(), segments.next(), segments.next()) {
+        (None, _, _) => resource.methods(false),
+        (Some("count"), None, _) => vec!["GET", "HEAD", "POST"],
+        (Some("query"), None, _) => vec!["POST"],
+        (Some(_), None, _) => resource.methods(true),
+        // `/api/file/<id>/content` and `/api/file/template/<fileType>`.
+        (Some(_), Some(_), None) if resource.uploads => vec!["GET", "HEAD"],
         _ => return None,
     };
     Some(methods.join(", "))

@@ -3,6 +3,7 @@
 //! reading the body, writing JSON) lives here once.
 
 pub mod fallback;
+pub mod files;
 pub mod openapi;
 pub mod read;
 pub mod write;

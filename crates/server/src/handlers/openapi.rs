@@ -110,6 +110,41 @@ fn responses(ok: Value) -> Value {
     Value::Object(responses)
 }
 
+/// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (CONTRACT §8).
+fn add_upload_paths(
+    paths: &mut Map<String, Value>,
+    list: &mut Value,
+    name: &str,
+    envelope: &Value,
+) {
+    let mut created = responses(envelope.clone());
+    if let Some(ok) = created.as_object_mut().and_then(|r| r.remove("200")) {
+        created["201"] = ok;
+    }
+    list["post"] = json!({
+        "summary": format!("Upload a spreadsheet as a new {name} record"),
+        "tags": [name],
+        "parameters": [{"name": "wait", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 60},
+            "description": "Seconds to wait for processing to finish before answering (at most 60)."}],
+        "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {
+            "type": "object", "description": "Exactly one file part, named <fileType>,<arguments> (product,<brand> | stock,<brand>,<warehouse> | price,<brand>,<host>,<DD/MM/YYYY>[,<DD/MM/YYYY>] | image,<brand> | orderDispatch,<brand>), with a filename ending .xlsx, .xlsm, .xls, .ods or .csv.",
+            "additionalProperties": {"type": "string", "format": "binary"}}}}},
+        "responses": created});
+    let bytes = |description: &str| {
+        responses(json!({"description": description,
+            "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}}))
+    };
+    paths.insert(format!("/api/{name}/{{id}}/content"), json!({"get": {
+        "summary": "The uploaded bytes, with the content type of their format", "tags": [name],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": bytes("The uploaded file.")}}));
+    paths.insert(format!("/api/{name}/template/{{fileType}}"), json!({"get": {
+        "summary": "An .xlsx template: the file type's header row and one example row", "tags": [name],
+        "parameters": [{"name": "fileType", "in": "path", "required": true,
+            "schema": {"enum": ["product", "stock", "price", "image", "orderDispatch"]}}],
+        "responses": bytes("The template workbook.")}}));
+}
+
 fn document() -> Value {
     let mut paths = Map::new();
     let mut schemas = Map::new();
@@ -124,8 +159,12 @@ fn document() -> Value {
         let count = json!({"description": "The number of records found.", "content": {"application/json": {"schema": {
             "type": "object", "properties": {"count": {"type": "integer"}}}}}});
         let body = json!({"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ComplexQuery"}}}});
-        paths.insert(format!("/api/{name}"), json!({"get": {
-            "summary": format!("List {name} records"), "tags": [name], "parameters": parameters(), "responses": responses(envelope.clone())}}));
+        let mut list = json!({"get": {
+            "summary": format!("List {name} records"), "tags": [name], "parameters": parameters(), "responses": responses(envelope.clone())}});
+        if resource.uploads {
+            add_upload_paths(&mut paths, &mut list, name, &envelope);
+        }
+        paths.insert(format!("/api/{name}"), list);
         paths.insert(format!("/api/{name}/{{id}}"), json!({"get": {
             "summary": format!("One {name} record"), "tags": [name],
             "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
@@ -194,5 +233,9 @@ mod tests {
                 .get("secretHash")
                 .is_none()
         );
+        assert!(doc["paths"]["/api/file"]["post"]["responses"]["201"].is_object());
+        assert!(doc["paths"]["/api/file/{id}/content"]["get"].is_object());
+        assert!(doc["paths"]["/api/file/template/{fileType}"]["get"].is_object());
+        assert!(doc["paths"]["/api/stock"].get("post").is_none());
     }
 }

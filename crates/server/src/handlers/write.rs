@@ -11,7 +11,7 @@ use crate::auth::Authenticated;
 use crate::problem::{Answer, Problem};
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::{Cell, Resource, UserType};
@@ -47,7 +47,7 @@ fn require_write_grant(caller: &Caller, resource: &Resource, method: &str) -> An
 }
 
 /// The record by id as the caller sees it, or `None` outside scope or missing.
-async fn read_one(
+pub(crate) async fn read_one(
     state: &AppState,
     resource: &'static Resource,
     id: &str,
@@ -65,7 +65,8 @@ async fn read_one(
     Ok((page.records > 0).then_some(page))
 }
 
-fn answer(status: StatusCode, body: Vec<u8>, location: Option<String>) -> Response {
+/// A JSON answer with an optional `Location`.
+pub(crate) fn answer(status: StatusCode, body: Vec<u8>, location: Option<String>) -> Response {
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -99,16 +100,22 @@ fn key_owner(caller: &Caller, given: Option<&Cell>) -> Result<String, Problem> {
     }
 }
 
-/// `POST /api/<resource>`: creates a record; 201 with `Location` and the new record.
+/// `POST /api/<resource>`: creates a record; 201 with `Location` and the new record. Files
+/// are created by uploading them ([`super::files::upload`]).
 pub async fn create(
     State(state): State<AppState>,
     Path(name): Path<String>,
     Authenticated { caller, .. }: Authenticated,
     Extension(timing): Extension<Arc<Timing>>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Answer<Response> {
     let resource = resource(&name)?;
+    if resource.uploads {
+        return super::files::upload(&state, &caller, &timing, query.as_deref(), &headers, body)
+            .await;
+    }
     if resource.writes.create.is_empty() {
         return Err(not_accepted(resource, "POST", false));
     }

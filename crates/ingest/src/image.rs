@@ -1,0 +1,199 @@
+//! Image files: images of the brand's products, named by barcode (an image of that variant) or
+//! by product code (an image of the product). Only http and https URLs are accepted. An image
+//! with the same product, variant and URL is kept (its position updated when the file gives
+//! one), so uploading the same file again adds nothing; a new image without a position goes
+//! after the product's others.
+
+use crate::lookup::{
+    brand_barcodes, brand_product_codes, column, ids_where, optional_integer, required_text,
+    resource, text_in, text_of,
+};
+use crate::process::{FileJob, ProcessError};
+use crate::report::{Missing, Report};
+use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_query::text::fold;
+use brandhub_sheet::{Column as C, ColumnMap, Table};
+use brandhub_store::WriteTx;
+use brandhub_store::ids::new_id;
+use sea_query::{Cond, Expr, ExprTrait};
+use std::collections::HashMap;
+
+/// The longest URL accepted.
+const MAX_URL: usize = 2048;
+
+/// Why a URL is refused, if it is: only absolute http and https URLs with a host and without
+/// spaces are images a client can fetch.
+pub(crate) fn url_problem(url: &str) -> Option<String> {
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"));
+    let Some(rest) = rest else {
+        return Some(format!("Image URL \"{url}\" is not an http or https URL"));
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || host.starts_with(':') || host.starts_with('@') {
+        return Some(format!("Image URL \"{url}\" has no host"));
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some(format!("Image URL \"{url}\" contains spaces"));
+    }
+    if url.len() > MAX_URL {
+        return Some(format!("Image URL is longer than {MAX_URL} characters"));
+    }
+    None
+}
+
+/// Applies an image file inside `tx`.
+pub(crate) async fn apply(
+    tx: &mut WriteTx,
+    job: &FileJob,
+    table: &Table,
+    map: &ColumnMap,
+    report: &mut Report,
+) -> Result<(), ProcessError> {
+    let image = resource("image");
+    let product = resource("product");
+    let l = Layout::of(image);
+    let barcodes = brand_barcodes(tx, &job.brand).await?;
+    let codes = brand_product_codes(tx, &job.brand).await?;
+    let mut images = tx
+        .load_records(
+            image,
+            Cond::all().add(
+                Expr::col(column(image, "fk_product"))
+                    .in_subquery(ids_where(product, "fk_brand", &job.brand)),
+            ),
+        )
+        .await?;
+    // (product, variant or "", url) → index; the next free position of each product.
+    let mut by_key: HashMap<(String, String, String), usize> = HashMap::new();
+    let mut next_position: HashMap<String, i64> = HashMap::new();
+    for (i, record) in images.iter().enumerate() {
+        let product_id = text_in(record, l.cell("fk_product")).to_string();
+        let key = (
+            product_id.clone(),
+            text_in(record, l.cell("fk_variant")).to_string(),
+            text_in(record, l.cell("url")).to_string(),
+        );
+        by_key.entry(key).or_insert(i);
+        if let Cell::Integer(position) = record.cells[l.cell("position")] {
+            let next = next_position.entry(product_id).or_insert(1);
+            *next = Ord::max(*next, position + 1);
+        }
+    }
+    let mut changed = std::collections::BTreeSet::new();
+    for row in table.rows() {
+        let line = (|| -> Result<_, String> {
+            let url = required_text(row, map, C::ImageUrl)?;
+            if let Some(problem) = url_problem(&url) {
+                return Err(problem);
+            }
+            let position = optional_integer(row, map, C::Position, Some(0))?;
+            let barcode = text_of(row.get(map, C::Barcode));
+            let code = text_of(row.get(map, C::ProductCode));
+            if barcode.is_empty() && code.is_empty() {
+                return Err(if map.has(C::Barcode) && map.has(C::ProductCode) {
+                    "Product Code and Barcode are empty".to_string()
+                } else if map.has(C::Barcode) {
+                    "Barcode is empty".to_string()
+                } else {
+                    "Product Code is empty".to_string()
+                });
+            }
+            Ok((url, position, barcode, code))
+        })();
+        let (url, position, barcode, code) = match line {
+            Ok(line) => line,
+            Err(reason) => {
+                report.skip(row.number(), reason);
+                continue;
+            }
+        };
+        // A barcode names a variant (and its product); a product code the product alone.
+        let (product_id, variant_id) = if !barcode.is_empty() {
+            let Some(found) = barcodes.get(&fold(&barcode)) else {
+                report.not_found(Missing::Barcode, &barcode);
+                continue;
+            };
+            if !code.is_empty() && codes.get(&fold(&code)) != Some(&found.product) {
+                report.skip(
+                    row.number(),
+                    format!("barcode {barcode} is not a variant of product {code}"),
+                );
+                continue;
+            }
+            (found.product.clone(), Some(found.id.clone()))
+        } else {
+            let Some(found) = codes.get(&fold(&code)) else {
+                report.not_found(Missing::ProductCode, &code);
+                continue;
+            };
+            (found.clone(), None)
+        };
+        let key = (
+            product_id.clone(),
+            variant_id.clone().unwrap_or_default(),
+            url.clone(),
+        );
+        let i = match by_key.get(&key) {
+            Some(i) => *i,
+            None => {
+                let mut record = Record::empty(image);
+                record.cells[l.cell("id")] = Cell::Text(new_id());
+                record.cells[l.cell("fk_product")] = Cell::Text(product_id.clone());
+                record.cells[l.cell("fk_variant")] = variant_id.map_or(Cell::Null, Cell::Text);
+                record.cells[l.cell("url")] = Cell::Text(url);
+                images.push(record);
+                by_key.insert(key, images.len() - 1);
+                changed.insert(images.len() - 1);
+                images.len() - 1
+            }
+        };
+        let record = &mut images[i];
+        let before = record.cells.clone();
+        let next = next_position.entry(product_id).or_insert(1);
+        match position {
+            Some(Cell::Integer(position)) => {
+                record.cells[l.cell("position")] = Cell::Integer(position);
+                *next = Ord::max(*next, position + 1);
+            }
+            _ if record.cells[l.cell("position")] == Cell::Null => {
+                record.cells[l.cell("position")] = Cell::Integer(*next);
+                *next += 1;
+            }
+            _ => {}
+        }
+        if record.cells != before {
+            changed.insert(i);
+        }
+        if changed.contains(&i) {
+            record.cells[l.cell("fk_file")] = Cell::Text(job.id.clone());
+        }
+        report.applied();
+    }
+    let written: Vec<Record> = changed.into_iter().map(|i| images[i].clone()).collect();
+    tx.upsert_records(image, &written).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_problem;
+
+    #[test]
+    fn only_http_and_https_urls_with_a_host() {
+        assert_eq!(url_problem("https://images.example.com/a.jpg"), None);
+        assert_eq!(url_problem("HTTP://images.example.com"), None);
+        for bad in [
+            "ftp://x/a.jpg",
+            "javascript:alert(1)",
+            "images/a.jpg",
+            "https://",
+            "https:///a.jpg",
+            "https://x/a b.jpg",
+        ] {
+            assert!(url_problem(bad).is_some(), "{bad}");
+        }
+    }
+}

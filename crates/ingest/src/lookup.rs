@@ -1,0 +1,221 @@
+//! What every processor needs: catalog names as SQL names, typed values from sheet cells, and
+//! the brand-wide lookups each done in one statement (a brand's barcodes, its product codes).
+
+use brandhub_catalog::{Cell, Record, Resource, catalog};
+use brandhub_problem::ApiResult;
+use brandhub_query::text::fold;
+use brandhub_sheet::{Cell as SheetCell, Column, ColumnMap, Row};
+use brandhub_store::WriteTx;
+use brandhub_store::db::Kind;
+use sea_query::{Alias, Expr, ExprTrait, Query, SelectStatement};
+use std::collections::HashMap;
+
+/// Rows per `IN (…)` list when looking up many values at once.
+pub(crate) const CHUNK: usize = 500;
+
+/// A resource of the catalog, by the name code gives.
+pub(crate) fn resource(name: &str) -> &'static Resource {
+    catalog()
+        .resource(name)
+        .unwrap_or_else(|| panic!("{name} is a resource"))
+}
+
+/// The column of a field, by its API path.
+pub(crate) fn column(resource: &Resource, path: &str) -> Alias {
+    let field = resource
+        .field_at(path)
+        .unwrap_or_else(|| panic!("{} has a field {path}", resource.name));
+    Alias::new(field.column.as_str())
+}
+
+/// `<column of path> = value`.
+pub(crate) fn equals(resource: &Resource, path: &str, value: &str) -> Expr {
+    Expr::col(column(resource, path)).eq(value)
+}
+
+/// `SELECT id FROM <resource> WHERE <path> = value`, for `IN (subquery)` conditions.
+pub(crate) fn ids_where(resource: &'static Resource, path: &str, value: &str) -> SelectStatement {
+    Query::select()
+        .column(Alias::new("id"))
+        .from(Alias::new(resource.table))
+        .and_where(equals(resource, path, value))
+        .to_owned()
+}
+
+/// A cell's text (numbers as their digits), `""` when empty.
+pub(crate) fn text_of(cell: &SheetCell) -> String {
+    cell.as_text().map(|t| t.into_owned()).unwrap_or_default()
+}
+
+/// A cell as a reason quotes it: `"abc"`.
+pub(crate) fn shown(cell: &SheetCell) -> String {
+    format!("\"{}\"", text_of(cell))
+}
+
+/// The text of a record's cell, `""` when unset.
+pub(crate) fn text_in(record: &Record, index: usize) -> &str {
+    record.cells[index].as_text().unwrap_or_default()
+}
+
+/// An optional text column: `None` when the file lacks it (the field stays as it is), else the
+/// cell's text (`""` for an empty cell, which clears the field).
+pub(crate) fn optional_text(row: &Row, map: &ColumnMap, column: Column) -> Option<Cell> {
+    map.has(column)
+        .then(|| Cell::Text(text_of(row.get(map, column))))
+}
+
+/// An optional whole-number column: `None` when the file lacks it, `Null` for an empty cell,
+/// or the reason the cell is not a whole number (at least `min`).
+pub(crate) fn optional_integer(
+    row: &Row,
+    map: &ColumnMap,
+    column: Column,
+    min: Option<i64>,
+) -> Result<Option<Cell>, String> {
+    if !map.has(column) {
+        return Ok(None);
+    }
+    let cell = row.get(map, column);
+    if cell.is_empty() {
+        return Ok(Some(Cell::Null));
+    }
+    match cell.as_integer() {
+        Some(n) if min.is_some_and(|min| n < min) => Err(format!(
+            "{} {n} is below {}",
+            column.label(),
+            min.unwrap_or_default()
+        )),
+        Some(n) => Ok(Some(Cell::Integer(n))),
+        None => Err(format!(
+            "{} {} is not a whole number",
+            column.label(),
+            shown(cell)
+        )),
+    }
+}
+
+/// An optional decimal column: `None` when the file lacks it, `Null` for an empty cell, or the
+/// reason the cell is not a number of at least 0.
+pub(crate) fn optional_amount(
+    row: &Row,
+    map: &ColumnMap,
+    column: Column,
+) -> Result<Option<Cell>, String> {
+    if !map.has(column) {
+        return Ok(None);
+    }
+    let cell = row.get(map, column);
+    if cell.is_empty() {
+        return Ok(Some(Cell::Null));
+    }
+    match cell.as_number() {
+        Some(n) if n < 0.0 => Err(format!("{} {} is negative", column.label(), shown(cell))),
+        Some(n) => Ok(Some(Cell::Number(n))),
+        None => Err(format!(
+            "{} {} is not a number",
+            column.label(),
+            shown(cell)
+        )),
+    }
+}
+
+/// An optional yes/no column: `None` when the file lacks it, `Null` for an empty cell, or the
+/// reason the cell is not a yes or no.
+pub(crate) fn optional_bool(
+    row: &Row,
+    map: &ColumnMap,
+    column: Column,
+) -> Result<Option<Cell>, String> {
+    if !map.has(column) {
+        return Ok(None);
+    }
+    let cell = row.get(map, column);
+    if cell.is_empty() {
+        return Ok(Some(Cell::Null));
+    }
+    cell.as_bool()
+        .map(|b| Some(Cell::Boolean(b)))
+        .ok_or_else(|| format!("{} {} is not yes or no", column.label(), shown(cell)))
+}
+
+/// A required text column's value, or the reason the row is skipped.
+pub(crate) fn required_text(row: &Row, map: &ColumnMap, column: Column) -> Result<String, String> {
+    let text = text_of(row.get(map, column));
+    if text.is_empty() {
+        Err(format!("{} is empty", column.label()))
+    } else {
+        Ok(text)
+    }
+}
+
+/// A variant of the file's brand, found by barcode.
+#[derive(Debug, Clone)]
+pub(crate) struct VariantRef {
+    pub id: String,
+    pub product: String,
+}
+
+/// Every variant of a brand, by folded barcode, in one statement (through the variant's
+/// brand shortcut). A barcode that two variants share goes to the first by id.
+pub(crate) async fn brand_barcodes(
+    tx: &mut WriteTx,
+    brand: &str,
+) -> ApiResult<HashMap<String, VariantRef>> {
+    let variant = resource("variant");
+    let select = Query::select()
+        .column(Alias::new("id"))
+        .column(column(variant, "barcode"))
+        .column(column(variant, "fk_product"))
+        .from(Alias::new(variant.table))
+        .and_where(equals(variant, "fk_scopeBrand", brand))
+        .order_by(Alias::new("id"), sea_query::Order::Asc)
+        .to_owned();
+    let rows = tx.fetch(&select, &[Kind::Text; 3]).await?;
+    let mut barcodes = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let text = |i: usize| row[i].as_text().unwrap_or_default().to_string();
+        barcodes
+            .entry(fold(&text(1)))
+            .or_insert_with(|| VariantRef {
+                id: text(0),
+                product: text(2),
+            });
+    }
+    Ok(barcodes)
+}
+
+/// Every product of a brand: folded product code → product id, in one statement.
+pub(crate) async fn brand_product_codes(
+    tx: &mut WriteTx,
+    brand: &str,
+) -> ApiResult<HashMap<String, String>> {
+    let product = resource("product");
+    let select = Query::select()
+        .column(Alias::new("id"))
+        .column(column(product, "code"))
+        .from(Alias::new(product.table))
+        .and_where(equals(product, "fk_brand", brand))
+        .to_owned();
+    let rows = tx.fetch(&select, &[Kind::Text; 2]).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            (
+                fold(row[1].as_text().unwrap_or_default()),
+                row[0].as_text().unwrap_or_default().to_string(),
+            )
+        })
+        .collect())
+}
+
+/// The folded copy of a text field's column (what case-insensitive lookups compare).
+pub(crate) fn folded(resource: &Resource, path: &str) -> Alias {
+    let field = resource
+        .field_at(path)
+        .unwrap_or_else(|| panic!("{} has a field {path}", resource.name));
+    Alias::new(
+        field
+            .folded_column()
+            .unwrap_or_else(|| panic!("{}.{path} is text", resource.name)),
+    )
+}

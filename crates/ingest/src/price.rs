@@ -1,0 +1,117 @@
+//! Price files: one price per variant of the file's brand for the host and the dates of the
+//! upload's part name. A price with the same variant, host and dates is updated in place; only
+//! prices whose values change are written, and those get `fk_file` = this file.
+
+use crate::lookup::{
+    brand_barcodes, column, equals, ids_where, optional_amount, required_text, resource, text_in,
+};
+use crate::process::{FileJob, ProcessError};
+use crate::report::{Missing, Report};
+use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_query::text::fold;
+use brandhub_sheet::{Column as C, ColumnMap, Table};
+use brandhub_store::WriteTx;
+use brandhub_store::ids::new_id;
+use sea_query::{Cond, Expr, ExprTrait};
+use std::collections::HashMap;
+
+/// Applies a price file inside `tx`.
+pub(crate) async fn apply(
+    tx: &mut WriteTx,
+    job: &FileJob,
+    table: &Table,
+    map: &ColumnMap,
+    report: &mut Report,
+) -> Result<(), ProcessError> {
+    let (Some(host), Some(start)) = (job.host.clone(), job.start.clone()) else {
+        return Err(ProcessError::Fail(
+            "the file names no host or start date; upload it as price,<brand>,<host>,<DD/MM/YYYY>[,<DD/MM/YYYY>]".into(),
+        ));
+    };
+    let price = resource("price");
+    let variant = resource("variant");
+    let l = Layout::of(price);
+    let barcodes = brand_barcodes(tx, &job.brand).await?;
+    let end_matches = match &job.end {
+        Some(end) => equals(price, "endDate", end),
+        None => Expr::col(column(price, "endDate")).is_null(),
+    };
+    let existing = tx
+        .load_records(
+            price,
+            Cond::all()
+                .add(equals(price, "fk_host", &host))
+                .add(equals(price, "startDate", &start))
+                .add(end_matches)
+                .add(
+                    Expr::col(column(price, "fk_variant")).in_subquery(ids_where(
+                        variant,
+                        "fk_scopeBrand",
+                        &job.brand,
+                    )),
+                ),
+        )
+        .await?;
+    let mut by_variant: HashMap<String, Record> = HashMap::new();
+    for record in existing {
+        let key = text_in(&record, l.cell("fk_variant")).to_string();
+        by_variant.entry(key).or_insert(record);
+    }
+    let mut rows_of_barcodes: HashMap<String, u32> = HashMap::new();
+    let mut written = Vec::new();
+    for row in table.rows() {
+        let line = (|| -> Result<_, String> {
+            let barcode = required_text(row, map, C::Barcode)?;
+            let amount = match optional_amount(row, map, C::Price)? {
+                Some(Cell::Number(n)) => n,
+                _ => return Err(format!("{} is empty", C::Price.label())),
+            };
+            let rrp = optional_amount(row, map, C::Rrp)?;
+            Ok((barcode, amount, rrp))
+        })();
+        let (barcode, amount, rrp) = match line {
+            Ok(line) => line,
+            Err(reason) => {
+                report.skip(row.number(), reason);
+                continue;
+            }
+        };
+        let key = fold(&barcode);
+        if let Some(first) = rows_of_barcodes.get(&key) {
+            report.skip(
+                row.number(),
+                format!("barcode {barcode} is already on row {first}"),
+            );
+            continue;
+        }
+        rows_of_barcodes.insert(key.clone(), row.number());
+        let Some(found) = barcodes.get(&key) else {
+            report.not_found(Missing::Barcode, &barcode);
+            continue;
+        };
+        let (mut record, new) = match by_variant.remove(&found.id) {
+            Some(record) => (record, false),
+            None => {
+                let mut record = Record::empty(price);
+                record.cells[l.cell("id")] = Cell::Text(new_id());
+                record.cells[l.cell("fk_variant")] = Cell::Text(found.id.clone());
+                record.cells[l.cell("fk_host")] = Cell::Text(host.clone());
+                record.cells[l.cell("startDate")] = Cell::Text(start.clone());
+                record.cells[l.cell("endDate")] = job.end.clone().map_or(Cell::Null, Cell::Text);
+                (record, true)
+            }
+        };
+        let before = record.cells.clone();
+        record.cells[l.cell("price")] = Cell::Number(amount);
+        if let Some(rrp) = rrp {
+            record.cells[l.cell("rrp")] = rrp;
+        }
+        if new || record.cells != before {
+            record.cells[l.cell("fk_file")] = Cell::Text(job.id.clone());
+            written.push(record);
+        }
+        report.applied();
+    }
+    tx.upsert_records(price, &written).await?;
+    Ok(())
+}

@@ -1,0 +1,360 @@
+//! Processing one claimed file: read its record and bytes, parse the sheet and match its
+//! header (a failure there fails the file with the reason, nothing applied), then apply it in
+//! ONE transaction that also marks the job done and writes the file's final status and
+//! counters. A crash anywhere before the commit leaves nothing applied and the job claimable
+//! again once its heartbeat is old.
+
+use crate::report::Report;
+use crate::worker::Context;
+use crate::{dispatch, image, price, product, stock};
+use brandhub_catalog::{Cell, Layout, Record, catalog};
+use brandhub_filestore::StoreError;
+use brandhub_problem::ApiError;
+use brandhub_sheet::{ColumnMap, FileType, Format, Table};
+use brandhub_store::ClaimedJob;
+use brandhub_store::jobs::now_millis;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A file is given up (failed) after this many claims: one that keeps killing or stalling its
+/// workers must not be retried forever.
+pub const MAX_ATTEMPTS: i64 = 3;
+
+/// Why a file was not applied.
+#[derive(Debug)]
+pub(crate) enum ProcessError {
+    /// The file itself is at fault (unreadable, a required column missing): it is `failed`
+    /// with this reason, and nothing is applied.
+    Fail(String),
+    /// Something passing went wrong (the database, the file store): retried later.
+    Retry(ApiError),
+    /// Another worker holds the job now; this one stops without writing anything.
+    Lost,
+}
+
+impl From<ApiError> for ProcessError {
+    fn from(error: ApiError) -> ProcessError {
+        ProcessError::Retry(error)
+    }
+}
+
+/// What a processor needs to know of the file record.
+#[derive(Debug, Clone)]
+pub(crate) struct FileJob {
+    pub id: String,
+    pub brand: String,
+    pub file_type: FileType,
+    pub file_name: String,
+    pub warehouse: Option<String>,
+    pub host: Option<String>,
+    /// The price period as record timestamps (`YYYY-MM-DDT00:00:00`); no end is permanent.
+    pub start: Option<String>,
+    pub end: Option<String>,
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` → `YYYY-MM-DDTHH:MM:SS`; the all-zero "no end date" → `None`.
+fn record_timestamp(precise: Option<&str>) -> Option<String> {
+    let precise = precise.filter(|p| p.len() >= 19 && !p.starts_with("0000"))?;
+    Some(precise[..19].to_string())
+}
+
+impl FileJob {
+    fn from_record(record: &Record) -> Result<FileJob, String> {
+        let file = catalog().resource("file").expect("file is a resource");
+        let l = Layout::of(file);
+        let text = |path: &str| {
+            record.cells[l.cell(path)]
+                .as_text()
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+        };
+        let kind = text("fileType").unwrap_or_default();
+        let file_type =
+            FileType::parse(&kind).ok_or_else(|| format!("unknown file type \"{kind}\""))?;
+        Ok(FileJob {
+            id: record.id().to_string(),
+            brand: text("fk_brand").unwrap_or_default(),
+            file_type,
+            file_name: text("fileName").unwrap_or_default(),
+            warehouse: text("detail.warehouse"),
+            host: text("detail.host"),
+            start: record_timestamp(text("detail.startDate").as_deref()),
+            end: record_timestamp(text("detail.endDate").as_deref()),
+        })
+    }
+}
+
+/// A file read and matched, ready to apply.
+pub(crate) struct Prepared {
+    file: FileJob,
+    table: Table,
+    map: ColumnMap,
+}
+
+/// Keeps a claimed job's heartbeat fresh until dropped; notes when the claim was lost.
+struct Heartbeat {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Heartbeat {
+    fn start(context: &Arc<Context>, file_id: &str, lost: Arc<AtomicBool>) -> Heartbeat {
+        let store = context.store.clone();
+        let worker = context.worker.clone();
+        let file_id = file_id.to_string();
+        let every = (context.settings.job_timeout / 4).max(Duration::from_millis(500));
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                match store.heartbeat_job(&file_id, &worker).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        lost.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    Err(error) => tracing::warn!(%error, file = %file_id, "a heartbeat failed"),
+                }
+            }
+        });
+        Heartbeat { task }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Processes one claimed job to its end: applied, failed, retried later, or given up to the
+/// worker that took it over.
+pub(crate) async fn run(context: Arc<Context>, job: ClaimedJob) {
+    let lost = Arc::new(AtomicBool::new(false));
+    let heartbeat = Heartbeat::start(&context, &job.file_id, lost.clone());
+    let prepared = prepare(&context, &job).await;
+    if lost.load(Ordering::Relaxed) {
+        tracing::info!(file = %job.file_id, "another worker took the file over");
+        return;
+    }
+    // From here the apply transaction's lock on the job protects the claim.
+    drop(heartbeat);
+    let rows = prepared.as_ref().map_or(0, |p| p.table.rows().len());
+    let outcome = match prepared {
+        Ok(prepared) => apply(&context, prepared).await,
+        Err(error) => Err(error),
+    };
+    let finished = match outcome {
+        Ok(()) => Ok(()),
+        Err(ProcessError::Fail(reason)) => fail(&context, &job.file_id, &reason, rows).await,
+        Err(ProcessError::Lost) => {
+            tracing::info!(file = %job.file_id, "another worker took the file over");
+            Ok(())
+        }
+        Err(ProcessError::Retry(error)) if job.attempts >= MAX_ATTEMPTS => {
+            tracing::error!(%error, file = %job.file_id, attempts = job.attempts, "giving the file up");
+            fail(
+                &context,
+                &job.file_id,
+                &format!(
+                    "the file could not be processed in {} attempts; the server log has the cause",
+                    job.attempts
+                ),
+                rows,
+            )
+            .await
+        }
+        Err(ProcessError::Retry(error)) => {
+            let delay = 5_000 * job.attempts.max(1);
+            tracing::warn!(%error, file = %job.file_id, retry_in_ms = delay, "processing will be retried");
+            context
+                .store
+                .release_job(&job.file_id, &context.worker, now_millis() + delay)
+                .await
+        }
+    };
+    if let Err(error) = finished {
+        // The job stays claimed; after the timeout another worker tries again.
+        tracing::error!(%error, file = %job.file_id, "the file's outcome was not recorded");
+    }
+    context.signals.notify_finished();
+}
+
+/// Reads the file record and bytes, parses the sheet and matches its header.
+async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, ProcessError> {
+    if job.attempts > MAX_ATTEMPTS {
+        return Err(ProcessError::Fail(format!(
+            "processing was interrupted {} times; the file is too much for the server to process",
+            job.attempts - 1
+        )));
+    }
+    let record = context
+        .store
+        .file_record(&job.file_id)
+        .await?
+        .ok_or_else(|| ProcessError::Fail("the file record is gone".into()))?;
+    let file = FileJob::from_record(&record).map_err(ProcessError::Fail)?;
+    let format = Format::from_file_name(&file.file_name).ok_or_else(|| {
+        ProcessError::Fail(format!(
+            "\"{}\" is not a spreadsheet name (.xlsx, .xlsm, .xls, .ods or .csv)",
+            file.file_name
+        ))
+    })?;
+    let bytes = match context.files.get_bytes(&file.id).await {
+        Ok(bytes) => bytes,
+        Err(StoreError::NotFound { .. }) => {
+            return Err(ProcessError::Fail(
+                "the uploaded bytes are missing from the file store".into(),
+            ));
+        }
+        Err(error) => {
+            return Err(ProcessError::Retry(ApiError::new(
+                brandhub_problem::Code::Internal,
+                format!("the file store failed: {error}"),
+            )));
+        }
+    };
+    let limits = context.settings.limits;
+    // Parsing is CPU work: off the async threads.
+    let table = tokio::task::spawn_blocking(move || brandhub_sheet::read(&bytes, format, &limits))
+        .await
+        .map_err(|error| {
+            ProcessError::Retry(ApiError::new(
+                brandhub_problem::Code::Internal,
+                format!("the sheet reader stopped: {error}"),
+            ))
+        })?
+        .map_err(|error| ProcessError::Fail(error.to_string()))?;
+    let map = ColumnMap::match_headers(file.file_type, table.header())
+        .map_err(|error| ProcessError::Fail(error.to_string()))?;
+    // Progress: the rows found, while the file is applied.
+    let mut tx = context.store.begin().await?;
+    tx.update_file(
+        &file.id,
+        &[("detail.rowsRead", Cell::Integer(table.rows().len() as i64))],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Prepared { file, table, map })
+}
+
+/// Applies a prepared file and records its outcome, in one transaction.
+async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError> {
+    let Prepared { file, table, map } = prepared;
+    let mut report = Report::new(table.rows().len(), map.unknown());
+    let mut tx = context.store.begin().await?;
+    if !tx.finish_job(&file.id, &context.worker).await? {
+        return Err(ProcessError::Lost);
+    }
+    let brand_table = catalog()
+        .resource("brand")
+        .expect("brand is a resource")
+        .table;
+    if !tx.lock_record(brand_table, &file.brand).await? {
+        return Err(ProcessError::Fail(
+            "the file's brand no longer exists".into(),
+        ));
+    }
+    match file.file_type {
+        FileType::Product => product::apply(&mut tx, &file, &table, &map, &mut report).await?,
+        FileType::Stock => stock::apply(&mut tx, &file, &table, &map, &mut report).await?,
+        FileType::Price => price::apply(&mut tx, &file, &table, &map, &mut report).await?,
+        FileType::Image => image::apply(&mut tx, &file, &table, &map, &mut report).await?,
+        FileType::OrderDispatch => {
+            dispatch::apply(&mut tx, &file, &table, &map, &mut report).await?
+        }
+    }
+    tx.update_file(
+        &file.id,
+        &[
+            ("status", Cell::Text("processed".into())),
+            ("detail.error", Cell::Text(report.text())),
+            ("detail.rowsRead", Cell::Integer(report.rows_read as i64)),
+            (
+                "detail.rowsApplied",
+                Cell::Integer(report.rows_applied as i64),
+            ),
+            (
+                "detail.rowsSkipped",
+                Cell::Integer(report.rows_skipped as i64),
+            ),
+        ],
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(
+        file = %file.id,
+        file_type = file.file_type.as_str(),
+        rows = report.rows_read,
+        applied = report.rows_applied,
+        skipped = report.rows_skipped,
+        "file processed"
+    );
+    Ok(())
+}
+
+/// A reason as `detail.error` shows it, like the demo's: a capitalised sentence with a stop.
+fn reason_sentence(reason: &str) -> String {
+    let mut chars = reason.trim().chars();
+    let mut sentence: String = match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => "The file could not be processed".to_string(),
+    };
+    if !sentence.ends_with('.') {
+        sentence.push('.');
+    }
+    sentence
+}
+
+/// Marks a file failed with the reason, nothing applied; the job is done.
+async fn fail(
+    context: &Context,
+    file_id: &str,
+    reason: &str,
+    rows: usize,
+) -> brandhub_problem::ApiResult<()> {
+    let mut tx = context.store.begin().await?;
+    if !tx.finish_job(file_id, &context.worker).await? {
+        tracing::info!(file = %file_id, "another worker took the file over");
+        return Ok(());
+    }
+    let error = reason_sentence(reason);
+    tx.update_file(
+        file_id,
+        &[
+            ("status", Cell::Text("failed".into())),
+            ("detail.error", Cell::Text(error)),
+            ("detail.rowsRead", Cell::Integer(rows as i64)),
+            ("detail.rowsApplied", Cell::Integer(0)),
+            ("detail.rowsSkipped", Cell::Integer(0)),
+        ],
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(file = %file_id, %reason, "file failed");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{reason_sentence, record_timestamp};
+
+    #[test]
+    fn reasons_read_as_sentences() {
+        assert_eq!(
+            reason_sentence("missing required column: Barcode"),
+            "Missing required column: Barcode."
+        );
+        assert_eq!(reason_sentence("the brand is gone."), "The brand is gone.");
+        assert_eq!(reason_sentence(""), "The file could not be processed.");
+    }
+
+    #[test]
+    fn price_periods_become_record_timestamps() {
+        assert_eq!(
+            record_timestamp(Some("2024-03-15T00:00:00.000Z")).as_deref(),
+            Some("2024-03-15T00:00:00")
+        );
+        assert_eq!(record_timestamp(Some("0000-00-00T00:00:00.000Z")), None);
+        assert_eq!(record_timestamp(None), None);
+    }
+}

@@ -1,0 +1,121 @@
+//! Stock files: the stock of the file's warehouse, by barcode within the file's brand. Each
+//! row upserts the (warehouse, variant) stock record with `lastUpdate` = now; Demand and Supply
+//! are written when the file has them (new records start at 0).
+
+use crate::lookup::{
+    brand_barcodes, column, equals, ids_where, optional_integer, required_text, resource,
+};
+use crate::process::{FileJob, ProcessError};
+use crate::report::{Missing, Report};
+use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_query::text::fold;
+use brandhub_sheet::{Column as C, ColumnMap, Table};
+use brandhub_store::WriteTx;
+use brandhub_store::ids::{new_id, now_timestamp};
+use sea_query::{Cond, Expr, ExprTrait};
+use std::collections::HashMap;
+
+/// Applies a stock file inside `tx`.
+pub(crate) async fn apply(
+    tx: &mut WriteTx,
+    job: &FileJob,
+    table: &Table,
+    map: &ColumnMap,
+    report: &mut Report,
+) -> Result<(), ProcessError> {
+    let Some(warehouse) = job.warehouse.clone() else {
+        return Err(ProcessError::Fail(
+            "the file names no warehouse; upload it as stock,<brand>,<warehouse>".into(),
+        ));
+    };
+    let stock = resource("stock");
+    let variant = resource("variant");
+    let s = Layout::of(stock);
+    let barcodes = brand_barcodes(tx, &job.brand).await?;
+    // Through the variants (not the brand shortcut): the (warehouse, variant) pair is unique,
+    // whatever a record's shortcut says.
+    let existing = tx
+        .load_records(
+            stock,
+            Cond::all()
+                .add(equals(stock, "fk_warehouse", &warehouse))
+                .add(
+                    Expr::col(column(stock, "fk_variant")).in_subquery(ids_where(
+                        variant,
+                        "fk_scopeBrand",
+                        &job.brand,
+                    )),
+                ),
+        )
+        .await?;
+    let mut by_variant: HashMap<String, Record> = existing
+        .into_iter()
+        .map(|r| {
+            (
+                r.cells[s.cell("fk_variant")]
+                    .as_text()
+                    .unwrap_or_default()
+                    .to_string(),
+                r,
+            )
+        })
+        .collect();
+    let now = now_timestamp();
+    let mut rows_of_barcodes: HashMap<String, u32> = HashMap::new();
+    let mut written = Vec::new();
+    for row in table.rows() {
+        let line = (|| -> Result<_, String> {
+            let barcode = required_text(row, map, C::Barcode)?;
+            let in_stock = match optional_integer(row, map, C::InStock, None)? {
+                Some(Cell::Integer(n)) => n,
+                _ => return Err(format!("{} is empty", C::InStock.label())),
+            };
+            let demand = optional_integer(row, map, C::Demand, Some(0))?;
+            let supply = optional_integer(row, map, C::Supply, Some(0))?;
+            Ok((barcode, in_stock, demand, supply))
+        })();
+        let (barcode, in_stock, demand, supply) = match line {
+            Ok(line) => line,
+            Err(reason) => {
+                report.skip(row.number(), reason);
+                continue;
+            }
+        };
+        let key = fold(&barcode);
+        if let Some(first) = rows_of_barcodes.get(&key) {
+            report.skip(
+                row.number(),
+                format!("barcode {barcode} is already on row {first}"),
+            );
+            continue;
+        }
+        rows_of_barcodes.insert(key.clone(), row.number());
+        let Some(found) = barcodes.get(&key) else {
+            report.not_found(Missing::Barcode, &barcode);
+            continue;
+        };
+        let mut record = by_variant.remove(&found.id).unwrap_or_else(|| {
+            let mut record = Record::empty(stock);
+            record.cells[s.cell("id")] = Cell::Text(new_id());
+            record.cells[s.cell("fk_warehouse")] = Cell::Text(warehouse.clone());
+            record.cells[s.cell("fk_variant")] = Cell::Text(found.id.clone());
+            record.cells[s.cell("demand")] = Cell::Integer(0);
+            record.cells[s.cell("supply")] = Cell::Integer(0);
+            record
+        });
+        record.cells[s.cell("inStock")] = Cell::Integer(in_stock);
+        if let Some(demand) = demand {
+            record.cells[s.cell("demand")] = demand;
+        }
+        if let Some(supply) = supply {
+            record.cells[s.cell("supply")] = supply;
+        }
+        record.cells[s.cell("lastUpdate")] = Cell::Text(now.clone());
+        // The brand shortcut that scope goes through (see the catalog's `fk_scopeBrand`).
+        record.cells[s.cell("fk_scopeBrand")] = Cell::Text(job.brand.clone());
+        written.push(record);
+        report.applied();
+    }
+    tx.upsert_records(stock, &written).await?;
+    Ok(())
+}

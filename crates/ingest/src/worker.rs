@@ -1,0 +1,156 @@
+//! The workers inside `brandhub serve`: tokio tasks that claim queued files from the database
+//! (any process's uploads: the queue is shared), process them, and wake whoever waits for a
+//! file to finish. An upload in the same process wakes a worker at once; otherwise each idle
+//! worker looks at the queue every poll interval, with a cheap read before it takes any lock.
+
+use brandhub_filestore::FileStore;
+use brandhub_sheet::Limits;
+use brandhub_store::Store;
+use brandhub_store::ids::new_id;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+/// How the workers run.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerSettings {
+    /// Workers in this process (0: this process only serves the API).
+    pub workers: usize,
+    /// A claimed file whose heartbeat is older than this is claimed again by another worker.
+    pub job_timeout: Duration,
+    /// How often an idle worker looks at the queue for other processes' uploads.
+    pub poll_interval: Duration,
+    /// What reading one file may cost.
+    pub limits: Limits,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> WorkerSettings {
+        WorkerSettings {
+            workers: 2,
+            job_timeout: Duration::from_secs(120),
+            poll_interval: Duration::from_secs(1),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Wake-ups between the upload handlers and the workers of one process.
+#[derive(Debug, Default)]
+pub struct Signals {
+    queued: Notify,
+    finished: Notify,
+}
+
+impl Signals {
+    /// Tells a worker that a file was queued, so it does not wait for its next poll.
+    pub fn notify_queued(&self) {
+        self.queued.notify_one();
+    }
+
+    /// Tells everyone waiting that some file finished (processed, failed or released).
+    pub fn notify_finished(&self) {
+        self.finished.notify_waiters();
+    }
+
+    /// Resolves at the next [`Signals::notify_finished`]; create it before checking a file's
+    /// status, so that a finish in between is not missed.
+    pub fn finished(&self) -> tokio::sync::futures::Notified<'_> {
+        self.finished.notified()
+    }
+}
+
+/// What a worker works with.
+pub(crate) struct Context {
+    pub store: Store,
+    pub files: FileStore,
+    pub settings: WorkerSettings,
+    pub signals: Arc<Signals>,
+    /// This worker's name in the queue (`claimed_by`): unique across processes.
+    pub worker: String,
+}
+
+/// The running workers of a process. Dropping them stops them between files.
+pub struct Workers {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Starts `settings.workers` workers over the store's queue.
+    pub fn start(
+        store: Store,
+        files: FileStore,
+        settings: WorkerSettings,
+        signals: Arc<Signals>,
+    ) -> Workers {
+        let (stop, stopped) = watch::channel(false);
+        // The process's part of worker names: unique across processes and restarts.
+        let process = format!("{}-{}", std::process::id(), &new_id()[20..]);
+        let tasks = (0..settings.workers)
+            .map(|n| {
+                let context = Arc::new(Context {
+                    store: store.clone(),
+                    files: files.clone(),
+                    settings,
+                    signals: signals.clone(),
+                    worker: format!("{process}-{n}"),
+                });
+                tokio::spawn(work(context, stopped.clone()))
+            })
+            .collect();
+        Workers { stop, tasks }
+    }
+
+    /// Stops the workers: each finishes the file it is on, within `grace`; a file still being
+    /// processed after that is left to be claimed again (nothing of it is applied).
+    pub async fn stop(self, grace: Duration) {
+        let _ = self.stop.send(true);
+        let deadline = tokio::time::Instant::now() + grace;
+        for mut task in self.tasks {
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                task.abort();
+            }
+        }
+    }
+}
+
+/// One worker: claim, process, repeat; wait when the queue is empty.
+async fn work(context: Arc<Context>, mut stop: watch::Receiver<bool>) {
+    let stale_after = context.settings.job_timeout.as_millis() as i64;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let claimed = match context.store.has_claimable_job(stale_after).await {
+            Ok(true) => context.store.claim_job(&context.worker, stale_after).await,
+            Ok(false) => Ok(None),
+            Err(error) => Err(error),
+        };
+        match claimed {
+            Ok(Some(job)) => {
+                let file = job.file_id.clone();
+                // Its own task: a panic while processing one file must not end the worker.
+                let outcome = tokio::spawn(crate::process::run(context.clone(), job)).await;
+                if let Err(error) = outcome {
+                    tracing::error!(%error, %file, "processing a file panicked; it will be claimed again after the timeout");
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, worker = %context.worker, "the job queue could not be read")
+            }
+        }
+        tokio::select! {
+            _ = context.signals.queued.notified() => {}
+            _ = tokio::time::sleep(context.settings.poll_interval) => {}
+            changed = stop.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -502,6 +502,23 @@ async fn every_bad_upload_is_refused_with_its_problem(fx) {
     post_parts(fx, "host", "", &[(&product, Some("a.xlsx"), &sheet)]).await.assert_problem(403, "forbidden");
 }
 
+async fn a_streamed_upload_past_the_limit_is_cut_off_with_413(fx) {
+    // Chunked, so no Content-Length announces the size: the limit holds while streaming.
+    use base64::Engine;
+    let w = world(fx).await;
+    let admin = fx.credential("admin");
+    let big = "x".repeat(common::MAX_UPLOAD as usize + 100_000);
+    let body = String::from_utf8(multipart(&[(&format!("product,{}", w.brand), Some("big.csv"), big.as_bytes())])).unwrap();
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", admin.email, admin.secret));
+    let request = format!(
+        "POST /api/file HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic {auth}\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+        body.len()
+    );
+    let answer = common::raw_https(fx, request).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{}", &answer[..answer.len().min(300)]);
+    assert!(answer.contains("payload_too_large"), "{answer}");
+}
+
 async fn an_upload_answers_at_once_as_pending_and_serves_its_content(fx) {
     let w = world(fx).await;
     let sheet = xlsx(&[row(&["Product Code", "Title", "Barcode"]), row(&[&format!("CT-{}", unique()), "Content Test", &new_barcode()])]);

@@ -72,26 +72,19 @@ pub(crate) fn optional_integer(
     column: Column,
     min: Option<i64>,
 ) -> Result<Option<Cell>, String> {
-    if !map.has(column) {
-        return Ok(None);
-    }
-    let cell = row.get(map, column);
-    if cell.is_empty() {
-        return Ok(Some(Cell::Null));
-    }
-    match cell.as_integer() {
+    optional(row, map, column, |cell| match cell.as_integer() {
         Some(n) if min.is_some_and(|min| n < min) => Err(format!(
             "{} {n} is below {}",
             column.label(),
             min.unwrap_or_default()
         )),
-        Some(n) => Ok(Some(Cell::Integer(n))),
+        Some(n) => Ok(Cell::Integer(n)),
         None => Err(format!(
             "{} {} is not a whole number",
             column.label(),
             shown(cell)
         )),
-    }
+    })
 }
 
 /// An optional decimal column: `None` when the file lacks it, `Null` for an empty cell, or the
@@ -101,22 +94,15 @@ pub(crate) fn optional_amount(
     map: &ColumnMap,
     column: Column,
 ) -> Result<Option<Cell>, String> {
-    if !map.has(column) {
-        return Ok(None);
-    }
-    let cell = row.get(map, column);
-    if cell.is_empty() {
-        return Ok(Some(Cell::Null));
-    }
-    match cell.as_number() {
+    optional(row, map, column, |cell| match cell.as_number() {
         Some(n) if n < 0.0 => Err(format!("{} {} is negative", column.label(), shown(cell))),
-        Some(n) => Ok(Some(Cell::Number(n))),
+        Some(n) => Ok(Cell::Number(n)),
         None => Err(format!(
             "{} {} is not a number",
             column.label(),
             shown(cell)
         )),
-    }
+    })
 }
 
 /// An optional yes/no column: `None` when the file lacks it, `Null` for an empty cell, or the
@@ -126,6 +112,22 @@ pub(crate) fn optional_bool(
     map: &ColumnMap,
     column: Column,
 ) -> Result<Option<Cell>, String> {
+    optional(row, map, column, |cell| {
+        cell.as_bool()
+            .map(Cell::Boolean)
+            .ok_or_else(|| format!("{} {} is not yes or no", column.label(), shown(cell)))
+    })
+}
+
+/// An optional column's cell read by `parse`: `None` when the file lacks the column (the
+/// field stays as it is), `Null` for an empty cell (it clears the field), else the parsed
+/// value or the reason it cannot be one.
+fn optional(
+    row: &Row,
+    map: &ColumnMap,
+    column: Column,
+    parse: impl FnOnce(&brandhub_sheet::Cell) -> Result<Cell, String>,
+) -> Result<Option<Cell>, String> {
     if !map.has(column) {
         return Ok(None);
     }
@@ -133,9 +135,7 @@ pub(crate) fn optional_bool(
     if cell.is_empty() {
         return Ok(Some(Cell::Null));
     }
-    cell.as_bool()
-        .map(|b| Some(Cell::Boolean(b)))
-        .ok_or_else(|| format!("{} {} is not yes or no", column.label(), shown(cell)))
+    parse(cell).map(Some)
 }
 
 /// A required text column's value, or the reason the row is skipped.

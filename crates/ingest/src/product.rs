@@ -9,7 +9,7 @@ use crate::lookup::{
     resource, text_in,
 };
 use crate::process::{FileJob, ProcessError};
-use crate::report::Report;
+use crate::report::{FirstRows, Report};
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Row, Table};
@@ -97,7 +97,7 @@ pub(crate) async fn apply(
     let mut changed_products = BTreeSet::new();
     let mut changed_variants = BTreeSet::new();
     let mut described = BTreeSet::new();
-    let mut rows_of_barcodes: HashMap<String, u32> = HashMap::new();
+    let mut first_rows = FirstRows::default();
     let now = now_timestamp();
     let file_id = Cell::Text(job.id.clone());
 
@@ -110,14 +110,9 @@ pub(crate) async fn apply(
             }
         };
         let barcode_key = fold(&line.barcode);
-        if let Some(first) = rows_of_barcodes.get(&barcode_key) {
-            report.skip(
-                row.number(),
-                format!("barcode {} is already on row {first}", line.barcode),
-            );
+        if !first_rows.claim(&barcode_key, &line.barcode, row.number(), report) {
             continue;
         }
-        rows_of_barcodes.insert(barcode_key.clone(), row.number());
 
         // The product: found by code, or new.
         let code_key = fold(&line.code);

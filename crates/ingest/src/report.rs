@@ -185,3 +185,27 @@ mod tests {
         assert!(text.ends_with("ORD-19, … and 5 more"), "{text}");
     }
 }
+
+/// The row each barcode of a file was first seen on. A barcode on two rows is applied once:
+/// the later row is skipped, naming the first.
+#[derive(Debug, Default)]
+pub(crate) struct FirstRows(std::collections::HashMap<String, u32>);
+
+impl FirstRows {
+    /// Claims the barcode (folded `key`, as written `barcode`) for `row`; false, with the row
+    /// reported as skipped, when an earlier row has it.
+    pub(crate) fn claim(
+        &mut self,
+        key: &str,
+        barcode: &str,
+        row: u32,
+        report: &mut Report,
+    ) -> bool {
+        if let Some(first) = self.0.get(key) {
+            report.skip(row, format!("barcode {barcode} is already on row {first}"));
+            return false;
+        }
+        self.0.insert(key.to_string(), row);
+        true
+    }
+}

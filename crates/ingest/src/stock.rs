@@ -6,7 +6,7 @@ use crate::lookup::{
     brand_barcodes, column, equals, ids_where, optional_integer, required_text, resource,
 };
 use crate::process::{FileJob, ProcessError};
-use crate::report::{Missing, Report};
+use crate::report::{FirstRows, Missing, Report};
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Table};
@@ -61,7 +61,7 @@ pub(crate) async fn apply(
         })
         .collect();
     let now = now_timestamp();
-    let mut rows_of_barcodes: HashMap<String, u32> = HashMap::new();
+    let mut first_rows = FirstRows::default();
     let mut written = Vec::new();
     for row in table.rows() {
         let line = (|| -> Result<_, String> {
@@ -82,14 +82,9 @@ pub(crate) async fn apply(
             }
         };
         let key = fold(&barcode);
-        if let Some(first) = rows_of_barcodes.get(&key) {
-            report.skip(
-                row.number(),
-                format!("barcode {barcode} is already on row {first}"),
-            );
+        if !first_rows.claim(&key, &barcode, row.number(), report) {
             continue;
         }
-        rows_of_barcodes.insert(key.clone(), row.number());
         let Some(found) = barcodes.get(&key) else {
             report.not_found(Missing::Barcode, &barcode);
             continue;

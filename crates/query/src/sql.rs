@@ -47,10 +47,16 @@ fn column(table: Table<'_>, name: &str) -> Expr {
 /// common, a unary `+` keeps the column from being used that way, so the order is walked.
 fn semi_join_column(table: Table<'_>, name: &str) -> Expr {
     match table {
-        // SQLite only (its placeholder is `?`): the probing strategy is chosen for SQLite.
-        Table::Probed(_) => Expr::cust_with_expr("+?", column(table, name)),
+        Table::Probed(_) => unindexed(column(table, name)),
         _ => column(table, name),
     }
+}
+
+/// `+expr`: the same value, which SQLite's planner cannot serve from an index, so it neither
+/// drives a query from it nor walks an order by it. SQLite only (its placeholder is `?`);
+/// the strategies that use it are chosen for SQLite.
+fn unindexed(expr: Expr) -> Expr {
+    Expr::cust_with_expr("+?", expr)
 }
 
 /// The column a field is compared and ordered by: the folded copy for text.
@@ -426,11 +432,17 @@ pub enum PageStrategy {
 /// Up to this many matches, collecting them first is cheap whatever the table's size.
 pub const MATCHES_FIRST_LIMIT: u64 = 1_000;
 
+/// Whether `part` records are rare among `whole`: at most 2%. Rare matches are collected
+/// rather than met on a walk in order; a scope that is not rare never drives a query.
+pub fn is_rare(part: u64, whole: u64) -> bool {
+    part.saturating_mul(50) <= whole
+}
+
 impl PageStrategy {
     /// The strategy for `found` matches among the `total` records the caller could see:
     /// collect first when matches are few (at most `limit`) or rare (at most 2%).
     pub fn choose(found: u64, total: u64, limit: u64) -> PageStrategy {
-        if found <= limit || found.saturating_mul(50) <= total {
+        if found <= limit || is_rare(found, total) {
             PageStrategy::MatchesFirst
         } else {
             PageStrategy::InOrder
@@ -489,8 +501,6 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
             (select, None)
         }
         PageStrategy::SortMatches { .. } => {
-            // SQLite only (its placeholder is `?`): a unary `+` keeps indexes out of the order.
-            let unindexed = |expr: Expr| Expr::cust_with_expr("+?", expr);
             for (_, sort) in &keys {
                 apply_order(
                     &mut select,

@@ -7,10 +7,10 @@
 
 use crate::db::{Backend, Kind, Pool, Store, Timing, on_pool};
 use crate::versions::Versions;
-use brandhub_catalog::Cell;
+use brandhub_catalog::{Cell, Resource};
 use brandhub_problem::ApiResult;
 use brandhub_query::plan::CountPlan;
-use brandhub_query::sql::{count_statement, tables_read};
+use brandhub_query::sql::{count_statement, is_rare, tables_read};
 use sea_query::{Alias, Expr, ExprTrait, OnConflict, Query, SelectStatement, SqliteQueryBuilder};
 use sea_query_sqlx::SqlxBinder;
 use sha2::{Digest, Sha256};
@@ -129,7 +129,7 @@ impl Store {
             && !plan.filter.is_always()
         {
             // SQLite cannot tell how many ids a scope's subqueries yield and likes to drive
-            // from them; a scope holding more than 2% of the table is never the better driver.
+            // from them; a wide scope is never the better driver.
             let visible = self
                 .count_as(
                     &CountPlan::visible(plan.resource, plan.scope.clone()),
@@ -138,19 +138,27 @@ impl Store {
                     timing,
                 )
                 .await?;
-            let total = self
-                .count_as(
-                    &CountPlan::everything(plan.resource),
-                    false,
-                    versions,
-                    timing,
-                )
-                .await?;
-            visible.saturating_mul(50) > total
+            self.is_wide_scope(plan.resource, visible, versions, timing)
+                .await?
         } else {
             false
         };
         self.count_as(plan, probe_scope, versions, timing).await
+    }
+
+    /// Whether `visible` records are more than a rare part of the resource's table: such a
+    /// scope must only be probed, never drive a query (SQLite).
+    pub(crate) async fn is_wide_scope(
+        &self,
+        resource: &'static Resource,
+        visible: u64,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> ApiResult<bool> {
+        let total = self
+            .count_as(&CountPlan::everything(resource), false, versions, timing)
+            .await?;
+        Ok(!is_rare(visible, total))
     }
 
     /// A count, cached under its plain statement whichever form counts it.

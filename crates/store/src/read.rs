@@ -93,9 +93,7 @@ impl Store {
         let rows = if found == 0 || plan.offset() >= found {
             Vec::new()
         } else {
-            let strategy = self
-                .page_strategy(plan, viewer, found, versions, timing)
-                .await?;
+            let strategy = self.page_strategy(plan, found, versions, timing).await?;
             self.fetch(&page_statement(plan, strategy), &kinds(&columns), timing)
                 .await?
         };
@@ -117,14 +115,13 @@ impl Store {
     async fn page_strategy(
         &self,
         plan: &ReadPlan,
-        viewer: &Viewer,
         found: u64,
         versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<PageStrategy> {
         let visible = self
             .count(
-                &CountPlan::visible(plan.resource, viewer.scope(plan.resource)),
+                &CountPlan::visible(plan.resource, plan.scope.clone()),
                 versions,
                 timing,
             )
@@ -138,14 +135,12 @@ impl Store {
                 return Ok(PageStrategy::InOrderProbing);
             }
             // Few matches, found and sorted. The requested filter drives, unless nothing is
-            // asked but the scope or the scope itself is narrow (at most 2% of the table).
-            let total = self
-                .count(&CountPlan::everything(plan.resource), versions, timing)
-                .await?;
-            let wide_scope = visible.saturating_mul(50) > total;
-            return Ok(PageStrategy::SortMatches {
-                probe_scope: wide_scope && !plan.filter.is_always(),
-            });
+            // asked but the scope or the scope itself is narrow (rare in its table).
+            let probe_scope = !plan.filter.is_always()
+                && self
+                    .is_wide_scope(plan.resource, visible, versions, timing)
+                    .await?;
+            return Ok(PageStrategy::SortMatches { probe_scope });
         }
         Ok(strategy)
     }

@@ -64,19 +64,7 @@ impl WriteTx {
         resource: &'static Resource,
         records: &[Record],
     ) -> ApiResult<()> {
-        let fields = stored_fields(resource);
-        let columns = insert_columns(resource);
-        let rows_per_statement = (MAX_PARAMETERS / columns.len()).clamp(1, MAX_ROWS);
-        for chunk in records.chunks(rows_per_statement) {
-            let mut insert = Query::insert();
-            insert
-                .into_table(Alias::new(resource.table))
-                .columns(columns.iter().map(|c| Alias::new(c.as_str())));
-            for record in chunk {
-                insert.values_panic(row_values(&fields, record).into_iter().map(Into::into));
-            }
-            self.execute(resource.table, &insert).await?;
-        }
+        self.insert_rows(resource, records, None).await?;
         for (list_index, field) in list_fields(resource).into_iter().enumerate() {
             let elements: Vec<(&str, usize, &str)> = records
                 .iter()
@@ -128,13 +116,26 @@ impl WriteTx {
         resource: &'static Resource,
         records: &[Record],
     ) -> ApiResult<()> {
+        let updated = insert_columns(resource)
+            .into_iter()
+            .filter(|c| c.as_str() != "id")
+            .map(|c| Alias::new(c.as_str()));
+        let overwrite = OnConflict::column(Alias::new("id"))
+            .update_columns(updated)
+            .to_owned();
+        self.insert_rows(resource, records, Some(overwrite)).await
+    }
+
+    /// The stored columns of `records` in multi-row INSERTs within the parameter limits, each
+    /// with `on_conflict` when given.
+    async fn insert_rows(
+        &mut self,
+        resource: &'static Resource,
+        records: &[Record],
+        on_conflict: Option<OnConflict>,
+    ) -> ApiResult<()> {
         let fields = stored_fields(resource);
         let columns = insert_columns(resource);
-        let updated: Vec<Alias> = columns
-            .iter()
-            .filter(|c| c.as_str() != "id")
-            .map(|c| Alias::new(c.as_str()))
-            .collect();
         let rows_per_statement = (MAX_PARAMETERS / columns.len()).clamp(1, MAX_ROWS);
         for chunk in records.chunks(rows_per_statement) {
             let mut insert = Query::insert();
@@ -144,11 +145,9 @@ impl WriteTx {
             for record in chunk {
                 insert.values_panic(row_values(&fields, record).into_iter().map(Into::into));
             }
-            insert.on_conflict(
-                OnConflict::column(Alias::new("id"))
-                    .update_columns(updated.clone())
-                    .to_owned(),
-            );
+            if let Some(on_conflict) = &on_conflict {
+                insert.on_conflict(on_conflict.clone());
+            }
             self.execute(resource.table, &insert).await?;
         }
         Ok(())

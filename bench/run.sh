@@ -48,24 +48,9 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN=$TARGET_DIR/release/brandhub
 LUA_DIR=$ROOT/bench/lua
 
-# Every brandhub flag also reads a BRANDHUB_* variable: the caller's must not leak into the runs.
-while read -r name; do
-  [ -n "$name" ] && unset "$name"
-done < <(compgen -e | grep '^BRANDHUB_' || true)
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
-# ---------------------------------------------------------------------------------------------
-# Helpers
-
-say() { printf '%s\n' "$*"; }
-section() { printf '\n=== %s ===\n' "$*"; }
-die() {
-  printf 'bench: %s\n' "$*" >&2
-  exit 1
-}
-# Floating-point comparison: le A B is true when A <= B.
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
-ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
-indent() { sed 's/^/    /'; }
 
 for backend in $BACKENDS; do
   case $backend in
@@ -82,25 +67,6 @@ done
 command -v cargo >/dev/null || die "cargo is not on PATH (a Rust toolchain is needed)"
 command -v curl >/dev/null || die "curl is needed"
 
-# The URL of the bench database on the server PG_URL points at (same credentials and options).
-pg_bench_url() {
-  local base=${PG_URL%%\?*}
-  local query=${PG_URL#"$base"}
-  if [[ $base =~ ^[a-zA-Z]+://[^/]*/ ]]; then
-    base=${BASH_REMATCH[0]}
-  else
-    base=$base/
-  fi
-  printf '%s%s%s' "$base" "$PG_DB" "$query"
-}
-
-psql_admin() { psql "$PG_URL" -v ON_ERROR_STOP=1 -qAtX "$@"; }
-
-drop_pg_db() {
-  psql_admin -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 ||
-    psql_admin -c "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
-}
-
 if [[ " $BACKENDS " == *" postgres "* ]]; then
   command -v psql >/dev/null || die "psql is needed for the postgres backend (or set BACKENDS=sqlite)"
   psql_admin -c 'SELECT 1' >/dev/null ||
@@ -115,28 +81,8 @@ WORK=$(mktemp -d "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}/run.XXXXXX")
 WORK=$(cd "$WORK" && pwd)
 TABLES=$WORK/tables.txt
 : >"$TABLES"
-SERVER_PID=""
 PG_CREATED=""
 FINISHED=""
-
-stop_server() {
-  local pid=$SERVER_PID
-  SERVER_PID=""
-  [ -n "$pid" ] || return 0
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    local i
-    for i in $(seq 1 150); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      say "the server (PID $pid) did not stop within 15 s of SIGTERM; killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-  fi
-  wait "$pid" 2>/dev/null || true
-}
 
 cleanup() {
   local rc=$?
@@ -213,59 +159,8 @@ fi
 # ---------------------------------------------------------------------------------------------
 # Talking to the server
 
-BASE=""       # https://127.0.0.1:PORT
-CRED_USER=""  # the current demo user's email
+CRED_USER=""  # the current demo user's email (see use_demo_user)
 CRED_KEY=""   # and API key
-
-# curl as the current user; HTTP/1.1 like wrk. Extra arguments are passed on.
-api() { curl -sS -k --http1.1 --max-time 600 -u "$CRED_USER:$CRED_KEY" "$@"; }
-
-# GET a path and print the body; fails on a non-2xx answer.
-api_get() {
-  local body=$WORK/get.body code
-  code=$(api -o "$body" -w '%{http_code}' "$BASE$1") || die "GET $1 failed"
-  if [[ $code != 2* ]]; then
-    say "GET $1 answered $code: $(head -c 500 "$body")" >&2
-    return 1
-  fi
-  cat "$body"
-}
-
-# The ids of the records in a list answer, one a line.
-ids_of() { grep -o '"id":"[^"]*"' | cut -d'"' -f4 || true; }
-
-# Starts the server in the background on the given data dir (and database URL) and waits until
-# it answers.
-start_server() {
-  local dir=$1 url=$2 log=$3
-  # One key drives all the load, so the per-key rate limit is off: a benchmark is not a client.
-  local args=(--data-dir "$dir" --log warn --page-cache-mb "$PAGE_CACHE_MB")
-  [ -n "$url" ] && args+=(--database-url "$url")
-  "$BIN" "${args[@]}" serve --listen "127.0.0.1:$PORT" --rate-limit 0 >"$log.out" 2>"$log.err" &
-  SERVER_PID=$!
-  local i line
-  for i in $(seq 1 1200); do
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      cat "$log.out" "$log.err" >&2
-      SERVER_PID=""
-      die "the server exited before it answered"
-    fi
-    line=$(grep -m1 '^brandhub serves https://' "$log.out" 2>/dev/null || true)
-    if [ -n "$line" ]; then
-      BASE=$(sed 's|^brandhub serves \(https://[^/ ]*\)/api.*|\1|' <<<"$line")
-      if [ "$(curl -sk --http1.1 -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/api/openapi.json" || true)" != 000 ]; then
-        say "$line (PID $SERVER_PID)"
-        return 0
-      fi
-    fi
-    sleep 0.1
-  done
-  die "the server did not answer within 120 s"
-}
-
-peak_rss_mb() {
-  awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status" 2>/dev/null || echo "?"
-}
 
 # ---------------------------------------------------------------------------------------------
 # Workloads
@@ -392,13 +287,7 @@ compare_users() {
 # Runs the workloads as one demo user and appends its table to $TABLES.
 run_user() {
   local backend=$1 user_type=$2 demo_out=$3 demo_s=$4
-  local cred
-  cred=$(awk -v t="$user_type" '
-    found && NF >= 4 && $3 == ":" && ($1 == t || $2 == t) { print $2, $4; exit }
-    /^demo users/ { found = 1 }' "$demo_out")
-  [ -n "$cred" ] || die "no demo user of type '$user_type' in the demo output"
-  CRED_USER=${cred%% *}
-  CRED_KEY=${cred#* }
+  use_demo_user "$demo_out" "$user_type"
   export BENCH_AUTH BENCH_LUA_DIR=$LUA_DIR BENCH_BRAND BENCH_BODY_FILE=$WORK/w5.json
   BENCH_AUTH="Basic $(printf '%s:%s' "$CRED_USER" "$CRED_KEY" | base64 | tr -d '\n')"
 

@@ -2,18 +2,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-
-fn brandhub(data_dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brandhub"))
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(["--log", "warn"])
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::process::Brandhub;
+use std::process::Output;
 
 fn last_line(output: &Output) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -25,80 +15,34 @@ fn last_line(output: &Output) -> String {
     stdout.lines().last().unwrap_or_default().trim().to_string()
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `brandhub serve` on a free port; returns the process and its base URL.
-fn serve(data_dir: &std::path::Path) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brandhub"))
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(["--log", "warn", "serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the server starts");
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let mut lines = BufReader::new(stdout).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("the server prints its address")
-            .expect("a line");
-        if let Some(rest) = line.strip_prefix("brandhub serves ") {
-            break rest.split("/api").next().unwrap().to_string();
-        }
-    };
-    (Server(child), base)
-}
-
-fn client(data_dir: &std::path::Path) -> reqwest::Client {
-    common::client_trusting(
-        &std::fs::read_to_string(data_dir.join("tls/cert.pem"))
-            .expect("a certificate was generated"),
-    )
-}
-
 #[tokio::test]
 async fn users_and_keys_are_made_used_and_revoked_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    assert!(brandhub(data, &["migrate"]).status.success());
-    let user = last_line(&brandhub(
-        data,
-        &[
-            "user",
-            "create",
-            "--email",
-            "Ops@Example.test",
-            "--name",
-            "Ops Ärmel",
-            "--type",
-            "admin",
-        ],
-    ));
+    assert!(Brandhub::new(data).run(&["migrate"]).status.success());
+    let user = last_line(&Brandhub::new(data).run(&[
+        "user",
+        "create",
+        "--email",
+        "Ops@Example.test",
+        "--name",
+        "Ops Ärmel",
+        "--type",
+        "admin",
+    ]));
     assert_eq!(user.len(), 32, "the last line is the id: {user}");
-    let secret = last_line(&brandhub(
-        data,
-        &[
-            "key",
-            "create",
-            "--user",
-            "ops@example.test",
-            "--name",
-            "ci",
-        ],
-    ));
+    let secret = last_line(&Brandhub::new(data).run(&[
+        "key",
+        "create",
+        "--user",
+        "ops@example.test",
+        "--name",
+        "ci",
+    ]));
     assert!(secret.starts_with("bhk_") && secret.len() >= 30, "{secret}");
-    let narrow = last_line(&brandhub(
-        data,
-        &["key", "create", "--user", &user, "--grant", "host:GET"],
-    ));
+    let narrow = last_line(
+        &Brandhub::new(data).run(&["key", "create", "--user", &user, "--grant", "host:GET"]),
+    );
 
     // Keys are stored only as hashes.
     let database = std::fs::read(data.join("brandhub.db")).unwrap();
@@ -110,8 +54,9 @@ async fn users_and_keys_are_made_used_and_revoked_from_the_command_line() {
         );
     }
 
-    let (server, base) = serve(data);
-    let client = client(data);
+    let server = Brandhub::new(data).serve(&[]);
+    let base = server.base.clone();
+    let client = Brandhub::new(data).client();
     let ok = client
         .get(format!("{base}/api/user"))
         .basic_auth("OPS@example.test", Some(&secret))
@@ -157,7 +102,7 @@ async fn users_and_keys_are_made_used_and_revoked_from_the_command_line() {
             .unwrap()
             .to_string()
     };
-    let revoked = brandhub(data, &["key", "revoke", &key_id]);
+    let revoked = Brandhub::new(data).run(&["key", "revoke", &key_id]);
     assert!(revoked.status.success());
     let after = client
         .get(format!("{base}/api/user"))
@@ -232,36 +177,27 @@ fn bad_arguments_get_clear_messages() {
         ),
     ];
     for (args, expected) in cases {
-        let output = brandhub(data, args);
+        let output = Brandhub::new(data).run(args);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{args:?} should fail");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
-    last_line(&brandhub(
-        data,
-        &[
-            "user", "create", "--email", "a@y.test", "--name", "A", "--type", "admin",
-        ],
-    ));
-    let again = brandhub(
-        data,
-        &[
-            "user", "create", "--email", "A@Y.TEST", "--name", "A", "--type", "admin",
-        ],
-    );
+    last_line(&Brandhub::new(data).run(&[
+        "user", "create", "--email", "a@y.test", "--name", "A", "--type", "admin",
+    ]));
+    let again = Brandhub::new(data).run(&[
+        "user", "create", "--email", "A@Y.TEST", "--name", "A", "--type", "admin",
+    ]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
-    let wide = brandhub(
-        data,
-        &[
-            "key",
-            "create",
-            "--user",
-            "a@y.test",
-            "--grant",
-            "nothing:GET",
-        ],
-    );
+    let wide = Brandhub::new(data).run(&[
+        "key",
+        "create",
+        "--user",
+        "a@y.test",
+        "--grant",
+        "nothing:GET",
+    ]);
     assert!(String::from_utf8_lossy(&wide.stderr).contains("unknown resource"));
 }
 
@@ -269,7 +205,7 @@ fn bad_arguments_get_clear_messages() {
 fn demo_refuses_a_database_with_data_unless_replacing() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    let first = brandhub(data, &["demo", "--scale", "50"]);
+    let first = Brandhub::new(data).run(&["demo", "--scale", "50"]);
     assert!(
         first.status.success(),
         "{}",
@@ -280,10 +216,10 @@ fn demo_refuses_a_database_with_data_unless_replacing() {
         stdout.contains("admin@demo.brandhub.test : bhk_"),
         "{stdout}"
     );
-    let second = brandhub(data, &["demo", "--scale", "50"]);
+    let second = Brandhub::new(data).run(&["demo", "--scale", "50"]);
     assert!(!second.status.success());
     assert!(String::from_utf8_lossy(&second.stderr).contains("not empty"));
-    let replaced = brandhub(data, &["demo", "--scale", "60", "--replace"]);
+    let replaced = Brandhub::new(data).run(&["demo", "--scale", "60", "--replace"]);
     assert!(
         replaced.status.success(),
         "{}",

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::{BOUNDARY, Part, multipart};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,32 +41,6 @@ fn xlsx(rows: &[Vec<String>]) -> Vec<u8> {
 
 fn row(values: &[&str]) -> Vec<String> {
     values.iter().map(|v| v.to_string()).collect()
-}
-
-/// One part of a multipart body: name, filename, bytes.
-type Part<'a> = (&'a str, Option<&'a str>, &'a [u8]);
-
-const BOUNDARY: &str = "brandhub-test-boundary-7d3f0c";
-
-fn multipart(parts: &[Part<'_>]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (name, file_name, bytes) in parts {
-        body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
-        let disposition = match file_name {
-            Some(file_name) => {
-                format!(
-                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n"
-                )
-            }
-            None => format!("Content-Disposition: form-data; name=\"{name}\"\r\n"),
-        };
-        body.extend_from_slice(disposition.as_bytes());
-        body.extend_from_slice(b"Content-Type: application/octet-stream\r\n\r\n");
-        body.extend_from_slice(bytes);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
-    body
 }
 
 /// A request as a demo user of the given type.

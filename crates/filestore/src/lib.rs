@@ -13,6 +13,8 @@ mod error;
 mod key;
 mod location;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use error::{PutError, StoreError};
 pub use store::{ByteStream, FileStore, MAX_PARTS_IN_FLIGHT, PART_SIZE};

@@ -310,6 +310,31 @@ impl Store {
         Ok(())
     }
 
+    /// On PostgreSQL, a session of its own (outside the pool, without a statement timeout)
+    /// holding the advisory lock `key`; `None` on SQLite. The lock lasts until the session is
+    /// closed or dropped, which also happens if the process dies, so it can never be left
+    /// behind on a pooled connection.
+    pub(crate) async fn pg_session_lock(&self, key: i64) -> ApiResult<Option<sqlx::PgConnection>> {
+        let Pool::Postgres(pool) = &self.pool else {
+            return Ok(None);
+        };
+        let mut session = pool
+            .acquire()
+            .await
+            .map_err(|e| internal("cannot open a session for a lock", e))?
+            .detach();
+        sqlx::raw_sql("SET statement_timeout = 0")
+            .execute(&mut session)
+            .await
+            .map_err(|e| internal("cannot set up a session for a lock", e))?;
+        sqlx::query("SELECT pg_advisory_lock($1)")
+            .bind(key)
+            .execute(&mut session)
+            .await
+            .map_err(|e| internal("cannot take an advisory lock", e))?;
+        Ok(Some(session))
+    }
+
     /// Starts a write transaction. On SQLite it takes the write lock at once (`BEGIN
     /// IMMEDIATE`), so two writers never deadlock upgrading read locks.
     pub async fn begin(&self) -> ApiResult<WriteTx> {

@@ -19,6 +19,7 @@ use brandhub_catalog::{Cell, Record, catalog};
 use brandhub_problem::ApiResult;
 use sea_query::{
     Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query, SelectStatement,
+    UpdateStatement,
 };
 
 /// The queue's table.
@@ -57,6 +58,34 @@ fn claimable(now: i64, stale_before: i64) -> Condition {
                 .eq(RUNNING)
                 .and(col("heartbeat_at").lt(stale_before)),
         )
+}
+
+/// Claims the oldest claimable job for `worker`: one statement, returning the job's id and
+/// attempts (no row when there is none).
+fn claim_statement(worker: &str, now: i64, stale_after_ms: i64) -> UpdateStatement {
+    let next = Query::select()
+        .column(Alias::new("file_id"))
+        .from(Alias::new(JOB_TABLE))
+        .cond_where(claimable(now, now - stale_after_ms))
+        .order_by(Alias::new("available_at"), Order::Asc)
+        .order_by(Alias::new("file_id"), Order::Asc)
+        .limit(1)
+        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+        .to_owned();
+    Query::update()
+        .table(Alias::new(JOB_TABLE))
+        .value(Alias::new("state"), RUNNING)
+        .value(Alias::new("attempts"), col("attempts").add(1))
+        .value(Alias::new("claimed_by"), worker)
+        .value(Alias::new("heartbeat_at"), now)
+        // A scalar subquery, evaluated once. With `IN (…)` PostgreSQL may run the SKIP LOCKED
+        // subquery again while updating and claim several jobs at once, which then wait, never
+        // processed, until their claims expire.
+        .and_where(col("file_id").eq(Expr::SubQuery(None, Box::new(next.into()))))
+        // Checked again on the row itself: a concurrent claim may have changed it.
+        .cond_where(claimable(now, now - stale_after_ms))
+        .returning(Query::returning().columns(["file_id", "attempts"].map(Alias::new)))
+        .to_owned()
 }
 
 /// The file table's name, from the catalog.
@@ -198,31 +227,12 @@ impl Store {
         worker: &str,
         stale_after_ms: i64,
     ) -> ApiResult<Option<ClaimedJob>> {
-        let now = now_millis();
-        let next = Query::select()
-            .column(Alias::new("file_id"))
-            .from(Alias::new(JOB_TABLE))
-            .cond_where(claimable(now, now - stale_after_ms))
-            .order_by(Alias::new("available_at"), Order::Asc)
-            .order_by(Alias::new("file_id"), Order::Asc)
-            .limit(1)
-            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
-            .to_owned();
-        let claim = Query::update()
-            .table(Alias::new(JOB_TABLE))
-            .value(Alias::new("state"), RUNNING)
-            .value(Alias::new("attempts"), col("attempts").add(1))
-            .value(Alias::new("claimed_by"), worker)
-            .value(Alias::new("heartbeat_at"), now)
-            .and_where(col("file_id").in_subquery(next))
-            // Checked again on the row itself: a concurrent claim may have changed it.
-            .cond_where(claimable(now, now - stale_after_ms))
-            .returning(Query::returning().columns(["file_id", "attempts"].map(Alias::new)))
-            .to_owned();
+        let claim = claim_statement(worker, now_millis(), stale_after_ms);
         let mut tx = self.begin().await?;
         let rows = tx
             .fetch_returning(None, &claim, &[Kind::Text, Kind::Integer])
             .await?;
+        debug_assert!(rows.len() <= 1, "one claim takes one job");
         let job = match rows.first().map(Vec::as_slice) {
             Some([Cell::Text(file_id), Cell::Integer(attempts)]) => ClaimedJob {
                 file_id: file_id.clone(),
@@ -333,18 +343,18 @@ mod tests {
     use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
 
     #[test]
-    fn claiming_skips_locked_jobs_on_postgres_only() {
-        let next = Query::select()
-            .column(Alias::new("file_id"))
-            .from(Alias::new(JOB_TABLE))
-            .cond_where(claimable(10, 5))
-            .limit(1)
-            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
-            .to_owned();
-        let pg = next.to_string(PostgresQueryBuilder);
-        assert!(pg.ends_with("FOR UPDATE SKIP LOCKED"), "{pg}");
+    fn a_claim_takes_one_job_skipping_locked_ones_on_postgres() {
+        let claim = claim_statement("w-1", 10, 5);
+        let pg = claim.to_string(PostgresQueryBuilder);
+        assert!(
+            pg.contains("\"file_id\" = (SELECT \"file_id\" FROM \"bh_job\""),
+            "one job, by a scalar subquery: {pg}"
+        );
+        assert!(pg.contains("LIMIT 1 FOR UPDATE SKIP LOCKED)"), "{pg}");
         assert!(pg.contains("\"heartbeat_at\" < 5"), "{pg}");
-        let sqlite = next.to_string(SqliteQueryBuilder);
+        assert!(pg.ends_with("RETURNING \"file_id\", \"attempts\""), "{pg}");
+        let sqlite = claim.to_string(SqliteQueryBuilder);
         assert!(!sqlite.contains("FOR UPDATE"), "{sqlite}");
+        assert!(sqlite.contains("\"file_id\" = (SELECT"), "{sqlite}");
     }
 }

@@ -273,6 +273,9 @@ pub fn versioned_tables() -> Vec<&'static str> {
     tables
 }
 
+/// The PostgreSQL advisory lock key under which one process at a time migrates.
+const MIGRATION_LOCK: i64 = 4_242_001;
+
 impl Store {
     async fn existing_columns(&self, table: &str) -> ApiResult<Vec<String>> {
         let columns: Vec<String> = on_pool!(&self.pool, |pool, _builder| {
@@ -294,14 +297,16 @@ impl Store {
     /// Brings the database to the catalog's schema (see the module docs).
     pub async fn migrate(&self) -> ApiResult<()> {
         let backend = self.backend();
-        if backend == Backend::Postgres {
-            // Several servers may start together: one migrates while the others wait.
-            self.execute_raw("SELECT pg_advisory_lock(4242001)").await?;
-        }
+        // Several servers may start together: one migrates while the others wait. (SQLite's
+        // write transactions already serialise them.)
+        let lock = self.pg_session_lock(MIGRATION_LOCK).await?;
         let result = self.migrate_locked(backend).await;
-        if backend == Backend::Postgres {
-            self.execute_raw("SELECT pg_advisory_unlock(4242001)")
-                .await?;
+        if let Some(session) = lock {
+            use sqlx::Connection;
+            // Closing the session releases the lock.
+            if let Err(error) = session.close().await {
+                tracing::warn!(%error, "the migration lock's session did not close cleanly");
+            }
         }
         result
     }

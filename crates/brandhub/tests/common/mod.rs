@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+pub mod process;
 pub mod scope_reference;
 
 use brandhub::demo_load::load_demo;
@@ -113,6 +114,33 @@ impl Fixture {
     {
         self.runtime.spawn(future).await.expect("the task finishes")
     }
+}
+
+/// One part of a multipart body: name, filename, bytes.
+pub type Part<'a> = (&'a str, Option<&'a str>, &'a [u8]);
+
+pub const BOUNDARY: &str = "brandhub-test-boundary-7d3f0c";
+
+/// A `multipart/form-data` body of these parts, separated by [`BOUNDARY`].
+pub fn multipart(parts: &[Part<'_>]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (name, file_name, bytes) in parts {
+        body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
+        let disposition = match file_name {
+            Some(file_name) => {
+                format!(
+                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n"
+                )
+            }
+            None => format!("Content-Disposition: form-data; name=\"{name}\"\r\n"),
+        };
+        body.extend_from_slice(disposition.as_bytes());
+        body.extend_from_slice(b"Content-Type: application/octet-stream\r\n\r\n");
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+    body
 }
 
 /// An HTTPS client that trusts exactly the certificates of a PEM text.

@@ -1,0 +1,128 @@
+# Shell helpers shared by the benchmark scripts (sourced, not run): messages, the PostgreSQL
+# bench database, starting and stopping the release server, and curl as a demo user.
+#
+# The sourcing script sets: WORK (its work dir), BIN (the release binary), PG_URL and PG_DB
+# (for the PostgreSQL helpers), and for the API helpers CRED_USER and CRED_KEY; start_server
+# sets SERVER_PID and BASE.
+
+# Every brandhub flag also reads a BRANDHUB_* variable: the caller's must not leak into the runs.
+while read -r name; do
+  [ -n "$name" ] && unset "$name"
+done < <(compgen -e | grep '^BRANDHUB_' || true)
+
+say() { printf '%s\n' "$*"; }
+section() { printf '\n=== %s ===\n' "$*"; }
+die() {
+  printf 'bench: %s\n' "$*" >&2
+  exit 1
+}
+# Floating-point comparison: le A B is true when A <= B.
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
+indent() { sed 's/^/    /'; }
+
+# The URL of the bench database on the server PG_URL points at (same credentials and options).
+pg_bench_url() {
+  local base=${PG_URL%%\?*}
+  local query=${PG_URL#"$base"}
+  if [[ $base =~ ^[a-zA-Z]+://[^/]*/ ]]; then
+    base=${BASH_REMATCH[0]}
+  else
+    base=$base/
+  fi
+  printf '%s%s%s' "$base" "$PG_DB" "$query"
+}
+
+psql_admin() { psql "$PG_URL" -v ON_ERROR_STOP=1 -qAtX "$@"; }
+
+drop_pg_db() {
+  psql_admin -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 ||
+    psql_admin -c "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
+}
+
+# Stops the server started last: SIGTERM, then SIGKILL after 15 s.
+stop_server() {
+  local pid=$SERVER_PID
+  SERVER_PID=""
+  [ -n "$pid" ] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    local i
+    for i in $(seq 1 150); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      say "the server (PID $pid) did not stop within 15 s of SIGTERM; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+BASE=""      # https://127.0.0.1:PORT of the running server
+SERVER_PID=""
+
+# curl as the current user; HTTP/1.1 like wrk. Extra arguments are passed on.
+api() { curl -sS -k --http1.1 --max-time 600 -u "$CRED_USER:$CRED_KEY" "$@"; }
+
+# GET a path and print the body; fails on a non-2xx answer.
+api_get() {
+  local body=$WORK/get.body code
+  code=$(api -o "$body" -w '%{http_code}' "$BASE$1") || die "GET $1 failed"
+  if [[ $code != 2* ]]; then
+    say "GET $1 answered $code: $(head -c 500 "$body")" >&2
+    return 1
+  fi
+  cat "$body"
+}
+
+# Makes the first demo user of a type (or with that email) the current user, from the
+# credentials that `brandhub demo` printed into a file.
+use_demo_user() {
+  local demo_out=$1 user_type=$2 cred
+  cred=$(awk -v t="$user_type" '
+    found && NF >= 4 && $3 == ":" && ($1 == t || $2 == t) { print $2, $4; exit }
+    /^demo users/ { found = 1 }' "$demo_out")
+  [ -n "$cred" ] || die "no demo user of type '$user_type' in the demo output"
+  CRED_USER=${cred%% *}
+  CRED_KEY=${cred#* }
+}
+
+# The ids of the records in a list answer, one a line.
+ids_of() { grep -o '"id":"[^"]*"' | cut -d'"' -f4 || true; }
+
+# Starts the server in the background on the given data dir (and database URL, may be empty)
+# and waits until it answers; further arguments go to `serve`. Output goes to <log>.out/.err.
+start_server() {
+  local dir=$1 url=$2 log=$3
+  shift 3
+  # One key drives all the load, so the per-key rate limit is off: a benchmark is not a client.
+  local args=(--data-dir "$dir" --log "${SERVER_LOG:-warn}" --page-cache-mb "${PAGE_CACHE_MB:-32}")
+  [ -n "$url" ] && args+=(--database-url "$url")
+  "$BIN" "${args[@]}" serve --listen "127.0.0.1:${PORT:-0}" --rate-limit 0 "$@" >"$log.out" 2>"$log.err" &
+  SERVER_PID=$!
+  local i line
+  for i in $(seq 1 1200); do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      cat "$log.out" "$log.err" >&2
+      SERVER_PID=""
+      die "the server exited before it answered"
+    fi
+    line=$(grep -m1 '^brandhub serves https://' "$log.out" 2>/dev/null || true)
+    if [ -n "$line" ]; then
+      BASE=$(sed 's|^brandhub serves \(https://[^/ ]*\)/api.*|\1|' <<<"$line")
+      if [ "$(curl -sk --http1.1 -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/api/openapi.json" || true)" != 000 ]; then
+        say "$line (PID $SERVER_PID)"
+        return 0
+      fi
+    fi
+    sleep 0.1
+  done
+  die "the server did not answer within 120 s"
+}
+
+# The server's peak resident memory so far, in MB.
+peak_rss_mb() {
+  awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status" 2>/dev/null || echo "?"
+}

@@ -89,8 +89,13 @@ fn parameters() -> Value {
 }
 
 fn responses(ok: Value) -> Value {
+    responses_with(ok, "200")
+}
+
+/// The problem responses of every error code, and `ok` under the success status `status`.
+fn responses_with(ok: Value, status: &str) -> Value {
     let mut responses = Map::new();
-    responses.insert("200".into(), ok);
+    responses.insert(status.into(), ok);
     for code in Code::ALL {
         let status = code.status().to_string();
         let entry = responses.entry(status).or_insert_with(|| {
@@ -110,6 +115,58 @@ fn responses(ok: Value) -> Value {
     Value::Object(responses)
 }
 
+/// A JSON write body of these field paths (dotted paths nest, as records show them).
+fn write_body(resource: &Resource, paths: &[&str], required: &[&str]) -> Value {
+    let mut body = json!({"type": "object", "additionalProperties": false, "properties": {}});
+    for path in paths {
+        let field = resource
+            .field_at(path)
+            .expect("the catalog checks that writes name fields");
+        let mut at = &mut body;
+        let mut parts = path.split('.').peekable();
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                at["properties"][part] = field_schema(field);
+            } else {
+                if at["properties"].get(part).is_none() {
+                    at["properties"][part] = json!({"type": "object", "properties": {}});
+                }
+                at = &mut at["properties"][part];
+            }
+        }
+    }
+    if !required.is_empty() {
+        body["required"] = json!(required);
+    }
+    json!({"required": true, "content": {"application/json": {"schema": body}}})
+}
+
+/// The JSON writes a resource accepts (CONTRACT §9), on its list and by-id paths.
+fn add_write_paths(resource: &Resource, list: &mut Value, by_id: &mut Value, envelope: &Value) {
+    let name = resource.name;
+    let writes = &resource.writes;
+    let id = json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}]);
+    if !writes.create.is_empty() {
+        list["post"] = json!({
+            "summary": format!("Create a {name} record"), "tags": [name],
+            "requestBody": write_body(resource, &writes.create, &writes.create_required),
+            "responses": responses_with(envelope.clone(), "201")});
+    }
+    if !writes.update.is_empty() {
+        by_id["patch"] = json!({
+            "summary": format!("Change fields of a {name} record"), "tags": [name],
+            "parameters": id.clone(),
+            "requestBody": write_body(resource, &writes.update, &[]),
+            "responses": responses(envelope.clone())});
+    }
+    if writes.delete {
+        by_id["delete"] = json!({
+            "summary": format!("Delete (for keys: revoke) a {name} record"), "tags": [name],
+            "parameters": id,
+            "responses": responses_with(json!({"description": "Done; no body."}), "204")});
+    }
+}
+
 /// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (CONTRACT §8).
 fn add_upload_paths(
     paths: &mut Map<String, Value>,
@@ -117,10 +174,7 @@ fn add_upload_paths(
     name: &str,
     envelope: &Value,
 ) {
-    let mut created = responses(envelope.clone());
-    if let Some(ok) = created.as_object_mut().and_then(|r| r.remove("200")) {
-        created["201"] = ok;
-    }
+    let created = responses_with(envelope.clone(), "201");
     list["post"] = json!({
         "summary": format!("Upload a spreadsheet as a new {name} record"),
         "tags": [name],
@@ -161,14 +215,16 @@ fn document() -> Value {
         let body = json!({"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ComplexQuery"}}}});
         let mut list = json!({"get": {
             "summary": format!("List {name} records"), "tags": [name], "parameters": parameters(), "responses": responses(envelope.clone())}});
+        let mut by_id = json!({"get": {
+            "summary": format!("One {name} record"), "tags": [name],
+            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+            "responses": responses(envelope.clone())}});
         if resource.uploads {
             add_upload_paths(&mut paths, &mut list, name, &envelope);
         }
+        add_write_paths(resource, &mut list, &mut by_id, &envelope);
         paths.insert(format!("/api/{name}"), list);
-        paths.insert(format!("/api/{name}/{{id}}"), json!({"get": {
-            "summary": format!("One {name} record"), "tags": [name],
-            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
-            "responses": responses(envelope.clone())}}));
+        paths.insert(format!("/api/{name}/{{id}}"), by_id);
         paths.insert(format!("/api/{name}/count"), json!({
             "get": {"summary": format!("Count {name} records"), "tags": [name], "parameters": parameters(), "responses": responses(count.clone())},
             "post": {"summary": format!("Count {name} records of a complex query"), "tags": [name], "requestBody": body.clone(), "responses": responses(count)}}));
@@ -237,5 +293,32 @@ mod tests {
         assert!(doc["paths"]["/api/file/{id}/content"]["get"].is_object());
         assert!(doc["paths"]["/api/file/template/{fileType}"]["get"].is_object());
         assert!(doc["paths"]["/api/stock"].get("post").is_none());
+        assert!(doc["paths"]["/api/stock/{id}"].get("patch").is_none());
+        // Writes come from the catalog's declarations.
+        for resource in catalog().resources() {
+            let list = &doc["paths"][format!("/api/{}", resource.name)];
+            let by_id = &doc["paths"][format!("/api/{}/{{id}}", resource.name)];
+            assert_eq!(
+                list.get("post").is_some(),
+                resource.methods(false).contains(&"POST"),
+                "{}",
+                resource.name
+            );
+            assert_eq!(
+                by_id.get("patch").is_some(),
+                resource.methods(true).contains(&"PATCH")
+            );
+            assert_eq!(
+                by_id.get("delete").is_some(),
+                resource.methods(true).contains(&"DELETE")
+            );
+        }
+        let user = &doc["paths"]["/api/user"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"];
+        assert_eq!(user["required"], json!(["name", "email", "type"]));
+        assert!(user["properties"]["detail"]["properties"]["lang"].is_object());
+        assert!(doc["paths"]["/api/user/{id}"]["patch"]["requestBody"].is_object());
+        assert!(doc["paths"]["/api/apiKey/{id}"]["delete"]["responses"]["204"].is_object());
+        assert!(doc["paths"]["/api/apiKey"]["post"]["responses"]["201"].is_object());
     }
 }

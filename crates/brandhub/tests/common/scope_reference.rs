@@ -553,8 +553,6 @@ pub enum Reached {
 pub enum Hidden {
     /// The data as it is, scope or not (what an admin gets; for others it would leak).
     Followed,
-    /// A hidden to-one record counts as missing: its fields are unset.
-    AsMissing,
     /// A condition on a hidden to-one record never holds (`#` is its complement).
     AsUnknown,
 }
@@ -641,6 +639,7 @@ pub fn filter_holds(
         .any(|r| match r {
             Reached::Value(v) => wanted.as_ref() == Some(v),
             Reached::Unset => wanted.is_none(),
-            Reached::Hidden => hidden == Hidden::AsMissing && wanted.is_none(),
+            // docs/API.md: a related record outside scope satisfies no condition.
+            Reached::Hidden => false,
         })
 }

@@ -111,10 +111,11 @@ ROWS=$((PRODUCTS * VARIANTS))
 section "Writing the spreadsheets ($ROWS rows each)"
 "$SHEETS" product "$PRODUCTS" "$VARIANTS" "$WORK/products.xlsx"
 "$SHEETS" stock "$PRODUCTS" "$VARIANTS" "$WORK/stock.xlsx"
-# Phase 3's upload: a CSV of stock rows, as large as asked for.
-yes '2700000000000;1;0;0' | head -c $((UPLOAD_MIB * 1024 * 1024 - 20)) >"$WORK/big.body"
-{ printf 'Barcode;Qty;Demand;Supply\n'; cat "$WORK/big.body"; } | head -c $((UPLOAD_MIB * 1024 * 1024)) >"$WORK/big.csv"
-rm -f "$WORK/big.body"
+# Phase 3's upload: a CSV of stock rows, as large as asked for (`yes` ends by SIGPIPE).
+{
+  printf 'Barcode;Qty;Demand;Supply\n'
+  yes '2700000000000;1;0;0' || true
+} | head -c $((UPLOAD_MIB * 1024 * 1024)) >"$WORK/big.csv"
 ls -l "$WORK/products.xlsx" "$WORK/stock.xlsx" "$WORK/big.csv" | awk '{ printf "  %-14s %10d bytes\n", $NF, $5 }' | sed "s|$WORK/||"
 
 # ---------------------------------------------------------------------------------------------

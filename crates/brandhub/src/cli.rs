@@ -110,6 +110,13 @@ pub struct ServeArgs {
     /// The largest upload accepted: bytes, or with a unit (KiB, MiB, GiB; K, M, G the same).
     #[arg(long, env = "BRANDHUB_MAX_UPLOAD", default_value = "50MiB", value_parser = parse_size)]
     pub max_upload: u64,
+    /// The most data rows a spreadsheet may have; a longer one fails with the reason.
+    #[arg(long, env = "BRANDHUB_MAX_ROWS", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_rows: u64,
+    /// The most a spreadsheet may expand to once decompressed and decoded (a zip bomb fails
+    /// with the reason): bytes, or with a unit as for --max-upload.
+    #[arg(long, env = "BRANDHUB_MAX_SHEET_SIZE", default_value = "512MiB", value_parser = parse_size)]
+    pub max_sheet_size: u64,
 }
 
 /// A size such as `50MiB`, `512K` or `1048576` (units are powers of 1024).

@@ -10,6 +10,7 @@ use brandhub_problem::ApiError;
 use brandhub_server::ratelimit::Limit;
 use brandhub_server::tls::TlsSource;
 use brandhub_server::{Settings, Uploads, start};
+use brandhub_sheet::Limits;
 use brandhub_store::{Backend, NewUser, Store, StoreOptions};
 use std::fmt;
 use std::path::Path;
@@ -237,6 +238,10 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
         workers: WorkerSettings {
             workers: args.workers,
             job_timeout: Duration::from_secs(args.job_timeout),
+            limits: Limits {
+                max_rows: usize::try_from(args.max_rows).unwrap_or(usize::MAX),
+                max_decompressed_bytes: args.max_sheet_size,
+            },
             ..WorkerSettings::default()
         },
     };

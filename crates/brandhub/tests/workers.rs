@@ -477,3 +477,73 @@ async fn uploads_kept_in_an_s3_bucket_are_processed_and_served_from_it() {
     );
     assert_eq!(content.bytes().await.unwrap().as_ref(), sheet.as_slice());
 }
+
+#[tokio::test]
+async fn the_sheet_limits_are_set_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let brandhub = Brandhub::new(dir.path());
+    let users = brandhub.demo(50);
+    let server = brandhub.serve(&["--max-rows", "9"]);
+    let api = Api::new(&brandhub, &server, &users);
+    let brand = api.brands(1).await.remove(0);
+    let part = format!("product,{brand}");
+
+    // 10 rows: one more than allowed.
+    let id = api
+        .upload(&part, "rows.csv", &product_csv(8, 2), "?wait=60")
+        .await;
+    let file = api.finished(&id, Duration::from_secs(60)).await;
+    assert_eq!(file["status"], "failed", "{file}");
+    assert_eq!(
+        file["detail"]["error"],
+        "The sheet has more than 9 data rows."
+    );
+
+    drop(server);
+
+    // A small file passes a size limit that a workbook expanding past it does not.
+    let server = brandhub.serve(&["--max-sheet-size", "4KiB"]);
+    let api = Api::new(&brandhub, &server, &users);
+    let id = api
+        .upload(&part, "small.csv", &product_csv(9, 1), "?wait=60")
+        .await;
+    let file = api.finished(&id, Duration::from_secs(60)).await;
+    assert_eq!(file["status"], "processed", "{file}");
+    let mut workbook = rust_xlsxwriter::Workbook::new();
+    let sheet = workbook.add_worksheet();
+    sheet
+        .write_row(0, 0, ["Product Code", "Title", "Barcode", "Description"])
+        .unwrap();
+    for row in 1..=5 {
+        sheet.write_string(row, 0, format!("W010-{row}")).unwrap();
+        sheet.write_string(row, 1, "Wide").unwrap();
+        sheet
+            .write_string(row, 2, format!("260100000000{row}"))
+            .unwrap();
+        sheet.write_string(row, 3, "x".repeat(2000)).unwrap();
+    }
+    let bytes = workbook.save_to_buffer().unwrap();
+    let id = api.upload(&part, "wide.xlsx", &bytes, "?wait=60").await;
+    let file = api.finished(&id, Duration::from_secs(60)).await;
+    assert_eq!(file["status"], "failed", "{file}");
+    assert!(
+        file["detail"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("more than 4 KiB"),
+        "{file}"
+    );
+    assert_eq!(api.count("/api/variant/count?barcode=26008@").await, 0);
+    assert_eq!(api.count("/api/variant/count?barcode=26010@").await, 0);
+
+    // Bad limits are refused before the server starts.
+    let refused = brandhub.run(&["serve", "--max-rows", "0"]);
+    assert!(!refused.status.success());
+    let refused = brandhub.run(&["serve", "--max-sheet-size", "lots"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("not a size"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}

@@ -36,6 +36,12 @@ const VARIANT_TEXTS: [(C, &str); 3] = [
     (C::Size, "size"),
 ];
 
+/// What is left where a record was moved out to be written (allocates nothing).
+const MOVED: Record = Record {
+    cells: Vec::new(),
+    lists: Vec::new(),
+};
+
 /// A row's values, checked.
 struct Line {
     code: String,
@@ -191,14 +197,16 @@ pub(crate) async fn apply(
         report.applied();
     }
 
+    // Moved out rather than cloned: a large file's records are most of its memory.
     let products: Vec<Record> = changed_products
         .into_iter()
-        .map(|i| products[i].clone())
+        .map(|i| std::mem::replace(&mut products[i], MOVED))
         .collect();
     tx.upsert_records(product, &products).await?;
+    drop(products);
     let variants: Vec<Record> = changed_variants
         .into_iter()
-        .map(|i| variants[i].clone())
+        .map(|i| std::mem::replace(&mut variants[i], MOVED))
         .collect();
     tx.upsert_records(variant, &variants).await?;
     Ok(())

@@ -407,7 +407,7 @@ fn apply_order(
 
 /// The alias of the inner "which ids" query of a page statement.
 const PAGE: &str = "page";
-/// The name of the matches table of a [`PageStrategy::MatchesFirst`] page statement.
+/// The name of the matches table of the `MatchesFirst` page and count statements.
 const MATCHES: &str = "matches";
 
 /// How a page statement finds its ids. Planners estimate how many records a filter matches;
@@ -425,8 +425,9 @@ pub enum PageStrategy {
     SortMatches { probe_scope: bool },
     /// Collect every match first (a materialized CTE, which the planner cannot merge with the
     /// LIMIT), then sort just those: best when matches are few, where walking the order
-    /// would pass over many records that do not match.
-    MatchesFirst,
+    /// would pass over many records that do not match. With `probe_scope` the CTE holds the
+    /// requested filter's matches and the scope judges just those (see [`filter_drives`]).
+    MatchesFirst { probe_scope: bool },
 }
 
 /// Up to this many matches, collecting them first is cheap whatever the table's size.
@@ -438,12 +439,54 @@ pub fn is_rare(part: u64, whole: u64) -> bool {
     part.saturating_mul(50) <= whole
 }
 
+/// Whether a requested filter should find its matches before the scope judges them: the
+/// scope holds `visible` of the table's `total` records, more than a rare part, and the filter
+/// alone matches `matched`, few (at most `limit`) or rare. No planner can know this: a scope
+/// is a chain of semi-joins over small tables whose yield it cannot estimate, and PostgreSQL
+/// would scan the whole table to hash-join it.
+pub fn filter_drives(visible: u64, matched: u64, total: u64, limit: u64) -> bool {
+    !is_rare(visible, total) && (matched <= limit || is_rare(matched, total))
+}
+
+/// The table of matches collected first, materialized so that the planner cannot merge it
+/// into the query around it.
+fn matches_cte(query: SelectStatement) -> WithClause {
+    let mut cte = CommonTableExpression::new();
+    cte.query(query)
+        .table_name(Alias::new(MATCHES))
+        .materialized(true);
+    WithClause::new().cte(cte).to_owned()
+}
+
+/// The columns of a resource's own table that a predicate reads: the fields it tests, the
+/// foreign keys of its first to-one hops, and the id for to-many hops and list fields. A
+/// table of matches carrying them can be judged by the predicate without the table itself.
+fn own_columns(predicate: &Predicate) -> BTreeSet<String> {
+    predicate
+        .leaves()
+        .into_iter()
+        .map(|leaf| match leaf.path.hops.first() {
+            Some(hop) => match hop.relation.kind {
+                RelationKind::ToOne { fk } => hop
+                    .from
+                    .field_named(fk)
+                    .expect("checked by the catalog")
+                    .column
+                    .clone(),
+                RelationKind::ToMany { .. } => "id".to_string(),
+            },
+            None if leaf.path.field.list.is_some() => "id".to_string(),
+            None => comparable_column(leaf.path.field),
+        })
+        .collect()
+}
+
 impl PageStrategy {
     /// The strategy for `found` matches among the `total` records the caller could see:
     /// collect first when matches are few (at most `limit`) or rare (at most 2%).
     pub fn choose(found: u64, total: u64, limit: u64) -> PageStrategy {
         if found <= limit || is_rare(found, total) {
-            PageStrategy::MatchesFirst
+            PageStrategy::MatchesFirst { probe_scope: false }
         } else {
             PageStrategy::InOrder
         }
@@ -470,10 +513,21 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
         }
         _ => (Table::Aliased(ROOT), Table::Aliased(ROOT)),
     };
-    for (predicate, table) in [(&plan.scope, scope_table), (&plan.filter, filter_table)] {
-        if !predicate.is_always() {
-            select.and_where(predicate_expr(predicate, table, false));
+    // The scope judges the collected matches rather than helping to find them.
+    let scope_after =
+        strategy == PageStrategy::MatchesFirst { probe_scope: true } && !plan.scope.is_always();
+    if scope_after {
+        for name in own_columns(&plan.scope) {
+            if name != "id" {
+                select.column((Alias::new(ROOT), Alias::new(name)));
+            }
         }
+    }
+    if !plan.scope.is_always() && !scope_after {
+        select.and_where(predicate_expr(&plan.scope, scope_table, false));
+    }
+    if !plan.filter.is_always() {
+        select.and_where(predicate_expr(&plan.filter, filter_table, false));
     }
     let mut joins = Joins {
         aliases: Vec::new(),
@@ -515,13 +569,15 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
             );
             (select, None)
         }
-        PageStrategy::MatchesFirst => {
-            let mut cte = CommonTableExpression::new();
-            cte.query(select)
-                .table_name(Alias::new(MATCHES))
-                .materialized(true);
+        PageStrategy::MatchesFirst { .. } => {
+            let cte = matches_cte(select);
             let mut sorted = Query::select();
-            sorted.from(Alias::new(MATCHES)).column(Alias::new("id"));
+            sorted
+                .from_as(Alias::new(MATCHES), Alias::new(ROOT))
+                .column(Alias::new("id"));
+            if scope_after {
+                sorted.and_where(predicate_expr(&plan.scope, Table::Aliased(ROOT), false));
+            }
             for (name, sort) in &keys {
                 sorted.column(Alias::new(name.as_str()));
                 apply_order(
@@ -558,24 +614,56 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
     }
     outer.order_by_expr(Expr::col((Alias::new(PAGE), Alias::new("id"))), tie);
     if let Some(cte) = cte {
-        outer.with_cte(WithClause::new().cte(cte).to_owned());
+        outer.with_cte(cte);
     }
     outer
 }
 
-/// The statement counting every record a plan admits. With `scope_probed` (SQLite, for a
-/// scope that holds much of the table) the scope's semi-joins are only probed, so that the
-/// requested filter drives the count rather than hundreds of thousands of visible ids.
-pub fn count_statement(plan: &CountPlan, scope_probed: bool) -> SelectStatement {
+/// How a count statement finds its records. Like [`PageStrategy`], chosen by the store from
+/// exact counts (the records the caller sees, those the requested filter matches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountStrategy {
+    /// Scope and requested filter are conditions of one pass; the planner chooses a driver.
+    Plain,
+    /// As `Plain`, with the scope's semi-joins only probed (SQLite's `+column IN (…)`), so
+    /// the requested filter drives the count rather than hundreds of thousands of visible ids.
+    ProbeScope,
+    /// Collect the requested filter's matches first (a materialized CTE of the columns the
+    /// scope reads), then count those the scope admits: the filter's indexes find the few
+    /// matches and the scope only judges them (see [`filter_drives`]).
+    MatchesFirst,
+}
+
+/// The statement counting every record a plan admits, in the form `strategy` asks for.
+pub fn count_statement(plan: &CountPlan, strategy: CountStrategy) -> SelectStatement {
     let mut statement = Query::select();
-    statement
-        .expr(Func::count(Expr::col(Asterisk)))
-        .from_as(Alias::new(plan.resource.table), Alias::new(ROOT));
-    let scope_table = if scope_probed {
-        Table::Probed(ROOT)
-    } else {
-        Table::Aliased(ROOT)
+    statement.expr(Func::count(Expr::col(Asterisk)));
+    let scope_table = match strategy {
+        CountStrategy::ProbeScope => Table::Probed(ROOT),
+        CountStrategy::Plain | CountStrategy::MatchesFirst => Table::Aliased(ROOT),
     };
+    if strategy == CountStrategy::MatchesFirst && !plan.scope.is_always() {
+        // The filter's matches, with just what the scope needs to judge them; the count then
+        // reads only those, never the table again.
+        let mut matches = Query::select();
+        matches.from_as(Alias::new(plan.resource.table), Alias::new(ROOT));
+        let mut columns = own_columns(&plan.scope);
+        if columns.is_empty() {
+            columns.insert("id".to_string());
+        }
+        for name in columns {
+            matches.column((Alias::new(ROOT), Alias::new(name)));
+        }
+        if !plan.filter.is_always() {
+            matches.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+        }
+        statement
+            .from_as(Alias::new(MATCHES), Alias::new(ROOT))
+            .and_where(predicate_expr(&plan.scope, scope_table, false))
+            .with_cte(matches_cte(matches));
+        return statement;
+    }
+    statement.from_as(Alias::new(plan.resource.table), Alias::new(ROOT));
     for (predicate, table) in [
         (&plan.scope, scope_table),
         (&plan.filter, Table::Aliased(ROOT)),
@@ -732,13 +820,16 @@ mod tests {
             "fields=barcode&barcode=501234@&order_by=code<",
             "",
         );
-        let sql = sqlite(&page_statement(&plan, PageStrategy::MatchesFirst));
+        let sql = sqlite(&page_statement(
+            &plan,
+            PageStrategy::MatchesFirst { probe_scope: false },
+        ));
         assert!(sql.starts_with(r#"WITH "matches" AS"#), "{sql}");
         assert!(sql.contains(r#"MATERIALIZED (SELECT "t0"."id" AS "id", "t0"."code_ci" AS "k0" FROM "variant" AS "t0" WHERE"#), "{sql}");
-        assert!(sql.contains(r#"(SELECT "id", "k0" FROM "matches" ORDER BY "k0" DESC, "id" DESC LIMIT 100 OFFSET 0) AS "page""#), "{sql}");
+        assert!(sql.contains(r#"(SELECT "id", "k0" FROM "matches" AS "t0" ORDER BY "k0" DESC, "id" DESC LIMIT 100 OFFSET 0) AS "page""#), "{sql}");
         assert_eq!(
             PageStrategy::choose(10_000, 1_000_000, MATCHES_FIRST_LIMIT),
-            PageStrategy::MatchesFirst
+            PageStrategy::MatchesFirst { probe_scope: false }
         );
         assert_eq!(
             PageStrategy::choose(500_000, 1_000_000, MATCHES_FIRST_LIMIT),
@@ -746,7 +837,7 @@ mod tests {
         );
         assert_eq!(
             PageStrategy::choose(30_000, 2_000_000, MATCHES_FIRST_LIMIT),
-            PageStrategy::MatchesFirst
+            PageStrategy::MatchesFirst { probe_scope: false }
         );
     }
 
@@ -865,10 +956,124 @@ mod tests {
             &Viewer::admin(),
         )
         .unwrap();
-        let sql = count_statement(&plan, false).to_string(PostgresQueryBuilder);
+        let sql = count_statement(&plan, CountStrategy::Plain).to_string(PostgresQueryBuilder);
         assert_eq!(
             sql,
             r#"SELECT COUNT(*) FROM "orders" AS "t0" WHERE "t0"."fk_brand_store" IN ('A', 'B')"#
+        );
+    }
+
+    fn host_count(resource: &str, query: &str) -> CountPlan {
+        let viewer = Viewer::new(
+            brandhub_catalog::UserType::Host,
+            "U1",
+            Vec::new(),
+            Some("H1".to_string()),
+            None,
+        );
+        plan_count(
+            catalog().resource(resource).unwrap(),
+            &parse_query_string(query).unwrap(),
+            &viewer,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_wide_scope_counts_a_rare_filters_matches_first() {
+        let plan = host_count("stock", "stock_variant.barcode=501000@");
+        for sql in [
+            count_statement(&plan, CountStrategy::MatchesFirst).to_string(PostgresQueryBuilder),
+            sqlite(&count_statement(&plan, CountStrategy::MatchesFirst)),
+        ] {
+            // The filter alone finds the matches, with the columns the scope reads...
+            assert!(sql.starts_with(r#"WITH "matches" AS"#), "{sql}");
+            assert!(sql.contains(r#"MATERIALIZED (SELECT "t0"."fk_scope_brand", "t0"."fk_warehouse" FROM "stock" AS "t0" WHERE "t0"."fk_variant" IN (SELECT "id" FROM "variant" WHERE "barcode_ci" >= '501000' AND "barcode_ci" < '501001' AND "fk_scope_brand" IN"#), "{sql}");
+            // ...and the scope judges only those: the table is not read again.
+            assert!(sql.contains(r#") SELECT COUNT(*) FROM "matches" AS "t0" WHERE "t0"."fk_scope_brand" IN (SELECT "id" FROM "brand" WHERE"#), "{sql}");
+            assert!(
+                sql.contains(r#" AND "t0"."fk_warehouse" IN (SELECT "id" FROM "warehouse" WHERE"#),
+                "{sql}"
+            );
+            assert_eq!(sql.matches(r#"FROM "stock""#).count(), 1, "{sql}");
+        }
+        // Values stay bound parameters.
+        let (sql, values) =
+            count_statement(&plan, CountStrategy::MatchesFirst).build(PostgresQueryBuilder);
+        assert!(!sql.contains("501000") && !sql.contains("'H1'"), "{sql}");
+        assert!(values.0.len() >= 3);
+    }
+
+    #[test]
+    fn a_scope_read_through_to_many_hops_keeps_the_ids_of_the_matches() {
+        let plan = host_count("brand", "code=BR00@");
+        let sql = sqlite(&count_statement(&plan, CountStrategy::MatchesFirst));
+        assert!(
+            sql.contains(r#"MATERIALIZED (SELECT "t0"."id" FROM "brand" AS "t0" WHERE "t0"."code_ci" >= 'br00'"#),
+            "{sql}"
+        );
+        assert!(
+            sql.contains(r#"SELECT COUNT(*) FROM "matches" AS "t0" WHERE "t0"."id" IN (SELECT "fk_brand" FROM "brand_store""#),
+            "{sql}"
+        );
+    }
+
+    #[test]
+    fn counts_probe_a_wide_scope_or_count_in_one_pass() {
+        let plan = host_count("stock", "stock_variant.barcode=501000@");
+        let probed = sqlite(&count_statement(&plan, CountStrategy::ProbeScope));
+        assert!(
+            probed.starts_with(
+                r#"SELECT COUNT(*) FROM "stock" AS "t0" WHERE (+"t0"."fk_scope_brand") IN"#
+            ),
+            "{probed}"
+        );
+        assert!(probed.contains(r#" AND "t0"."fk_variant" IN"#), "{probed}");
+        let plain = count_statement(&plan, CountStrategy::Plain).to_string(PostgresQueryBuilder);
+        assert!(
+            plain.starts_with(
+                r#"SELECT COUNT(*) FROM "stock" AS "t0" WHERE "t0"."fk_scope_brand" IN"#
+            ),
+            "{plain}"
+        );
+        assert!(!plain.contains('+') && !plain.contains("WITH"), "{plain}");
+    }
+
+    #[test]
+    fn a_rare_filter_drives_within_a_wide_scope() {
+        let limit = MATCHES_FIRST_LIMIT;
+        // A wide scope and a rare or small filter: the filter's matches first.
+        assert!(filter_drives(790_000, 8_000, 1_000_000, limit));
+        assert!(filter_drives(9_000, 900, 10_000, limit));
+        // A narrow scope drives itself, whatever the filter.
+        assert!(!filter_drives(10_000, 8_000, 1_000_000, limit));
+        // A common filter does not.
+        assert!(!filter_drives(790_000, 300_000, 1_000_000, limit));
+    }
+
+    #[test]
+    fn a_wide_scope_judges_the_matches_of_a_page_collected_first() {
+        let mut plan = read(
+            "stock",
+            "fields=inStock&stock_variant.barcode=501@&order_by=lastUpdate<",
+            "",
+        );
+        plan.scope = host_count("stock", "").scope;
+        let sql = page_statement(&plan, PageStrategy::MatchesFirst { probe_scope: true })
+            .to_string(PostgresQueryBuilder);
+        assert!(sql.contains(r#"MATERIALIZED (SELECT "t0"."id" AS "id", "t0"."fk_scope_brand", "t0"."fk_warehouse", "t0"."last_update" AS "k0" FROM "stock" AS "t0" WHERE "t0"."fk_variant" IN (SELECT "id" FROM "variant" WHERE "barcode_ci" >= '501' AND "barcode_ci" < '502'))"#), "{sql}");
+        assert!(sql.contains(r#"(SELECT "id", "k0" FROM "matches" AS "t0" WHERE "t0"."fk_scope_brand" IN (SELECT "id" FROM "brand" WHERE"#), "{sql}");
+        assert!(
+            sql.contains(r#") ORDER BY "k0" DESC, "id" DESC LIMIT 100 OFFSET 0) AS "page""#),
+            "{sql}"
+        );
+        // Without it the scope helps to find the matches.
+        let sql = page_statement(&plan, PageStrategy::MatchesFirst { probe_scope: false })
+            .to_string(PostgresQueryBuilder);
+        assert!(sql.contains(r#"MATERIALIZED (SELECT "t0"."id" AS "id", "t0"."last_update" AS "k0" FROM "stock" AS "t0" WHERE "t0"."fk_scope_brand" IN"#), "{sql}");
+        assert!(
+            sql.contains(r#"(SELECT "id", "k0" FROM "matches" AS "t0" ORDER BY"#),
+            "{sql}"
         );
     }
 

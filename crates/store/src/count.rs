@@ -9,8 +9,8 @@ use crate::db::{Backend, Kind, Pool, Store, Timing, on_pool};
 use crate::versions::Versions;
 use brandhub_catalog::{Cell, Resource};
 use brandhub_problem::ApiResult;
-use brandhub_query::plan::CountPlan;
-use brandhub_query::sql::{count_statement, is_rare, tables_read};
+use brandhub_query::plan::{CountPlan, Predicate};
+use brandhub_query::sql::{CountStrategy, count_statement, filter_drives, is_rare, tables_read};
 use sea_query::{Alias, Expr, ExprTrait, OnConflict, Query, SelectStatement, SqliteQueryBuilder};
 use sea_query_sqlx::SqlxBinder;
 use sha2::{Digest, Sha256};
@@ -115,6 +115,13 @@ pub(crate) fn start_writer(pool: Pool) -> mpsc::Sender<CountEntry> {
     sender
 }
 
+/// Where a count is remembered: the hash of its plain statement and the versions stamp of the
+/// tables it reads.
+struct CountKey {
+    key: String,
+    stamp: i64,
+}
+
 impl Store {
     /// The exact number of records a count plan admits: from this process's memory, else from
     /// the shared cache table, else counted (and then remembered in both).
@@ -124,26 +131,89 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<u64> {
-        let probe_scope = if self.backend() == Backend::Sqlite
-            && !plan.scope.is_always()
-            && !plan.filter.is_always()
-        {
-            // SQLite cannot tell how many ids a scope's subqueries yield and likes to drive
-            // from them; a wide scope is never the better driver.
-            let visible = self
-                .count_as(
-                    &CountPlan::visible(plan.resource, plan.scope.clone()),
-                    false,
-                    versions,
-                    timing,
-                )
+        let (key, cached) = self.cached_count(plan, versions, timing).await?;
+        if let Some(count) = cached {
+            return Ok(count);
+        }
+        let strategy = self.count_strategy(plan, versions, timing).await?;
+        self.count_with(plan, key, strategy, timing).await
+    }
+
+    /// How to count a plan's records, from exact counts (usually cached). A scope that holds
+    /// more than a rare part of the table is never a good driver, and planners cannot know
+    /// it. PostgreSQL would scan the whole table to hash-join it: there a rare requested
+    /// filter's matches are collected first and the scope judges just those, and a common
+    /// filter is counted in one pass. SQLite would drive from the scope's ids: there the
+    /// scope is only probed, so the filter drives and the scope is checked per row (the same
+    /// matches-first order without materializing, and without counting the filter alone).
+    async fn count_strategy(
+        &self,
+        plan: &CountPlan,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> ApiResult<CountStrategy> {
+        if plan.scope.is_always() || plan.filter.is_always() {
+            return Ok(CountStrategy::Plain);
+        }
+        let visible = self
+            .plain_count(
+                &CountPlan::visible(plan.resource, plan.scope.clone()),
+                versions,
+                timing,
+            )
+            .await?;
+        if self.backend() == Backend::Sqlite {
+            let wide = self
+                .is_wide_scope(plan.resource, visible, versions, timing)
                 .await?;
-            self.is_wide_scope(plan.resource, visible, versions, timing)
-                .await?
-        } else {
-            false
-        };
-        self.count_as(plan, probe_scope, versions, timing).await
+            return Ok(if wide {
+                CountStrategy::ProbeScope
+            } else {
+                CountStrategy::Plain
+            });
+        }
+        if self.filter_drives(plan, visible, versions, timing).await? {
+            return Ok(CountStrategy::MatchesFirst);
+        }
+        Ok(CountStrategy::Plain)
+    }
+
+    /// Whether a plan's requested filter should find its matches before its scope, which
+    /// holds `visible` records, judges them ([`filter_drives`]). The filter alone is counted
+    /// (and cached) only for a wide scope.
+    pub(crate) async fn filter_drives(
+        &self,
+        plan: &CountPlan,
+        visible: u64,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> ApiResult<bool> {
+        if plan.scope.is_always() || plan.filter.is_always() {
+            return Ok(false);
+        }
+        let total = self
+            .plain_count(&CountPlan::everything(plan.resource), versions, timing)
+            .await?;
+        if is_rare(visible, total) {
+            return Ok(false);
+        }
+        let matched = self
+            .plain_count(
+                &CountPlan {
+                    resource: plan.resource,
+                    scope: Predicate::always(),
+                    filter: plan.filter.clone(),
+                },
+                versions,
+                timing,
+            )
+            .await?;
+        Ok(filter_drives(
+            visible,
+            matched,
+            total,
+            self.matches_first_limit,
+        ))
     }
 
     /// Whether `visible` records are more than a rare part of the resource's table: such a
@@ -156,41 +226,65 @@ impl Store {
         timing: &Timing,
     ) -> ApiResult<bool> {
         let total = self
-            .count_as(&CountPlan::everything(resource), false, versions, timing)
+            .plain_count(&CountPlan::everything(resource), versions, timing)
             .await?;
         Ok(!is_rare(visible, total))
     }
 
-    /// A count, cached under its plain statement whichever form counts it.
-    async fn count_as(
+    /// A count of a plan whose scope or filter is trivial, in its plain form.
+    async fn plain_count(
         &self,
         plan: &CountPlan,
-        probe_scope: bool,
         versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<u64> {
-        let statement = count_statement(plan, false);
+        let (key, cached) = self.cached_count(plan, versions, timing).await?;
+        match cached {
+            Some(count) => Ok(count),
+            None => {
+                self.count_with(plan, key, CountStrategy::Plain, timing)
+                    .await
+            }
+        }
+    }
+
+    /// A remembered count, from memory or the shared table; the key to remember it under.
+    /// Counts are keyed by their plain statement whichever form counts them.
+    async fn cached_count(
+        &self,
+        plan: &CountPlan,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> ApiResult<(CountKey, Option<u64>)> {
         let stamp = versions.stamp(&tables_read(plan.resource, &plan.full_filter()));
-        let key = cache_key(&statement);
+        let key = cache_key(&count_statement(plan, CountStrategy::Plain));
         if let Some((at, count)) = self.counts.get(&key)
             && at == stamp
         {
-            return Ok(count);
+            return Ok((CountKey { key, stamp }, Some(count)));
         }
         let cached = self
             .fetch(&probe_statement(&key, stamp), &[Kind::Integer], timing)
             .await?;
         if let Some(Cell::Integer(count)) = cached.first().and_then(|row| row.first()) {
             let count = u64::try_from(*count).unwrap_or(0);
-            self.counts.insert(key, (stamp, count));
-            return Ok(count);
+            self.counts.insert(key.clone(), (stamp, count));
+            return Ok((CountKey { key, stamp }, Some(count)));
         }
-        let statement = if probe_scope {
-            count_statement(plan, true)
-        } else {
-            statement
-        };
-        let count = self.fetch_integer(&statement, timing).await?;
+        Ok((CountKey { key, stamp }, None))
+    }
+
+    /// Counts a plan in the given form and remembers the count in both caches.
+    async fn count_with(
+        &self,
+        plan: &CountPlan,
+        CountKey { key, stamp }: CountKey,
+        strategy: CountStrategy,
+        timing: &Timing,
+    ) -> ApiResult<u64> {
+        let count = self
+            .fetch_integer(&count_statement(plan, strategy), timing)
+            .await?;
         let count = u64::try_from(count).unwrap_or(0);
         self.counts.insert(key.clone(), (stamp, count));
         if let Some(writer) = &self.count_writer {

@@ -50,8 +50,10 @@ pub struct StoreOptions {
     pub max_connections: u32,
     /// Bytes of rendered pages kept in memory (0 keeps none).
     pub page_cache_bytes: u64,
-    /// Pages with at most this many matches collect them first (see
-    /// [`brandhub_query::sql::PageStrategy`]); tests lower it to exercise both strategies.
+    /// Pages with at most this many matches, and counts whose filter matches at most this
+    /// many records within a wide scope, collect them first (see
+    /// [`brandhub_query::sql::PageStrategy`], [`brandhub_query::sql::filter_drives`]); tests
+    /// lower it to exercise every strategy.
     pub matches_first_limit: u64,
     /// PostgreSQL settings for brandhub's sessions (`name`, `value`), such as the planner's
     /// `random_page_cost`.

@@ -111,7 +111,8 @@ impl Store {
     /// How to find a page's ids, from the exact count of matches and of visible records.
     /// PostgreSQL's planner, under a LIMIT, prefers walking an index in order and hopes to
     /// meet matches early, which fails badly when matches are few or clustered; there, few or
-    /// rare matches are collected first. SQLite's planner errs the other way.
+    /// rare matches are collected first (by the requested filter alone when it is rare within
+    /// a wide scope, which then judges them). SQLite's planner errs the other way.
     async fn page_strategy(
         &self,
         plan: &ReadPlan,
@@ -131,7 +132,7 @@ impl Store {
             // SQLite's planner already takes a selective filter's index and sorts, and
             // materializing only costs it; where matches are common it must be told to walk
             // the order instead of driving from a large subquery.
-            if strategy != PageStrategy::MatchesFirst {
+            if !matches!(strategy, PageStrategy::MatchesFirst { .. }) {
                 return Ok(PageStrategy::InOrderProbing);
             }
             // Few matches, found and sorted. The requested filter drives, unless nothing is
@@ -141,6 +142,19 @@ impl Store {
                     .is_wide_scope(plan.resource, visible, versions, timing)
                     .await?;
             return Ok(PageStrategy::SortMatches { probe_scope });
+        }
+        if matches!(strategy, PageStrategy::MatchesFirst { .. }) {
+            // Within a wide scope a rare filter collects its matches alone and the scope
+            // judges them; PostgreSQL would otherwise scan the table to hash-join the scope.
+            let count_plan = CountPlan {
+                resource: plan.resource,
+                scope: plan.scope.clone(),
+                filter: plan.filter.clone(),
+            };
+            let probe_scope = self
+                .filter_drives(&count_plan, visible, versions, timing)
+                .await?;
+            return Ok(PageStrategy::MatchesFirst { probe_scope });
         }
         Ok(strategy)
     }

@@ -122,7 +122,48 @@ struct CountKey {
     stamp: i64,
 }
 
+/// Where a plan's count is remembered (the hash of its plain statement) and the tables whose
+/// writes make it stale: all a request needs to find its count again without planning.
+#[derive(Debug, Clone)]
+pub(crate) struct CountRoute {
+    key: String,
+    tables: Vec<&'static str>,
+}
+
+impl CountRoute {
+    fn of(plan: &CountPlan) -> CountRoute {
+        CountRoute {
+            key: cache_key(&count_statement(plan, CountStrategy::Plain)),
+            tables: tables_read(plan.resource, &plan.full_filter()),
+        }
+    }
+}
+
 impl Store {
+    /// The count a request asks for. `request` identifies it completely (the caller's view,
+    /// the resource, the parsed request); when this process has counted it before and no
+    /// table it reads was written since, the count is answered without planning (planning a
+    /// wide scope's subqueries and building the statement to find the count costs more than
+    /// the answer). Otherwise `plan` plans it and it is counted as [`Store::count`] does.
+    pub async fn count_request(
+        &self,
+        request: String,
+        plan: impl FnOnce() -> ApiResult<CountPlan>,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> ApiResult<u64> {
+        if let Some(route) = self.count_routes.get(&request)
+            && let Some((at, count)) = self.counts.get(&route.key)
+            && at == versions.stamp(&route.tables)
+        {
+            return Ok(count);
+        }
+        let plan = plan()?;
+        let count = self.count(&plan, versions, timing).await?;
+        self.count_routes.insert(request, CountRoute::of(&plan));
+        Ok(count)
+    }
+
     /// The exact number of records a count plan admits: from this process's memory, else from
     /// the shared cache table, else counted (and then remembered in both).
     pub async fn count(
@@ -256,8 +297,8 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> ApiResult<(CountKey, Option<u64>)> {
-        let stamp = versions.stamp(&tables_read(plan.resource, &plan.full_filter()));
-        let key = cache_key(&count_statement(plan, CountStrategy::Plain));
+        let CountRoute { key, tables } = CountRoute::of(plan);
+        let stamp = versions.stamp(&tables);
         if let Some((at, count)) = self.counts.get(&key)
             && at == stamp
         {

@@ -36,6 +36,9 @@ pub struct Store {
     pub(crate) count_writer: Option<tokio::sync::mpsc::Sender<crate::count::CountEntry>>,
     /// Counts known in this process: statement hash → (stamp, count).
     pub(crate) counts: std::sync::Arc<quick_cache::sync::Cache<String, (i64, u64)>>,
+    /// Where the count of a request is found (see [`Store::count_request`]).
+    pub(crate) count_routes:
+        std::sync::Arc<quick_cache::sync::Cache<String, crate::count::CountRoute>>,
     /// Rendered pages known in this process.
     pub(crate) pages: std::sync::Arc<crate::page::PageCache>,
     pub(crate) matches_first_limit: u64,
@@ -223,6 +226,7 @@ impl Store {
             pool,
             count_writer,
             counts: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
+            count_routes: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
             pages: std::sync::Arc::new(crate::page::page_cache(options.page_cache_bytes)),
             matches_first_limit: options.matches_first_limit,
         })

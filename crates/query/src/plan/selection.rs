@@ -11,9 +11,10 @@
 use super::Viewer;
 use super::path::visible_names;
 use crate::text::Pattern;
-use brandhub_catalog::{Field, FieldType, Relation, Resource, catalog};
+use brandhub_catalog::{Field, FieldType, Relation, Resource, UserType, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{LazyLock, Mutex};
 
 /// What to show of the records of one resource, in render order.
 #[derive(Debug, Clone)]
@@ -162,7 +163,24 @@ fn default_node(resource: &'static Resource, viewer: &Viewer) -> Node {
     node
 }
 
+/// The template as a caller of this type sees it. It is the same for every caller of a type
+/// and costly to work out (each template path the type cannot see is tried and dropped), so
+/// each is worked out once per process.
 fn template_node(resource: &'static Resource, viewer: &Viewer) -> ApiResult<Node> {
+    type Key = (&'static str, UserType, bool);
+    static TEMPLATES: LazyLock<Mutex<HashMap<Key, Node>>> = LazyLock::new(Default::default);
+    let key = (resource.name, viewer.user_type, viewer.sees_internal);
+    if let Some(node) = TEMPLATES.lock().ok().and_then(|t| t.get(&key).cloned()) {
+        return Ok(node);
+    }
+    let node = build_template_node(resource, viewer)?;
+    if let Ok(mut templates) = TEMPLATES.lock() {
+        templates.insert(key, node.clone());
+    }
+    Ok(node)
+}
+
+fn build_template_node(resource: &'static Resource, viewer: &Viewer) -> ApiResult<Node> {
     let mut node = default_node(resource, viewer);
     for path in &resource.template {
         let segments: Vec<&str> = path.split('.').collect();

@@ -122,8 +122,22 @@ pub async fn count(
     body: Body,
 ) -> Answer<Response> {
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
-    let plan = plan_count(resource, &request, &viewer(&caller))?;
-    let count = state.store.count(&plan, &versions, &timing).await?;
+    let viewer = viewer(&caller);
+    // Everything the plan depends on: callers with the same view key see the same records.
+    let identity = format!(
+        "{}\u{1f}{}\u{1f}{request:?}",
+        viewer.cache_key(),
+        resource.name
+    );
+    let count = state
+        .store
+        .count_request(
+            identity,
+            || plan_count(resource, &request, &viewer),
+            &versions,
+            &timing,
+        )
+        .await?;
     Ok(json(
         StatusCode::OK,
         format!("{{\"count\":{count}}}").into_bytes(),

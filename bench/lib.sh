@@ -126,3 +126,54 @@ start_server() {
 peak_rss_mb() {
   awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status" 2>/dev/null || echo "?"
 }
+
+# Checks BACKENDS and what every benchmark needs, makes the work dir WORK (named after $1, under
+# BENCH_WORK_DIR or the target dir) with the results file RESULTS in it, and installs the
+# clean-up: stop the server, drop the bench database if this run made it (PG_CREATED), print
+# the results so far if the run stopped early (FINISHED unset), and remove WORK unless
+# BENCH_KEEP=1.
+bench_start() {
+  local backend
+  for backend in $BACKENDS; do
+    case $backend in
+      sqlite | postgres) ;;
+      *) die "unknown backend '$backend' in BACKENDS (sqlite, postgres)" ;;
+    esac
+  done
+  command -v cargo >/dev/null || die "cargo is not on PATH (a Rust toolchain is needed)"
+  command -v curl >/dev/null || die "curl is needed"
+  if [[ " $BACKENDS " == *" postgres "* ]]; then
+    command -v psql >/dev/null || die "psql is needed for the postgres backend (or set BACKENDS=sqlite)"
+    psql_admin -c 'SELECT 1' >/dev/null ||
+      die "cannot reach PostgreSQL at $PG_URL (set BRANDHUB_BENCH_DATABASE_URL, or BACKENDS=sqlite)"
+  fi
+  mkdir -p "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}"
+  WORK=$(mktemp -d "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}/$1.XXXXXX")
+  WORK=$(cd "$WORK" && pwd)
+  RESULTS=$WORK/results.txt
+  : >"$RESULTS"
+  PG_CREATED=""
+  FINISHED=""
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+bench_cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  stop_server
+  if [ -n "$PG_CREATED" ]; then
+    drop_pg_db || say "could not drop the database $PG_DB"
+  fi
+  if [ -z "$FINISHED" ] && [ -s "$RESULTS" ]; then
+    section "Results so far (the run stopped early)"
+    cat "$RESULTS"
+  fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then
+    say "logs and data kept in $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}

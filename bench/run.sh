@@ -52,59 +52,16 @@ LUA_DIR=$ROOT/bench/lua
 . "$ROOT/bench/lib.sh"
 
 
-for backend in $BACKENDS; do
-  case $backend in
-    sqlite | postgres) ;;
-    *) die "unknown backend '$backend' in BACKENDS (sqlite, postgres)" ;;
-  esac
-done
 [[ $SCALE =~ ^[0-9]+$ ]] || die "SCALE must be a number"
 [[ $DURATION =~ ^[0-9]+$ ]] || die "DURATION must be a number of seconds"
 [[ $CONNECTIONS =~ ^[0-9]+$ ]] || die "CONNECTIONS must be a number"
 [[ $THREADS =~ ^[0-9]+$ ]] || die "THREADS must be a number"
 [ "$CONNECTIONS" -ge "$THREADS" ] || die "CONNECTIONS must be at least THREADS"
 
-command -v cargo >/dev/null || die "cargo is not on PATH (a Rust toolchain is needed)"
-command -v curl >/dev/null || die "curl is needed"
-
-if [[ " $BACKENDS " == *" postgres "* ]]; then
-  command -v psql >/dev/null || die "psql is needed for the postgres backend (or set BACKENDS=sqlite)"
-  psql_admin -c 'SELECT 1' >/dev/null ||
-    die "cannot reach PostgreSQL at $PG_URL (set BRANDHUB_BENCH_DATABASE_URL, or BACKENDS=sqlite)"
-fi
-
 # ---------------------------------------------------------------------------------------------
 # Work dir, server and cleanup
 
-mkdir -p "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}"
-WORK=$(mktemp -d "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}/run.XXXXXX")
-WORK=$(cd "$WORK" && pwd)
-TABLES=$WORK/tables.txt
-: >"$TABLES"
-PG_CREATED=""
-FINISHED=""
-
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_server
-  if [ -n "$PG_CREATED" ]; then
-    drop_pg_db || say "could not drop the database $PG_DB"
-  fi
-  if [ -z "$FINISHED" ] && [ -s "$TABLES" ]; then
-    section "Results so far (the run stopped early)"
-    cat "$TABLES"
-  fi
-  if [ "$BENCH_KEEP" = 1 ]; then
-    say "logs and data kept in $WORK"
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_start run
 
 # ---------------------------------------------------------------------------------------------
 # 1. Build
@@ -284,7 +241,7 @@ compare_users() {
     }' "$WORK/compare.txt"
 }
 
-# Runs the workloads as one demo user and appends its table to $TABLES.
+# Runs the workloads as one demo user and appends its table to $RESULTS.
 run_user() {
   local backend=$1 user_type=$2 demo_out=$3 demo_s=$4
   use_demo_user "$demo_out" "$user_type"
@@ -396,7 +353,7 @@ run_user() {
         "${R_RPS[$w]}" "${R_SHARE[$w]}" "${R_ERR[$w]}" "$cold" "${R_RSS[$w]:-?} MB" "$(verdict "$w")" \
         "$(goal_text "$w")"
     done
-  } >>"$TABLES"
+  } >>"$RESULTS"
   for w in "${WORKLOADS[@]}"; do
     printf '%s %s %s %s %s %s\n' "$backend" "$PAGE_CACHE_MB" "$user_type" "$w" "${R_P50[$w]:--}" "${R_RPS[$w]:--}" >>"$WORK/compare.txt"
   done
@@ -447,7 +404,7 @@ for backend in $BACKENDS; do
     for user_type in $USER_TYPES; do
       run_user "$backend" "$user_type" "$dir/demo.out" "$demo_s"
     done
-    compare_users "$backend" "$PAGE_CACHE_MB" >>"$TABLES"
+    compare_users "$backend" "$PAGE_CACHE_MB" >>"$RESULTS"
     if [ -s "$dir/server.err" ]; then
       say "server log: $(wc -l <"$dir/server.err") lines at level warn or above; distinct messages, most frequent first:"
       sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9]{4}-[0-9T:.+-]+Z? +//' "$dir/server.err" |
@@ -465,4 +422,4 @@ done
 
 FINISHED=1
 section "Results"
-cat "$TABLES"
+cat "$RESULTS"

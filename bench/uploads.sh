@@ -52,50 +52,8 @@ STOCK_GOAL_S=5
 [[ $PRODUCTS =~ ^[1-9][0-9]*$ ]] || die "PRODUCTS must be a positive number"
 [[ $VARIANTS =~ ^[1-9][0-9]*$ ]] || die "VARIANTS must be a positive number"
 [[ $UPLOAD_MIB =~ ^[1-9][0-9]*$ ]] || die "UPLOAD_MIB must be a positive number"
-for backend in $BACKENDS; do
-  case $backend in
-    sqlite | postgres) ;;
-    *) die "unknown backend '$backend' in BACKENDS (sqlite, postgres)" ;;
-  esac
-done
-command -v cargo >/dev/null || die "cargo is not on PATH (a Rust toolchain is needed)"
-command -v curl >/dev/null || die "curl is needed"
 [ -r /proc/self/status ] || die "memory figures need Linux /proc"
-if [[ " $BACKENDS " == *" postgres "* ]]; then
-  command -v psql >/dev/null || die "psql is needed for the postgres backend (or set BACKENDS=sqlite)"
-  psql_admin -c 'SELECT 1' >/dev/null ||
-    die "cannot reach PostgreSQL at $PG_URL (set BRANDHUB_BENCH_DATABASE_URL, or BACKENDS=sqlite)"
-fi
-
-mkdir -p "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}"
-WORK=$(mktemp -d "${BENCH_WORK_DIR:-$TARGET_DIR/bench-run}/uploads.XXXXXX")
-WORK=$(cd "$WORK" && pwd)
-RESULTS=$WORK/results.txt
-: >"$RESULTS"
-PG_CREATED=""
-FINISHED=""
-
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_server
-  if [ -n "$PG_CREATED" ]; then
-    drop_pg_db || say "could not drop the database $PG_DB"
-  fi
-  if [ -z "$FINISHED" ] && [ -s "$RESULTS" ]; then
-    section "Results so far (the run stopped early)"
-    cat "$RESULTS"
-  fi
-  if [ "$BENCH_KEEP" = 1 ]; then
-    say "logs and data kept in $WORK"
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_start uploads
 
 # ---------------------------------------------------------------------------------------------
 # Build and files
@@ -153,6 +111,18 @@ await_file() {
 
 detail_number() { grep -o "\"$1\":[0-9]*" | cut -d: -f2; }
 count_of() { api_get "$1" | grep -o '"count":[0-9]*' | cut -d: -f2; }
+
+# Whether an upload's memory growth (MB) shows it streamed: well under its size. Below three
+# parts of 5 MiB the two cannot be told apart.
+upload_verdict() {
+  if [ "$UPLOAD_MIB" -lt 16 ]; then
+    echo "too small to tell (the store sends 5 MiB parts)"
+  elif le "$1" "$((UPLOAD_MIB / 2))"; then
+    echo streamed
+  else
+    echo "HELD IN MEMORY"
+  fi
+}
 
 verdict() { if le "$1" "$2"; then echo met; else echo MISSED; fi; }
 
@@ -235,7 +205,7 @@ for backend in $BACKENDS; do
   say "  stored in $secs s; $rss_before MB resident before, peak $peak MB during the upload (+$growth MB)"
   printf '%-22s %-9s %8s s  peak RSS %7s MB (before %s MB): +%s MB for %s MiB: %s\n' \
     "$BACKEND_LABEL" "upload" "$secs" "$peak" "$rss_before" "$growth" "$UPLOAD_MIB" \
-    "$(if le "$growth" "$((UPLOAD_MIB / 2))"; then echo streamed; else echo 'HELD IN MEMORY'; fi)" >>"$RESULTS"
+    "$(upload_verdict "$growth")" >>"$RESULTS"
   stop_server
 
   if [ "$backend" = postgres ]; then

@@ -40,6 +40,22 @@ drop_pg_db() {
     psql_admin -c "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
 }
 
+# A fresh, empty database for a backend: sets url (empty for SQLite in the data dir) and
+# BACKEND_LABEL; on PostgreSQL (re)creates PG_DB and notes it for the clean-up.
+fresh_database() {
+  url=""
+  case $1 in
+    sqlite) BACKEND_LABEL=SQLite ;;
+    postgres)
+      drop_pg_db
+      PG_CREATED=1
+      psql_admin -c "CREATE DATABASE $PG_DB" >/dev/null
+      url=$(pg_bench_url)
+      BACKEND_LABEL="PostgreSQL $(psql_admin -c 'SHOW server_version' | cut -d' ' -f1)"
+      ;;
+  esac
+}
+
 # Stops the server started last: SIGTERM, then SIGKILL after 15 s.
 stop_server() {
   local pid=$SERVER_PID

@@ -372,18 +372,7 @@ say "commit $COMMIT"
 for backend in $BACKENDS; do
   dir=$WORK/$backend
   mkdir -p "$dir/data"
-  url=""
-  case $backend in
-    sqlite) BACKEND_LABEL=SQLite ;;
-    postgres)
-      BACKEND_LABEL=PostgreSQL
-      drop_pg_db
-      PG_CREATED=1
-      psql_admin -c "CREATE DATABASE $PG_DB" >/dev/null
-      url=$(pg_bench_url)
-      BACKEND_LABEL="PostgreSQL $(psql_admin -c 'SHOW server_version' | cut -d' ' -f1)"
-      ;;
-  esac
+  fresh_database "$backend"
   section "$BACKEND_LABEL: loading the demo data set (SCALE $SCALE)"
   args=(--data-dir "$dir/data" --log warn)
   [ -n "$url" ] && args+=(--database-url "$url")

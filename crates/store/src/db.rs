@@ -165,6 +165,25 @@ macro_rules! on_pool {
 }
 pub(crate) use on_pool;
 
+/// Like [`on_pool!`] for a write transaction: `$conn` is its connection, `$builder` the
+/// sea-query backend.
+macro_rules! on_tx {
+    ($tx_enum:expr, |$conn:ident, $builder:ident| $body:expr) => {
+        match $tx_enum {
+            Tx::Sqlite(tx) => {
+                let $conn = &mut **tx;
+                let $builder = SqliteQueryBuilder;
+                $body
+            }
+            Tx::Postgres(tx) => {
+                let $conn = &mut **tx;
+                let $builder = PostgresQueryBuilder;
+                $body
+            }
+        }
+    };
+}
+
 impl Store {
     /// Connects (creating an SQLite file if needed) with the settings each backend wants.
     pub async fn connect(options: &StoreOptions) -> ApiResult<Store> {
@@ -403,24 +422,14 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
-        let affected = match &mut self.tx {
-            Tx::Sqlite(tx) => {
-                let (sql, values) = statement.build_sqlx(SqliteQueryBuilder);
-                sqlx::query_with(AssertSqlSafe(sql), values)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(|e| write_error(table, e))?
-                    .rows_affected()
-            }
-            Tx::Postgres(tx) => {
-                let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
-                sqlx::query_with(AssertSqlSafe(sql), values)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(|e| write_error(table, e))?
-                    .rows_affected()
-            }
-        };
+        let affected = on_tx!(&mut self.tx, |conn, builder| {
+            let (sql, values) = statement.build_sqlx(builder);
+            sqlx::query_with(AssertSqlSafe(sql), values)
+                .execute(conn)
+                .await
+                .map_err(|e| write_error(table, e))?
+                .rows_affected()
+        });
         Ok(affected)
     }
 
@@ -430,30 +439,34 @@ impl WriteTx {
         statement: &sea_query::SelectStatement,
         kinds: &[Kind],
     ) -> ApiResult<Vec<Vec<Cell>>> {
-        match &mut self.tx {
-            Tx::Sqlite(tx) => {
-                let (sql, values) = statement.build_sqlx(SqliteQueryBuilder);
-                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(|e| internal("a read in a write failed", e))?;
-                rows.iter()
-                    .map(|r| decode_row(r, kinds))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| internal("a row did not decode", e))
-            }
-            Tx::Postgres(tx) => {
-                let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
-                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(|e| internal("a read in a write failed", e))?;
-                rows.iter()
-                    .map(|r| decode_row(r, kinds))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| internal("a row did not decode", e))
-            }
-        }
+        self.fetch_rows(statement, kinds, |e| {
+            internal("a read in a write failed", e)
+        })
+        .await
+    }
+
+    /// Runs a statement that returns rows and decodes them by `kinds`; `failed` turns a
+    /// database error into the caller's error.
+    async fn fetch_rows<S>(
+        &mut self,
+        statement: &S,
+        kinds: &[Kind],
+        failed: impl FnOnce(sqlx::Error) -> ApiError,
+    ) -> ApiResult<Vec<Vec<Cell>>>
+    where
+        S: SqlxBinder,
+    {
+        on_tx!(&mut self.tx, |conn, builder| {
+            let (sql, values) = statement.build_sqlx(builder);
+            let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+                .fetch_all(conn)
+                .await
+                .map_err(failed)?;
+            rows.iter()
+                .map(|r| decode_row(r, kinds))
+                .collect::<Result<_, _>>()
+                .map_err(|e| internal("a row did not decode", e))
+        })
     }
 
     /// Runs a statement that returns rows (`UPDATE … RETURNING`, `SELECT … FOR UPDATE`) and
@@ -472,30 +485,8 @@ impl WriteTx {
             self.touch(table);
         }
         let name = table.unwrap_or("bookkeeping");
-        match &mut self.tx {
-            Tx::Sqlite(tx) => {
-                let (sql, values) = statement.build_sqlx(SqliteQueryBuilder);
-                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(|e| write_error(name, e))?;
-                rows.iter()
-                    .map(|r| decode_row(r, kinds))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| internal("a row did not decode", e))
-            }
-            Tx::Postgres(tx) => {
-                let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
-                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(|e| write_error(name, e))?;
-                rows.iter()
-                    .map(|r| decode_row(r, kinds))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| internal("a row did not decode", e))
-            }
-        }
+        self.fetch_rows(statement, kinds, |e| write_error(name, e))
+            .await
     }
 
     /// Bumps the versions of the written tables, then commits.

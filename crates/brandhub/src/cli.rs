@@ -110,8 +110,9 @@ pub struct ServeArgs {
     /// The largest upload accepted: bytes, or with a unit (KiB, MiB, GiB; K, M, G the same).
     #[arg(long, env = "BRANDHUB_MAX_UPLOAD", default_value = "50MiB", value_parser = parse_size)]
     pub max_upload: u64,
-    /// The most data rows a spreadsheet may have; a longer one fails with the reason.
-    #[arg(long, env = "BRANDHUB_MAX_ROWS", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// The most data rows a spreadsheet may have; a longer one fails with the reason. A file
+    /// is processed in memory, about 2.5 KB a row at the peak.
+    #[arg(long, env = "BRANDHUB_MAX_ROWS", default_value_t = 250_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_rows: u64,
     /// The most a spreadsheet may expand to once decompressed and decoded (a zip bomb fails
     /// with the reason): bytes, or with a unit as for --max-upload.
@@ -144,7 +145,19 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{Cli, Command, parse_size};
+    use clap::Parser;
+
+    #[test]
+    fn the_sheet_limits_default_to_the_readers_defaults() {
+        let cli = Cli::parse_from(["brandhub", "serve"]);
+        let Command::Serve(args) = cli.command else {
+            panic!("serve parses as serve")
+        };
+        let limits = brandhub_sheet::Limits::default();
+        assert_eq!(args.max_rows, limits.max_rows as u64);
+        assert_eq!(args.max_sheet_size, limits.max_decompressed_bytes);
+    }
 
     #[test]
     fn sizes_take_binary_units() {

@@ -56,6 +56,41 @@ fresh_database() {
   esac
 }
 
+# Drops the bench database once a backend's runs are done (nothing to do for SQLite, whose
+# data dir goes with WORK).
+drop_database() {
+  if [ "$1" = postgres ]; then
+    drop_pg_db
+    PG_CREATED=""
+  fi
+}
+
+# The end of a run: the results file, under a heading (the clean-up then keeps quiet).
+print_results() {
+  FINISHED=1
+  section "Results"
+  cat "$RESULTS"
+}
+
+# A fresh database for a backend (see fresh_database) in the data dir $WORK/<backend>/data,
+# loaded with the demo data set at a scale: sets dir, url, BACKEND_LABEL, and DEMO_SECONDS (the
+# wall clock of `brandhub demo`, whose output is in $dir/demo.out).
+load_demo() {
+  local backend=$1 scale=$2 start_ns args
+  dir=$WORK/$backend
+  mkdir -p "$dir/data"
+  fresh_database "$backend"
+  section "$BACKEND_LABEL: loading the demo data set (scale $scale)"
+  args=(--data-dir "$dir/data" --log warn)
+  [ -n "$url" ] && args+=(--database-url "$url")
+  start_ns=$(date +%s%N)
+  if ! "$BIN" "${args[@]}" demo --scale "$scale" >"$dir/demo.out" 2>"$dir/demo.err"; then
+    cat "$dir/demo.out" "$dir/demo.err" >&2
+    die "brandhub demo failed on $backend"
+  fi
+  DEMO_SECONDS=$(awk -v a="$start_ns" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+}
+
 # Stops the server started last: SIGTERM, then SIGKILL after 15 s.
 stop_server() {
   local pid=$SERVER_PID
@@ -138,9 +173,9 @@ start_server() {
   die "the server did not answer within 120 s"
 }
 
-# The server's peak resident memory so far, in MB.
-peak_rss_mb() {
-  awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status" 2>/dev/null || echo "?"
+# A memory figure of the server in MB, by its /proc status key: VmRSS (now) or VmHWM (peak).
+rss_mb() {
+  awk -v k="$1:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status" 2>/dev/null || echo "?"
 }
 
 # Checks BACKENDS and what every benchmark needs, makes the work dir WORK (named after $1, under

@@ -292,14 +292,14 @@ run_user() {
     esac
     say "  wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --timeout $WRK_TIMEOUT --latency -s bench/lua/${SCRIPT[$w]}"
     run_wrk "$w"
-    R_RSS[$w]=$(peak_rss_mb)
+    R_RSS[$w]=$(rss_mb VmHWM)
     if [ "$w" = W1 ]; then
-      RSS_AFTER_W1=$(peak_rss_mb)
+      RSS_AFTER_W1=$(rss_mb VmHWM)
       say "  server peak RSS after W1: $RSS_AFTER_W1 MB"
     fi
   done
   local rss_end
-  rss_end=$(peak_rss_mb)
+  rss_end=$(rss_mb VmHWM)
   say "server peak RSS at the end: $rss_end MB"
 
   # How many of the 100 barcode prefixes the workloads W2 and W3 cycle through have variants
@@ -370,19 +370,8 @@ say "SCALE $SCALE; BACKENDS $BACKENDS; USER_TYPES $USER_TYPES; DURATION ${DURATI
 say "commit $COMMIT"
 
 for backend in $BACKENDS; do
-  dir=$WORK/$backend
-  mkdir -p "$dir/data"
-  fresh_database "$backend"
-  section "$BACKEND_LABEL: loading the demo data set (SCALE $SCALE)"
-  args=(--data-dir "$dir/data" --log warn)
-  [ -n "$url" ] && args+=(--database-url "$url")
-  start_ns=$(date +%s%N)
-  if ! "$BIN" "${args[@]}" demo --scale "$SCALE" >"$dir/demo.out" 2>"$dir/demo.err"; then
-    cat "$dir/demo.out" "$dir/demo.err" >&2
-    die "brandhub demo failed on $backend"
-  fi
-  end_ns=$(date +%s%N)
-  demo_s=$(awk -v a="$start_ns" -v b="$end_ns" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+  load_demo "$backend" "$SCALE"
+  demo_s=$DEMO_SECONDS
   sed '/^demo users/,$d' "$dir/demo.out" | indent
   say "demo load took $demo_s s (wall clock of brandhub demo)"
 
@@ -403,12 +392,7 @@ for backend in $BACKENDS; do
     fi
     stop_server
   done
-  if [ "$backend" = postgres ]; then
-    drop_pg_db
-    PG_CREATED=""
-  fi
+  drop_database "$backend"
 done
 
-FINISHED=1
-section "Results"
-cat "$RESULTS"
+print_results

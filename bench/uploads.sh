@@ -79,13 +79,13 @@ ls -l "$WORK/products.xlsx" "$WORK/stock.xlsx" "$WORK/big.csv" | awk '{ printf "
 # ---------------------------------------------------------------------------------------------
 # Measuring
 
-rss_mb() { awk -v k="$1:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status"; }
 # Restarts the peak (VmHWM) from the current resident size, so each phase has its own peak.
 reset_peak() { echo 5 >"/proc/$SERVER_PID/clear_refs" 2>/dev/null || say "  (cannot reset the peak; figures include earlier phases)"; }
 now_ns() { date +%s%N; }
 secs_since() { awk -v a="$1" -v b="$(now_ns)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'; }
 
-# Uploads a file as the current user; prints the new file's id. Extra curl arguments go on.
+# Uploads a file (with an optional query such as ?wait=60) as the current user; prints the
+# new file's id.
 upload() {
   local part=$1 file=$2 query=${3:-} out=$WORK/upload.json code
   code=$(api -o "$out" -w '%{http_code}' -F "$part=@$file" "$BASE/api/file$query") || die "the upload of $file failed"
@@ -93,9 +93,9 @@ upload() {
   ids_of <"$out" | sed -n '1p'
 }
 
-# Waits until a file is processed or failed; prints its record.
+# Waits (up to 10 minutes) until a file is processed or failed; prints its record.
 await_file() {
-  local id=$1 record status
+  local id=$1 record status deadline=$((SECONDS + 600))
   while :; do
     record=$(api_get "/api/file/$id?fields=status,detail") || die "the file $id cannot be read"
     status=$(grep -o '"status":"[^"]*"' <<<"$record" | cut -d'"' -f4)
@@ -105,6 +105,7 @@ await_file() {
         return 0
         ;;
     esac
+    [ "$SECONDS" -lt "$deadline" ] || die "file $id not finished after 10 minutes: $record"
     sleep 0.05
   done
 }
@@ -153,14 +154,7 @@ say "date $(date '+%Y-%m-%d %H:%M:%S %Z'); nproc $(nproc); load average $(cut -d
 say "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); PRODUCTS $PRODUCTS x VARIANTS $VARIANTS; UPLOAD_MIB $UPLOAD_MIB; BACKENDS $BACKENDS"
 
 for backend in $BACKENDS; do
-  dir=$WORK/$backend
-  mkdir -p "$dir/data"
-  fresh_database "$backend"
-  section "$BACKEND_LABEL: demo data (scale $DEMO_SCALE)"
-  args=(--data-dir "$dir/data" --log warn)
-  [ -n "$url" ] && args+=(--database-url "$url")
-  "$BIN" "${args[@]}" demo --scale "$DEMO_SCALE" >"$dir/demo.out" 2>"$dir/demo.err" ||
-    { cat "$dir/demo.out" "$dir/demo.err" >&2; die "brandhub demo failed on $backend"; }
+  load_demo "$backend" "$DEMO_SCALE"
   use_demo_user "$dir/demo.out" admin
 
   section "$BACKEND_LABEL: processing (one worker)"
@@ -197,13 +191,7 @@ for backend in $BACKENDS; do
     "$BACKEND_LABEL" "upload" "$secs" "$peak" "$rss_before" "$growth" "$UPLOAD_MIB" \
     "$(upload_verdict "$growth")" >>"$RESULTS"
   stop_server
-
-  if [ "$backend" = postgres ]; then
-    drop_pg_db
-    PG_CREATED=""
-  fi
+  drop_database "$backend"
 done
 
-FINISHED=1
-section "Results"
-cat "$RESULTS"
+print_results

@@ -1,5 +1,7 @@
 //! The command line (CONTRACT §1). Every flag also reads an environment variable.
 
+use brandhub_ingest::WorkerSettings;
+use brandhub_sheet::Limits;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -102,17 +104,17 @@ pub struct ServeArgs {
     pub behind_proxy: bool,
     /// File-processing workers in this process (0: none; other processes on the same
     /// database then process the uploads).
-    #[arg(long, env = "BRANDHUB_WORKERS", default_value_t = 2)]
+    #[arg(long, env = "BRANDHUB_WORKERS", default_value_t = WorkerSettings::default().workers)]
     pub workers: usize,
     /// Seconds after which a file whose worker stopped sending heartbeats is processed again.
-    #[arg(long, env = "BRANDHUB_JOB_TIMEOUT", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "BRANDHUB_JOB_TIMEOUT", default_value_t = WorkerSettings::default().job_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub job_timeout: u64,
     /// The largest upload accepted: bytes, or with a unit (KiB, MiB, GiB; K, M, G the same).
     #[arg(long, env = "BRANDHUB_MAX_UPLOAD", default_value = "50MiB", value_parser = parse_size)]
     pub max_upload: u64,
     /// The most data rows a spreadsheet may have; a longer one fails with the reason. A file
     /// is processed in memory, about 2.5 KB a row at the peak.
-    #[arg(long, env = "BRANDHUB_MAX_ROWS", default_value_t = 250_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "BRANDHUB_MAX_ROWS", default_value_t = Limits::default().max_rows as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_rows: u64,
     /// The most a spreadsheet may expand to once decompressed and decoded (a zip bomb fails
     /// with the reason): bytes, or with a unit as for --max-upload.
@@ -145,18 +147,32 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Cli, Command, parse_size};
+    use super::{Cli, Command, Limits, ServeArgs, parse_size};
     use clap::Parser;
 
+    fn serve_args(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let cli = Cli::try_parse_from(["brandhub", "serve"].iter().chain(args))?;
+        match cli.command {
+            Command::Serve(args) => Ok(args),
+            _ => panic!("serve parses as serve"),
+        }
+    }
+
     #[test]
-    fn the_sheet_limits_default_to_the_readers_defaults() {
-        let cli = Cli::parse_from(["brandhub", "serve"]);
-        let Command::Serve(args) = cli.command else {
-            panic!("serve parses as serve")
-        };
-        let limits = brandhub_sheet::Limits::default();
+    fn upload_and_sheet_sizes_default_to_the_libraries_defaults() {
+        // The sizes are written as text (`50MiB`) so that --help reads well; these tie them.
+        let args = serve_args(&[]).unwrap();
+        let limits = Limits::default();
         assert_eq!(args.max_rows, limits.max_rows as u64);
         assert_eq!(args.max_sheet_size, limits.max_decompressed_bytes);
+        assert_eq!(args.max_upload, brandhub_server::DEFAULT_MAX_UPLOAD);
+    }
+
+    #[test]
+    fn bad_limits_are_refused_with_the_reason() {
+        assert!(serve_args(&["--max-rows", "0"]).is_err());
+        let error = serve_args(&["--max-sheet-size", "lots"]).unwrap_err();
+        assert!(error.to_string().contains("not a size"), "{error}");
     }
 
     #[test]

@@ -25,14 +25,7 @@ async fn call(
         request = request.json(&body);
     }
     let response = request.send().await.expect("the server answers");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response.bytes().await.unwrap().to_vec();
-    common::Response {
-        status,
-        headers,
-        body,
-    }
+    common::Response::read(response).await
 }
 
 fn user_of<'a>(fx: &'a common::Fixture, user_type: &str) -> (&'a str, &'a str) {

@@ -3,45 +3,53 @@
 mod common;
 
 use common::process::Brandhub;
-use std::process::Output;
 
-fn last_line(output: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "stdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout.lines().last().unwrap_or_default().trim().to_string()
+/// Runs a command that must succeed; its last line of output (an id or a secret).
+fn last_line(brandhub: &Brandhub, args: &[&str]) -> String {
+    brandhub
+        .run_ok(args)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 #[tokio::test]
 async fn users_and_keys_are_made_used_and_revoked_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    assert!(Brandhub::new(data).run(&["migrate"]).status.success());
-    let user = last_line(&Brandhub::new(data).run(&[
-        "user",
-        "create",
-        "--email",
-        "Ops@Example.test",
-        "--name",
-        "Ops Ärmel",
-        "--type",
-        "admin",
-    ]));
+    let brandhub = Brandhub::new(data);
+    assert!(brandhub.run(&["migrate"]).status.success());
+    let user = last_line(
+        &brandhub,
+        &[
+            "user",
+            "create",
+            "--email",
+            "Ops@Example.test",
+            "--name",
+            "Ops Ärmel",
+            "--type",
+            "admin",
+        ],
+    );
     assert_eq!(user.len(), 32, "the last line is the id: {user}");
-    let secret = last_line(&Brandhub::new(data).run(&[
-        "key",
-        "create",
-        "--user",
-        "ops@example.test",
-        "--name",
-        "ci",
-    ]));
+    let secret = last_line(
+        &brandhub,
+        &[
+            "key",
+            "create",
+            "--user",
+            "ops@example.test",
+            "--name",
+            "ci",
+        ],
+    );
     assert!(secret.starts_with("bhk_") && secret.len() >= 30, "{secret}");
     let narrow = last_line(
-        &Brandhub::new(data).run(&["key", "create", "--user", &user, "--grant", "host:GET"]),
+        &brandhub,
+        &["key", "create", "--user", &user, "--grant", "host:GET"],
     );
 
     // Keys are stored only as hashes.
@@ -54,9 +62,9 @@ async fn users_and_keys_are_made_used_and_revoked_from_the_command_line() {
         );
     }
 
-    let server = Brandhub::new(data).serve(&[]);
+    let server = brandhub.serve(&[]);
     let base = server.base.clone();
-    let client = Brandhub::new(data).client();
+    let client = brandhub.client();
     let ok = client
         .get(format!("{base}/api/user"))
         .basic_auth("OPS@example.test", Some(&secret))
@@ -102,7 +110,7 @@ async fn users_and_keys_are_made_used_and_revoked_from_the_command_line() {
             .unwrap()
             .to_string()
     };
-    let revoked = Brandhub::new(data).run(&["key", "revoke", &key_id]);
+    let revoked = brandhub.run(&["key", "revoke", &key_id]);
     assert!(revoked.status.success());
     let after = client
         .get(format!("{base}/api/user"))
@@ -122,6 +130,7 @@ async fn users_and_keys_are_made_used_and_revoked_from_the_command_line() {
 fn bad_arguments_get_clear_messages() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
+    let brandhub = Brandhub::new(data);
     let cases: &[(&[&str], &str)] = &[
         (
             &[
@@ -177,20 +186,23 @@ fn bad_arguments_get_clear_messages() {
         ),
     ];
     for (args, expected) in cases {
-        let output = Brandhub::new(data).run(args);
+        let output = brandhub.run(args);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{args:?} should fail");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
-    last_line(&Brandhub::new(data).run(&[
-        "user", "create", "--email", "a@y.test", "--name", "A", "--type", "admin",
-    ]));
-    let again = Brandhub::new(data).run(&[
+    last_line(
+        &brandhub,
+        &[
+            "user", "create", "--email", "a@y.test", "--name", "A", "--type", "admin",
+        ],
+    );
+    let again = brandhub.run(&[
         "user", "create", "--email", "A@Y.TEST", "--name", "A", "--type", "admin",
     ]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
-    let wide = Brandhub::new(data).run(&[
+    let wide = brandhub.run(&[
         "key",
         "create",
         "--user",
@@ -205,25 +217,15 @@ fn bad_arguments_get_clear_messages() {
 fn demo_refuses_a_database_with_data_unless_replacing() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    let first = Brandhub::new(data).run(&["demo", "--scale", "50"]);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&first.stdout);
+    let brandhub = Brandhub::new(data);
+    let stdout = brandhub.run_ok(&["demo", "--scale", "50"]);
     assert!(
         stdout.contains("admin@demo.brandhub.test : bhk_"),
         "{stdout}"
     );
-    let second = Brandhub::new(data).run(&["demo", "--scale", "50"]);
+    let second = brandhub.run(&["demo", "--scale", "50"]);
     assert!(!second.status.success());
     assert!(String::from_utf8_lossy(&second.stderr).contains("not empty"));
-    let replaced = Brandhub::new(data).run(&["demo", "--scale", "60", "--replace"]);
-    assert!(
-        replaced.status.success(),
-        "{}",
-        String::from_utf8_lossy(&replaced.stderr)
-    );
-    assert!(String::from_utf8_lossy(&replaced.stdout).contains("variant     60"));
+    let replaced = brandhub.run_ok(&["demo", "--scale", "60", "--replace"]);
+    assert!(replaced.contains("variant     60"));
 }

@@ -22,14 +22,7 @@ async fn raw(
         request = request.header("content-type", content_type).body(bytes);
     }
     let response = request.send().await.expect("the server answers");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response.bytes().await.unwrap().to_vec();
-    common::Response {
-        status,
-        headers,
-        body,
-    }
+    common::Response::read(response).await
 }
 
 on_both_backends! { "errors";

@@ -15,6 +15,10 @@ pub use model::{
 };
 pub use record::{Cell, Layout, Record};
 
+/// What a price file's `detail.endDate` (and a price's precise end) holds when the price has no
+/// end date: the contract's zero timestamp (CONTRACT §3).
+pub const NO_END_DATE: &str = "0000-00-00T00:00:00.000Z";
+
 use std::sync::LazyLock;
 
 /// All resources, checked for consistency when first used.

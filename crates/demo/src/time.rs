@@ -52,8 +52,7 @@ pub(crate) fn year_month(secs: i64) -> String {
     format!("{y:04}-{mo:02}")
 }
 
-/// The PreciseTimestamp the file importer writes for "no end date".
-pub(crate) const NO_END_DATE: &str = "0000-00-00T00:00:00.000Z";
+pub(crate) use brandhub_catalog::NO_END_DATE;
 
 #[cfg(test)]
 mod tests {

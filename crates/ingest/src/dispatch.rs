@@ -6,8 +6,8 @@
 //! `dispatched`, one with some shipped `partDispatched`; fully shipped items become `DSP`.
 
 use crate::lookup::{
-    CHUNK, brand_barcodes, column, folded, ids_where, optional_integer, required_text, resource,
-    text_in, text_of,
+    CHUNK, brand_barcodes, column, either_text, folded, refers_to, required_integer, required_text,
+    resource, text_in, text_of,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
@@ -35,19 +35,8 @@ struct Line {
 
 fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String> {
     let order_ref = required_text(row, map, C::OrderRef)?;
-    let item_ref = text_of(row.get(map, C::ItemRef));
-    let barcode = text_of(row.get(map, C::Barcode));
-    if item_ref.is_empty() && barcode.is_empty() {
-        return Err(match (map.has(C::ItemRef), map.has(C::Barcode)) {
-            (true, true) => "Item Ref and Barcode are empty".into(),
-            (true, false) => "Item Ref is empty".into(),
-            _ => "Barcode is empty".into(),
-        });
-    }
-    let ship_qty = match optional_integer(row, map, C::ShipQty, Some(0))? {
-        Some(Cell::Integer(n)) => n,
-        _ => return Err(format!("{} is empty", C::ShipQty.label())),
-    };
+    let (item_ref, barcode) = either_text(row, map, C::ItemRef, C::Barcode)?;
+    let ship_qty = required_integer(row, map, C::ShipQty, Some(0))?;
     let date_cell = row.get(map, C::ShipDate);
     let ship_date = if date_cell.is_empty() {
         None
@@ -107,13 +96,13 @@ pub(crate) async fn apply(
     for chunk in references.chunks(CHUNK) {
         let ids: Vec<String> = chunk.iter().map(|r| r.to_ascii_uppercase()).collect();
         let condition = Cond::all()
-            .add(
-                Expr::col(column(order, "fk_brandStore")).in_subquery(ids_where(
-                    brand_store,
-                    "fk_brand",
-                    &job.brand,
-                )),
-            )
+            .add(refers_to(
+                order,
+                "fk_brandStore",
+                brand_store,
+                "fk_brand",
+                &job.brand,
+            ))
             .add(
                 Cond::any()
                     .add(Expr::col(folded(order, "brandOrderRef")).is_in(chunk.iter().cloned()))
@@ -154,11 +143,16 @@ pub(crate) async fn apply(
             .or_default()
             .push(i);
     }
-    let barcode_of: HashMap<String, String> = brand_barcodes(tx, &job.brand)
-        .await?
-        .into_iter()
-        .map(|(key, variant)| (variant.id, key))
-        .collect();
+    // Items named by barcode need the brand's barcodes; a file without the column does not.
+    let barcode_of: HashMap<String, String> = if map.has(C::Barcode) {
+        brand_barcodes(tx, &job.brand)
+            .await?
+            .into_iter()
+            .map(|(key, variant)| (variant.id, key))
+            .collect()
+    } else {
+        HashMap::new()
+    };
 
     let originals_orders: Vec<Vec<Cell>> = orders.iter().map(|r| r.cells.clone()).collect();
     let originals_items: Vec<Vec<Cell>> = items.iter().map(|r| r.cells.clone()).collect();
@@ -166,15 +160,11 @@ pub(crate) async fn apply(
     let mut rows_of_items: HashMap<usize, u32> = HashMap::new();
     let now = now_timestamp();
     for row in table.rows() {
-        let line = match read_line(row, map) {
-            Ok(line) => line,
-            Err(reason) => {
-                report.skip(row.number(), reason);
-                continue;
-            }
+        let Some(line) = report.checked(row.number(), read_line(row, map)) else {
+            continue;
         };
         let candidates = by_reference.get(&fold(&line.order_ref));
-        let oi = match candidates.map(|c| c.iter().copied().collect::<Vec<_>>()) {
+        let oi = match candidates {
             None => {
                 report.not_found(Missing::Order, &line.order_ref);
                 continue;
@@ -190,7 +180,7 @@ pub(crate) async fn apply(
                 );
                 continue;
             }
-            Some(found) => found[0],
+            Some(found) => *found.first().expect("a reference names at least one order"),
         };
         let status = text_in(&orders[oi], o.cell("status")).to_string();
         if CLOSED.contains(&status.as_str()) {
@@ -201,7 +191,7 @@ pub(crate) async fn apply(
             continue;
         }
         let order_id = orders[oi].id().to_string();
-        let own_items = items_of.get(&order_id).cloned().unwrap_or_default();
+        let own_items = items_of.get(&order_id).map_or(&[][..], Vec::as_slice);
         let found = if !line.item_ref.is_empty() {
             let wanted = fold(&line.item_ref);
             own_items.iter().copied().find(|&i| {
@@ -281,19 +271,19 @@ pub(crate) async fn apply(
             orders[oi].cells[o.cell("status")] = Cell::Text(status.into());
         }
     }
-    let changed_items: Vec<Record> = items
-        .iter()
-        .zip(&originals_items)
-        .filter(|(record, before)| record.cells != **before)
-        .map(|(record, _)| record.clone())
-        .collect();
-    let changed_orders: Vec<Record> = orders
-        .iter()
-        .zip(&originals_orders)
-        .filter(|(record, before)| record.cells != **before)
-        .map(|(record, _)| record.clone())
-        .collect();
-    tx.upsert_records(order, &changed_orders).await?;
-    tx.upsert_records(item, &changed_items).await?;
+    tx.upsert_records(order, &changed(orders, &originals_orders))
+        .await?;
+    tx.upsert_records(item, &changed(items, &originals_items))
+        .await?;
     Ok(())
+}
+
+/// The records whose cells differ from what they were before (in the same order).
+fn changed(records: Vec<Record>, before: &[Vec<Cell>]) -> Vec<Record> {
+    records
+        .into_iter()
+        .zip(before)
+        .filter(|(record, before)| record.cells != **before)
+        .map(|(record, _)| record)
+        .collect()
 }

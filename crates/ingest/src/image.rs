@@ -5,8 +5,8 @@
 //! after the product's others.
 
 use crate::lookup::{
-    brand_barcodes, brand_product_codes, column, ids_where, optional_integer, required_text,
-    resource, text_in, text_of,
+    brand_barcodes, brand_product_codes, either_text, optional_integer, refers_to, required_text,
+    resource, take_changed, text_in,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
@@ -15,7 +15,7 @@ use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Table};
 use brandhub_store::WriteTx;
 use brandhub_store::ids::new_id;
-use sea_query::{Cond, Expr, ExprTrait};
+use sea_query::Cond;
 use std::collections::HashMap;
 
 /// The longest URL accepted.
@@ -60,10 +60,13 @@ pub(crate) async fn apply(
     let mut images = tx
         .load_records(
             image,
-            Cond::all().add(
-                Expr::col(column(image, "fk_product"))
-                    .in_subquery(ids_where(product, "fk_brand", &job.brand)),
-            ),
+            Cond::all().add(refers_to(
+                image,
+                "fk_product",
+                product,
+                "fk_brand",
+                &job.brand,
+            )),
         )
         .await?;
     // (product, variant or "", url) → index; the next free position of each product.
@@ -90,25 +93,11 @@ pub(crate) async fn apply(
                 return Err(problem);
             }
             let position = optional_integer(row, map, C::Position, Some(0))?;
-            let barcode = text_of(row.get(map, C::Barcode));
-            let code = text_of(row.get(map, C::ProductCode));
-            if barcode.is_empty() && code.is_empty() {
-                return Err(if map.has(C::Barcode) && map.has(C::ProductCode) {
-                    "Product Code and Barcode are empty".to_string()
-                } else if map.has(C::Barcode) {
-                    "Barcode is empty".to_string()
-                } else {
-                    "Product Code is empty".to_string()
-                });
-            }
+            let (code, barcode) = either_text(row, map, C::ProductCode, C::Barcode)?;
             Ok((url, position, barcode, code))
         })();
-        let (url, position, barcode, code) = match line {
-            Ok(line) => line,
-            Err(reason) => {
-                report.skip(row.number(), reason);
-                continue;
-            }
+        let Some((url, position, barcode, code)) = report.checked(row.number(), line) else {
+            continue;
         };
         // A barcode names a variant (and its product); a product code the product alone.
         let (product_id, variant_id) = if !barcode.is_empty() {
@@ -172,8 +161,8 @@ pub(crate) async fn apply(
         }
         report.applied();
     }
-    let written: Vec<Record> = changed.into_iter().map(|i| images[i].clone()).collect();
-    tx.upsert_records(image, &written).await?;
+    tx.upsert_records(image, &take_changed(images, &changed))
+        .await?;
     Ok(())
 }
 

@@ -9,10 +9,8 @@ mod lookup;
 mod price;
 mod process;
 mod product;
-pub mod report;
+mod report;
 mod stock;
-pub mod worker;
+mod worker;
 
-pub use process::MAX_ATTEMPTS;
-pub use report::Report;
 pub use worker::{Signals, WorkerSettings, Workers};

@@ -7,8 +7,8 @@ use brandhub_query::text::fold;
 use brandhub_sheet::{Cell as SheetCell, Column, ColumnMap, Row};
 use brandhub_store::WriteTx;
 use brandhub_store::db::Kind;
-use sea_query::{Alias, Expr, ExprTrait, Query, SelectStatement};
-use std::collections::HashMap;
+use sea_query::{Alias, Expr, ExprTrait, Query};
+use std::collections::{BTreeSet, HashMap};
 
 /// Rows per `IN (…)` list when looking up many values at once.
 pub(crate) const CHUNK: usize = 500;
@@ -33,13 +33,23 @@ pub(crate) fn equals(resource: &Resource, path: &str, value: &str) -> Expr {
     Expr::col(column(resource, path)).eq(value)
 }
 
-/// `SELECT id FROM <resource> WHERE <path> = value`, for `IN (subquery)` conditions.
-pub(crate) fn ids_where(resource: &'static Resource, path: &str, value: &str) -> SelectStatement {
-    Query::select()
-        .column(Alias::new("id"))
-        .from(Alias::new(resource.table))
-        .and_where(equals(resource, path, value))
-        .to_owned()
+/// `<fk> IN (SELECT id FROM <target> WHERE <path> = value)`: the records of `resource` whose
+/// foreign key `fk` points at a `target` record with that value (such as the stock of a
+/// brand's variants).
+pub(crate) fn refers_to(
+    resource: &Resource,
+    fk: &str,
+    target: &'static Resource,
+    path: &str,
+    value: &str,
+) -> Expr {
+    Expr::col(column(resource, fk)).in_subquery(
+        Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(target.table))
+            .and_where(equals(target, path, value))
+            .to_owned(),
+    )
 }
 
 /// A cell's text (numbers as their digits), `""` when empty.
@@ -146,6 +156,57 @@ pub(crate) fn required_text(row: &Row, map: &ColumnMap, column: Column) -> Resul
     } else {
         Ok(text)
     }
+}
+
+/// A required whole-number column (at least `min`): the reason when the cell is empty or not
+/// such a number.
+pub(crate) fn required_integer(
+    row: &Row,
+    map: &ColumnMap,
+    column: Column,
+    min: Option<i64>,
+) -> Result<i64, String> {
+    match optional_integer(row, map, column, min)? {
+        Some(Cell::Integer(n)) => Ok(n),
+        _ => Err(format!("{} is empty", column.label())),
+    }
+}
+
+/// A required amount column: the reason when the cell is empty, negative or not a number.
+pub(crate) fn required_amount(row: &Row, map: &ColumnMap, column: Column) -> Result<f64, String> {
+    match optional_amount(row, map, column)? {
+        Some(Cell::Number(n)) => Ok(n),
+        _ => Err(format!("{} is empty", column.label())),
+    }
+}
+
+/// The texts of two columns of which a row needs at least one (such as Product Code or
+/// Barcode): the reason, naming the columns the file has, when both are empty.
+pub(crate) fn either_text(
+    row: &Row,
+    map: &ColumnMap,
+    first: Column,
+    second: Column,
+) -> Result<(String, String), String> {
+    let texts = (text_of(row.get(map, first)), text_of(row.get(map, second)));
+    if texts.0.is_empty() && texts.1.is_empty() {
+        return Err(match (map.has(first), map.has(second)) {
+            (true, true) => format!("{} and {} are empty", first.label(), second.label()),
+            (false, true) => format!("{} is empty", second.label()),
+            _ => format!("{} is empty", first.label()),
+        });
+    }
+    Ok(texts)
+}
+
+/// The records at the `changed` positions, moved out: what a processor writes back.
+pub(crate) fn take_changed(records: Vec<Record>, changed: &BTreeSet<usize>) -> Vec<Record> {
+    records
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| changed.contains(i))
+        .map(|(_, record)| record)
+        .collect()
 }
 
 /// A variant of the file's brand, found by barcode.

@@ -3,13 +3,13 @@
 //! prices whose values change are written, and those get `fk_file` = this file.
 
 use crate::lookup::{
-    brand_barcodes, column, equals, ids_where, optional_amount, required_text, resource, text_in,
+    brand_barcodes, column, equals, optional_amount, refers_to, required_amount, required_text,
+    resource, text_in,
 };
 use crate::process::{FileJob, ProcessError};
-use crate::report::{FirstRows, Missing, Report};
+use crate::report::{FirstRows, Report};
 use brandhub_catalog::{Cell, Layout, Record};
-use brandhub_query::text::fold;
-use brandhub_sheet::{Column as C, ColumnMap, Table};
+use brandhub_sheet::{Column as C, ColumnMap, FileType, Table};
 use brandhub_store::WriteTx;
 use brandhub_store::ids::new_id;
 use sea_query::{Cond, Expr, ExprTrait};
@@ -24,9 +24,10 @@ pub(crate) async fn apply(
     report: &mut Report,
 ) -> Result<(), ProcessError> {
     let (Some(host), Some(start)) = (job.host.clone(), job.start.clone()) else {
-        return Err(ProcessError::Fail(
-            "the file names no host or start date; upload it as price,<brand>,<host>,<DD/MM/YYYY>[,<DD/MM/YYYY>]".into(),
-        ));
+        return Err(ProcessError::Fail(format!(
+            "the file names no host or start date; upload it as {}",
+            FileType::Price.part_usage()
+        )));
     };
     let price = resource("price");
     let variant = resource("variant");
@@ -43,13 +44,13 @@ pub(crate) async fn apply(
                 .add(equals(price, "fk_host", &host))
                 .add(equals(price, "startDate", &start))
                 .add(end_matches)
-                .add(
-                    Expr::col(column(price, "fk_variant")).in_subquery(ids_where(
-                        variant,
-                        "fk_scopeBrand",
-                        &job.brand,
-                    )),
-                ),
+                .add(refers_to(
+                    price,
+                    "fk_variant",
+                    variant,
+                    "fk_scopeBrand",
+                    &job.brand,
+                )),
         )
         .await?;
     let mut by_variant: HashMap<String, Record> = HashMap::new();
@@ -62,26 +63,14 @@ pub(crate) async fn apply(
     for row in table.rows() {
         let line = (|| -> Result<_, String> {
             let barcode = required_text(row, map, C::Barcode)?;
-            let amount = match optional_amount(row, map, C::Price)? {
-                Some(Cell::Number(n)) => n,
-                _ => return Err(format!("{} is empty", C::Price.label())),
-            };
+            let amount = required_amount(row, map, C::Price)?;
             let rrp = optional_amount(row, map, C::Rrp)?;
             Ok((barcode, amount, rrp))
         })();
-        let (barcode, amount, rrp) = match line {
-            Ok(line) => line,
-            Err(reason) => {
-                report.skip(row.number(), reason);
-                continue;
-            }
-        };
-        let key = fold(&barcode);
-        if !first_rows.claim(&key, &barcode, row.number(), report) {
+        let Some((barcode, amount, rrp)) = report.checked(row.number(), line) else {
             continue;
-        }
-        let Some(found) = barcodes.get(&key) else {
-            report.not_found(Missing::Barcode, &barcode);
+        };
+        let Some(found) = first_rows.variant(&barcodes, &barcode, row.number(), report) else {
             continue;
         };
         let (mut record, new) = match by_variant.remove(&found.id) {

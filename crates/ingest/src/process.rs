@@ -34,8 +34,14 @@ pub(crate) enum ProcessError {
 }
 
 impl From<ApiError> for ProcessError {
+    /// A client error (such as a conflict with a unique value) comes from what the file says:
+    /// trying again cannot help, so the file fails with it. Anything else may pass.
     fn from(error: ApiError) -> ProcessError {
-        ProcessError::Retry(error)
+        if (400..500).contains(&error.status()) {
+            ProcessError::Fail(error.detail)
+        } else {
+            ProcessError::Retry(error)
+        }
     }
 }
 
@@ -55,8 +61,8 @@ pub(crate) struct FileJob {
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` → `YYYY-MM-DDTHH:MM:SS`; the all-zero "no end date" → `None`.
 fn record_timestamp(precise: Option<&str>) -> Option<String> {
-    let precise = precise.filter(|p| p.len() >= 19 && !p.starts_with("0000"))?;
-    Some(precise[..19].to_string())
+    let precise = precise.filter(|p| *p != brandhub_catalog::NO_END_DATE)?;
+    precise.get(..19).map(str::to_string)
 }
 
 impl FileJob {

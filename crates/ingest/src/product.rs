@@ -6,7 +6,7 @@
 
 use crate::lookup::{
     equals, optional_amount, optional_bool, optional_integer, optional_text, required_text,
-    resource, text_in,
+    resource, take_changed, text_in,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
@@ -35,12 +35,6 @@ const VARIANT_TEXTS: [(C, &str); 3] = [
     (C::Colour, "colour"),
     (C::Size, "size"),
 ];
-
-/// What is left where a record was moved out to be written (allocates nothing).
-const MOVED: Record = Record {
-    cells: Vec::new(),
-    lists: Vec::new(),
-};
 
 /// A row's values, checked.
 struct Line {
@@ -108,12 +102,8 @@ pub(crate) async fn apply(
     let file_id = Cell::Text(job.id.clone());
 
     for row in table.rows() {
-        let line = match read_line(row, map) {
-            Ok(line) => line,
-            Err(reason) => {
-                report.skip(row.number(), reason);
-                continue;
-            }
+        let Some(line) = report.checked(row.number(), read_line(row, map)) else {
+            continue;
         };
         let barcode_key = fold(&line.barcode);
         if !first_rows.claim(&barcode_key, &line.barcode, row.number(), report) {
@@ -197,17 +187,9 @@ pub(crate) async fn apply(
         report.applied();
     }
 
-    // Moved out rather than cloned: a large file's records are most of its memory.
-    let products: Vec<Record> = changed_products
-        .into_iter()
-        .map(|i| std::mem::replace(&mut products[i], MOVED))
-        .collect();
-    tx.upsert_records(product, &products).await?;
-    drop(products);
-    let variants: Vec<Record> = changed_variants
-        .into_iter()
-        .map(|i| std::mem::replace(&mut variants[i], MOVED))
-        .collect();
-    tx.upsert_records(variant, &variants).await?;
+    tx.upsert_records(product, &take_changed(products, &changed_products))
+        .await?;
+    tx.upsert_records(variant, &take_changed(variants, &changed_variants))
+        .await?;
     Ok(())
 }

@@ -3,6 +3,10 @@
 //! `Warning: 3 barcodes not found: 5012345678900, 5012345678901, 5012345678902`. Empty when
 //! there was nothing to report. Long lists name the first few and count the rest.
 
+use crate::lookup::VariantRef;
+use brandhub_query::text::fold;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 /// Values a list names before it says how many more there are.
 const LISTED: usize = 20;
 
@@ -32,25 +36,30 @@ pub struct Report {
     pub rows_read: usize,
     pub rows_applied: usize,
     pub rows_skipped: usize,
-    bad_rows: Vec<(u32, String)>,
-    missing: Vec<(Missing, Vec<String>)>,
+    /// The first [`LISTED`] bad rows by row number, with their reasons, and how many in all.
+    bad_rows: BTreeMap<u32, String>,
+    bad_row_count: usize,
+    missing: BTreeMap<Missing, Named>,
     unknown_columns: Vec<String>,
+}
+
+/// The distinct values of one kind that rows named and the brand lacks: counted, and the
+/// first [`LISTED`] kept in the order they came.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Named {
+    seen: HashSet<String>,
+    first: Vec<String>,
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// The first [`LISTED`] items, then how many more there are.
-fn listed(items: &[String]) -> String {
-    let mut text = items
-        .iter()
-        .take(LISTED)
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(", ");
-    if items.len() > LISTED {
-        text.push_str(&format!(", … and {} more", items.len() - LISTED));
+/// The listed items (at most [`LISTED`]), then how many more of `total` there are.
+fn listed(items: &[String], total: usize) -> String {
+    let mut text = items.join(", ");
+    if total > items.len() {
+        text.push_str(&format!(", … and {} more", total - items.len()));
     }
     text
 }
@@ -73,52 +82,49 @@ impl Report {
     /// A row skipped because it is not valid; `reason` names the column and the value.
     pub fn skip(&mut self, row: u32, reason: impl Into<String>) {
         self.rows_skipped += 1;
-        self.bad_rows.push((row, reason.into()));
+        self.bad_row_count += 1;
+        self.bad_rows.insert(row, reason.into());
+        if self.bad_rows.len() > LISTED {
+            self.bad_rows.pop_last();
+        }
+    }
+
+    /// A row's checked values, or `None` with the row skipped for the reason it is not valid.
+    pub(crate) fn checked<T>(&mut self, row: u32, line: Result<T, String>) -> Option<T> {
+        line.map_err(|reason| self.skip(row, reason)).ok()
     }
 
     /// A row skipped because it names something the brand does not have; each value is
     /// listed once however many rows name it.
     pub fn not_found(&mut self, what: Missing, value: &str) {
         self.rows_skipped += 1;
-        let position = match self.missing.iter().position(|(m, _)| *m == what) {
-            Some(position) => position,
-            None => {
-                self.missing.push((what, Vec::new()));
-                self.missing.sort_by_key(|(m, _)| *m);
-                self.missing
-                    .iter()
-                    .position(|(m, _)| *m == what)
-                    .expect("just added")
-            }
-        };
-        let values = &mut self.missing[position].1;
-        if !values.iter().any(|v| v == value) {
-            values.push(value.to_string());
+        let named = self.missing.entry(what).or_default();
+        if named.seen.insert(value.to_string()) && named.first.len() < LISTED {
+            named.first.push(value.to_string());
         }
     }
 
     /// The text for `detail.error`: one `Warning:` line per kind of problem, or `""`.
     pub fn text(&self) -> String {
         let mut lines = Vec::new();
-        for (what, values) in &self.missing {
+        for (what, named) in &self.missing {
             let (one, many) = what.nouns();
             lines.push(format!(
                 "Warning: {} not found: {}",
-                plural(values.len(), one, many),
-                listed(values)
+                plural(named.seen.len(), one, many),
+                listed(&named.first, named.seen.len())
             ));
         }
-        if !self.bad_rows.is_empty() {
-            let mut rows = self.bad_rows.clone();
-            rows.sort_by_key(|(row, _)| *row);
-            let items: Vec<String> = rows
+        if self.bad_row_count > 0 {
+            let items: Vec<String> = self
+                .bad_rows
                 .iter()
                 .map(|(row, reason)| format!("row {row} ({reason})"))
                 .collect();
             lines.push(format!(
                 "Warning: {} skipped: {}",
-                plural(items.len(), "row", "rows"),
-                listed(&items)
+                plural(self.bad_row_count, "row", "rows"),
+                listed(&items, self.bad_row_count)
             ));
         }
         if !self.unknown_columns.is_empty() {
@@ -129,7 +135,10 @@ impl Report {
                     "unknown column",
                     "unknown columns"
                 ),
-                listed(&self.unknown_columns)
+                listed(
+                    &self.unknown_columns[..self.unknown_columns.len().min(LISTED)],
+                    self.unknown_columns.len()
+                )
             ));
         }
         lines.join("\n")
@@ -172,6 +181,24 @@ mod tests {
     }
 
     #[test]
+    fn many_bad_rows_list_the_first_by_row_number_and_count_all() {
+        let mut report = Report::new(30, &[]);
+        for row in (2..32).rev() {
+            report.skip(row, "Barcode is empty");
+        }
+        let text = report.text();
+        assert!(
+            text.starts_with("Warning: 30 rows skipped: row 2 (Barcode is empty), row 3 "),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("row 21 (Barcode is empty), … and 10 more"),
+            "{text}"
+        );
+        assert_eq!(report.rows_skipped, 30);
+    }
+
+    #[test]
     fn long_lists_are_cut() {
         let mut report = Report::new(25, &[]);
         for n in 0..25 {
@@ -189,7 +216,7 @@ mod tests {
 /// The row each barcode of a file was first seen on. A barcode on two rows is applied once:
 /// the later row is skipped, naming the first.
 #[derive(Debug, Default)]
-pub(crate) struct FirstRows(std::collections::HashMap<String, u32>);
+pub(crate) struct FirstRows(HashMap<String, u32>);
 
 impl FirstRows {
     /// Claims the barcode (folded `key`, as written `barcode`) for `row`; false, with the row
@@ -207,5 +234,26 @@ impl FirstRows {
         }
         self.0.insert(key.to_string(), row);
         true
+    }
+
+    /// The brand's variant a row names by `barcode`, the first time the file names it: `None`,
+    /// with the row reported, when an earlier row has the barcode or no variant of the brand
+    /// has it.
+    pub(crate) fn variant<'a>(
+        &mut self,
+        barcodes: &'a HashMap<String, VariantRef>,
+        barcode: &str,
+        row: u32,
+        report: &mut Report,
+    ) -> Option<&'a VariantRef> {
+        let key = fold(barcode);
+        if !self.claim(&key, barcode, row, report) {
+            return None;
+        }
+        let found = barcodes.get(&key);
+        if found.is_none() {
+            report.not_found(Missing::Barcode, barcode);
+        }
+        found
     }
 }

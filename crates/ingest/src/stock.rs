@@ -3,16 +3,15 @@
 //! are written when the file has them (new records start at 0).
 
 use crate::lookup::{
-    brand_barcodes, column, equals, ids_where, optional_integer, required_text, resource,
+    brand_barcodes, equals, optional_integer, refers_to, required_integer, required_text, resource,
 };
 use crate::process::{FileJob, ProcessError};
-use crate::report::{FirstRows, Missing, Report};
+use crate::report::{FirstRows, Report};
 use brandhub_catalog::{Cell, Layout, Record};
-use brandhub_query::text::fold;
-use brandhub_sheet::{Column as C, ColumnMap, Table};
+use brandhub_sheet::{Column as C, ColumnMap, FileType, Table};
 use brandhub_store::WriteTx;
 use brandhub_store::ids::{new_id, now_timestamp};
-use sea_query::{Cond, Expr, ExprTrait};
+use sea_query::Cond;
 use std::collections::HashMap;
 
 /// Applies a stock file inside `tx`.
@@ -24,9 +23,10 @@ pub(crate) async fn apply(
     report: &mut Report,
 ) -> Result<(), ProcessError> {
     let Some(warehouse) = job.warehouse.clone() else {
-        return Err(ProcessError::Fail(
-            "the file names no warehouse; upload it as stock,<brand>,<warehouse>".into(),
-        ));
+        return Err(ProcessError::Fail(format!(
+            "the file names no warehouse; upload it as {}",
+            FileType::Stock.part_usage()
+        )));
     };
     let stock = resource("stock");
     let variant = resource("variant");
@@ -39,13 +39,13 @@ pub(crate) async fn apply(
             stock,
             Cond::all()
                 .add(equals(stock, "fk_warehouse", &warehouse))
-                .add(
-                    Expr::col(column(stock, "fk_variant")).in_subquery(ids_where(
-                        variant,
-                        "fk_scopeBrand",
-                        &job.brand,
-                    )),
-                ),
+                .add(refers_to(
+                    stock,
+                    "fk_variant",
+                    variant,
+                    "fk_scopeBrand",
+                    &job.brand,
+                )),
         )
         .await?;
     let mut by_variant: HashMap<String, Record> = existing
@@ -66,27 +66,15 @@ pub(crate) async fn apply(
     for row in table.rows() {
         let line = (|| -> Result<_, String> {
             let barcode = required_text(row, map, C::Barcode)?;
-            let in_stock = match optional_integer(row, map, C::InStock, None)? {
-                Some(Cell::Integer(n)) => n,
-                _ => return Err(format!("{} is empty", C::InStock.label())),
-            };
+            let in_stock = required_integer(row, map, C::InStock, None)?;
             let demand = optional_integer(row, map, C::Demand, Some(0))?;
             let supply = optional_integer(row, map, C::Supply, Some(0))?;
             Ok((barcode, in_stock, demand, supply))
         })();
-        let (barcode, in_stock, demand, supply) = match line {
-            Ok(line) => line,
-            Err(reason) => {
-                report.skip(row.number(), reason);
-                continue;
-            }
-        };
-        let key = fold(&barcode);
-        if !first_rows.claim(&key, &barcode, row.number(), report) {
+        let Some((barcode, in_stock, demand, supply)) = report.checked(row.number(), line) else {
             continue;
-        }
-        let Some(found) = barcodes.get(&key) else {
-            report.not_found(Missing::Barcode, &barcode);
+        };
+        let Some(found) = first_rows.variant(&barcodes, &barcode, row.number(), report) else {
             continue;
         };
         let mut record = by_variant.remove(&found.id).unwrap_or_else(|| {

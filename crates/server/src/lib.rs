@@ -44,17 +44,6 @@ pub struct Uploads {
     pub workers: WorkerSettings,
 }
 
-impl Uploads {
-    /// Uploads into `files` with the default limit and workers.
-    pub fn new(files: FileStore) -> Uploads {
-        Uploads {
-            files,
-            max_upload: DEFAULT_MAX_UPLOAD,
-            workers: WorkerSettings::default(),
-        }
-    }
-}
-
 /// How the server listens.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -162,9 +151,9 @@ impl Running {
     /// (each finishes its file within `grace`), and waits.
     pub async fn shutdown(self, grace: std::time::Duration) -> io::Result<()> {
         self.handle.graceful_shutdown(Some(grace));
-        let served = self.task.await.map_err(io::Error::other)?;
-        self.workers.stop(grace).await;
-        served
+        // Both within the one grace, not one after the other.
+        let (served, ()) = tokio::join!(self.task, self.workers.stop(grace));
+        served.map_err(io::Error::other)?
     }
 
     /// Waits until the server stops (it only stops when told to, through [`Running::handle`]),

@@ -160,6 +160,25 @@ impl FileType {
         FileType::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
+    /// The file type a caller names, in any case (`orderdispatch` for `orderDispatch`): in an
+    /// upload's part name or a template's path.
+    pub fn named(name: &str) -> Option<FileType> {
+        FileType::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(name))
+    }
+
+    /// The part name an upload of this type takes (CONTRACT §8), for messages.
+    pub fn part_usage(self) -> &'static str {
+        match self {
+            FileType::Product => "product,<brand>",
+            FileType::Stock => "stock,<brand>,<warehouse>",
+            FileType::Price => "price,<brand>,<host>,<DD/MM/YYYY>[,<DD/MM/YYYY>]",
+            FileType::Image => "image,<brand>",
+            FileType::OrderDispatch => "orderDispatch,<brand>",
+        }
+    }
+
     /// The columns of this file type, in template order, with what it needs of each.
     pub fn columns(self) -> &'static [(Column, Need)] {
         match self {

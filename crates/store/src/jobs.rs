@@ -14,12 +14,11 @@
 //! Times are milliseconds since the Unix epoch, from the clock of the process that writes them.
 
 use crate::db::{Kind, Store, Timing, WriteTx};
-use brandhub_catalog::record::stored_fields;
-use brandhub_catalog::{Cell, Record, catalog};
+use crate::write::{records_of, select_records};
+use brandhub_catalog::{Cell, Record, Resource, catalog};
 use brandhub_problem::ApiResult;
 use sea_query::{
-    Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query, SelectStatement,
-    UpdateStatement,
+    Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query, UpdateStatement,
 };
 
 /// The queue's table.
@@ -60,6 +59,17 @@ fn claimable(now: i64, stale_before: i64) -> Condition {
         )
 }
 
+/// An update of a job that applies only while `worker` still holds it (running, claimed by
+/// it): whatever the caller sets, a worker that lost its claim changes nothing.
+fn held_job(file_id: &str, worker: &str) -> UpdateStatement {
+    Query::update()
+        .table(Alias::new(JOB_TABLE))
+        .and_where(col("file_id").eq(file_id))
+        .and_where(col("claimed_by").eq(worker))
+        .and_where(col("state").eq(RUNNING))
+        .to_owned()
+}
+
 /// Claims the oldest claimable job for `worker`: one statement, returning the job's id and
 /// attempts (no row when there is none).
 fn claim_statement(worker: &str, now: i64, stale_after_ms: i64) -> UpdateStatement {
@@ -88,29 +98,9 @@ fn claim_statement(worker: &str, now: i64, stale_after_ms: i64) -> UpdateStateme
         .to_owned()
 }
 
-/// The file table's name, from the catalog.
-fn file_table() -> &'static str {
-    catalog()
-        .resource("file")
-        .expect("file is a resource")
-        .table
-}
-
-/// Every stored column of a resource's records that satisfy `condition`, with their decoding.
-fn select_records(table: &'static str, condition: Condition) -> (SelectStatement, Vec<Kind>) {
-    let resource = catalog()
-        .resources()
-        .iter()
-        .find(|r| r.table == table)
-        .expect("callers name catalog tables");
-    let fields = stored_fields(resource);
-    let kinds = fields.iter().map(|f| Kind::of(f.ty)).collect();
-    let select = Query::select()
-        .columns(fields.iter().map(|f| Alias::new(f.column.as_str())))
-        .from(Alias::new(table))
-        .cond_where(condition)
-        .to_owned();
-    (select, kinds)
+/// The file resource, from the catalog.
+fn file_resource() -> &'static Resource {
+    catalog().resource("file").expect("file is a resource")
 }
 
 impl WriteTx {
@@ -137,13 +127,9 @@ impl WriteTx {
     /// it until the transaction ends), and `false` means another worker took the job over, so
     /// this one must roll back.
     pub async fn finish_job(&mut self, file_id: &str, worker: &str) -> ApiResult<bool> {
-        let update = Query::update()
-            .table(Alias::new(JOB_TABLE))
+        let update = held_job(file_id, worker)
             .value(Alias::new("state"), DONE)
             .value(Alias::new("heartbeat_at"), now_millis())
-            .and_where(col("file_id").eq(file_id))
-            .and_where(col("claimed_by").eq(worker))
-            .and_where(col("state").eq(RUNNING))
             .to_owned();
         Ok(self.execute_untracked(JOB_TABLE, &update).await? == 1)
     }
@@ -167,7 +153,7 @@ impl WriteTx {
 
     /// Sets the status (and other cells) of a file record, by catalog path.
     pub async fn update_file(&mut self, file_id: &str, values: &[(&str, Cell)]) -> ApiResult<()> {
-        let resource = catalog().resource("file").expect("file is a resource");
+        let resource = file_resource();
         let mut update = Query::update();
         update
             .table(Alias::new(resource.table))
@@ -181,10 +167,7 @@ impl WriteTx {
                 crate::write::cell_value(field, cell),
             );
             if let Some(folded) = field.folded_column() {
-                update.value(
-                    Alias::new(folded),
-                    brandhub_query::text::fold(cell.as_text().unwrap_or_default()),
-                );
+                update.value(Alias::new(folded), crate::write::folded_value(cell));
             }
         }
         self.execute(resource.table, &update).await?;
@@ -195,7 +178,7 @@ impl WriteTx {
 impl Store {
     /// Stores a new file record and queues its job, in one transaction.
     pub async fn create_file(&self, record: Record) -> ApiResult<()> {
-        let resource = catalog().resource("file").expect("file is a resource");
+        let resource = file_resource();
         let id = record.id().to_string();
         let mut tx = self.begin().await?;
         tx.insert_records(resource, &[record]).await?;
@@ -248,12 +231,8 @@ impl Store {
 
     /// Renews a claimed job's heartbeat; `false` when `worker` no longer holds it.
     pub async fn heartbeat_job(&self, file_id: &str, worker: &str) -> ApiResult<bool> {
-        let update = Query::update()
-            .table(Alias::new(JOB_TABLE))
+        let update = held_job(file_id, worker)
             .value(Alias::new("heartbeat_at"), now_millis())
-            .and_where(col("file_id").eq(file_id))
-            .and_where(col("claimed_by").eq(worker))
-            .and_where(col("state").eq(RUNNING))
             .to_owned();
         Ok(self.execute_untracked(JOB_TABLE, &update).await? == 1)
     }
@@ -266,14 +245,10 @@ impl Store {
         worker: &str,
         available_at: i64,
     ) -> ApiResult<()> {
-        let update = Query::update()
-            .table(Alias::new(JOB_TABLE))
+        let update = held_job(file_id, worker)
             .value(Alias::new("state"), PENDING)
             .value(Alias::new("claimed_by"), Option::<String>::None)
             .value(Alias::new("available_at"), available_at)
-            .and_where(col("file_id").eq(file_id))
-            .and_where(col("claimed_by").eq(worker))
-            .and_where(col("state").eq(RUNNING))
             .to_owned();
         let mut tx = self.begin().await?;
         if tx.execute_untracked(JOB_TABLE, &update).await? == 1 {
@@ -285,12 +260,10 @@ impl Store {
 
     /// A whole file record by id (every stored column), for the worker that processes it.
     pub async fn file_record(&self, file_id: &str) -> ApiResult<Option<Record>> {
-        let (select, kinds) = select_records(file_table(), Cond::all().add(col("id").eq(file_id)));
+        let file = file_resource();
+        let (select, kinds) = select_records(file, Cond::all().add(col("id").eq(file_id)));
         let rows = self.fetch(&select, &kinds, &Timing::default()).await?;
-        Ok(rows.into_iter().next().map(|cells| Record {
-            cells,
-            lists: Vec::new(),
-        }))
+        Ok(records_of(file, rows).pop())
     }
 
     /// A file's status (`pending`, `processing`, `processed`, `failed`), or `None` if there
@@ -298,7 +271,7 @@ impl Store {
     pub async fn file_status(&self, file_id: &str) -> ApiResult<Option<String>> {
         let select = Query::select()
             .column(Alias::new("status"))
-            .from(Alias::new(file_table()))
+            .from(Alias::new(file_resource().table))
             .and_where(col("id").eq(file_id))
             .to_owned();
         let rows = self
@@ -308,32 +281,6 @@ impl Store {
             .first()
             .and_then(|row| row[0].as_text())
             .map(str::to_string))
-    }
-
-    /// One id-valued field of a record, ignoring scope: `Some(None)` when the record exists
-    /// with the field unset, `None` when there is no such record. For checks that compare
-    /// records the caller may not see in full (the company of a brand and of a warehouse).
-    pub async fn id_field_of(
-        &self,
-        resource: &str,
-        field: &str,
-        id: &str,
-    ) -> ApiResult<Option<Option<String>>> {
-        let Some(resource) = catalog().resource(resource) else {
-            return Ok(None);
-        };
-        let Some(field) = resource.field_at(field).filter(|f| f.has_column()) else {
-            return Ok(None);
-        };
-        let select = Query::select()
-            .column(Alias::new(field.column.as_str()))
-            .from(Alias::new(resource.table))
-            .and_where(col("id").eq(id.to_ascii_uppercase()))
-            .to_owned();
-        let rows = self
-            .fetch(&select, &[Kind::Text], &Timing::default())
-            .await?;
-        Ok(rows.first().map(|row| row[0].as_text().map(str::to_string)))
     }
 }
 

@@ -10,6 +10,7 @@ use brandhub_query::plan::{CountPlan, ReadPlan, Selection, Viewer};
 use brandhub_query::sql::{
     PageStrategy, list_statement, node_columns, page_statement, related_statement,
 };
+use sea_query::{Alias, Expr, ExprTrait, Query};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -68,6 +69,34 @@ fn distinct_texts(rows: &[Vec<Cell>], column: usize) -> Vec<String> {
 type Loading<'a> = Pin<Box<dyn Future<Output = ApiResult<()>> + Send + 'a>>;
 
 impl Store {
+    /// One text (or id) field of a record, ignoring scope: `Some(None)` when the record
+    /// exists with the field unset, `None` when there is no such record. For checks that
+    /// compare records the caller may not see in full (the company of a brand and of a
+    /// warehouse), and for a field of a record already known to be visible.
+    pub async fn text_field_of(
+        &self,
+        resource: &str,
+        field: &str,
+        id: &str,
+    ) -> ApiResult<Option<Option<String>>> {
+        let resource = catalog()
+            .resource(resource)
+            .unwrap_or_else(|| panic!("callers name a resource, not {resource}"));
+        let field = resource
+            .field_at(field)
+            .filter(|f| f.has_column())
+            .unwrap_or_else(|| panic!("callers name a stored field of {}", resource.name));
+        let select = Query::select()
+            .column(Alias::new(field.column.as_str()))
+            .from(Alias::new(resource.table))
+            .and_where(Expr::col(Alias::new("id")).eq(id.to_ascii_uppercase()))
+            .to_owned();
+        let rows = self
+            .fetch(&select, &[Kind::Text], &Timing::default())
+            .await?;
+        Ok(rows.first().map(|row| row[0].as_text().map(str::to_string)))
+    }
+
     /// Reads a page, its count and its related entities. The exact count comes first (it is
     /// usually cached): it tells whether a page exists at all, and whether the page's ids are
     /// best found by walking the order or by collecting the few matches first.

@@ -8,7 +8,7 @@ use brandhub_catalog::{
 };
 use brandhub_problem::ApiResult;
 use brandhub_query::text::fold;
-use sea_query::{Alias, Condition, OnConflict, Order, Query, Value};
+use sea_query::{Alias, Condition, OnConflict, Order, Query, SelectStatement, Value};
 
 /// The most bound parameters one statement carries (SQLite allows 32766, PostgreSQL 65535).
 const MAX_PARAMETERS: usize = 30_000;
@@ -43,17 +43,48 @@ fn insert_columns(resource: &Resource) -> Vec<String> {
     columns
 }
 
+/// The value of a text field's folded copy (what case-insensitive filters compare).
+pub(crate) fn folded_value(cell: &Cell) -> Value {
+    Value::String(Some(fold(cell.as_text().unwrap_or_default())))
+}
+
 fn row_values(fields: &[&Field], record: &Record) -> Vec<Value> {
     let mut values = Vec::with_capacity(fields.len() * 2);
     for (field, cell) in fields.iter().zip(&record.cells) {
         values.push(cell_value(field, cell));
         if field.folded_column().is_some() {
-            values.push(Value::String(Some(fold(
-                cell.as_text().unwrap_or_default(),
-            ))));
+            values.push(folded_value(cell));
         }
     }
     values
+}
+
+/// Every stored column of a resource's records that satisfy `condition`, ordered by id, with
+/// the decoding of each column; [`records_of`] turns the rows into records.
+pub(crate) fn select_records(
+    resource: &Resource,
+    condition: Condition,
+) -> (SelectStatement, Vec<Kind>) {
+    let fields = stored_fields(resource);
+    let kinds = fields.iter().map(|f| Kind::of(f.ty)).collect();
+    let select = Query::select()
+        .columns(fields.iter().map(|f| Alias::new(f.column.as_str())))
+        .from(Alias::new(resource.table))
+        .cond_where(condition)
+        .order_by(Alias::new("id"), Order::Asc)
+        .to_owned();
+    (select, kinds)
+}
+
+/// Rows of [`select_records`] as records (list fields left empty).
+pub(crate) fn records_of(resource: &Resource, rows: Vec<Vec<Cell>>) -> Vec<Record> {
+    let lists = list_fields(resource).len();
+    rows.into_iter()
+        .map(|cells| Record {
+            cells,
+            lists: vec![Vec::new(); lists],
+        })
+        .collect()
 }
 
 impl WriteTx {
@@ -88,24 +119,9 @@ impl WriteTx {
         resource: &'static Resource,
         condition: Condition,
     ) -> ApiResult<Vec<Record>> {
-        let fields = stored_fields(resource);
-        let kinds: Vec<Kind> = fields.iter().map(|f| Kind::of(f.ty)).collect();
-        let select = Query::select()
-            .columns(fields.iter().map(|f| Alias::new(f.column.as_str())))
-            .from(Alias::new(resource.table))
-            .cond_where(condition)
-            .order_by(Alias::new("id"), Order::Asc)
-            .to_owned();
-        let lists = list_fields(resource).len();
-        Ok(self
-            .fetch(&select, &kinds)
-            .await?
-            .into_iter()
-            .map(|cells| Record {
-                cells,
-                lists: vec![Vec::new(); lists],
-            })
-            .collect())
+        let (select, kinds) = select_records(resource, condition);
+        let rows = self.fetch(&select, &kinds).await?;
+        Ok(records_of(resource, rows))
     }
 
     /// Writes records by id in multi-row statements: new ids are inserted, existing ones have

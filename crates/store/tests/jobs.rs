@@ -40,7 +40,7 @@ const USER: &str = "0190000000000000000000000000000C";
 async fn queued_file(store: &Store, id: &str) {
     let created = || Cell::Text("2031-01-01T00:00:00".into());
     if store
-        .id_field_of("brand", "id", BRAND)
+        .text_field_of("brand", "id", BRAND)
         .await
         .unwrap()
         .is_none()
@@ -205,10 +205,11 @@ async fn a_job_whose_heartbeat_is_too_old_is_taken_over() {
 #[tokio::test]
 async fn jobs_are_claimed_oldest_first_and_each_once() {
     let (store, _dir) = open().await;
+    // Queued in the opposite order of their ids, so that the order of queueing must decide.
     let ids = [
-        "0190000000000000000000000000F003",
-        "0190000000000000000000000000F004",
         "0190000000000000000000000000F005",
+        "0190000000000000000000000000F004",
+        "0190000000000000000000000000F003",
     ];
     for id in ids {
         queued_file(&store, id).await;
@@ -219,4 +220,27 @@ async fn jobs_are_claimed_oldest_first_and_each_once() {
         claimed.push(job.file_id);
     }
     assert_eq!(claimed, ids);
+}
+
+#[tokio::test]
+async fn a_heartbeat_keeps_a_claim() {
+    let (store, _dir) = open().await;
+    let id = "0190000000000000000000000000F006";
+    queued_file(&store, id).await;
+    store
+        .claim_job("w1", TIMEOUT_MS)
+        .await
+        .unwrap()
+        .expect("a job");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(store.heartbeat_job(id, "w1").await.unwrap());
+    assert!(
+        store.claim_job("w2", 200).await.unwrap().is_none(),
+        "a claim whose heartbeat is fresh is not taken over"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        store.claim_job("w2", 200).await.unwrap().is_some(),
+        "without heartbeats it is"
+    );
 }

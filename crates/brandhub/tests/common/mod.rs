@@ -193,8 +193,14 @@ pub async fn raw_https(fx: &Fixture, request: String) -> String {
     tls.write_all(request.as_bytes())
         .await
         .expect("the request is sent");
+    // Whatever arrived within the time: a server that never answers fails the test rather
+    // than hanging it.
     let mut answer = Vec::new();
-    tls.read_to_end(&mut answer).await.ok();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tls.read_to_end(&mut answer),
+    )
+    .await;
     String::from_utf8_lossy(&answer).to_string()
 }
 
@@ -213,7 +219,8 @@ pub struct Response {
 }
 
 impl Response {
-    async fn read(response: reqwest::Response) -> Response {
+    /// Reads a response whole.
+    pub async fn read(response: reqwest::Response) -> Response {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = response.bytes().await.expect("a body").to_vec();

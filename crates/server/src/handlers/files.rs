@@ -4,7 +4,7 @@
 //! `GET /api/file/template/<fileType>` (an `.xlsx` with the type's columns).
 
 use super::read::viewer;
-use super::write::{answer, read_one};
+use super::write::{answer, read_one, read_one_as};
 use super::{DRAIN_LIMIT, drain, require_grant, resource};
 use crate::AppState;
 use crate::auth::Authenticated;
@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_filestore::{PutError, StoreError};
 use brandhub_problem::{ApiError, Code};
-use brandhub_query::plan::{Viewer, plan_by_id};
+use brandhub_query::plan::Viewer;
 use brandhub_query::request::ReadRequest;
 use brandhub_sheet::{FileType, Format};
 use brandhub_store::ids::{looks_like_id, new_id, now_timestamp};
@@ -35,8 +35,6 @@ const WAIT_POLL: Duration = Duration::from_millis(200);
 const FRAMING: u64 = 64 * 1024;
 /// The longest file name accepted.
 const MAX_FILE_NAME: usize = 255;
-/// What `endDate` holds for a price file without an end date (CONTRACT §3).
-const NO_END_DATE: &str = "0000-00-00T00:00:00.000Z";
 
 fn invalid(message: impl Into<String>) -> Problem {
     Problem(ApiError::new(Code::InvalidUpload, message))
@@ -58,17 +56,6 @@ pub struct PartName {
     pub host: Option<String>,
     pub start: Option<NaiveDate>,
     pub end: Option<NaiveDate>,
-}
-
-/// The part name a file type expects, for messages.
-fn usage(file_type: FileType) -> &'static str {
-    match file_type {
-        FileType::Product => "product,<brand>",
-        FileType::Stock => "stock,<brand>,<warehouse>",
-        FileType::Price => "price,<brand>,<host>,<DD/MM/YYYY>[,<DD/MM/YYYY>]",
-        FileType::Image => "image,<brand>",
-        FileType::OrderDispatch => "orderDispatch,<brand>",
-    }
 }
 
 /// A `DD/MM/YYYY` date of a price part name.
@@ -99,20 +86,20 @@ fn parse_day(text: &str, field: &str) -> Result<NaiveDate, ApiError> {
 pub fn parse_part_name(name: &str) -> Result<PartName, ApiError> {
     let parts: Vec<&str> = name.split(',').map(str::trim).collect();
     let kind = parts[0];
-    let file_type = FileType::ALL
-        .into_iter()
-        .find(|t| t.as_str().eq_ignore_ascii_case(kind))
-        .ok_or_else(|| {
-            let forms: Vec<&str> = FileType::ALL.into_iter().map(usage).collect();
-            ApiError::new(
-                Code::InvalidUpload,
-                format!(
-                    "The part name '{name}' does not start with a file type; name the part {}.",
-                    forms.join(" or ")
-                ),
-            )
-            .with_field("fileType")
-        })?;
+    let file_type = FileType::named(kind).ok_or_else(|| {
+        let forms: Vec<&str> = FileType::ALL
+            .into_iter()
+            .map(FileType::part_usage)
+            .collect();
+        ApiError::new(
+            Code::InvalidUpload,
+            format!(
+                "The part name '{name}' does not start with a file type; name the part {}.",
+                forms.join(" or ")
+            ),
+        )
+        .with_field("fileType")
+    })?;
     let args = &parts[1..];
     let wrong = |field: &str| {
         ApiError::new(
@@ -120,7 +107,7 @@ pub fn parse_part_name(name: &str) -> Result<PartName, ApiError> {
             format!(
                 "The part name '{name}' does not fit a {} file: name the part {}.",
                 file_type.as_str(),
-                usage(file_type)
+                file_type.part_usage()
             ),
         )
         .with_field(field)
@@ -230,18 +217,13 @@ async fn visible(
     if !looks_like_id(id) {
         return Ok(false);
     }
-    let resource = resource(resource_name)?;
     let request = ReadRequest {
         fields: Some(vec!["id".to_string()]),
         ..ReadRequest::default()
     };
-    let versions = state.store.versions(timing).await?;
-    let plan = plan_by_id(resource, id, &request, viewer)?;
-    let page = state
-        .store
-        .render_page(&plan, viewer, &versions, timing)
-        .await?;
-    Ok(page.records > 0)
+    let resource = resource(resource_name)?;
+    let page = read_one_as(state, resource, id, &request, viewer, timing).await?;
+    Ok(page.is_some())
 }
 
 fn missing(what: &str, id: &str, field: &str) -> Problem {
@@ -271,12 +253,12 @@ async fn check_part(
         }
         let brand_company = state
             .store
-            .id_field_of("brand", "fk_company", &part.brand)
+            .text_field_of("brand", "fk_company", &part.brand)
             .await?
             .flatten();
         let warehouse_company = state
             .store
-            .id_field_of("warehouse", "fk_company", warehouse)
+            .text_field_of("warehouse", "fk_company", warehouse)
             .await?
             .flatten();
         if brand_company != warehouse_company {
@@ -293,8 +275,12 @@ async fn check_part(
         }
     }
     if let Some(host) = &part.host {
-        let exists =
-            looks_like_id(host) && state.store.id_field_of("host", "id", host).await?.is_some();
+        let exists = looks_like_id(host)
+            && state
+                .store
+                .text_field_of("host", "id", host)
+                .await?
+                .is_some();
         if !exists {
             return Err(missing("host", host, "host"));
         }
@@ -346,7 +332,9 @@ fn new_file_record(
     let precise = |day: NaiveDate| format!("{}T00:00:00.000Z", day.format("%Y-%m-%d"));
     if let Some(start) = part.start {
         set("detail.startDate", Cell::Text(precise(start)));
-        let end = part.end.map_or_else(|| NO_END_DATE.to_string(), precise);
+        let end = part
+            .end
+            .map_or_else(|| brandhub_catalog::NO_END_DATE.to_string(), precise);
         set("detail.endDate", Cell::Text(end));
     }
     record
@@ -535,7 +523,9 @@ async fn receive(
             ))
         })?;
     // Without a wait the answer shows the file as queued; only then is a worker woken.
-    state.signals.notify_queued();
+    if wait.is_zero() {
+        state.signals.notify_queued();
+    }
     Ok(answer(
         StatusCode::CREATED,
         page.body.to_vec(),
@@ -581,30 +571,16 @@ async fn content(state: &AppState, caller: &Caller, timing: &Timing, id: &str) -
             format!("There is no file with id '{id}'."),
         ))
     };
-    if !looks_like_id(id) {
+    if !visible(state, "file", id, &viewer(caller), timing).await? {
         return Err(not_found());
     }
-    let viewer = viewer(caller);
-    let request = ReadRequest {
-        fields: Some(vec!["fileName".to_string()]),
-        ..ReadRequest::default()
-    };
-    let versions = state.store.versions(timing).await?;
-    let plan = plan_by_id(file, id, &request, &viewer)?;
-    let page = state
-        .store
-        .render_page(&plan, &viewer, &versions, timing)
-        .await?;
-    if page.records == 0 {
-        return Err(not_found());
-    }
-    let envelope: serde_json::Value =
-        serde_json::from_slice(&page.body).map_err(|_| Problem(ApiError::internal()))?;
-    let name = envelope["response"]["file"][0]["fileName"]
-        .as_str()
-        .unwrap_or("file")
-        .to_string();
     let id = id.to_ascii_uppercase();
+    let name = state
+        .store
+        .text_field_of("file", "fileName", &id)
+        .await?
+        .flatten()
+        .unwrap_or_else(|| "file".to_string());
     let (size, stream) = match state.files.get(&id).await {
         Ok(found) => found,
         Err(StoreError::NotFound { .. }) => {
@@ -633,19 +609,16 @@ async fn content(state: &AppState, caller: &Caller, timing: &Timing, id: &str) -
 async fn template(caller: &Caller, name: &str) -> Answer<Response> {
     let file = resource("file")?;
     require_grant(caller, file, "GET")?;
-    let file_type = FileType::ALL
-        .into_iter()
-        .find(|t| t.as_str().eq_ignore_ascii_case(name))
-        .ok_or_else(|| {
-            let names: Vec<&str> = FileType::ALL.into_iter().map(FileType::as_str).collect();
-            Problem(ApiError::new(
-                Code::NotFound,
-                format!(
-                    "There is no file type '{name}'. File types: {}.",
-                    names.join(", ")
-                ),
-            ))
-        })?;
+    let file_type = FileType::named(name).ok_or_else(|| {
+        let names: Vec<&str> = FileType::ALL.into_iter().map(FileType::as_str).collect();
+        Problem(ApiError::new(
+            Code::NotFound,
+            format!(
+                "There is no file type '{name}'. File types: {}.",
+                names.join(", ")
+            ),
+        ))
+    })?;
     let bytes = brandhub_sheet::template(file_type);
     let mut response = (StatusCode::OK, bytes).into_response();
     let headers = response.headers_mut();
@@ -711,61 +684,28 @@ mod tests {
 
     #[test]
     fn bad_part_names_name_the_argument() {
-        let upload = Some("fileType".to_string());
-        assert_eq!(
-            code_and_field("images,x"),
-            (Code::InvalidUpload, upload.clone())
-        );
-        assert_eq!(
-            code_and_field(&format!("product,{BRAND},extra")),
-            (Code::InvalidUpload, upload)
-        );
-        assert_eq!(
-            code_and_field("product,"),
-            (Code::InvalidUpload, Some("brand".into()))
-        );
-        assert_eq!(
-            code_and_field(&format!("stock,{BRAND}")).1.as_deref(),
-            Some("warehouse")
-        );
-        assert_eq!(
-            code_and_field(&format!("price,{BRAND}")).1.as_deref(),
-            Some("host")
-        );
-        assert_eq!(
-            code_and_field(&format!("price,{BRAND},h")).1.as_deref(),
-            Some("startDate")
-        );
-        assert_eq!(
-            code_and_field(&format!("price,{BRAND},h,31/02/2024"))
-                .1
-                .as_deref(),
-            Some("startDate")
-        );
-        assert_eq!(
-            code_and_field(&format!("price,{BRAND},h,2024-02-01"))
-                .1
-                .as_deref(),
-            Some("startDate")
-        );
-        assert_eq!(
-            code_and_field(&format!("price,{BRAND},h,01/02/2024,1/1/24"))
-                .1
-                .as_deref(),
-            Some("endDate")
-        );
-        assert_eq!(
-            code_and_field(&format!("price,{BRAND},h,01/02/2024,31/01/2024"))
-                .1
-                .as_deref(),
-            Some("endDate")
-        );
-        assert_eq!(
-            code_and_field(&format!("price,{BRAND},h,01/02/2024,02/02/2024,x"))
-                .1
-                .as_deref(),
-            Some("endDate")
-        );
+        for (name, field) in [
+            ("images,x".to_string(), "fileType"),
+            (format!("product,{BRAND},extra"), "fileType"),
+            ("product,".to_string(), "brand"),
+            (format!("stock,{BRAND}"), "warehouse"),
+            (format!("price,{BRAND}"), "host"),
+            (format!("price,{BRAND},h"), "startDate"),
+            (format!("price,{BRAND},h,31/02/2024"), "startDate"),
+            (format!("price,{BRAND},h,2024-02-01"), "startDate"),
+            (format!("price,{BRAND},h,01/02/2024,1/1/24"), "endDate"),
+            (format!("price,{BRAND},h,01/02/2024,31/01/2024"), "endDate"),
+            (
+                format!("price,{BRAND},h,01/02/2024,02/02/2024,x"),
+                "endDate",
+            ),
+        ] {
+            assert_eq!(
+                code_and_field(&name),
+                (Code::InvalidUpload, Some(field.to_string())),
+                "{name}"
+            );
+        }
     }
 
     #[test]

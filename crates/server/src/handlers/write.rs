@@ -54,10 +54,22 @@ pub(crate) async fn read_one(
     viewer: &Viewer,
     timing: &Timing,
 ) -> Answer<Option<RenderedPage>> {
+    read_one_as(state, resource, id, &ReadRequest::default(), viewer, timing).await
+}
+
+/// [`read_one`] with the selection of a read request (`fields`, `exclude`).
+pub(crate) async fn read_one_as(
+    state: &AppState,
+    resource: &'static Resource,
+    id: &str,
+    request: &ReadRequest,
+    viewer: &Viewer,
+    timing: &Timing,
+) -> Answer<Option<RenderedPage>> {
     // The write just changed the tables: read the versions again so nothing cached before
     // the write is taken for the record as it now is.
     let versions = state.store.versions(timing).await?;
-    let plan = plan_by_id(resource, id, &ReadRequest::default(), viewer)?;
+    let plan = plan_by_id(resource, id, request, viewer)?;
     let page = state
         .store
         .render_page(&plan, viewer, &versions, timing)

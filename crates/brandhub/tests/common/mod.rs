@@ -298,6 +298,15 @@ fn with_database(url: &str, database: &str) -> String {
     }
 }
 
+/// The database a PostgreSQL URL names (`test` in `postgres://u@h:5432/test?x=y`).
+fn database_name(url: &str) -> &str {
+    let after_host = url.split("://").nth(1).unwrap_or(url);
+    after_host
+        .split_once('/')
+        .map(|(_, rest)| rest.split('?').next().unwrap_or(rest))
+        .unwrap_or("")
+}
+
 /// A fresh empty database for a fixture; returns its URL and a temporary directory.
 pub async fn fresh_database(db: Db, name: &str) -> (String, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -317,7 +326,14 @@ pub async fn fresh_database(db: Db, name: &str) -> (String, tempfile::TempDir) {
                 .chars()
                 .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            let database = format!("bh_{binary}_{name}").to_ascii_lowercase();
+            // Databases are named after the server's database too, so that two checkouts
+            // testing against one PostgreSQL server (each with its own database in the URL)
+            // never drop each other's fixtures.
+            let namespace: String = database_name(&admin_url)
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let database = format!("bh_{namespace}_{binary}_{name}").to_ascii_lowercase();
             use sqlx::Connection;
             let mut admin = sqlx::PgConnection::connect(&admin_url)
                 .await

@@ -5,10 +5,13 @@
 //!    into a [`plan::ReadPlan`] or [`plan::CountPlan`];
 //! 3. [`sql`]: plans become sea-query statements with bound values.
 //!
+//! [`limits`] declares, once, how large a request may be; the parser and the planner enforce it.
+//!
 //! Writes have a stage of their own, [`write`]: a JSON body checked against the catalog.
 //!
 //! Nothing here touches a network or a database, so each stage is tested alone.
 
+pub mod limits;
 pub mod parse;
 pub mod plan;
 pub mod request;

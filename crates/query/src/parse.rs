@@ -2,23 +2,116 @@
 //! syntax error is decided here (bad page numbers, malformed order items, bodies of the wrong
 //! shape); names are left for the planner to resolve against the catalog.
 
+use crate::limits::{
+    CONDITIONS, EXCLUDE_ITEMS, FIELDS_ITEMS, Limit, ORDER_KEYS, PAGE, PATH_NAMES, VALUES,
+    WILDCARD_VALUES, shorten,
+};
 use crate::request::{
     ComplexQuery, Condition, Conjunction, Direction, Operator, OrderItem, RawValue, ReadRequest,
     UrlFilter, ValuesCondition, WireBody, WireCondition, WireValues,
 };
+use crate::text::WILDCARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
 
 /// Parameters with a meaning of their own; every other parameter is a filter.
 pub const RESERVED_PARAMETERS: [&str; 5] = ["page", "pageSize", "order_by", "fields", "exclude"];
 
-/// At most this many conditions in one body (`query` and `queryselection` together).
-pub const MAX_CONDITIONS: usize = 100;
-
-/// At most this many values in one body's arrays together.
-pub const MAX_VALUES: usize = 10_000;
-
 /// The largest page number accepted (keeps offsets far from overflow).
-pub const MAX_PAGE: u64 = 1 << 31;
+pub const MAX_PAGE: u64 = PAGE.max as u64;
+
+/// Parses a whole read request: the raw URL query string and the body (empty when none).
+/// Besides each part's own limits, the limits on the request as a whole (conditions, values,
+/// wildcard values) are checked here, so nothing past them reaches the planner.
+pub fn parse_request(raw_query: &str, body: &[u8]) -> ApiResult<ReadRequest> {
+    let mut request = parse_query_string(raw_query)?;
+    request.body = parse_body(body)?;
+    check_totals(&request)?;
+    Ok(request)
+}
+
+/// How much a request asks for: what the request-wide limits count.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Totals {
+    conditions: usize,
+    values: usize,
+    wildcard_values: usize,
+}
+
+impl Totals {
+    fn of_url(filters: &[UrlFilter]) -> Totals {
+        Totals {
+            conditions: filters.len(),
+            values: filters.iter().map(|f| f.values.len()).sum(),
+            wildcard_values: filters
+                .iter()
+                .flat_map(|f| &f.values)
+                .filter(|v| v.contains(WILDCARD))
+                .count(),
+        }
+    }
+
+    fn of_body(body: &ComplexQuery) -> Totals {
+        let arrays = body
+            .query_with_array
+            .iter()
+            .chain(&body.selection_with_array);
+        let conditions = body.query.iter().chain(&body.selection);
+        Totals {
+            conditions: body.query.len() + body.selection.len(),
+            values: arrays.clone().map(|a| a.values.len()).sum(),
+            wildcard_values: conditions
+                .map(|c| &c.value)
+                .chain(arrays.flat_map(|a| &a.values))
+                .filter(|v| has_wildcard(v))
+                .count(),
+        }
+    }
+
+    fn add(self, other: Totals) -> Totals {
+        Totals {
+            conditions: self.conditions + other.conditions,
+            values: self.values + other.values,
+            wildcard_values: self.wildcard_values + other.wildcard_values,
+        }
+    }
+
+    /// Checks each total against its limit; `subject` and `code` say which part is counted.
+    fn check(self, code: Code, subject: &str) -> ApiResult<()> {
+        let checks: [(Limit, usize); 3] = [
+            (CONDITIONS, self.conditions),
+            (VALUES, self.values),
+            (WILDCARD_VALUES, self.wildcard_values),
+        ];
+        for (limit, found) in checks {
+            limit.check(code, subject, found, "")?;
+        }
+        Ok(())
+    }
+}
+
+fn has_wildcard(value: &RawValue) -> bool {
+    matches!(value, RawValue::Text(text) if text.contains(WILDCARD))
+}
+
+/// The request-wide limits over the URL filters and the body together.
+pub fn check_totals(request: &ReadRequest) -> ApiResult<()> {
+    let url = Totals::of_url(&request.filters);
+    let body = request
+        .body
+        .as_ref()
+        .map(Totals::of_body)
+        .unwrap_or_default();
+    url.add(body).check(
+        Code::InvalidQuery,
+        "The request (URL filters and body together)",
+    )
+}
+
+/// Rejects a path with more names than [`PATH_NAMES`] allows, before anything walks it.
+fn check_path(code: Code, path: &str) -> ApiResult<()> {
+    let names = path.split('.').count();
+    PATH_NAMES.check(code, &format!("The path '{}'", shorten(path)), names, path)
+}
 
 /// Parses a raw (still percent-encoded) URL query string.
 pub fn parse_query_string(raw: &str) -> ApiResult<ReadRequest> {
@@ -45,12 +138,18 @@ pub fn parse_query_string(raw: &str) -> ApiResult<ReadRequest> {
         }
         match request.filters.iter_mut().find(|f| f.path == name) {
             Some(filter) => filter.values.push(value.into_owned()),
-            None => request.filters.push(UrlFilter {
-                path: name.into_owned(),
-                values: vec![value.into_owned()],
-            }),
+            None => {
+                check_path(Code::InvalidParameter, &name)?;
+                request.filters.push(UrlFilter {
+                    path: name.into_owned(),
+                    values: vec![value.into_owned()],
+                });
+                // Each new filter is a linear search above: stop long before that matters.
+                CONDITIONS.check(Code::InvalidParameter, "The URL", request.filters.len(), "")?;
+            }
         }
     }
+    Totals::of_url(&request.filters).check(Code::InvalidParameter, "The URL")?;
     Ok(request)
 }
 
@@ -95,6 +194,8 @@ fn parse_positive(name: &str, value: &str, max: u64) -> ApiResult<u64> {
 
 /// `a;>b;c<` → items with directions; `>` ascending, `<` descending, before or after the path.
 pub fn parse_order_by(value: &str) -> ApiResult<Vec<OrderItem>> {
+    let keys = value.split(';').count();
+    ORDER_KEYS.check(Code::InvalidParameter, "order_by", keys, "order_by")?;
     let mut items = Vec::new();
     for raw in value.split(';') {
         let item = raw.trim();
@@ -137,6 +238,7 @@ pub fn parse_order_by(value: &str) -> ApiResult<Vec<OrderItem>> {
         if path.is_empty() || path.contains(['>', '<']) {
             return Err(invalid("is not a path"));
         }
+        check_path(Code::InvalidParameter, path)?;
         items.push(OrderItem {
             path: path.to_string(),
             direction: direction.unwrap_or(Direction::Ascending),
@@ -146,6 +248,17 @@ pub fn parse_order_by(value: &str) -> ApiResult<Vec<OrderItem>> {
 }
 
 fn parse_name_list(parameter: &str, value: &str) -> ApiResult<Vec<String>> {
+    let limit = if parameter == "fields" {
+        FIELDS_ITEMS
+    } else {
+        EXCLUDE_ITEMS
+    };
+    limit.check(
+        Code::InvalidParameter,
+        parameter,
+        value.split(',').count(),
+        parameter,
+    )?;
     let names: Vec<String> = value.split(',').map(|n| n.trim().to_string()).collect();
     if names.iter().any(String::is_empty) {
         return Err(ApiError::new(
@@ -154,18 +267,33 @@ fn parse_name_list(parameter: &str, value: &str) -> ApiResult<Vec<String>> {
         )
         .with_field(parameter));
     }
+    for name in &names {
+        check_path(Code::InvalidParameter, name)?;
+    }
     Ok(names)
 }
 
 /// Parses a complex-query body. An empty body (or only white space) means no body.
+///
+/// The body has a fixed shape (an object of lists of flat objects), and a condition's value
+/// must be a scalar: an array or object there is refused where it starts, so nothing here
+/// walks nested JSON (serde_json's own nesting limit bounds the parse itself).
 pub fn parse_body(bytes: &[u8]) -> ApiResult<Option<ComplexQuery>> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    let Some(&first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Ok(None);
+    };
+    let expected = "Expected a JSON object with query, queryselection, querywitharray and queryselectionwitharray.";
+    if first != b'{' {
+        // serde would read a JSON array as the fields of the object, in order.
+        return Err(ApiError::new(
+            Code::InvalidQuery,
+            format!("The body is not a valid complex query: it is not a JSON object. {expected}"),
+        ));
     }
     let wire: WireBody = serde_json::from_slice(bytes).map_err(|error| {
         ApiError::new(
             Code::InvalidQuery,
-            format!("The body is not a valid complex query: {error}. Expected a JSON object with query, queryselection, querywitharray and queryselectionwitharray."),
+            format!("The body is not a valid complex query: {error}. {expected}"),
         )
     })?;
     if wire.query.is_some() && wire.querywitharray.is_some() {
@@ -174,17 +302,11 @@ pub fn parse_body(bytes: &[u8]) -> ApiResult<Option<ComplexQuery>> {
             "query and querywitharray cannot be used together; step 1 is one or the other.",
         ));
     }
+    let wire_conditions =
+        wire.query.as_ref().map_or(0, Vec::len) + wire.queryselection.as_ref().map_or(0, Vec::len);
+    CONDITIONS.check(Code::InvalidQuery, "The body", wire_conditions, "")?;
     let query = conditions("query", wire.query.unwrap_or_default())?;
     let selection = conditions("queryselection", wire.queryselection.unwrap_or_default())?;
-    if query.len() + selection.len() > MAX_CONDITIONS {
-        return Err(ApiError::new(
-            Code::InvalidQuery,
-            format!(
-                "A complex query takes at most {MAX_CONDITIONS} conditions; this one has {}.",
-                query.len() + selection.len()
-            ),
-        ));
-    }
     let query_with_array = wire
         .querywitharray
         .map(|v| values("querywitharray", v))
@@ -193,50 +315,40 @@ pub fn parse_body(bytes: &[u8]) -> ApiResult<Option<ComplexQuery>> {
         .queryselectionwitharray
         .map(|v| values("queryselectionwitharray", v))
         .transpose()?;
-    let value_count = query_with_array
-        .iter()
-        .map(|v| v.values.len())
-        .sum::<usize>()
-        + selection_with_array
-            .iter()
-            .map(|v| v.values.len())
-            .sum::<usize>();
-    if value_count > MAX_VALUES {
-        return Err(ApiError::new(
-            Code::InvalidQuery,
-            format!(
-                "A complex query takes at most {MAX_VALUES} values in its arrays; this one has {value_count}."
-            ),
-        ));
-    }
-    Ok(Some(ComplexQuery {
+    let body = ComplexQuery {
         query,
         query_with_array,
         selection,
         selection_with_array,
-    }))
+    };
+    Totals::of_body(&body).check(Code::InvalidQuery, "The body")?;
+    Ok(Some(body))
 }
 
 fn conditions(list: &str, wire: Vec<WireCondition>) -> ApiResult<Vec<Condition>> {
     let mut out = Vec::with_capacity(wire.len());
     for (index, condition) in wire.into_iter().enumerate() {
         let position = format!("{list}[{index}]");
+        check_path(Code::InvalidQuery, &condition.field)?;
         let operator = Operator::parse(&condition.operator).ok_or_else(|| {
             ApiError::new(
                 Code::InvalidQuery,
                 format!(
                     "{position}: operator '{}' is not one of =, #, <, <=, >, >=.",
-                    condition.operator
+                    shorten(&condition.operator)
                 ),
             )
-            .with_field(condition.field.clone())
+            .with_field(shorten(&condition.field))
         })?;
         let conjunction = match condition.conjunction.as_deref().map(str::trim) {
             None | Some("") if index == 0 => None,
             Some(c) if index == 0 => {
                 return Err(ApiError::new(
                     Code::InvalidQuery,
-                    format!("{position}: the first condition takes no conjunction, but has '{c}'."),
+                    format!(
+                        "{position}: the first condition takes no conjunction, but has '{}'.",
+                        shorten(c)
+                    ),
                 ));
             }
             None | Some("") => {
@@ -251,16 +363,16 @@ fn conditions(list: &str, wire: Vec<WireCondition>) -> ApiResult<Vec<Condition>>
                 ApiError::new(
                     Code::InvalidQuery,
                     format!(
-                        "{position}: conjunction '{c}' is not one of & (and), | (or), # (except)."
+                        "{position}: conjunction '{}' is not one of & (and), | (or), # (except).",
+                        shorten(c)
                     ),
                 )
             })?),
         };
-        let value = raw_value(&position, condition.value)?;
         out.push(Condition {
             field: condition.field,
             operator,
-            value,
+            value: condition.value.into(),
             conjunction,
         });
     }
@@ -268,6 +380,7 @@ fn conditions(list: &str, wire: Vec<WireCondition>) -> ApiResult<Vec<Condition>>
 }
 
 fn values(name: &str, wire: WireValues) -> ApiResult<ValuesCondition> {
+    check_path(Code::InvalidQuery, &wire.field)?;
     let negated = match wire.operator.as_deref().map(str::trim) {
         None | Some("") | Some("=") => false,
         Some("#") => true,
@@ -275,7 +388,8 @@ fn values(name: &str, wire: WireValues) -> ApiResult<ValuesCondition> {
             return Err(ApiError::new(
                 Code::InvalidQuery,
                 format!(
-                    "{name}: operator '{other}' is not = (any of the values) or # (none of them)."
+                    "{name}: operator '{}' is not = (any of the values) or # (none of them).",
+                    shorten(other)
                 ),
             ));
         }
@@ -286,33 +400,11 @@ fn values(name: &str, wire: WireValues) -> ApiResult<ValuesCondition> {
             format!("{name}: values is empty; give at least one value."),
         ));
     }
-    let values = wire
-        .values
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| raw_value(&format!("{name}.values[{i}]"), v))
-        .collect::<ApiResult<_>>()?;
+    VALUES.check(Code::InvalidQuery, name, wire.values.len(), &wire.field)?;
     Ok(ValuesCondition {
         field: wire.field,
-        values,
+        values: wire.values.into_iter().map(RawValue::from).collect(),
         negated,
-    })
-}
-
-fn raw_value(position: &str, value: serde_json::Value) -> ApiResult<RawValue> {
-    Ok(match value {
-        serde_json::Value::Null => RawValue::Text(String::new()),
-        serde_json::Value::String(s) => RawValue::Text(s),
-        serde_json::Value::Number(n) => RawValue::Number(n),
-        serde_json::Value::Bool(b) => RawValue::Bool(b),
-        other => {
-            return Err(ApiError::new(
-                Code::InvalidQuery,
-                format!(
-                    "{position}: a value must be a string, a number or a boolean, not {other}."
-                ),
-            ));
-        }
     })
 }
 
@@ -416,5 +508,167 @@ mod tests {
             assert_eq!(error.code, Code::InvalidQuery, "{}", String::from_utf8_lossy(body));
         }
         assert!(parse_body(b"  ").unwrap().is_none());
+    }
+
+    /// The limit a 400 names, from its detail.
+    fn limit_named(error: &ApiError) -> &'static str {
+        crate::limits::ALL
+            .iter()
+            .find(|l| error.detail.contains(&format!("the limit {} ", l.name)))
+            .map_or("none", |l| l.name)
+    }
+
+    #[test]
+    fn deep_paths_are_refused_before_anything_walks_them() {
+        let deep = format!("{}name", "brand_product.product_brand.".repeat(250));
+        let url = parse_query_string(&format!("{deep}=x")).unwrap_err();
+        assert_eq!(url.code, Code::InvalidParameter);
+        assert_eq!(limit_named(&url), "path_names");
+        assert!(
+            url.detail.len() < 400,
+            "the message quotes a shortened path"
+        );
+        let body = format!(r#"{{"query":[{{"field":"{deep}","operator":"=","value":"x"}}]}}"#);
+        let error = parse_body(body.as_bytes()).unwrap_err();
+        assert_eq!(
+            (error.code, limit_named(&error)),
+            (Code::InvalidQuery, "path_names")
+        );
+        let body = format!(r#"{{"querywitharray":{{"field":"{deep}","values":["x"]}}}}"#);
+        assert_eq!(
+            limit_named(&parse_body(body.as_bytes()).unwrap_err()),
+            "path_names"
+        );
+        for parameter in ["fields", "exclude", "order_by"] {
+            let error = parse_query_string(&format!("{parameter}={deep}")).unwrap_err();
+            assert_eq!(limit_named(&error), "path_names", "{parameter}");
+        }
+        // Ten names fit: eight relations, a field and a property.
+        assert!(parse_query_string(&format!("{}detail.x=1", "a.".repeat(8))).is_ok());
+        assert!(parse_query_string(&format!("{}detail.x=1", "a.".repeat(9))).is_err());
+    }
+
+    #[test]
+    fn long_lists_are_refused_with_the_limit_they_pass() {
+        let keys = vec!["code"; 3000].join(";");
+        let error = parse_query_string(&format!("order_by={keys}")).unwrap_err();
+        assert_eq!(
+            (error.code, limit_named(&error)),
+            (Code::InvalidParameter, "order_by_keys")
+        );
+        assert!(error.detail.contains("3000 keys"), "{}", error.detail);
+        assert!(parse_order_by(&["code"; 8].join(";")).is_ok());
+        assert!(parse_order_by(&["code"; 9].join(";")).is_err());
+        let items = vec!["id"; 65].join(",");
+        assert_eq!(
+            limit_named(&parse_query_string(&format!("fields={items}")).unwrap_err()),
+            "fields_items"
+        );
+        assert_eq!(
+            limit_named(&parse_query_string(&format!("exclude={items}")).unwrap_err()),
+            "exclude_items"
+        );
+        let filters: Vec<String> = (0..101).map(|i| format!("f{i}=1")).collect();
+        assert_eq!(
+            limit_named(&parse_query_string(&filters.join("&")).unwrap_err()),
+            "conditions"
+        );
+    }
+
+    #[test]
+    fn many_values_are_refused_past_their_limits() {
+        let patterns: Vec<String> = (0..5000).map(|i| format!("code={i}@")).collect();
+        let error = parse_query_string(&patterns.join("&")).unwrap_err();
+        assert_eq!(
+            (error.code, limit_named(&error)),
+            (Code::InvalidParameter, "wildcard_values")
+        );
+        let plain: Vec<String> = (0..10_001).map(|i| format!("code={i}")).collect();
+        assert_eq!(
+            limit_named(&parse_query_string(&plain.join("&")).unwrap_err()),
+            "values"
+        );
+        assert!(parse_query_string(&plain[..10_000].join("&")).is_ok());
+        let at: Vec<String> = (0..5000).map(|i| format!("\"{i}@\"")).collect();
+        let body = format!(
+            r#"{{"querywitharray":{{"field":"code","values":[{}]}}}}"#,
+            at.join(",")
+        );
+        let error = parse_body(body.as_bytes()).unwrap_err();
+        assert_eq!(
+            (error.code, limit_named(&error)),
+            (Code::InvalidQuery, "wildcard_values")
+        );
+        let many: Vec<String> = (0..10_001).map(|i| i.to_string()).collect();
+        let body = format!(
+            r#"{{"queryselectionwitharray":{{"field":"code","values":[{}]}}}}"#,
+            many.join(",")
+        );
+        assert_eq!(
+            limit_named(&parse_body(body.as_bytes()).unwrap_err()),
+            "values"
+        );
+    }
+
+    #[test]
+    fn the_whole_request_counts_url_and_body_together() {
+        let filters: Vec<String> = (0..60).map(|i| format!("f{i}=1")).collect();
+        let conditions: Vec<String> = (0..50)
+            .map(|i| {
+                let conjunction = if i == 0 { "" } else { r#","conjunction":"&""# };
+                format!(r#"{{"field":"f","operator":"=","value":"{i}"{conjunction}}}"#)
+            })
+            .collect();
+        let body = format!(r#"{{"query":[{}]}}"#, conditions.join(","));
+        assert!(parse_query_string(&filters.join("&")).is_ok());
+        assert!(parse_body(body.as_bytes()).is_ok());
+        let error = parse_request(&filters.join("&"), body.as_bytes()).unwrap_err();
+        assert_eq!(
+            (error.code, limit_named(&error)),
+            (Code::InvalidQuery, "conditions")
+        );
+        assert!(error.detail.contains("110 conditions"), "{}", error.detail);
+        assert!(parse_request(&filters[..50].join("&"), body.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn bodies_are_objects_of_flat_values() {
+        for body in [&b"[]"[..], b"[null,null]", b"  [ {} ]", b"\"query\"", b"7"] {
+            let error = parse_body(body).unwrap_err();
+            assert_eq!(
+                error.code,
+                Code::InvalidQuery,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        // Nesting is refused where it starts, however deep it goes.
+        let deep = format!(
+            r#"{{"query":[{{"field":"a","operator":"=","value":{}1{}}}]}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(
+            parse_body(deep.as_bytes()).unwrap_err().code,
+            Code::InvalidQuery
+        );
+        let deep_object = format!(
+            r#"{{"querywitharray":{{"field":"a","values":[{}]}}}}"#,
+            r#"{"a":"#.repeat(50_000)
+        );
+        assert_eq!(
+            parse_body(deep_object.as_bytes()).unwrap_err().code,
+            Code::InvalidQuery
+        );
+        let null_value = parse_body(br#"{"query":[{"field":"a","operator":"=","value":null}]}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(null_value.query[0].value, RawValue::Text(String::new()));
+        let numbers = parse_body(br#"{"querywitharray":{"field":"a","values":[1,-2,2.5,1e400]}}"#);
+        assert_eq!(
+            numbers.unwrap_err().code,
+            Code::InvalidQuery,
+            "1e400 is not a finite number"
+        );
     }
 }

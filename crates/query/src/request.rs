@@ -2,6 +2,8 @@
 //! Building it decides every syntax error; resolving names against the catalog is the planner's.
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use std::fmt;
 
 /// Sort direction of one `order_by` item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +152,7 @@ pub(crate) struct WireCondition {
     pub field: String,
     pub operator: String,
     #[serde(default)]
-    pub value: serde_json::Value,
+    pub value: WireScalar,
     #[serde(default)]
     pub conjunction: Option<String>,
 }
@@ -159,7 +161,79 @@ pub(crate) struct WireCondition {
 #[serde(deny_unknown_fields)]
 pub(crate) struct WireValues {
     pub field: String,
-    pub values: Vec<serde_json::Value>,
+    pub values: Vec<WireScalar>,
     #[serde(default)]
     pub operator: Option<String>,
+}
+
+/// A condition value as JSON may send it: a scalar or null. An array or an object is refused
+/// where it starts, without reading into it, so no nesting of a body is ever walked.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) enum WireScalar {
+    #[default]
+    Null,
+    Text(String),
+    Number(serde_json::Number),
+    Bool(bool),
+}
+
+impl From<WireScalar> for RawValue {
+    fn from(value: WireScalar) -> RawValue {
+        match value {
+            WireScalar::Null => RawValue::Text(String::new()),
+            WireScalar::Text(text) => RawValue::Text(text),
+            WireScalar::Number(number) => RawValue::Number(number),
+            WireScalar::Bool(flag) => RawValue::Bool(flag),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WireScalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<WireScalar, D::Error> {
+        struct Scalar;
+
+        impl<'de> Visitor<'de> for Scalar {
+            type Value = WireScalar;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value that is a string, a number, a boolean or null")
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<WireScalar, E> {
+                Ok(WireScalar::Null)
+            }
+
+            fn visit_none<E: de::Error>(self) -> Result<WireScalar, E> {
+                Ok(WireScalar::Null)
+            }
+
+            fn visit_bool<E: de::Error>(self, flag: bool) -> Result<WireScalar, E> {
+                Ok(WireScalar::Bool(flag))
+            }
+
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<WireScalar, E> {
+                Ok(WireScalar::Number(n.into()))
+            }
+
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<WireScalar, E> {
+                Ok(WireScalar::Number(n.into()))
+            }
+
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<WireScalar, E> {
+                serde_json::Number::from_f64(n)
+                    .map(WireScalar::Number)
+                    .ok_or_else(|| E::custom("a number must be finite"))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<WireScalar, E> {
+                Ok(WireScalar::Text(text.to_string()))
+            }
+
+            fn visit_string<E: de::Error>(self, text: String) -> Result<WireScalar, E> {
+                Ok(WireScalar::Text(text))
+            }
+        }
+
+        deserializer.deserialize_any(Scalar)
+    }
 }

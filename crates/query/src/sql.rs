@@ -6,7 +6,7 @@
 //! pushed down to the leaves and made null-safe there, so that `#` is always the exact
 //! complement of `=` (an unset value is "not equal" to everything but the empty value).
 
-use crate::plan::path::Hop;
+use crate::plan::path::{FieldPath, Hop};
 use crate::plan::{
     Comparison, CountPlan, Leaf, Operand, OrderKey, Predicate, ReadPlan, Selection, Test, Viewer,
 };
@@ -79,18 +79,30 @@ fn always(truth: bool) -> Expr {
     Expr::cust(if truth { "1 = 1" } else { "1 = 0" })
 }
 
+/// Joins operands into a balanced tree of `join`s: the SQL of many conditions nests only
+/// logarithmically deep (SQLite refuses expressions nested 1,000 deep, and every renderer and
+/// parser walks them recursively). Paired left to right, so the order of operands stays.
+fn balanced(mut exprs: Vec<Expr>, join: fn(Expr, Expr) -> Expr) -> Option<Expr> {
+    while exprs.len() > 1 {
+        let mut paired = Vec::with_capacity(exprs.len().div_ceil(2));
+        let mut operands = exprs.into_iter();
+        while let Some(left) = operands.next() {
+            paired.push(match operands.next() {
+                Some(right) => join(left, right),
+                None => left,
+            });
+        }
+        exprs = paired;
+    }
+    exprs.pop()
+}
+
 fn all(exprs: Vec<Expr>) -> Expr {
-    exprs
-        .into_iter()
-        .reduce(Expr::and)
-        .unwrap_or_else(|| always(true))
+    balanced(exprs, Expr::and).unwrap_or_else(|| always(true))
 }
 
 fn any(exprs: Vec<Expr>) -> Expr {
-    exprs
-        .into_iter()
-        .reduce(Expr::or)
-        .unwrap_or_else(|| always(false))
+    balanced(exprs, Expr::or).unwrap_or_else(|| always(false))
 }
 
 /// A predicate as an SQL condition; `negated` pushes NOT down to the leaves.
@@ -325,7 +337,15 @@ struct Joins {
 }
 
 impl Joins {
-    fn alias_for(&mut self, statement: &mut SelectStatement, hops: &[Hop]) -> String {
+    /// The alias of the last relation of an order key's path, joining what is not joined yet.
+    /// Each join admits only related records in the caller's scope (`scopes`, one per hop):
+    /// a related record outside it sorts as a missing one, never by its values.
+    fn alias_for(
+        &mut self,
+        statement: &mut SelectStatement,
+        hops: &[Hop],
+        scopes: &[Predicate],
+    ) -> String {
         let mut parent = ROOT.to_string();
         for depth in 1..=hops.len() {
             let key: Vec<&'static str> = hops[..depth].iter().map(|h| h.relation.name).collect();
@@ -339,12 +359,16 @@ impl Joins {
                 .from
                 .fk_field(hop.relation)
                 .expect("order paths are to-one");
+            let mut on = Expr::col((Alias::new(alias.as_str()), Alias::new("id")))
+                .equals((Alias::new(parent.as_str()), Alias::new(fk.column.as_str())));
+            if let Some(scope) = scopes.get(depth - 1).filter(|s| !s.is_always()) {
+                on = on.and(predicate_expr(scope, Table::Aliased(&alias), false));
+            }
             statement.join_as(
                 JoinType::LeftJoin,
                 Alias::new(hop.to.table),
                 Alias::new(alias.as_str()),
-                Expr::col((Alias::new(alias.as_str()), Alias::new("id")))
-                    .equals((Alias::new(parent.as_str()), Alias::new(fk.column.as_str()))),
+                on,
             );
             self.aliases.push((key, alias.clone()));
             parent = alias;
@@ -369,7 +393,7 @@ struct SortKey {
 }
 
 fn sort_key(statement: &mut SelectStatement, joins: &mut Joins, key: &OrderKey) -> SortKey {
-    let alias = joins.alias_for(statement, &key.path.hops);
+    let alias = joins.alias_for(statement, &key.path.hops, &key.path.hop_scopes);
     let field = key.path.field;
     let expr = Expr::col((
         Alias::new(alias.as_str()),
@@ -738,19 +762,29 @@ pub fn list_statement(field: &'static Field, owners: &[String]) -> Option<Select
 }
 
 /// Every table whose contents can change the answer of a filter on `resource`: the resource's
-/// own, and those its leaves reach through relations or lists. Counts cached for a filter stay
-/// true while none of these tables is written.
+/// own, and those its leaves reach through relations or lists, and what the scopes of those
+/// relations read. Counts cached for a filter stay true while none of these tables is written.
 pub fn tables_read(resource: &'static Resource, filter: &Predicate) -> Vec<&'static str> {
     let mut tables = BTreeSet::from([resource.table]);
-    for leaf in filter.leaves() {
-        for hop in &leaf.path.hops {
-            tables.insert(hop.to.table);
-        }
-        if let Some(list) = &leaf.path.field.list {
-            tables.insert(list.table);
-        }
-    }
+    add_tables(filter, &mut tables);
     tables.into_iter().collect()
+}
+
+/// The tables a path reaches beside its root's: its relations' and what their scopes read.
+fn add_path_tables(path: &FieldPath, tables: &mut BTreeSet<&'static str>) {
+    for (hop, scope) in path.hops.iter().zip(&path.hop_scopes) {
+        tables.insert(hop.to.table);
+        add_tables(scope, tables);
+    }
+    if let Some(list) = &path.field.list {
+        tables.insert(list.table);
+    }
+}
+
+fn add_tables(predicate: &Predicate, tables: &mut BTreeSet<&'static str>) {
+    for leaf in predicate.leaves() {
+        add_path_tables(&leaf.path, tables);
+    }
 }
 
 /// Every table a page's answer depends on: what its filter reads, the tables its order keys
@@ -775,7 +809,7 @@ pub fn page_tables(plan: &ReadPlan, viewer: &Viewer) -> Vec<&'static str> {
         .into_iter()
         .collect();
     for key in &plan.order {
-        tables.extend(key.path.hops.iter().map(|hop| hop.to.table));
+        add_path_tables(&key.path, &mut tables);
     }
     walk(&plan.selection, viewer, &mut tables);
     tables.into_iter().collect()
@@ -1122,6 +1156,85 @@ mod tests {
         assert_eq!(
             tables_read(plan.resource, &plan.full_filter()),
             vec!["product", "stock", "variant"]
+        );
+    }
+
+    fn company_read(resource: &str, query: &str) -> (ReadPlan, Viewer) {
+        let viewer = Viewer::new(
+            brandhub_catalog::UserType::Company,
+            "U1",
+            vec!["C1".to_string()],
+            None,
+            None,
+        );
+        let plan = plan_read(
+            catalog().resource(resource).unwrap(),
+            &parse_query_string(query).unwrap(),
+            &viewer,
+        )
+        .unwrap();
+        (plan, viewer)
+    }
+
+    #[test]
+    fn order_keys_through_relations_join_only_related_records_in_scope() {
+        let (plan, viewer) = company_read("file", "fields=id&order_by=file_user.detail.lang");
+        let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
+        // The user joins only when the company user may see it; otherwise it sorts as null.
+        assert!(
+            sql.contains(r#"LEFT JOIN "users" AS "j1" ON "j1"."id" = "t0"."fk_user" AND ("j1"."id" = 'U1' OR "j1"."fk_company" = 'C1' OR "j1"."id" IN (SELECT "user_id" FROM "user_company" WHERE "company_id" = 'C1')) WHERE"#),
+            "{sql}"
+        );
+        assert!(sql.contains(r#""j1"."detail_lang_ci" AS "k0""#), "{sql}");
+        // What the scope reads makes the page's tables, so a cached page follows it.
+        let tables = page_tables(&plan, &viewer);
+        assert!(tables.contains(&"user_company"), "{tables:?}");
+        // Admins see every user: a plain join.
+        let plan = read("file", "fields=id&order_by=file_user.detail.lang", "");
+        let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
+        assert!(
+            sql.contains(r#"LEFT JOIN "users" AS "j1" ON "j1"."id" = "t0"."fk_user" ORDER BY"#),
+            "{sql}"
+        );
+    }
+
+    /// The deepest nesting of parentheses in an SQL text.
+    fn nesting(sql: &str) -> usize {
+        let mut depth = 0usize;
+        let mut deepest = 0;
+        for c in sql.chars() {
+            match c {
+                '(' => {
+                    depth += 1;
+                    deepest = Ord::max(deepest, depth);
+                }
+                ')' => depth -= 1,
+                _ => {}
+            }
+        }
+        deepest
+    }
+
+    #[test]
+    fn many_conditions_nest_logarithmically() {
+        let conditions: Vec<String> = (0..100)
+            .map(|i| {
+                let conjunction = if i == 0 { "" } else { r#","conjunction":"|""# };
+                format!(r#"{{"field":"code","operator":"=","value":"a{i}@b"{conjunction}}}"#)
+            })
+            .collect();
+        let plan = read(
+            "product",
+            "fields=id",
+            &format!(r#"{{"query":[{}]}}"#, conditions.join(",")),
+        );
+        let sql = sqlite(&page_statement(&plan, PageStrategy::InOrder));
+        assert_eq!(sql.matches(" LIKE ").count(), 100, "{sql}");
+        assert!(nesting(&sql) <= 12, "nested {} deep: {sql}", nesting(&sql));
+        let depth = crate::plan::cost::depth(&plan.filter);
+        assert!(
+            depth >= 7 + 8,
+            "the estimate counts the tree and the leaf: {depth}"
         );
     }
 }

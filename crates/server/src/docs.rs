@@ -6,6 +6,7 @@ use brandhub_catalog::{
     Anchor, Field, FieldType, NoneAs, RelationKind, Resource, Scope, UserType, catalog,
 };
 use brandhub_problem::Code;
+use brandhub_query::limits::{self, Stage};
 use std::fmt::Write;
 
 fn type_name(field: &Field) -> String {
@@ -157,6 +158,48 @@ pub fn error_reference() -> String {
     out
 }
 
+/// The limits of a read: every limit of `query::limits`, what it counts and what a request
+/// past it gets.
+pub fn limits_reference() -> String {
+    let mut out = String::from("| limit | at most | counts | past it |\n|---|---|---|---|\n");
+    for limit in limits::ALL {
+        let past = match limit.stage {
+            Stage::Url => "400 `invalid_parameter`".to_string(),
+            Stage::Request => {
+                "400 `invalid_parameter` in the URL, `invalid_query` in a body".to_string()
+            }
+            Stage::Plan(code) => format!("{} `{}`", code.status(), code.as_str()),
+            Stage::Clamped => "lowered to the limit".to_string(),
+            Stage::Body => format!(
+                "{} `{}`",
+                Code::PayloadTooLarge.status(),
+                Code::PayloadTooLarge.as_str()
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {past} |",
+            limit.name,
+            thousands(limit.max),
+            limit.counts
+        );
+    }
+    out
+}
+
+/// A number with thousands separated by commas, as the docs write them.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Replaces the text between `<!-- generated:NAME -->` and `<!-- end:NAME -->`.
 pub fn replace_section(document: &str, name: &str, content: &str) -> Option<String> {
     let begin = format!("<!-- generated:{name} -->\n");
@@ -180,7 +223,8 @@ mod tests {
         let document = std::fs::read_to_string(&path).expect("docs/API.md exists");
         let updated = replace_section(&document, "resources", &resource_reference())
             .and_then(|d| replace_section(&d, "errors", &error_reference()))
-            .expect("docs/API.md has the generated:resources and generated:errors markers");
+            .and_then(|d| replace_section(&d, "limits", &limits_reference()))
+            .expect("docs/API.md has the generated:resources, errors and limits markers");
         if std::env::var("BRANDHUB_UPDATE_DOCS").is_ok_and(|v| v == "1") {
             std::fs::write(&path, &updated).expect("docs/API.md is writable");
             return;
@@ -189,6 +233,19 @@ mod tests {
             updated == document,
             "docs/API.md is out of date with the catalog; run BRANDHUB_UPDATE_DOCS=1 cargo test -p brandhub-server docs"
         );
+    }
+
+    #[test]
+    fn limits_are_documented_with_their_numbers() {
+        let reference = limits_reference();
+        assert!(reference.contains("| `path_hops` | 8 |"), "{reference}");
+        assert!(reference.contains("| `values` | 10,000 |"), "{reference}");
+        assert!(
+            reference.contains("| `body_bytes` | 1,048,576 |"),
+            "{reference}"
+        );
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! what to show of each (selection). Names and values are all decided here; the SQL stage only
 //! translates.
 
+pub mod cost;
 pub mod filter;
 pub mod path;
 pub mod selection;
@@ -21,7 +22,7 @@ use path::{PathUse, resolve};
 /// The page size when none is asked for.
 pub const DEFAULT_PAGE_SIZE: u64 = 100;
 /// Larger page sizes are clamped to this.
-pub const MAX_PAGE_SIZE: u64 = 1000;
+pub const MAX_PAGE_SIZE: u64 = crate::limits::PAGE_SIZE.max as u64;
 
 /// Who is asking. It decides which fields and relations exist for the request and, through
 /// [`Viewer::scope`], which records: the catalog's scope rules (CONTRACT §5) over the caller's
@@ -277,7 +278,7 @@ pub fn plan_read(
         &request.exclude,
         viewer,
     )?;
-    Ok(ReadPlan {
+    let plan = ReadPlan {
         resource,
         scope: viewer.scope(resource),
         filter,
@@ -288,7 +289,10 @@ pub fn plan_read(
             .unwrap_or(DEFAULT_PAGE_SIZE)
             .min(MAX_PAGE_SIZE),
         selection,
-    })
+    };
+    // Refused before any SQL is built: nothing past a plan limit reaches a backend.
+    cost::Cost::of(&plan).check()?;
+    Ok(plan)
 }
 
 /// Plans a by-id request: the list plan narrowed to one id.
@@ -412,5 +416,46 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(error.code, Code::UnknownField);
+    }
+
+    #[test]
+    fn a_path_goes_through_at_most_eight_relations() {
+        // brand → company → sponsor → sponsor …: to-one hops that always resolve.
+        let path = |hops: usize| {
+            let mut names = vec!["brand_company"];
+            names.extend(std::iter::repeat_n("company_sponsor", hops - 1));
+            names.push("code");
+            names.join(".")
+        };
+        for usage in ["{}=x", "order_by={}", "fields={}"] {
+            let query = |hops| usage.replace("{}", &path(hops));
+            assert!(plan("brand", &query(8), "").is_ok(), "{}", query(8));
+            let error = plan("brand", &query(9), "").unwrap_err();
+            assert_eq!(error.code, Code::InvalidParameter, "{}", query(9));
+            assert!(error.detail.contains("path_hops"), "{}", error.detail);
+        }
+        let body = format!(
+            r#"{{"query":[{{"field":"{}","operator":"=","value":"x"}}]}}"#,
+            path(9)
+        );
+        assert!(
+            plan("brand", "", &body)
+                .unwrap_err()
+                .detail
+                .contains("path_hops")
+        );
+    }
+
+    #[test]
+    fn many_equal_values_are_one_in_list_and_many_patterns_are_refused() {
+        let values: Vec<String> = (0..10_000).map(|i| format!("code=c{i}")).collect();
+        let p = plan("product", &values.join("&"), "").unwrap();
+        let Predicate::Leaf(leaf) = &p.filter else {
+            panic!("one leaf")
+        };
+        assert!(matches!(&leaf.test, Test::OneOf(v) if v.len() == 10_000));
+        let patterns: Vec<String> = (0..1000).map(|i| format!("code={i}@")).collect();
+        let error = plan("product", &patterns.join("&"), "").unwrap_err();
+        assert!(error.detail.contains("wildcard_values"), "{}", error.detail);
     }
 }

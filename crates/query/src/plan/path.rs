@@ -2,6 +2,7 @@
 //! catalog, as the caller sees it. An unknown name is `unknown_field` here, with the valid names.
 
 use super::{Predicate, Viewer};
+use crate::limits::{PATH_HOPS, shorten};
 use brandhub_catalog::{Field, FieldType, Relation, Resource, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code};
 
@@ -84,6 +85,11 @@ pub fn resolve(
                 .with_field(path));
             }
             let to = catalog().target(relation);
+            PATH_HOPS.check_plan(
+                &format!("The path '{}'", shorten(path)),
+                hops.len() + 1,
+                path,
+            )?;
             hops.push(Hop {
                 from: current,
                 relation,

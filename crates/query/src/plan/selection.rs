@@ -10,6 +10,7 @@
 
 use super::Viewer;
 use super::path::visible_names;
+use crate::limits::PATH_HOPS;
 use crate::text::Pattern;
 use brandhub_catalog::{Field, FieldType, Relation, Resource, UserType, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code};
@@ -185,7 +186,7 @@ fn build_template_node(resource: &'static Resource, viewer: &Viewer) -> ApiResul
     for path in &resource.template {
         let segments: Vec<&str> = path.split('.').collect();
         // A template path through something the caller cannot see simply does not apply.
-        match add_item(&mut node, resource, &segments, None, viewer) {
+        match add_item(&mut node, resource, &segments, None, viewer, 0) {
             Ok(()) => {}
             Err(error) if error.code == Code::UnknownField => {}
             Err(error) => return Err(error),
@@ -194,12 +195,14 @@ fn build_template_node(resource: &'static Resource, viewer: &Viewer) -> ApiResul
     Ok(node)
 }
 
+/// Adds one `fields` item (its names from `segments` on, `hops` relations below the root).
 fn add_item(
     node: &mut Node,
     resource: &'static Resource,
     segments: &[&str],
     context: Option<&Node>,
     viewer: &Viewer,
+    hops: usize,
 ) -> ApiResult<()> {
     let name = segments[0];
     if name == "*" && segments.len() == 1 {
@@ -215,6 +218,7 @@ fn add_item(
         .filter(|r| viewer.sees_relation(resource, r))
     {
         let target = catalog().target(relation);
+        PATH_HOPS.check(Code::InvalidParameter, "A fields item", hops + 1, "fields")?;
         let context_below =
             context
                 .and_then(|c| c.rels.get(relation.name))
@@ -228,7 +232,14 @@ fn add_item(
                 .unwrap_or_else(|| default_node(target, viewer))
         } else {
             let mut sub = Node::default();
-            add_item(&mut sub, target, &segments[1..], context_below, viewer)?;
+            add_item(
+                &mut sub,
+                target,
+                &segments[1..],
+                context_below,
+                viewer,
+                hops + 1,
+            )?;
             sub
         };
         let entry = node.rels.entry(relation.name).or_insert(Rel::Key);
@@ -523,7 +534,7 @@ pub fn select(
                     )
                     .with_field("fields"));
                 }
-                add_item(&mut node, resource, &segments, Some(&template), viewer)?;
+                add_item(&mut node, resource, &segments, Some(&template), viewer, 0)?;
             }
             node
         }

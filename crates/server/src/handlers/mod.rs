@@ -17,8 +17,8 @@ use brandhub_problem::{ApiError, Code};
 use brandhub_store::Caller;
 use futures_util::StreamExt;
 
-/// The largest request body a read accepts (CONTRACT §7).
-pub const MAX_QUERY_BODY: usize = 1024 * 1024;
+/// The largest request body a read accepts (CONTRACT §7), declared with the other limits.
+pub const MAX_QUERY_BODY: usize = brandhub_query::limits::BODY_BYTES.max;
 
 /// How much of an oversized body is read and thrown away before answering 413, so that an
 /// HTTP/1.1 client still sending it reads the answer instead of a broken connection.

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Resource;
 use brandhub_problem::{ApiError, Code};
-use brandhub_query::parse::{parse_body, parse_query_string};
+use brandhub_query::parse::parse_request;
 use brandhub_query::plan::{Viewer, plan_by_id, plan_count, plan_read};
 use brandhub_query::request::ReadRequest;
 use brandhub_store::{Caller, RenderedPage, Timing};
@@ -40,9 +40,8 @@ async fn prepare(
 ) -> Answer<(&'static Resource, ReadRequest)> {
     let resource = resource(name)?;
     require_grant(caller, resource, "GET")?;
-    let mut request = parse_query_string(query.as_deref().unwrap_or_default())?;
     let bytes = read_body(headers, body, MAX_QUERY_BODY).await?;
-    request.body = parse_body(&bytes)?;
+    let request = parse_request(query.as_deref().unwrap_or_default(), &bytes)?;
     Ok((resource, request))
 }
 

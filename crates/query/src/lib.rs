@@ -5,10 +5,13 @@
 //!    into a [`plan::ReadPlan`] or [`plan::CountPlan`];
 //! 3. [`sql`]: plans become sea-query statements with bound values.
 //!
-//! Writes have a stage of their own, [`write`]: a JSON body checked against the catalog.
+//! Writes have a stage of their own, [`write`]: a JSON body checked against the catalog; and
+//! [`judge`] decides from what is known of a record about to be written whether a catalog
+//! rule (who may write it, who would see it) holds.
 //!
 //! Nothing here touches a network or a database, so each stage is tested alone.
 
+pub mod judge;
 pub mod parse;
 pub mod plan;
 pub mod request;

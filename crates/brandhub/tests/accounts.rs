@@ -70,7 +70,7 @@ async fn users_create_list_and_revoke_their_own_keys(fx) {
 }
 
 async fn a_key_is_never_wider_than_its_owner_may_have(fx) {
-    let (email, secret) = user_of(fx, "company");
+    let (email, secret) = user_of(fx, "host");
     let wide = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"grants": ["*:*"]}))).await;
     let body = wide.assert_problem(422, "validation_failed");
     assert_eq!(body["errors"][0]["field"], "grants");
@@ -111,7 +111,7 @@ async fn admins_create_change_and_disable_users(fx) {
     let key = call(fx, reqwest::Method::POST, "/api/apiKey", admin_email, admin_secret, Some(json!({"fk_user": user_id, "name": "søren"}))).await;
     assert_eq!(key.status, 201, "{}", String::from_utf8_lossy(&key.body));
     let secret = key.json()["response"]["apiKey"][0]["secret"].as_str().unwrap().to_string();
-    assert_eq!(key.json()["response"]["apiKey"][0]["grants"], json!(["*:GET", "file:POST"]), "the owner's defaults");
+    assert_eq!(key.json()["response"]["apiKey"][0]["grants"], json!(["*:*"]), "the owner's defaults");
     assert_eq!(call(fx, reqwest::Method::GET, "/api/brand", "soren@example.test", &secret, None).await.status, 200);
 
     let renamed = call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), admin_email, admin_secret, Some(json!({"name": "Søren Admin"}))).await;
@@ -130,8 +130,8 @@ async fn admins_create_change_and_disable_users(fx) {
     let body = host_without_host.assert_problem(422, "validation_failed");
     assert_eq!(body["errors"][0]["field"], "fk_host");
 
-    let (email, company_secret) = user_of(fx, "company");
-    call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), email, company_secret, Some(json!({"name": "x"}))).await.assert_problem(403, "forbidden");
+    let (email, secret) = user_of(fx, "warehouse");
+    call(fx, reqwest::Method::PATCH, &format!("/api/user/{user_id}"), email, secret, Some(json!({"name": "x"}))).await.assert_problem(403, "forbidden");
     call(fx, reqwest::Method::PATCH, "/api/user/0123456789ABCDEF0123456789ABCDEF", admin_email, admin_secret, Some(json!({"name": "x"}))).await.assert_problem(404, "not_found");
     call(fx, reqwest::Method::POST, "/api/stock", admin_email, admin_secret, Some(json!({}))).await.assert_problem(405, "method_not_allowed");
 }

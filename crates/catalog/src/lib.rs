@@ -11,7 +11,7 @@ mod resources;
 
 pub use model::{
     Anchor, Field, FieldType, IndexDef, ListStorage, NoneAs, Relation, RelationKind, Resource,
-    Scope, ScopeTerm, UserType, Writes,
+    Scope, ScopeTerm, UserType, WriteAction, Writes,
 };
 pub use record::{Cell, Layout, Record};
 
@@ -156,6 +156,13 @@ impl Catalog {
                     }
                 }
             }
+            for (_, _, rule) in &resource.authority {
+                if let Scope::AnyOf(groups) = rule {
+                    for term in groups.iter().flatten() {
+                        self.check_authority_path(resource, term.path)?;
+                    }
+                }
+            }
             for field in resource.fields.iter() {
                 if let Some(path) = field.derived_from {
                     self.check_derived_path(resource, field, path)?;
@@ -210,6 +217,36 @@ impl Catalog {
             "scope path {path} of {} ends at a relation",
             resource.name
         ))
+    }
+
+    /// A write rule's path is a scope path through to-one relations to one id (not a list):
+    /// a record about to be written is judged by following its foreign keys.
+    fn check_authority_path(&self, resource: &Resource, path: &str) -> Result<(), String> {
+        self.check_scope_path(resource, path)?;
+        let mut current = resource;
+        let segments: Vec<&str> = path.split('.').collect();
+        for (i, segment) in segments.iter().enumerate() {
+            match current.relation(segment) {
+                Some(relation) if relation.is_to_one() => current = self.target(relation),
+                Some(_) => {
+                    return Err(format!(
+                        "write rule {path} of {} goes through a to-many relation",
+                        resource.name
+                    ));
+                }
+                None => {
+                    let rest = segments[i..].join(".");
+                    return match current.field_at(&rest) {
+                        Some(field) if field.ty == FieldType::Id => Ok(()),
+                        _ => Err(format!(
+                            "write rule {path} of {} does not end at one id",
+                            resource.name
+                        )),
+                    };
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A shortcut copies an id found through to-one relations only (one value per record).
@@ -309,6 +346,126 @@ mod tests {
         assert_eq!(stock.fk_field(variant).unwrap().name, "fk_variant");
         let order = catalog().resource("order").unwrap();
         assert!(!order.relation("order_orderItem").unwrap().is_to_one());
+    }
+
+    /// The paths of a rule's only group, or `None` for everything / nothing.
+    fn rule_paths(scope: &Scope) -> Option<Vec<(&'static str, Anchor)>> {
+        match scope {
+            Scope::AnyOf(groups) => Some(
+                groups
+                    .iter()
+                    .flatten()
+                    .map(|term| (term.path, term.anchor))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn who_writes_what_follows_the_contract_table() {
+        let rule = |resource: &str, action: WriteAction, user_type: UserType| {
+            catalog()
+                .resource(resource)
+                .unwrap()
+                .authority_of(action, user_type)
+        };
+        use UserType::*;
+        use WriteAction::*;
+        // Admins write everything, whatever the declarations say.
+        for resource in catalog().resources() {
+            for action in WriteAction::ALL {
+                assert_eq!(resource.authority_of(action, Admin), Scope::Everything);
+            }
+        }
+        // A brand's catalogue: its company's users (and sponsors over their companies).
+        for resource in ["product", "variant", "image", "price"] {
+            for user_type in [Company, Sponsor] {
+                let paths = rule_paths(&rule(resource, Write, user_type)).unwrap();
+                assert_eq!(paths.len(), 1, "{resource}");
+                assert!(
+                    paths[0].0.ends_with("_brand.fk_company"),
+                    "{resource}: {paths:?}"
+                );
+                assert_eq!(paths[0].1, Anchor::Companies);
+            }
+            for user_type in [Host, Warehouse] {
+                assert_eq!(
+                    rule(resource, Write, user_type),
+                    Scope::Nothing,
+                    "{resource}"
+                );
+            }
+        }
+        // Stock: the owners of its warehouse, and the warehouse's own users.
+        assert_eq!(
+            rule_paths(&rule("stock", Write, Company)).unwrap(),
+            vec![("stock_warehouse.fk_company", Anchor::Companies)]
+        );
+        assert_eq!(
+            rule_paths(&rule("stock", Write, Warehouse)).unwrap(),
+            vec![("fk_warehouse", Anchor::Warehouse)]
+        );
+        assert_eq!(rule("stock", Write, Host), Scope::Nothing);
+        // Orders move through their lifecycle: dispatch by the warehouse or the brand's owner.
+        assert_eq!(
+            rule_paths(&rule("order", Dispatch, Warehouse)).unwrap(),
+            vec![("fk_warehouse", Anchor::Warehouse)]
+        );
+        assert!(rule_paths(&rule("order", Dispatch, Sponsor)).is_some());
+        assert_eq!(rule("order", Dispatch, Host), Scope::Nothing);
+        assert_eq!(rule("order", Write, Company), Scope::Nothing);
+        // Hosts write their own stores; sponsors the companies they sponsor.
+        assert_eq!(
+            rule_paths(&rule("store", Write, Host)).unwrap(),
+            vec![("fk_host", Anchor::Host)]
+        );
+        assert_eq!(rule("host", Write, Host), Scope::Nothing);
+        assert_eq!(
+            rule_paths(&rule("company", Write, Sponsor)).unwrap(),
+            vec![("fk_sponsor", Anchor::Sponsor)]
+        );
+        assert_eq!(rule("company", Write, Company), Scope::Nothing);
+        // Keys: one's own; users: of one's companies, never of a wider type.
+        for user_type in [Sponsor, Company, Host, Warehouse] {
+            assert_eq!(
+                rule_paths(&rule("apiKey", Write, user_type)).unwrap(),
+                vec![("fk_user", Anchor::Own)]
+            );
+        }
+        assert_eq!(rule("user", Write, Host), Scope::Nothing);
+        assert_eq!(Company.writable_types(), &[Company]);
+        assert!(!Sponsor.writable_types().contains(&Admin));
+        assert!(Warehouse.writable_types().is_empty());
+        assert_eq!(Admin.writable_types().len(), UserType::ALL.len());
+    }
+
+    #[test]
+    fn write_rules_follow_to_one_relations_to_one_id() {
+        let broken = |rule: &'static str| {
+            let brand = catalog().resource("brand").unwrap().clone().writable_by(
+                WriteAction::Write,
+                &[UserType::Company],
+                &[&[(rule, Anchor::Companies)]],
+            );
+            let mut resources = catalog().resources().to_vec();
+            let at = resources.iter().position(|r| r.name == "brand").unwrap();
+            resources[at] = brand;
+            Catalog { resources }.check()
+        };
+        assert!(broken("fk_company").is_ok());
+        let through_many = broken("brand_product.fk_brand").unwrap_err();
+        assert!(through_many.contains("to-many"), "{through_many}");
+        assert!(
+            broken("name")
+                .unwrap_err()
+                .contains("does not end at an id")
+        );
+        assert!(
+            broken("brand_company")
+                .unwrap_err()
+                .contains("ends at a relation")
+        );
     }
 
     #[test]

@@ -38,6 +38,18 @@ impl UserType {
     pub fn parse(text: &str) -> Option<UserType> {
         UserType::ALL.into_iter().find(|t| t.as_str() == text)
     }
+
+    /// The types a user of this type may give the users it writes (CONTRACT §9: "never of a
+    /// wider type"). An admin gives any type; a sponsor its own type or company; a company
+    /// user company; host and warehouse users write no users.
+    pub fn writable_types(self) -> &'static [UserType] {
+        match self {
+            UserType::Admin => &UserType::ALL,
+            UserType::Sponsor => &[UserType::Sponsor, UserType::Company],
+            UserType::Company => &[UserType::Company],
+            UserType::Host | UserType::Warehouse => &[],
+        }
+    }
 }
 
 /// The value type of a field: it decides how filters parse values, how SQL compares them, how
@@ -387,6 +399,21 @@ pub enum Anchor {
     Warehouse,
     /// The caller's own user id.
     Own,
+    /// A sponsor user's sponsor company (alone, without the companies it sponsors).
+    Sponsor,
+}
+
+impl Anchor {
+    /// How the docs and refusals name these ids.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Anchor::Companies => "one of the caller's companies",
+            Anchor::Host => "the caller's host",
+            Anchor::Warehouse => "the caller's warehouse",
+            Anchor::Own => "the caller's own user id",
+            Anchor::Sponsor => "the caller's sponsor company",
+        }
+    }
 }
 
 /// One condition of a scope rule: the value at `path` is one of the caller's `anchor` ids.
@@ -405,6 +432,30 @@ pub enum Scope {
     AnyOf(Vec<Vec<ScopeTerm>>),
 }
 
+/// What a write does, for the rules of who may write which records (CONTRACT §9 "Who writes
+/// what"). Most resources know one kind of write; orders move through a lifecycle whose steps
+/// each have their own writers (§11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WriteAction {
+    /// Creating, changing or removing records of the resource.
+    Write,
+    /// Shipping an order's items (a dispatch, or a row of an orderDispatch file).
+    Dispatch,
+}
+
+impl WriteAction {
+    /// Every action, in the order the docs list them.
+    pub const ALL: [WriteAction; 2] = [WriteAction::Write, WriteAction::Dispatch];
+
+    /// The word the docs use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteAction::Write => "write",
+            WriteAction::Dispatch => "dispatch",
+        }
+    }
+}
+
 /// What a resource accepts as writes (CONTRACT §9): the fields a create may set (and which of
 /// them it must), the fields an update may change, and whether DELETE removes (or revokes).
 #[derive(Debug, Clone, Default)]
@@ -413,6 +464,22 @@ pub struct Writes {
     pub create_required: Vec<&'static str>,
     pub update: Vec<&'static str>,
     pub delete: bool,
+}
+
+/// `(path, anchor)` groups as scope terms.
+fn rule_groups(groups: &[&[(&'static str, Anchor)]]) -> Vec<Vec<ScopeTerm>> {
+    groups
+        .iter()
+        .map(|group| {
+            group
+                .iter()
+                .map(|(path, anchor)| ScopeTerm {
+                    path,
+                    anchor: *anchor,
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// A composite index or uniqueness rule over API paths (for lookups the fields alone don't say).
@@ -438,6 +505,11 @@ pub struct Resource {
     /// Scope rules by user type; a type without a rule sees nothing (admin sees everything,
     /// a sponsor follows the company rules over its own set of companies).
     pub scopes: Vec<(UserType, Scope)>,
+    /// Who may write which records, per action and user type, in the same terms as scope:
+    /// the paths whose value must be one of the caller's ids. A type without a rule writes
+    /// nothing (admins write everything; a sponsor follows the company rules unless it has
+    /// its own). Uploads and JSON writes derive their checks from these.
+    pub authority: Vec<(WriteAction, UserType, Scope)>,
     /// The writes the resource accepts; reads only when empty.
     pub writes: Writes,
     /// Records are created by a multipart upload (`POST /api/file`, CONTRACT §8) rather than
@@ -458,6 +530,7 @@ impl Resource {
             mandatory: vec!["id"],
             indexes: Vec::new(),
             scopes: Vec::new(),
+            authority: Vec::new(),
             writes: Writes::default(),
             uploads: false,
         }
@@ -513,23 +586,53 @@ impl Resource {
     /// Declares what the given user types see: the records satisfying any of `groups`, where a
     /// group is a list of `(path, anchor)` terms that must all hold.
     pub fn scope(mut self, user_types: &[UserType], groups: &[&[(&'static str, Anchor)]]) -> Self {
-        let groups: Vec<Vec<ScopeTerm>> = groups
-            .iter()
-            .map(|group| {
-                group
-                    .iter()
-                    .map(|(path, anchor)| ScopeTerm {
-                        path,
-                        anchor: *anchor,
-                    })
-                    .collect()
-            })
-            .collect();
+        let groups = rule_groups(groups);
         for user_type in user_types {
             self.scopes.retain(|(t, _)| t != user_type);
             self.scopes.push((*user_type, Scope::AnyOf(groups.clone())));
         }
         self
+    }
+
+    /// Declares which records the given user types may `action` (CONTRACT §9): those
+    /// satisfying any of `groups`, in the terms of [`Resource::scope`]. Paths of these rules
+    /// follow to-one relations only and end at an id, so that a record about to be written can
+    /// be judged from the records it hangs from.
+    pub fn writable_by(
+        mut self,
+        action: WriteAction,
+        user_types: &[UserType],
+        groups: &[&[(&'static str, Anchor)]],
+    ) -> Self {
+        let groups = rule_groups(groups);
+        for user_type in user_types {
+            self.authority
+                .retain(|(a, t, _)| !(*a == action && t == user_type));
+            self.authority
+                .push((action, *user_type, Scope::AnyOf(groups.clone())));
+        }
+        self
+    }
+
+    /// Which records a user type may `action`: admins everything, a sponsor as a company
+    /// user (over its own companies) unless declared otherwise, an undeclared type nothing.
+    pub fn authority_of(&self, action: WriteAction, user_type: UserType) -> Scope {
+        if user_type == UserType::Admin {
+            return Scope::Everything;
+        }
+        let declared = |t: UserType| {
+            self.authority
+                .iter()
+                .find(|(a, u, _)| *a == action && *u == t)
+                .map(|(_, _, s)| s.clone())
+        };
+        declared(user_type)
+            .or_else(|| {
+                (user_type == UserType::Sponsor)
+                    .then(|| declared(UserType::Company))
+                    .flatten()
+            })
+            .unwrap_or(Scope::Nothing)
     }
 
     /// Declares the writes the resource accepts.

@@ -2,9 +2,9 @@
 //! fields whose equality and prefix (`@`) filters must be served by an index.
 
 use crate::model::{
-    Anchor::{Companies, Host, Own, Warehouse},
-    FieldType, Resource, UserType, boolean, fk, id_field, integer, list, number, object,
-    precise_timestamp, text, timestamp,
+    Anchor::{Companies, Host, Own, Sponsor, Warehouse},
+    FieldType, Resource, UserType, WriteAction, boolean, fk, id_field, integer, list, number,
+    object, precise_timestamp, text, timestamp,
 };
 
 // Scope (CONTRACT §5): who sees which records. A sponsor follows the company rules over the
@@ -14,6 +14,17 @@ const HOST: &[UserType] = &[UserType::Host];
 const WAREHOUSE: &[UserType] = &[UserType::Warehouse];
 /// Every non-admin type (sponsors follow the company rules).
 const EVERYONE: &[UserType] = &[UserType::Company, UserType::Host, UserType::Warehouse];
+
+// Who writes what (CONTRACT §9): per action and user type, the paths whose value must be one
+// of the caller's ids, like scope. Admins write everything; sponsors follow the company rules
+// (over their own companies) unless a rule names them; a type without a rule writes nothing.
+const WRITE: WriteAction = WriteAction::Write;
+const DISPATCH: WriteAction = WriteAction::Dispatch;
+const SPONSOR: &[UserType] = &[UserType::Sponsor];
+/// Company and sponsor users: the owners of brands, warehouses and their catalogues.
+const OWNERS: &[UserType] = &[UserType::Company];
+/// Every non-admin type, for what each writes of its own (its API keys).
+const SELF_SERVICE: &[UserType] = EVERYONE;
 
 const WAREHOUSE_CANNOT_SEE_MONEY: &[UserType] = &[UserType::Warehouse];
 const HOST_CANNOT_SEE_IMPORTS: &[UserType] = &[UserType::Host];
@@ -62,7 +73,8 @@ pub fn declare() -> Vec<Resource> {
             vec![text("country"), text("vatNumber"), text("contactEmail")],
         ))
         .field(timestamp("createdDate").indexed().required())
-        .scope(COMPANY, &[&[("id", Companies)]]),
+        .scope(COMPANY, &[&[("id", Companies)]])
+        .writable_by(WRITE, SPONSOR, &[&[("fk_sponsor", Sponsor)]]),
         Resource::new("brand", "brand", "A brand of a company: owns products and uploads files.")
             .relation_fk(fk("fk_company", "brand_company"), "company")
             .field(text("name").indexed())
@@ -71,6 +83,7 @@ pub fn declare() -> Vec<Resource> {
             .has_many("brand_product", "product", "fk_brand")
             .has_many("brand_brandStore", "brandStore", "fk_brand")
             .scope(COMPANY, &[&[("fk_company", Companies)]])
+            .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]])
             .scope(HOST, &[&[("brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("brand_product.product_variant.variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("warehouse", "warehouse", "A warehouse of a company: holds stock.")
@@ -83,6 +96,7 @@ pub fn declare() -> Vec<Resource> {
             ))
             .has_many("warehouse_brandStore", "brandStore", "fk_warehouse")
             .scope(COMPANY, &[&[("fk_company", Companies)]])
+            .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]])
             .scope(WAREHOUSE, &[&[("id", Warehouse)]]),
         Resource::new(
             "host",
@@ -105,7 +119,8 @@ pub fn declare() -> Vec<Resource> {
             .field(timestamp("createdDate").indexed().required())
             .has_many("store_brandStore", "brandStore", "fk_store")
             .scope(COMPANY, &[&[("store_brandStore.brandStore_brand.fk_company", Companies)]])
-            .scope(HOST, &[&[("fk_host", Host)]]),
+            .scope(HOST, &[&[("fk_host", Host)]])
+            .writable_by(WRITE, HOST, &[&[("fk_host", Host)]]),
         Resource::new(
             "brandStore",
             "brand_store",
@@ -128,6 +143,7 @@ pub fn declare() -> Vec<Resource> {
         ))
         .index(&["fk_brand", "fk_store"], true)
         .scope(COMPANY, &[&[("brandStore_brand.fk_company", Companies)]])
+        .writable_by(WRITE, OWNERS, &[&[("brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("brandStore_store.fk_host", Host)]])
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]]),
         Resource::new("product", "product", "A product of a brand; its variants carry barcodes.")
@@ -155,6 +171,7 @@ pub fn declare() -> Vec<Resource> {
             .has_many("product_image", "image", "fk_product")
             .index(&["fk_brand", "code"], true)
             .scope(COMPANY, &[&[("product_brand.fk_company", Companies)]])
+            .writable_by(WRITE, OWNERS, &[&[("product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("product_brand.brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("product_variant.variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("variant", "variant", "A sellable variant of a product (a size, a colour).")
@@ -183,6 +200,7 @@ pub fn declare() -> Vec<Resource> {
             .has_many("variant_stock", "stock", "fk_variant")
             .has_many("variant_price", "price", "fk_variant")
             .scope(COMPANY, &[&[("variant_scopeBrand.fk_company", Companies)]])
+            .writable_by(WRITE, OWNERS, &[&[("variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("variant_scopeBrand.brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("stock", "stock", "Stock of one variant in one warehouse.")
@@ -205,6 +223,8 @@ pub fn declare() -> Vec<Resource> {
             )
             .index(&["fk_warehouse", "fk_variant"], true)
             .scope(COMPANY, &[&[("stock_scopeBrand.fk_company", Companies)]])
+            .writable_by(WRITE, OWNERS, &[&[("stock_warehouse.fk_company", Companies)]])
+            .writable_by(WRITE, WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
             .scope(
                 HOST,
                 &[&[
@@ -249,6 +269,8 @@ pub fn declare() -> Vec<Resource> {
         .scope(COMPANY, &[&[("order_brandStore.brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("order_brandStore.brandStore_store.fk_host", Host)]])
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
+        .writable_by(DISPATCH, OWNERS, &[&[("order_brandStore.brandStore_brand.fk_company", Companies)]])
+        .writable_by(DISPATCH, WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
         .template(&[
             "order_brandStore",
             "order_orderItem",
@@ -280,7 +302,9 @@ pub fn declare() -> Vec<Resource> {
             .field(timestamp("returnDate"))
             .scope(COMPANY, &[&[("orderItem_scopeBrandStore.brandStore_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("orderItem_scopeBrandStore.brandStore_store.fk_host", Host)]])
-            .scope(WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]]),
+            .scope(WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]])
+            .writable_by(DISPATCH, OWNERS, &[&[("orderItem_order.order_brandStore.brandStore_brand.fk_company", Companies)]])
+            .writable_by(DISPATCH, WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]]),
         Resource::new("user", "users", "A person or system that calls the API with its keys.")
             .field(text("name").indexed())
             .field(text("email").indexed())
@@ -322,7 +346,10 @@ pub fn declare() -> Vec<Resource> {
                 false,
             )
             .scope(EVERYONE, &[&[("id", Own)]])
-            .scope(COMPANY, &[&[("id", Own)], &[("fk_company", Companies)], &[("detail.companies", Companies)]]),
+            .scope(COMPANY, &[&[("id", Own)], &[("fk_company", Companies)], &[("detail.companies", Companies)]])
+            // Besides: never of a wider type (`UserType::writable_types`), and every company of
+            // `detail.companies` one of the caller's (users.rs: lists are not rule paths).
+            .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]]),
         Resource::new("file", "file", "An uploaded spreadsheet and the result of processing it.")
             .relation_fk(fk("fk_brand", "file_brand"), "brand")
             .relation_fk(fk("fk_user", "file_user"), "user")
@@ -360,6 +387,7 @@ pub fn declare() -> Vec<Resource> {
             .field(timestamp("startDate").indexed().required())
             .field(timestamp("endDate").doc("Empty for a permanent markdown."))
             .scope(COMPANY, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
+            .writable_by(WRITE, OWNERS, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("fk_host", Host)]]),
         Resource::new("image", "image", "An image of a product or of one of its variants.")
             .relation_fk(fk("fk_product", "image_product"), "product")
@@ -371,6 +399,7 @@ pub fn declare() -> Vec<Resource> {
             .field(text("url"))
             .field(integer("position"))
             .scope(COMPANY, &[&[("image_product.product_brand.fk_company", Companies)]])
+            .writable_by(WRITE, OWNERS, &[&[("image_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("image_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host)]]),
         Resource::new("apiKey", "api_key", "An API key of a user, with its grants.")
             .relation_fk(fk("fk_user", "apiKey_user"), "user")
@@ -385,6 +414,9 @@ pub fn declare() -> Vec<Resource> {
             .field(boolean("revoked").required())
             .field(text("secretHash").internal())
             .writable(&["name", "grants", "fk_user"], &[], &[], true)
-            .scope(EVERYONE, &[&[("fk_user", Own)]]),
+            .scope(EVERYONE, &[&[("fk_user", Own)]])
+            // Keys of other users are outside every non-admin's scope (CONTRACT §5), and a
+            // key's secret is shown only in the answer that creates it: only admins make them.
+            .writable_by(WRITE, SELF_SERVICE, &[&[("fk_user", Own)]]),
     ]
 }

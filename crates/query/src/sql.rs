@@ -699,6 +699,33 @@ pub fn count_statement(plan: &CountPlan, strategy: CountStrategy) -> SelectState
     statement
 }
 
+/// The ids among `ids` of the records of `resource` that satisfy `predicate`: how known
+/// records are checked against a rule (`crate::judge`), in one statement.
+pub fn satisfying_ids(
+    resource: &'static Resource,
+    ids: &[String],
+    predicate: &Predicate,
+) -> SelectStatement {
+    let mut statement = Query::select();
+    statement
+        .column((Alias::new(ROOT), Alias::new("id")))
+        .from_as(Alias::new(resource.table), Alias::new(ROOT))
+        .and_where(
+            Expr::col((Alias::new(ROOT), Alias::new("id")))
+                .is_in(ids.iter().map(|id| Value::from(id.to_ascii_uppercase()))),
+        );
+    if !predicate.is_always() {
+        statement.and_where(predicate_expr(predicate, Table::Aliased(ROOT), false));
+    }
+    statement
+}
+
+/// A predicate over a resource as the condition of a plain statement on its table (columns
+/// unqualified), for code that selects records itself (file processing).
+pub fn condition(predicate: &Predicate) -> Expr {
+    predicate_expr(predicate, Table::Bare, false)
+}
+
 /// Pads a key list to the next power of two (repeating the last key), so that batched loads
 /// of any size reuse a handful of prepared statements.
 pub fn padded_keys(keys: &[String]) -> Vec<String> {

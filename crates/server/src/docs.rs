@@ -3,7 +3,7 @@
 //! with `BRANDHUB_UPDATE_DOCS=1` to rewrite the sections after changing the catalog.
 
 use brandhub_catalog::{
-    Anchor, Field, FieldType, NoneAs, RelationKind, Resource, Scope, UserType, catalog,
+    Field, FieldType, NoneAs, RelationKind, Resource, Scope, UserType, WriteAction, catalog,
 };
 use brandhub_problem::Code;
 use brandhub_query::limits::{self, Stage};
@@ -104,15 +104,6 @@ fn resource_section(out: &mut String, resource: &Resource) {
     out.push('\n');
 }
 
-fn anchor_text(anchor: Anchor) -> &'static str {
-    match anchor {
-        Anchor::Companies => "one of the caller's companies",
-        Anchor::Host => "the caller's host",
-        Anchor::Warehouse => "the caller's warehouse",
-        Anchor::Own => "the caller's own user id",
-    }
-}
-
 fn scope_text(resource: &Resource, scope: &Scope) -> String {
     match scope {
         Scope::Everything => "every record".into(),
@@ -124,7 +115,7 @@ fn scope_text(resource: &Resource, scope: &Scope) -> String {
                     .iter()
                     .map(|term| {
                         let path = catalog().spelled_out(resource, term.path);
-                        format!("`{path}` is {}", anchor_text(term.anchor))
+                        format!("`{path}` is {}", term.anchor.describe())
                     })
                     .collect::<Vec<_>>()
                     .join(" and ")
@@ -139,6 +130,43 @@ pub fn resource_reference() -> String {
     let mut out = String::new();
     for resource in catalog().resources() {
         resource_section(&mut out, resource);
+    }
+    out
+}
+
+/// Who writes what (CONTRACT §9): per resource and action, the records each user type may
+/// write. Admins write everything; a type with nothing there writes nothing.
+pub fn authority_reference() -> String {
+    let types = [
+        UserType::Sponsor,
+        UserType::Company,
+        UserType::Host,
+        UserType::Warehouse,
+    ];
+    let mut out = String::from("| resource | action |");
+    for user_type in types {
+        let _ = write!(out, " {} |", user_type.as_str());
+    }
+    out.push_str("\n|---|---|");
+    out.push_str(&"---|".repeat(types.len()));
+    out.push('\n');
+    // Files are written by uploads, whose rules are those of what each file type writes.
+    for resource in catalog().resources().iter().filter(|r| !r.uploads) {
+        for action in WriteAction::ALL {
+            let declared = resource.authority.iter().any(|(a, _, _)| *a == action);
+            if !declared && action != WriteAction::Write {
+                continue;
+            }
+            let _ = write!(out, "| {} | {} |", resource.name, action.as_str());
+            for user_type in types {
+                let rule = match resource.authority_of(action, user_type) {
+                    Scope::Nothing => "—".to_string(),
+                    rule => scope_text(resource, &rule),
+                };
+                let _ = write!(out, " {rule} |");
+            }
+            out.push('\n');
+        }
     }
     out
 }
@@ -224,7 +252,10 @@ mod tests {
         let updated = replace_section(&document, "resources", &resource_reference())
             .and_then(|d| replace_section(&d, "errors", &error_reference()))
             .and_then(|d| replace_section(&d, "limits", &limits_reference()))
-            .expect("docs/API.md has the generated:resources, errors and limits markers");
+            .and_then(|d| replace_section(&d, "authority", &authority_reference()))
+            .expect(
+                "docs/API.md has the generated:resources, errors, limits and authority markers",
+            );
         if std::env::var("BRANDHUB_UPDATE_DOCS").is_ok_and(|v| v == "1") {
             std::fs::write(&path, &updated).expect("docs/API.md is writable");
             return;

@@ -4,12 +4,18 @@
 //! stored: the secret has so much entropy that a slow password hash would add cost to every
 //! request and no safety. The first 8 characters (the `prefix`) find the candidate keys; their
 //! hashes are compared in constant time.
+//!
+//! A key allows what its stored grants and its user's current type both allow
+//! ([`crate::grants::effective`]), judged afresh whenever anything about users changes.
 
 use crate::db::{Kind, Store, Timing};
-use crate::grants::{Grant, default_grants};
+use crate::grants::{Grant, default_grants, effective};
 use crate::ids::{new_id, now_timestamp};
+use crate::rights::{Principal, principal, require_visible, require_writable};
 use brandhub_catalog::{Cell, Layout, Record, UserType, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_query::judge::Known;
+use brandhub_query::plan::Viewer;
 use brandhub_query::text::fold;
 use rand::RngExt;
 use rand::distr::Alphanumeric;
@@ -24,6 +30,11 @@ pub struct NewKey {
     pub secret: String,
 }
 
+/// The most active (unrevoked) keys one user may have: enough for every system a user
+/// connects, few enough that keys stay reviewable and a leaked key cannot mint keys without
+/// end. A further key is 409 until one is revoked.
+pub const MAX_ACTIVE_KEYS: i64 = 50;
+
 /// The authenticated caller of a request: who, which key, and what the key allows.
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -31,6 +42,7 @@ pub struct Caller {
     pub email: String,
     pub user_type: UserType,
     pub key_id: String,
+    /// What the key allows now: its stored grants cut to what the user's type allows.
     pub grants: Vec<Grant>,
     pub company: Option<String>,
     pub companies: Vec<String>,
@@ -44,9 +56,38 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The caller of a key with these stored grants, as its user is now.
+    fn new(user: Principal, key_id: String, stored: &[Grant]) -> Caller {
+        Caller {
+            grants: effective(stored, user.user_type),
+            user_id: user.user_id,
+            email: user.email,
+            user_type: user.user_type,
+            key_id,
+            company: user.company,
+            companies: user.companies,
+            host: user.host,
+            warehouse: user.warehouse,
+            sponsor: user.sponsor,
+            scope_companies: user.scope_companies,
+        }
+    }
+
     /// Whether the key allows `method` on `resource`.
     pub fn may(&self, resource: &str, method: &str) -> bool {
         self.grants.iter().any(|g| g.allows(resource, method))
+    }
+
+    /// The caller's view of the catalog and the data: what scope and write rules compare with.
+    pub fn viewer(&self) -> Viewer {
+        Viewer::new(
+            self.user_type,
+            &self.user_id,
+            self.scope_companies.clone(),
+            self.host.clone(),
+            self.warehouse.clone(),
+        )
+        .with_sponsor(self.sponsor.clone())
     }
 }
 
@@ -110,14 +151,24 @@ impl Store {
     }
 
     /// Creates a key for a user (by email or id). Grants default to the user type's; given
-    /// grants must lie within them.
+    /// grants must lie within them. Made through the API, `writer` is the caller and the
+    /// grants of its key: the key must be one the caller may write (the catalog's rule for
+    /// `apiKey`: its own, for non-admins) and never allows more than the caller's key.
     pub async fn create_key(
         &self,
         user: &str,
         name: Option<&str>,
         grants: Option<&[String]>,
-        within: Option<&[Grant]>,
+        writer: Option<(&Viewer, &[Grant])>,
     ) -> ApiResult<NewKey> {
+        let resource = catalog().resource("apiKey").expect("apiKey is a resource");
+        if let Some((viewer, _)) = writer {
+            // Judged before the user is looked up: whether another user exists is none of a
+            // caller's business if it may not make keys for it.
+            let known = Known::new().value("fk_user", [user.to_string()]);
+            require_writable(&mut &*self, resource, &known, viewer).await?;
+        }
+        let within = writer.map(|(_, grants)| grants);
         let user_id = self.find_user_id(user).await?.ok_or_else(|| {
             ApiError::new(Code::NotFound, format!("No user has email or id '{user}'."))
         })?;
@@ -139,7 +190,17 @@ impl Store {
         };
         let grants: Vec<Grant> = match grants {
             None => {
-                let granted: Vec<Grant> = defaults.iter().filter(|g| fits(g)).cloned().collect();
+                // The type's defaults, as far as the key making this one allows them.
+                let mut granted: Vec<Grant> = Vec::new();
+                for default in &defaults {
+                    for allowed in within.unwrap_or(std::slice::from_ref(default)) {
+                        if let Some(both) = default.intersect(allowed)
+                            && !both.is_within(&granted)
+                        {
+                            granted.push(both);
+                        }
+                    }
+                }
                 if granted.is_empty() {
                     return Err(validation(vec![problem(format!(
                         "the key making this one allows none of a {} user's grants ({}); name the grants",
@@ -173,12 +234,18 @@ impl Store {
                 parsed
             }
         };
+        if let Some((viewer, _)) = writer {
+            let known = Known::new()
+                .value("id", None)
+                .value("fk_user", [user_id.clone()]);
+            require_visible(&mut &*self, resource, &known, viewer).await?;
+        }
         let secret = new_secret();
-        let resource = catalog().resource("apiKey").expect("apiKey is a resource");
         let layout = Layout::of(resource);
         let mut record = Record::empty(resource);
         let id = new_id();
         record.cells[layout.cell("id")] = Cell::Text(id.clone());
+        let owner = user_id.clone();
         record.cells[layout.cell("fk_user")] = Cell::Text(user_id);
         record.cells[layout.cell("name")] = name.unwrap_or("API key").into();
         record.cells[layout.cell("prefix")] = secret[..8].into();
@@ -187,6 +254,29 @@ impl Store {
         record.cells[layout.cell("secretHash")] = secret_hash(&secret).into();
         record.lists[layout.list("grants")] = grants.iter().map(Grant::to_string).collect();
         let mut tx = self.begin().await?;
+        // Under the user's row lock, so that two creations cannot both pass the limit.
+        tx.lock_record("users", &owner).await?;
+        let active = Query::select()
+            .expr(sea_query::Func::count(Expr::col(Alias::new("id"))))
+            .from(Alias::new("api_key"))
+            .and_where(Expr::col(Alias::new("fk_user")).eq(owner.as_str()))
+            .and_where(Expr::col(Alias::new("revoked")).eq(false))
+            .to_owned();
+        let active = match tx.fetch(&active, &[Kind::Integer]).await?.first() {
+            Some(row) => match row[0] {
+                Cell::Integer(n) => n,
+                _ => 0,
+            },
+            None => 0,
+        };
+        if active >= MAX_ACTIVE_KEYS {
+            return Err(ApiError::new(
+                Code::Conflict,
+                format!(
+                    "User '{owner}' has {MAX_ACTIVE_KEYS} active API keys, the most a user may have: revoke one (DELETE /api/apiKey/<id>) before creating another."
+                ),
+            ));
+        }
         tx.insert_records(resource, &[record]).await?;
         tx.commit().await?;
         Ok(NewKey { id, secret })
@@ -248,13 +338,6 @@ impl Store {
             .column((Alias::new("k"), Alias::new("id")))
             .column((Alias::new("k"), Alias::new("secret_hash")))
             .column((Alias::new("u"), Alias::new("id")))
-            .column((Alias::new("u"), Alias::new("email")))
-            .column((Alias::new("u"), Alias::new("type")))
-            .column((Alias::new("u"), Alias::new("status")))
-            .column((Alias::new("u"), Alias::new("fk_company")))
-            .column((Alias::new("u"), Alias::new("fk_host")))
-            .column((Alias::new("u"), Alias::new("fk_warehouse")))
-            .column((Alias::new("u"), Alias::new("fk_sponsor")))
             .from_as(Alias::new("api_key"), Alias::new("k"))
             .join_as(
                 sea_query::JoinType::InnerJoin,
@@ -272,70 +355,57 @@ impl Store {
                         .eq(user_name.to_ascii_uppercase())),
             )
             .to_owned();
-        let rows = self.fetch(&candidates, &[Kind::Text; 10], timing).await?;
+        let rows = self.fetch(&candidates, &[Kind::Text; 3], timing).await?;
         let presented = secret_hash(secret);
-        let text = |cell: &Cell| cell.as_text().map(str::to_string);
         let Some(row) = rows.iter().find(|row| {
             let stored = row[1].as_text().unwrap_or_default();
             bool::from(stored.as_bytes().ct_eq(presented.as_bytes()))
         }) else {
             return Ok(None);
         };
-        if row[5].as_text() != Some("active") {
+        let key_id = row[0].as_text().unwrap_or_default().to_string();
+        let user_id = row[2].as_text().unwrap_or_default();
+        let Some(user) = principal(&mut &*self, user_id).await? else {
+            return Ok(None);
+        };
+        if !user.active {
             return Ok(None);
         }
-        let key_id = text(&row[0]).unwrap_or_default();
-        let user_id = text(&row[2]).unwrap_or_default();
-        let grants = self
-            .list_values("api_key_grant", "api_key_id", "grant_text", &key_id, timing)
-            .await?;
-        let companies = self
-            .list_values("user_company", "user_id", "company_id", &user_id, timing)
-            .await?;
-        let Some(user_type) = row[4].as_text().and_then(UserType::parse) else {
-            return Ok(None);
-        };
-        let sponsor = text(&row[9]);
-        let scope_companies = match (user_type, &sponsor) {
-            (UserType::Company, _) => text(&row[6])
-                .into_iter()
-                .chain(companies.iter().cloned())
-                .collect(),
-            (UserType::Sponsor, Some(sponsor)) => self.sponsored_companies(sponsor, timing).await?,
-            _ => Vec::new(),
-        };
-        Ok(Some(Caller {
-            user_id,
-            email: text(&row[3]).unwrap_or_default(),
-            user_type,
-            key_id,
-            grants: grants.iter().filter_map(|g| Grant::parse(g).ok()).collect(),
-            company: text(&row[6]),
-            companies,
-            host: text(&row[7]),
-            warehouse: text(&row[8]),
-            sponsor,
-            scope_companies,
-        }))
+        let stored = self.stored_grants(&key_id, timing).await?;
+        Ok(Some(Caller::new(user, key_id, &stored)))
     }
 
-    /// A sponsor company and every company it sponsors.
-    async fn sponsored_companies(&self, sponsor: &str, timing: &Timing) -> ApiResult<Vec<String>> {
-        let statement = Query::select()
-            .column(Alias::new("id"))
-            .from(Alias::new("company"))
-            .cond_where(
-                Expr::col(Alias::new("id"))
-                    .eq(sponsor)
-                    .or(Expr::col(Alias::new("fk_sponsor")).eq(sponsor)),
-            )
-            .to_owned();
+    /// The grants stored with a key (as created; what they allow now is cut by the user's
+    /// type, see [`effective`]).
+    async fn stored_grants(&self, key_id: &str, timing: &Timing) -> ApiResult<Vec<Grant>> {
         Ok(self
-            .fetch(&statement, &[Kind::Text], timing)
+            .list_values("api_key_grant", "api_key_id", "grant_text", key_id, timing)
             .await?
-            .into_iter()
-            .filter_map(|row| row[0].as_text().map(str::to_string))
+            .iter()
+            .filter_map(|g| Grant::parse(g).ok())
             .collect())
+    }
+
+    /// What a key allows now (its stored grants cut to its user's current type); `None`
+    /// when there is no such key.
+    pub async fn key_grants(&self, key_id: &str) -> ApiResult<Option<Vec<Grant>>> {
+        let key_id = key_id.to_ascii_uppercase();
+        let timing = Timing::default();
+        let owner = Query::select()
+            .column(Alias::new("fk_user"))
+            .from(Alias::new("api_key"))
+            .and_where(Expr::col(Alias::new("id")).eq(key_id.as_str()))
+            .to_owned();
+        let rows = self.fetch(&owner, &[Kind::Text], &timing).await?;
+        let Some(owner) = rows.first().and_then(|r| r[0].as_text()) else {
+            return Ok(None);
+        };
+        let stored = self.stored_grants(&key_id, &timing).await?;
+        Ok(Some(match principal(&mut &*self, owner).await? {
+            Some(user) if user.active => effective(&stored, user.user_type),
+            // A disabled user's keys allow nothing.
+            _ => Vec::new(),
+        }))
     }
 
     async fn list_values(

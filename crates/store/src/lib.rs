@@ -1,7 +1,8 @@
 //! Storage: the database side of the pipeline. Pools and the schema for SQLite and PostgreSQL
 //! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
 //! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`]),
-//! users, keys and grants ([`accounts`], [`grants`]), and the queue of uploaded files ([`jobs`]).
+//! users, keys and grants ([`accounts`], [`grants`]), a user's rights as they are now
+//! ([`rights`]), and the queue of uploaded files ([`jobs`]).
 
 pub mod accounts;
 pub mod count;
@@ -12,6 +13,7 @@ pub mod jobs;
 pub mod page;
 pub mod read;
 pub mod render;
+pub mod rights;
 pub mod schema;
 pub mod users;
 pub mod versions;
@@ -23,5 +25,6 @@ pub use grants::Grant;
 pub use jobs::ClaimedJob;
 pub use page::RenderedPage;
 pub use read::PageData;
+pub use rights::Principal;
 pub use users::NewUser;
 pub use versions::Versions;

@@ -1,11 +1,16 @@
 //! Users: creating and changing them. A user's type decides which links it needs (a company
 //! user its company, a host user its host, …); every create and update checks the profile the
-//! write would leave, all problems at once, before writing anything.
+//! write would leave, all problems at once, before writing anything. Who writes a user is
+//! bounded by the catalog's write rule for users and by "never of a wider type" (CONTRACT §9):
+//! a key can never be used to widen its own user.
 
 use crate::db::{Kind, Store, Timing};
 use crate::ids::{looks_like_id, new_id, now_timestamp};
-use brandhub_catalog::{Cell, Layout, Record, UserType, catalog};
+use crate::rights::{outcomes, require_visible};
+use brandhub_catalog::{Anchor, Cell, Layout, Record, UserType, WriteAction, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_query::judge::{Known, Verdict, judge};
+use brandhub_query::plan::Viewer;
 use brandhub_query::text::fold;
 use brandhub_query::write::{WriteValues, validation_failed};
 use sea_query::{Alias, Expr, ExprTrait, Query, Value};
@@ -79,6 +84,103 @@ impl Profile {
 }
 
 impl Store {
+    /// What `writer` may not do with a user of this profile (CONTRACT §9, "user"): the
+    /// catalog's write rule over its links, never a wider type than the writer may give,
+    /// every company of `detail.companies` one of the writer's, a sponsor user only of the
+    /// writer's own sponsor company, and no host or warehouse links (`given`: the links a
+    /// write sets). Nothing for admins.
+    async fn writer_problems(
+        &self,
+        writer: &Viewer,
+        profile: &Profile,
+        given: Option<&WriteValues>,
+    ) -> ApiResult<Vec<FieldError>> {
+        let writer_type = writer.user_type();
+        if writer_type == UserType::Admin {
+            return Ok(Vec::new());
+        }
+        let user = catalog().resource("user").expect("user is a resource");
+        let known = Known::new()
+            .value("fk_company", profile.company.clone())
+            .value("fk_host", profile.host.clone())
+            .value("fk_warehouse", profile.warehouse.clone())
+            .value("fk_sponsor", profile.sponsor.clone())
+            .value("detail.companies", profile.companies.clone());
+        let judgement = judge(
+            user,
+            &user.authority_of(WriteAction::Write, writer_type),
+            writer,
+            &known,
+        );
+        let outcomes = outcomes(&mut &*self, &judgement).await?;
+        let mut problems = Vec::new();
+        if judgement.verdict(&outcomes) != Verdict::Yes {
+            let refused = judgement.refused(&outcomes);
+            if refused.is_empty() {
+                problems.push(problem(
+                    "type",
+                    format!("a {} user writes no users", writer_type.as_str()),
+                ));
+            }
+            for term in refused {
+                problems.push(problem(
+                    term.path,
+                    format!("is not {}", term.anchor.describe()),
+                ));
+            }
+        }
+        let allowed = writer_type.writable_types();
+        if let Some(user_type) = UserType::parse(&profile.user_type)
+            && !allowed.contains(&user_type)
+        {
+            let names: Vec<&str> = allowed.iter().map(|t| t.as_str()).collect();
+            problems.push(problem(
+                "type",
+                format!(
+                    "a {} user gives users the type {}, never a wider one such as {}",
+                    writer_type.as_str(),
+                    names.join(" or "),
+                    user_type.as_str()
+                ),
+            ));
+        }
+        let own = writer.anchor_ids(Anchor::Companies);
+        let foreign: Vec<&str> = profile
+            .companies
+            .iter()
+            .filter(|c| !own.contains(c))
+            .map(String::as_str)
+            .collect();
+        if !foreign.is_empty() {
+            problems.push(problem(
+                "detail.companies",
+                format!(
+                    "{} is not {}",
+                    foreign.join(", "),
+                    Anchor::Companies.describe()
+                ),
+            ));
+        }
+        if profile.user_type == UserType::Sponsor.as_str()
+            && profile.sponsor.as_ref().map(|s| vec![s.clone()])
+                != Some(writer.anchor_ids(Anchor::Sponsor))
+        {
+            problems.push(problem(
+                "fk_sponsor",
+                format!("is not {}", Anchor::Sponsor.describe()),
+            ));
+        }
+        for link in ["fk_host", "fk_warehouse"] {
+            let set = given
+                .and_then(|values| values.cell(link))
+                .is_some_and(|cell| !cell.is_unset());
+            if set {
+                problems.push(problem(link, "is set by admins only"));
+            }
+        }
+        Ok(problems)
+    }
+
     async fn exists_in(&self, table: &str, id: &str, timing: &Timing) -> ApiResult<bool> {
         let statement = Query::select()
             .column(Alias::new("id"))
@@ -173,11 +275,16 @@ impl Store {
     /// Creates a user after checking every field; returns its id.
     pub async fn create_user(&self, user: &NewUser) -> ApiResult<String> {
         let values = WriteValues::default();
-        self.create_user_with(user, &values).await
+        self.create_user_with(user, &values, &Viewer::admin()).await
     }
 
-    /// Creates a user from a checked API write (`type`, `email`, `name` and the links).
-    pub async fn create_user_from(&self, values: &WriteValues) -> ApiResult<String> {
+    /// Creates a user from a checked API write (`type`, `email`, `name` and the links), as far
+    /// as `writer` may create it.
+    pub async fn create_user_from(
+        &self,
+        values: &WriteValues,
+        writer: &Viewer,
+    ) -> ApiResult<String> {
         let user_type = values.text("type").unwrap_or_default();
         let user = NewUser {
             email: values.text("email").unwrap_or_default(),
@@ -188,10 +295,15 @@ impl Store {
             warehouse: None,
             sponsor: None,
         };
-        self.create_user_with(&user, values).await
+        self.create_user_with(&user, values, writer).await
     }
 
-    async fn create_user_with(&self, user: &NewUser, values: &WriteValues) -> ApiResult<String> {
+    async fn create_user_with(
+        &self,
+        user: &NewUser,
+        values: &WriteValues,
+        writer: &Viewer,
+    ) -> ApiResult<String> {
         let timing = Timing::default();
         let base = Profile {
             name: user.name.clone(),
@@ -211,6 +323,14 @@ impl Store {
         let profile = base.with(values);
         let email = values.text("email").unwrap_or_else(|| user.email.clone());
         let mut problems = self.profile_problems(&profile, &timing).await?;
+        problems.extend(self.writer_problems(writer, &profile, Some(values)).await?);
+        // What the body itself got wrong (a read-only field), where the profile says nothing
+        // of the field already.
+        for problem in &values.problems {
+            if !problems.iter().any(|p| p.field == problem.field) {
+                problems.push(problem.clone());
+            }
+        }
         if !email.contains('@') || email.trim() != email {
             problems.push(problem(
                 "email",
@@ -229,6 +349,14 @@ impl Store {
             .with_field("email"));
         }
         let resource = catalog().resource("user").expect("user is a resource");
+        let known = Known::new()
+            .value("id", None)
+            .value("fk_company", profile.company.clone())
+            .value("fk_host", profile.host.clone())
+            .value("fk_warehouse", profile.warehouse.clone())
+            .value("fk_sponsor", profile.sponsor.clone())
+            .value("detail.companies", profile.companies.clone());
+        require_visible(&mut &*self, resource, &known, writer).await?;
         let layout = Layout::of(resource);
         let mut record = Record::empty(resource);
         let id = new_id();
@@ -301,18 +429,40 @@ impl Store {
     }
 
     /// Changes a user (the caller has checked it is in scope); `None` when there is no such
-    /// user. Disabling a user makes its keys fail on the next request.
-    pub async fn update_user(&self, id: &str, values: &WriteValues) -> ApiResult<Option<()>> {
+    /// user. Disabling a user makes its keys fail on the next request. A user the writer may
+    /// not write at all is 403; a change that would leave it beyond the writer's rights, 422.
+    pub async fn update_user(
+        &self,
+        id: &str,
+        values: &WriteValues,
+        writer: &Viewer,
+    ) -> ApiResult<Option<()>> {
         let timing = Timing::default();
         let id = id.to_ascii_uppercase();
         let Some(current) = self.stored_profile(&id, &timing).await? else {
             return Ok(None);
         };
+        let refused = self.writer_problems(writer, &current, None).await?;
+        if !refused.is_empty() {
+            let reasons: Vec<String> = refused
+                .iter()
+                .map(|p| format!("{} {}", p.field, p.message))
+                .collect();
+            return Err(ApiError::new(
+                Code::Forbidden,
+                format!(
+                    "A {} user may not change user '{id}': {}.",
+                    writer.user_type().as_str(),
+                    reasons.join("; ")
+                ),
+            ));
+        }
         let profile = current.with(values);
         let mut problems = values.problems.clone();
         if problems.is_empty() {
             // The profile is judged only once the write itself is acceptable.
             problems = self.profile_problems(&profile, &timing).await?;
+            problems.extend(self.writer_problems(writer, &profile, Some(values)).await?);
         }
         if !problems.is_empty() {
             problems.sort_by(|a, b| a.field.cmp(&b.field));

@@ -15,7 +15,7 @@ pub use selection::{SelectedField, SelectedRelation, Selection};
 pub use value::{Comparison, Operand, Test};
 
 use crate::request::{Direction, ReadRequest};
-use brandhub_catalog::{Anchor, Field, Relation, Resource, Scope, UserType, catalog};
+use brandhub_catalog::{Anchor, Field, Relation, Resource, Scope, UserType, WriteAction, catalog};
 use brandhub_problem::ApiResult;
 use path::{PathUse, resolve};
 
@@ -35,6 +35,8 @@ pub struct Viewer {
     companies: Vec<String>,
     host: Option<String>,
     warehouse: Option<String>,
+    /// A sponsor user's sponsor company (write rules of sponsored companies).
+    sponsor: Option<String>,
     /// Sees internal fields too: only the catalog's own scope rules are resolved this way.
     sees_internal: bool,
 }
@@ -53,6 +55,7 @@ impl Viewer {
             companies: Vec::new(),
             host: None,
             warehouse: None,
+            sponsor: None,
             sees_internal: false,
         }
     }
@@ -83,8 +86,15 @@ impl Viewer {
             companies,
             host: host.map(|h| h.to_ascii_uppercase()),
             warehouse: warehouse.map(|w| w.to_ascii_uppercase()),
+            sponsor: None,
             sees_internal: false,
         }
+    }
+
+    /// The same caller with its sponsor company (for a sponsor user).
+    pub fn with_sponsor(mut self, sponsor: Option<String>) -> Viewer {
+        self.sponsor = sponsor.map(|s| s.to_ascii_uppercase());
+        self
     }
 
     /// The caller's user type.
@@ -120,16 +130,18 @@ impl Viewer {
     /// same fields and the same records.
     pub fn cache_key(&self) -> String {
         format!(
-            "{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}",
             self.user_type.as_str(),
             self.user_id,
             self.companies.join(","),
             self.host.as_deref().unwrap_or_default(),
-            self.warehouse.as_deref().unwrap_or_default()
+            self.warehouse.as_deref().unwrap_or_default(),
+            self.sponsor.as_deref().unwrap_or_default()
         )
     }
 
-    fn anchor_ids(&self, anchor: Anchor) -> Vec<String> {
+    /// The caller's ids a rule term compares with.
+    pub fn anchor_ids(&self, anchor: Anchor) -> Vec<String> {
         match anchor {
             Anchor::Companies => self.companies.clone(),
             Anchor::Host => self.host.iter().cloned().collect(),
@@ -138,44 +150,57 @@ impl Viewer {
                 .then(|| self.user_id.clone())
                 .into_iter()
                 .collect(),
+            Anchor::Sponsor => self.sponsor.iter().cloned().collect(),
         }
     }
 
     /// The records of `resource` this caller may see, as a predicate over that resource.
     pub fn scope(&self, resource: &'static Resource) -> Predicate {
-        match resource.scope_of(self.user_type) {
+        self.rule(resource, &resource.scope_of(self.user_type))
+    }
+
+    /// The records of `resource` this caller may `action` (CONTRACT §9), as a predicate.
+    pub fn authority(&self, resource: &'static Resource, action: WriteAction) -> Predicate {
+        self.rule(resource, &resource.authority_of(action, self.user_type))
+    }
+
+    /// A catalog rule (scope or write rule) over this caller's ids, as a predicate.
+    fn rule(&self, resource: &'static Resource, rule: &Scope) -> Predicate {
+        match rule {
             Scope::Everything => Predicate::always(),
             Scope::Nothing => Predicate::never(),
-            Scope::AnyOf(groups) => {
-                let unrestricted = Viewer::catalog_rules();
-                let groups: Vec<Predicate> = groups
+            Scope::AnyOf(groups) => Predicate::Any(
+                groups
                     .iter()
                     .map(|group| {
-                        let terms: Vec<Predicate> = group
-                            .iter()
-                            .map(|term| {
-                                let path =
-                                    resolve(resource, term.path, &unrestricted, PathUse::Filter)
-                                        .expect("scope paths are checked by the catalog");
-                                let ids: Vec<Operand> = self
-                                    .anchor_ids(term.anchor)
-                                    .into_iter()
-                                    .map(Operand::Text)
-                                    .collect();
-                                let test = if ids.is_empty() {
-                                    Test::Never
-                                } else {
-                                    Test::OneOf(ids)
-                                };
-                                Predicate::Leaf(Box::new(Leaf { path, test }))
-                            })
-                            .collect();
-                        Predicate::All(terms)
+                        Predicate::All(
+                            group
+                                .iter()
+                                .map(|term| self.term(resource, term.path, term.anchor))
+                                .collect(),
+                        )
                     })
-                    .collect();
-                Predicate::Any(groups)
-            }
+                    .collect(),
+            ),
         }
+    }
+
+    /// One rule term: the value at `path` (a path the catalog checked) is one of the caller's
+    /// `anchor` ids.
+    pub fn term(&self, resource: &'static Resource, path: &str, anchor: Anchor) -> Predicate {
+        let path = resolve(resource, path, &Viewer::catalog_rules(), PathUse::Filter)
+            .expect("rule paths are checked by the catalog");
+        let ids: Vec<Operand> = self
+            .anchor_ids(anchor)
+            .into_iter()
+            .map(Operand::Text)
+            .collect();
+        let test = if ids.is_empty() {
+            Test::Never
+        } else {
+            Test::OneOf(ids)
+        };
+        Predicate::Leaf(Box::new(Leaf { path, test }))
     }
 }
 

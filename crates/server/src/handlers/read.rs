@@ -21,13 +21,7 @@ use std::sync::Arc;
 
 /// The view of the catalog and the data that a caller has.
 pub fn viewer(caller: &Caller) -> Viewer {
-    Viewer::new(
-        caller.user_type,
-        &caller.user_id,
-        caller.scope_companies.clone(),
-        caller.host.clone(),
-        caller.warehouse.clone(),
-    )
+    caller.viewer()
 }
 
 /// Authorises a read and parses its URL and body into a request.

@@ -1,8 +1,10 @@
 //! The write endpoints (CONTRACT §9): `POST /api/<resource>`, `PATCH /api/<resource>/<id>`
 //! and `DELETE /api/<resource>/<id>`, for the resources whose catalog entry accepts them. The
-//! body is checked by `brandhub_query::write`; the record must be in the caller's scope (404
-//! otherwise, as if it did not exist); the answer is the record as it now is, read back
-//! through the read pipeline.
+//! body is checked by `brandhub_query::write`; the key's grants must allow the method; the
+//! record must be in the caller's scope (404 otherwise, as if it did not exist) and one the
+//! caller may write (the catalog's write rules: 403, or 422 for what a write would set); a
+//! new record must be one the caller will see, refused before anything is written. The answer
+//! is the record as it now is, read back through the read pipeline.
 
 use super::read::viewer;
 use super::{MAX_QUERY_BODY, read_body, require_grant, resource};
@@ -14,7 +16,7 @@ use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use brandhub_catalog::{Cell, Resource, UserType};
+use brandhub_catalog::{Resource, WriteAction};
 use brandhub_problem::{ApiError, Code, FieldError};
 use brandhub_query::plan::{Viewer, plan_by_id};
 use brandhub_query::request::ReadRequest;
@@ -34,16 +36,6 @@ fn not_accepted(resource: &Resource, method: &str, with_id: bool) -> Problem {
     );
     error.allow = Some(allowed);
     Problem(error)
-}
-
-/// Grants for a write. Managing one's own keys is self-service: every key may create and
-/// revoke keys of its user (scope keeps it to them), and a key it creates never allows more
-/// than it does itself.
-fn require_write_grant(caller: &Caller, resource: &Resource, method: &str) -> Answer<()> {
-    if resource.name == "apiKey" {
-        return Ok(());
-    }
-    require_grant(caller, resource, method)
 }
 
 /// The record by id as the caller sees it, or `None` outside scope or missing.
@@ -98,18 +90,52 @@ fn not_found(resource: &Resource, id: &str) -> Problem {
     ))
 }
 
-/// The owner of a new key: the caller, or (for admins) the user named in `fk_user`.
-fn key_owner(caller: &Caller, given: Option<&Cell>) -> Result<String, Problem> {
-    match given.and_then(Cell::as_text) {
-        None => Ok(caller.user_id.clone()),
-        Some(user) if user.eq_ignore_ascii_case(&caller.user_id) => Ok(caller.user_id.clone()),
-        Some(user) if caller.user_type == UserType::Admin => Ok(user.to_string()),
-        Some(_) => Err(Problem(validation_failed(vec![FieldError {
-            field: "fk_user".into(),
-            message: "keys are created for yourself; only admins create keys for other users"
-                .into(),
-        }]))),
+/// 403 unless the key to revoke allows no more than the caller's own key: a key never
+/// manages keys wider than itself (a `brand:GET` key cannot revoke a `*:*` one).
+async fn require_no_wider_key(state: &AppState, caller: &Caller, key_id: &str) -> Answer<()> {
+    let Some(grants) = state.store.key_grants(key_id).await? else {
+        return Ok(());
+    };
+    if grants.iter().all(|g| g.is_within(&caller.grants)) {
+        return Ok(());
     }
+    let show = |grants: &[brandhub_store::Grant]| {
+        grants
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Err(Problem(ApiError::new(
+        Code::Forbidden,
+        format!(
+            "This key ({}) may not revoke a key that allows more than it does ({}).",
+            show(&caller.grants),
+            show(&grants)
+        ),
+    )))
+}
+
+/// 403 unless the catalog's write rules let the caller `action` this record (which it sees).
+async fn require_authority(
+    state: &AppState,
+    resource: &'static Resource,
+    id: &str,
+    viewer: &Viewer,
+    action: WriteAction,
+) -> Answer<()> {
+    if state.store.may(resource, id, viewer, action).await? {
+        return Ok(());
+    }
+    Err(Problem(ApiError::new(
+        Code::Forbidden,
+        format!(
+            "A {} user may not {} this {} (CONTRACT §9: who writes what).",
+            viewer.user_type().as_str(),
+            action.as_str(),
+            resource.name
+        ),
+    )))
 }
 
 /// `POST /api/<resource>`: creates a record; 201 with `Location` and the new record. Files
@@ -131,22 +157,24 @@ pub async fn create(
     if resource.writes.create.is_empty() {
         return Err(not_accepted(resource, "POST", false));
     }
-    require_write_grant(&caller, resource, "POST")?;
+    require_grant(&caller, resource, "POST")?;
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
     let values = parse_write(resource, WriteMode::Create, &bytes, &viewer)?;
     let (id, secret) = match resource.name {
-        "user" => (state.store.create_user_from(&values).await?, None),
+        "user" => (state.store.create_user_from(&values, &viewer).await?, None),
         "apiKey" => {
             let values = values.checked()?;
-            let owner = key_owner(&caller, values.cell("fk_user"))?;
+            let owner = values
+                .text("fk_user")
+                .unwrap_or_else(|| caller.user_id.clone());
             let key = state
                 .store
                 .create_key(
                     &owner,
                     values.text("name").as_deref(),
                     values.list("grants").map(Vec::as_slice),
-                    Some(&caller.grants),
+                    Some((&viewer, caller.grants.as_slice())),
                 )
                 .await
                 .map_err(|error| match error.code {
@@ -204,7 +232,7 @@ pub async fn update(
     }
     let values = parse_write(resource, WriteMode::Update, &bytes, &viewer)?;
     let updated = match resource.name {
-        "user" => state.store.update_user(&id, &values).await?,
+        "user" => state.store.update_user(&id, &values, &viewer).await?,
         _ => return Err(not_accepted(resource, "PATCH", true)),
     };
     if updated.is_none() {
@@ -227,7 +255,7 @@ pub async fn delete(
     if !resource.writes.delete {
         return Err(not_accepted(resource, "DELETE", true));
     }
-    require_write_grant(&caller, resource, "DELETE")?;
+    require_grant(&caller, resource, "DELETE")?;
     let viewer = viewer(&caller);
     if read_one(&state, resource, &id, &viewer, &timing)
         .await?
@@ -235,8 +263,12 @@ pub async fn delete(
     {
         return Err(not_found(resource, &id));
     }
+    require_authority(&state, resource, &id, &viewer, WriteAction::Write).await?;
     match resource.name {
-        "apiKey" => state.store.revoke_key(&id).await?,
+        "apiKey" => {
+            require_no_wider_key(&state, &caller, &id).await?;
+            state.store.revoke_key(&id).await?
+        }
         _ => return Err(not_accepted(resource, "DELETE", true)),
     }
     Ok(StatusCode::NO_CONTENT.into_response())

@@ -1,9 +1,11 @@
 //! Storage: the database side of the pipeline. Pools and the schema for SQLite and PostgreSQL
 //! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
 //! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`]),
-//! users, keys and grants ([`accounts`], [`grants`]), and the queue of uploaded files ([`jobs`]).
+//! users, keys and grants ([`accounts`], [`grants`]), and the queue of uploaded files ([`jobs`],
+//! timed by [`clock`]).
 
 pub mod accounts;
+pub mod clock;
 pub mod count;
 pub mod db;
 pub mod grants;
@@ -18,6 +20,7 @@ pub mod versions;
 pub mod write;
 
 pub use accounts::{Caller, NewKey};
+pub use clock::Clock;
 pub use db::{Backend, Store, StoreOptions, Timing, WriteTx};
 pub use grants::Grant;
 pub use jobs::ClaimedJob;

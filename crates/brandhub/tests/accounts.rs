@@ -55,8 +55,10 @@ async fn users_create_list_and_revoke_their_own_keys(fx) {
     let listed = call(fx, reqwest::Method::GET, &format!("/api/apiKey/{key_id}"), email, secret, None).await;
     assert_eq!(listed.status, 200);
     assert!(listed.records("apiKey")[0].get("secret").is_none(), "the secret is never shown again");
-    let mine = call(fx, reqwest::Method::GET, "/api/apiKey?fields=fk_user", email, secret, None).await.records("apiKey");
+    let mine = call(fx, reqwest::Method::GET, "/api/apiKey?fields=fk_user&pageSize=1000", email, secret, None).await.records("apiKey");
     let own_id = fx.credential("company").user_id.clone();
+    let mine_ids: Vec<&str> = mine.iter().map(|k| k["id"].as_str().unwrap()).collect();
+    assert!(mine_ids.contains(&key_id.as_str()) && mine_ids.contains(&fx.credential("company").key_id.as_str()), "{mine_ids:?}");
     assert!(mine.iter().all(|k| k["fk_user"] == own_id.as_str()), "a user lists only its own keys");
     let (admin_email, admin_secret) = user_of(fx, "admin");
     let all = call(fx, reqwest::Method::GET, "/api/apiKey/count", admin_email, admin_secret, None).await.json()["count"].as_u64().unwrap();
@@ -139,10 +141,12 @@ async fn admins_create_change_and_disable_users(fx) {
 async fn restricted_properties_do_not_exist_for_the_restricted(fx) {
     let (email, secret) = user_of(fx, "warehouse");
     let orders = call(fx, reqwest::Method::GET, "/api/order?pageSize=5", email, secret, None).await.records("order");
-    assert!(!orders.is_empty());
+    assert_eq!(orders.len(), 5, "the warehouse has orders to show");
     for order in &orders {
         assert!(order["detail"].get("net").is_none(), "{order}");
-        for item in order["order_orderItem"].as_array().unwrap() {
+        let items = order["order_orderItem"].as_array().unwrap();
+        assert!(!items.is_empty(), "every demo order has items: {order}");
+        for item in items {
             assert!(item.get("itemPrice").is_none() && item.get("lineGross").is_none(), "{item}");
         }
     }
@@ -161,6 +165,7 @@ async fn restricted_properties_do_not_exist_for_the_restricted(fx) {
 
     let (email, secret) = user_of(fx, "host");
     let prices = call(fx, reqwest::Method::GET, "/api/price?pageSize=3", email, secret, None).await.records("price");
+    assert_eq!(prices.len(), 3, "the host has prices to show");
     assert!(prices.iter().all(|p| p.get("fk_file").is_none() && p.get("price_file").is_none()), "{prices:?}");
     for path in ["/api/price?fk_file=x", "/api/product?detail.importFile=x", "/api/brandStore?order_by=detail.adjustValue", "/api/stock?stock_warehouse.name=x", "/api/price?fields=price_file.fileName"] {
         call(fx, reqwest::Method::GET, path, email, secret, None).await.assert_problem(400, "unknown_field");

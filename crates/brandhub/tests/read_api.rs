@@ -4,7 +4,10 @@
 
 mod common;
 
+use brandhub_catalog::{Cell, Layout, catalog};
+use brandhub_query::text::fold;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 
 fn ids_of(records: &[Value]) -> Vec<String> {
     records
@@ -15,6 +18,38 @@ fn ids_of(records: &[Value]) -> Vec<String> {
 
 fn is_sorted_by<T: PartialOrd>(values: &[T]) -> bool {
     values.windows(2).all(|w| w[0] <= w[1])
+}
+
+/// The ids of the demo records of `resource` (as the fixture loaded them) that `keep` accepts;
+/// `keep` reads a stored field by path, as text (`""` for null).
+fn demo_ids(resource: &str, keep: impl Fn(&dyn Fn(&str) -> String) -> bool) -> BTreeSet<String> {
+    let layout = Layout::of(catalog().resource(resource).unwrap());
+    common::demo_records()
+        .iter()
+        .filter(|chunk| chunk.resource.name == resource)
+        .flat_map(|chunk| &chunk.records)
+        .filter(|record| {
+            let field = |path: &str| match &record.cells[layout.cell(path)] {
+                Cell::Null => String::new(),
+                Cell::Text(text) => text.clone(),
+                Cell::Integer(n) => n.to_string(),
+                Cell::Number(n) => n.to_string(),
+                Cell::Boolean(b) => b.to_string(),
+            };
+            keep(&field)
+        })
+        .map(|record| record.id().to_string())
+        .collect()
+}
+
+/// Asserts that a list answered exactly the `expected` records (none missing, none extra), and
+/// that there are some: checks made on every listed record then cannot pass on an empty list.
+/// The list must fit one page.
+fn assert_lists_exactly(records: &[Value], expected: &BTreeSet<String>) {
+    assert!(!expected.is_empty(), "the demo data has records to test on");
+    let listed: BTreeSet<String> = ids_of(records).into_iter().collect();
+    assert_eq!(listed.len(), records.len(), "no record is listed twice");
+    assert_eq!(&listed, expected);
 }
 
 on_both_backends! { "reads";
@@ -144,34 +179,50 @@ async fn text_filters_fold_case_for_all_of_unicode(fx) {
     let folded = fx.get(&format!("/api/product?title={}", urlencode(&shouted))).await.ids("product");
     assert!(!exact.is_empty());
     assert_eq!(exact, folded, "{accented} vs {shouted}");
+    assert_lists_exactly(
+        &fx.get(&format!("/api/product?title={}&pageSize=1000", urlencode(&shouted))).await.records("product"),
+        &demo_ids("product", |f| fold(&f("title")) == fold(&accented)),
+    );
     let word = accented.split(' ').next().unwrap().to_lowercase();
     let starts = fx.get(&format!("/api/product?title={}%40&fields=title&pageSize=1000", urlencode(&word))).await.records("product");
-    assert!(!starts.is_empty());
+    assert_lists_exactly(&starts, &demo_ids("product", |f| fold(&f("title")).starts_with(&fold(&word))));
     for product in &starts {
         assert!(product["title"].as_str().unwrap().to_lowercase().starts_with(&word), "{product}");
     }
     let contains = fx.get("/api/product?title=@shirt@&fields=title&pageSize=1000").await.records("product");
+    assert_lists_exactly(&contains, &demo_ids("product", |f| fold(&f("title")).contains("shirt")));
     for product in &contains {
         assert!(product["title"].as_str().unwrap().to_lowercase().contains("shirt"));
     }
     let ends = fx.get("/api/variant?code=@-XL&fields=code&pageSize=1000").await.records("variant");
-    assert!(!ends.is_empty());
+    assert_lists_exactly(&ends, &demo_ids("variant", |f| fold(&f("code")).ends_with("-xl")));
     assert!(ends.iter().all(|v| v["code"].as_str().unwrap().ends_with("-XL")));
 }
 
 async fn dotted_filters_reach_related_entities_and_details(fx) {
     let stock = fx.get("/api/stock?stock_variant.barcode=501001@&pageSize=1000&fields=stock_variant.barcode").await.records("stock");
-    assert!(!stock.is_empty());
+    let variants = demo_ids("variant", |f| f("barcode").starts_with("501001"));
+    assert_lists_exactly(&stock, &demo_ids("stock", |f| variants.contains(&f("fk_variant"))));
     assert!(stock.iter().all(|s| s["stock_variant"]["barcode"].as_str().unwrap().starts_with("501001")));
     let brand = fx.get("/api/brand?pageSize=1").await.records("brand")[0].clone();
     let through = fx.get(&format!("/api/stock/count?stock_variant.variant_product.fk_brand={}", brand["id"].as_str().unwrap())).await.json()["count"].as_u64().unwrap();
     let direct = fx.get(&format!("/api/variant/count?variant_product.fk_brand={}", brand["id"].as_str().unwrap())).await.json()["count"].as_u64().unwrap();
     assert_eq!(through, direct);
     assert!(through > 0);
-    let csv = fx.get("/api/file?detail.fileMime=text/csv&fields=detail.fileMime").await.records("file");
+    let csv = fx.get("/api/file?detail.fileMime=text/csv&fields=detail.fileMime&pageSize=1000").await.records("file");
+    assert_lists_exactly(&csv, &demo_ids("file", |f| f("detail.fileMime") == "text/csv"));
     assert!(csv.iter().all(|f| f["detail"]["fileMime"] == "text/csv"));
     let items = fx.get("/api/order?order_orderItem.status=RET&fields=status&pageSize=1000").await.records("order");
-    assert!(!items.is_empty());
+    let returned = demo_ids("orderItem", |f| f("status") == "RET");
+    let with_returns: BTreeSet<String> = common::demo_records()
+        .iter()
+        .filter(|chunk| chunk.resource.name == "orderItem")
+        .flat_map(|chunk| {
+            let layout = Layout::of(chunk.resource);
+            chunk.records.iter().filter(|item| returned.contains(item.id())).map(move |item| item.cells[layout.cell("fk_order")].as_text().unwrap().to_string())
+        })
+        .collect();
+    assert_lists_exactly(&items, &with_returns);
     assert!(items.iter().all(|o| o["status"] == "returned"), "orders with returned items are returned orders");
 }
 
@@ -188,10 +239,14 @@ async fn values_of_every_type_filter_by_their_type(fx) {
     assert_eq!(vatable + not_vatable + unset, common::SCALE);
     let day = &some["lastUpdate"].as_str().unwrap()[..10];
     let that_day = fx.get(&format!("/api/stock?lastUpdate={day}&fields=lastUpdate&pageSize=1000")).await.records("stock");
-    assert!(!that_day.is_empty());
+    assert_lists_exactly(&that_day, &demo_ids("stock", |f| f("lastUpdate").starts_with(day)));
     assert!(that_day.iter().all(|s| s["lastUpdate"].as_str().unwrap().starts_with(day)));
-    let unshipped = fx.get("/api/order?shipDate=&fields=shipDate&pageSize=1000").await.records("order");
-    assert!(!unshipped.is_empty());
+    let unshipped = fx.get("/api/order?shipDate=&fields=shipDate&pageSize=1000").await;
+    let expected = demo_ids("order", |f| f("shipDate").is_empty());
+    assert_eq!(unshipped.json()["response"]["recordsFound"].as_u64().unwrap() as usize, expected.len());
+    let unshipped = unshipped.records("order");
+    assert_eq!(unshipped.len(), expected.len().min(1000));
+    assert!(unshipped.iter().all(|o| expected.contains(o["id"].as_str().unwrap())));
     assert!(unshipped.iter().all(|o| o["shipDate"] == ""));
 }
 
@@ -258,6 +313,7 @@ async fn complex_queries_apply_conditions_left_to_right(fx) {
     assert_eq!(fx.post("/api/order/count", &body).await.json()["count"], new);
     let page = fx.post("/api/order/query?fields=status&pageSize=1000", &body).await;
     assert_eq!(page.status, 200);
+    assert_lists_exactly(&page.records("order"), &demo_ids("order", |f| f("status") == "new"));
     assert!(page.records("order").iter().all(|o| o["status"] == "new"));
     // new OR (accepted AND accepted) evaluated left to right is (new OR accepted) AND accepted = accepted
     let body = json!({"query": [
@@ -280,7 +336,10 @@ async fn arrays_and_the_three_steps_narrow_in_order(fx) {
         "queryselection": [{"field": "orderDate", "operator": ">=", "value": "2025-01-01"}]
     });
     let records = fx.post("/api/order/query?fields=status,fk_brandStore,carrier&pageSize=1000&carrier=@", &body).await.records("order");
-    assert!(!records.is_empty());
+    let expected = demo_ids("order", |f| {
+        ["new", "dispatched"].contains(&f("status").as_str()) && stores.contains(&f("fk_brandStore")) && f("orderDate").as_str() >= "2025-01-01"
+    });
+    assert_lists_exactly(&records, &expected);
     for order in &records {
         assert!(order["status"] == "new" || order["status"] == "dispatched");
         assert!(stores.contains(&order["fk_brandStore"].as_str().unwrap().to_string()));
@@ -305,7 +364,7 @@ async fn a_get_with_a_json_body_is_a_complex_query(fx) {
     assert_eq!(response.status(), 200);
     let json: Value = response.json().await.unwrap();
     let orders = json["response"]["order"].as_array().unwrap();
-    assert!(!orders.is_empty());
+    assert_lists_exactly(orders, &demo_ids("order", |f| f("status") == "new"));
     assert!(orders.iter().all(|o| o["status"] == "new"));
 }
 

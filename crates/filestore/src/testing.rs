@@ -1,6 +1,7 @@
 //! A local S3-compatible server for tests (feature `testing`): moto (`pip install
 //! 'moto[server]'`), started on a free port and killed when dropped. Shared by this crate's S3
-//! tests and the server's upload tests, so both reach S3 the same way.
+//! tests and the server's upload tests, so both reach S3 the same way; and the one rule for a
+//! test whose server is missing ([`skip`]), shared by every crate's tests.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -34,12 +35,39 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Whether the tests run in CI: `CI` is set to anything but empty, `0` or `false` (as CI
+/// services and `.ci/run` set it). There a missing test server fails the run.
+pub fn in_ci() -> bool {
+    std::env::var("CI")
+        .map(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false"))
+        .unwrap_or(false)
+}
+
+/// A test (or a variant of one) that cannot run here because `reason`. Under CI that is a
+/// failure: this panics. Elsewhere it prints `SKIPPED <test>: <reason>` straight to the
+/// terminal, past the test harness's capture of passing tests' output, so a skipped variant is
+/// never mistaken for a passing one; the caller then returns.
+pub fn skip(test: &str, reason: &str) {
+    if in_ci() {
+        panic!("{test} cannot run: {reason} (under CI=true a missing test server is an error)");
+    }
+    use std::io::Write as _;
+    // `eprintln!` would be captured (and hidden) by the harness for a test that returns.
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "SKIPPED {test}: {reason} (it passes without testing anything; CI=true makes this an error)"
+    );
+}
+
 impl Moto {
-    /// Starts `moto_server` on a free port and waits until it answers; `None` (after printing
-    /// a line naming the skipped test) when it is not installed.
+    /// Starts `moto_server` on a free port and waits until it answers; `None` when it is not
+    /// installed, after [`skip`] said so (under CI that fails the test instead).
     pub fn start(test: &str) -> Option<Moto> {
         let Some(bin) = find_on_path("moto_server") else {
-            eprintln!("SKIP {test}: moto_server is not on PATH (pip install 'moto[server]')");
+            skip(
+                test,
+                "moto_server is not on PATH (pip install 'moto[server]')",
+            );
             return None;
         };
         let port = free_port();

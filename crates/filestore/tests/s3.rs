@@ -1,5 +1,5 @@
-//! The S3 backend against a local moto server (`pip install 'moto[server]'`). Skipped, with a
-//! line saying so, when `moto_server` is not on PATH.
+//! The S3 backend against a local moto server (`pip install 'moto[server]'`). When
+//! `moto_server` is not on PATH: a failure under `CI=true`, else skipped with a line saying so.
 
 mod common;
 

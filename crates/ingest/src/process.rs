@@ -12,7 +12,6 @@ use brandhub_filestore::StoreError;
 use brandhub_problem::ApiError;
 use brandhub_sheet::{ColumnMap, FileType, Format, Table};
 use brandhub_store::ClaimedJob;
-use brandhub_store::jobs::now_millis;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -174,7 +173,11 @@ pub(crate) async fn run(context: Arc<Context>, job: ClaimedJob) {
             tracing::warn!(%error, file = %job.file_id, retry_in_ms = delay, "processing will be retried");
             context
                 .store
-                .release_job(&job.file_id, &context.worker, now_millis() + delay)
+                .release_job(
+                    &job.file_id,
+                    &context.worker,
+                    context.store.clock().now_millis() + delay,
+                )
                 .await
         }
     };

@@ -42,6 +42,8 @@ pub struct Store {
     /// Rendered pages known in this process.
     pub(crate) pages: std::sync::Arc<crate::page::PageCache>,
     pub(crate) matches_first_limit: u64,
+    /// The job queue's clock (the system's, unless a test set one).
+    pub(crate) clock: crate::clock::Clock,
 }
 
 /// How a store connects.
@@ -248,7 +250,20 @@ impl Store {
             count_routes: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
             pages: std::sync::Arc::new(crate::page::page_cache(options.page_cache_bytes)),
             matches_first_limit: options.matches_first_limit,
+            clock: crate::clock::Clock::system(),
         })
+    }
+
+    /// The same store with another clock for its job queue: tests set a
+    /// [`Clock::manual`](crate::clock::Clock::manual) to reach time-outs without sleeping.
+    pub fn with_clock(mut self, clock: crate::clock::Clock) -> Store {
+        self.clock = clock;
+        self
+    }
+
+    /// The job queue's clock.
+    pub fn clock(&self) -> &crate::clock::Clock {
+        &self.clock
     }
 
     /// The backend this store runs on.
@@ -378,6 +393,7 @@ impl Store {
         Ok(WriteTx {
             tx,
             touched: Vec::new(),
+            clock: self.clock.clone(),
         })
     }
 }
@@ -393,6 +409,8 @@ enum Tx {
 pub struct WriteTx {
     tx: Tx,
     touched: Vec<&'static str>,
+    /// The store's clock, for the job queue's times.
+    pub(crate) clock: crate::clock::Clock,
 }
 
 impl WriteTx {

@@ -11,7 +11,8 @@
 //! processes never take the same job and never wait on each other; on SQLite it runs inside a
 //! write transaction (`BEGIN IMMEDIATE`: SQLite serialises writers).
 //!
-//! Times are milliseconds since the Unix epoch, from the clock of the process that writes them.
+//! Times are milliseconds since the Unix epoch, from the store's [`Clock`](crate::clock::Clock)
+//! (the system clock of the process that writes them, or a test's).
 
 use crate::db::{Kind, Store, Timing, WriteTx};
 use crate::write::{records_of, select_records};
@@ -29,11 +30,6 @@ pub const PENDING: &str = "pending";
 pub const RUNNING: &str = "running";
 /// A job whose file is processed or failed.
 pub const DONE: &str = "done";
-
-/// Milliseconds since the Unix epoch: the queue's clock.
-pub fn now_millis() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
 
 /// A job a worker has claimed: the file to process and how often it was claimed (this claim
 /// included), so that a file that keeps killing its workers is failed instead of retried forever.
@@ -106,7 +102,7 @@ fn file_resource() -> &'static Resource {
 impl WriteTx {
     /// Queues the job of a new file; call it in the transaction that inserts the file record.
     pub async fn enqueue_job(&mut self, file_id: &str) -> ApiResult<()> {
-        let now = now_millis();
+        let now = self.clock.now_millis();
         let insert = Query::insert()
             .into_table(Alias::new(JOB_TABLE))
             .columns(["file_id", "state", "attempts", "available_at", "created_at"].map(Alias::new))
@@ -129,7 +125,7 @@ impl WriteTx {
     pub async fn finish_job(&mut self, file_id: &str, worker: &str) -> ApiResult<bool> {
         let update = held_job(file_id, worker)
             .value(Alias::new("state"), DONE)
-            .value(Alias::new("heartbeat_at"), now_millis())
+            .value(Alias::new("heartbeat_at"), self.clock.now_millis())
             .to_owned();
         Ok(self.execute_untracked(JOB_TABLE, &update).await? == 1)
     }
@@ -189,7 +185,7 @@ impl Store {
     /// Whether some job could be claimed now: a cheap read, so idle workers do not take the
     /// write lock (on SQLite) just to find the queue empty.
     pub async fn has_claimable_job(&self, stale_after_ms: i64) -> ApiResult<bool> {
-        let now = now_millis();
+        let now = self.clock.now_millis();
         let select = Query::select()
             .column(Alias::new("file_id"))
             .from(Alias::new(JOB_TABLE))
@@ -210,7 +206,7 @@ impl Store {
         worker: &str,
         stale_after_ms: i64,
     ) -> ApiResult<Option<ClaimedJob>> {
-        let claim = claim_statement(worker, now_millis(), stale_after_ms);
+        let claim = claim_statement(worker, self.clock.now_millis(), stale_after_ms);
         let mut tx = self.begin().await?;
         let rows = tx
             .fetch_returning(None, &claim, &[Kind::Text, Kind::Integer])
@@ -232,7 +228,7 @@ impl Store {
     /// Renews a claimed job's heartbeat; `false` when `worker` no longer holds it.
     pub async fn heartbeat_job(&self, file_id: &str, worker: &str) -> ApiResult<bool> {
         let update = held_job(file_id, worker)
-            .value(Alias::new("heartbeat_at"), now_millis())
+            .value(Alias::new("heartbeat_at"), self.clock.now_millis())
             .to_owned();
         Ok(self.execute_untracked(JOB_TABLE, &update).await? == 1)
     }

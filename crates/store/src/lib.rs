@@ -2,9 +2,10 @@
 //! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
 //! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`]),
 //! users, keys and grants ([`accounts`], [`grants`]), a user's rights as they are now
-//! ([`rights`]), and the queue of uploaded files ([`jobs`]).
+//! ([`rights`]), and the queue of uploaded files ([`jobs`], timed by [`clock`]).
 
 pub mod accounts;
+pub mod clock;
 pub mod count;
 pub mod db;
 pub mod grants;
@@ -20,6 +21,7 @@ pub mod versions;
 pub mod write;
 
 pub use accounts::{Caller, NewKey};
+pub use clock::Clock;
 pub use db::{Backend, Store, StoreOptions, Timing, WriteTx};
 pub use grants::Grant;
 pub use jobs::ClaimedJob;

@@ -1,24 +1,86 @@
-//! The job queue of uploaded files on a real SQLite database: a file's job is claimed by one
-//! worker at a time, heartbeats and finishing need the claim, released jobs come back, and a
-//! claim whose heartbeat is too old is taken over by another worker.
+//! The job queue of uploaded files on a real database (SQLite, and PostgreSQL when
+//! `BRANDHUB_TEST_DATABASE_URL` is set): a file's job is claimed by one worker at a time,
+//! heartbeats and finishing need the claim, released jobs come back, and a claim whose
+//! heartbeat is too old is taken over by another worker. Time is a manual clock that the tests
+//! move: no test sleeps against a time-out.
 
 use brandhub_catalog::{Cell, Layout, Record, catalog};
-use brandhub_store::{Store, StoreOptions};
+use brandhub_store::{Clock, Store, StoreOptions};
 use std::time::Duration;
 
-async fn open() -> (Store, tempfile::TempDir) {
+/// The manual clock's start: any fixed time does.
+const START: i64 = 1_900_000_000_000;
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy)]
+enum Db {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh, migrated store on a manual clock; `None` when PostgreSQL is not configured (the
+/// variant is skipped, or fails under `CI=true`). The directory keeps the SQLite file.
+async fn open(db: Db, name: &str) -> Option<(Store, Clock, tempfile::TempDir)> {
     let dir = tempfile::tempdir().unwrap();
+    let url = match db {
+        Db::Sqlite => format!("sqlite://{}", dir.path().join("jobs.db").display()),
+        Db::Postgres => fresh_postgres(name).await?,
+    };
+    let clock = Clock::manual(START);
     let store = Store::connect(&StoreOptions {
-        url: format!("sqlite://{}", dir.path().join("jobs.db").display()),
+        url,
         max_connections: 4,
         page_cache_bytes: 0,
         matches_first_limit: 40,
         pg_settings: Vec::new(),
     })
     .await
-    .unwrap();
+    .unwrap()
+    .with_clock(clock.clone());
     store.migrate().await.unwrap();
-    (store, dir)
+    Some((store, clock, dir))
+}
+
+/// A new empty PostgreSQL database for one test, named after the configured one (so that
+/// checkouts sharing a server keep apart).
+async fn fresh_postgres(name: &str) -> Option<String> {
+    let Some(admin_url) = std::env::var("BRANDHUB_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        brandhub_filestore::testing::skip(
+            &format!("jobs::postgres::{name}"),
+            "BRANDHUB_TEST_DATABASE_URL is not set",
+        );
+        return None;
+    };
+    let (server, configured) = admin_url
+        .rsplit_once('/')
+        .filter(|(server, _)| server.contains("://") && !server.ends_with('/'))
+        .expect("BRANDHUB_TEST_DATABASE_URL is postgres://user@host/database");
+    let configured: String = configured
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    let database = format!("bh_{configured}_store_jobs_{name}").to_ascii_lowercase();
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(&admin_url)
+        .await
+        .expect("PostgreSQL is reachable");
+    for statement in [
+        format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
+        format!("CREATE DATABASE \"{database}\""),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&mut admin)
+            .await
+            .expect("the test may create databases");
+    }
+    admin.close().await.ok();
+    Some(format!("{server}/{database}"))
 }
 
 fn record(resource: &str, id: &str, cells: &[(&str, Cell)]) -> Record {
@@ -102,9 +164,10 @@ async fn queued_file(store: &Store, id: &str) {
 
 const TIMEOUT_MS: i64 = 60_000;
 
-#[tokio::test]
-async fn one_worker_holds_a_job_until_it_finishes_or_releases_it() {
-    let (store, _dir) = open().await;
+async fn one_worker_holds_a_job_until_it_finishes_or_releases_it(db: Db) {
+    let Some((store, _clock, _dir)) = open(db, "holds").await else {
+        return;
+    };
     let id = "0190000000000000000000000000F001";
     queued_file(&store, id).await;
     assert!(store.has_claimable_job(TIMEOUT_MS).await.unwrap());
@@ -137,7 +200,7 @@ async fn one_worker_holds_a_job_until_it_finishes_or_releases_it() {
     );
     drop(tx);
 
-    store.release_job(id, "w1", 0).await.unwrap();
+    store.release_job(id, "w1", START).await.unwrap();
     assert_eq!(
         store.file_status(id).await.unwrap().as_deref(),
         Some("pending")
@@ -166,9 +229,38 @@ async fn one_worker_holds_a_job_until_it_finishes_or_releases_it() {
     );
 }
 
-#[tokio::test]
-async fn a_job_whose_heartbeat_is_too_old_is_taken_over() {
-    let (store, _dir) = open().await;
+async fn a_released_job_waits_until_it_is_available(db: Db) {
+    let Some((store, clock, _dir)) = open(db, "released").await else {
+        return;
+    };
+    let id = "0190000000000000000000000000F007";
+    queued_file(&store, id).await;
+    store
+        .claim_job("w1", TIMEOUT_MS)
+        .await
+        .unwrap()
+        .expect("a job");
+    store.release_job(id, "w1", START + 5_000).await.unwrap();
+    clock.advance(Duration::from_millis(4_999));
+    assert!(!store.has_claimable_job(TIMEOUT_MS).await.unwrap());
+    assert!(
+        store.claim_job("w2", TIMEOUT_MS).await.unwrap().is_none(),
+        "not before its retry time"
+    );
+    clock.advance(Duration::from_millis(1));
+    assert!(store.has_claimable_job(TIMEOUT_MS).await.unwrap());
+    let again = store
+        .claim_job("w2", TIMEOUT_MS)
+        .await
+        .unwrap()
+        .expect("claimable at its retry time");
+    assert_eq!(again.attempts, 2);
+}
+
+async fn a_job_whose_heartbeat_is_too_old_is_taken_over(db: Db) {
+    let Some((store, clock, _dir)) = open(db, "taken_over").await else {
+        return;
+    };
     let id = "0190000000000000000000000000F002";
     queued_file(&store, id).await;
     store
@@ -176,13 +268,15 @@ async fn a_job_whose_heartbeat_is_too_old_is_taken_over() {
         .await
         .unwrap()
         .expect("a job");
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    clock.advance(Duration::from_millis(TIMEOUT_MS as u64));
     assert!(
         store.claim_job("w2", TIMEOUT_MS).await.unwrap().is_none(),
-        "fresh enough"
+        "a heartbeat exactly as old as the time-out is fresh enough"
     );
+    clock.advance(Duration::from_millis(1));
+    assert!(store.has_claimable_job(TIMEOUT_MS).await.unwrap());
     let taken = store
-        .claim_job("w2", 10)
+        .claim_job("w2", TIMEOUT_MS)
         .await
         .unwrap()
         .expect("an old claim is taken over");
@@ -202,9 +296,10 @@ async fn a_job_whose_heartbeat_is_too_old_is_taken_over() {
     tx.commit().await.unwrap();
 }
 
-#[tokio::test]
-async fn jobs_are_claimed_oldest_first_and_each_once() {
-    let (store, _dir) = open().await;
+async fn jobs_are_claimed_oldest_first_and_each_once(db: Db) {
+    let Some((store, clock, _dir)) = open(db, "oldest_first").await else {
+        return;
+    };
     // Queued in the opposite order of their ids, so that the order of queueing must decide.
     let ids = [
         "0190000000000000000000000000F005",
@@ -213,7 +308,7 @@ async fn jobs_are_claimed_oldest_first_and_each_once() {
     ];
     for id in ids {
         queued_file(&store, id).await;
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        clock.advance(Duration::from_millis(1));
     }
     let mut claimed = Vec::new();
     while let Some(job) = store.claim_job("w", TIMEOUT_MS).await.unwrap() {
@@ -222,9 +317,10 @@ async fn jobs_are_claimed_oldest_first_and_each_once() {
     assert_eq!(claimed, ids);
 }
 
-#[tokio::test]
-async fn a_heartbeat_keeps_a_claim() {
-    let (store, _dir) = open().await;
+async fn a_heartbeat_keeps_a_claim(db: Db) {
+    let Some((store, clock, _dir)) = open(db, "heartbeat").await else {
+        return;
+    };
     let id = "0190000000000000000000000000F006";
     queued_file(&store, id).await;
     store
@@ -232,15 +328,46 @@ async fn a_heartbeat_keeps_a_claim() {
         .await
         .unwrap()
         .expect("a job");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(TIMEOUT_MS as u64 - 1));
     assert!(store.heartbeat_job(id, "w1").await.unwrap());
+    clock.advance(Duration::from_millis(TIMEOUT_MS as u64 - 1));
     assert!(
-        store.claim_job("w2", 200).await.unwrap().is_none(),
-        "a claim whose heartbeat is fresh is not taken over"
+        store.claim_job("w2", TIMEOUT_MS).await.unwrap().is_none(),
+        "a claim whose heartbeat is fresh is not taken over, however old the claim"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(2));
     assert!(
-        store.claim_job("w2", 200).await.unwrap().is_some(),
+        store.claim_job("w2", TIMEOUT_MS).await.unwrap().is_some(),
         "without heartbeats it is"
     );
 }
+
+/// Declares each test on both databases.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::Db::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::Db::Postgres).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both!(
+    one_worker_holds_a_job_until_it_finishes_or_releases_it,
+    a_released_job_waits_until_it_is_available,
+    a_job_whose_heartbeat_is_too_old_is_taken_over,
+    jobs_are_claimed_oldest_first_and_each_once,
+    a_heartbeat_keeps_a_claim,
+);

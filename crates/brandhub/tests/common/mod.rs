@@ -3,7 +3,9 @@
 //! HTTP client that trusts exactly that certificate.
 //!
 //! SQLite fixtures always run; PostgreSQL fixtures run when `BRANDHUB_TEST_DATABASE_URL` names
-//! a server where the test may create databases (each fixture gets its own database).
+//! a server where the test may create databases (each fixture gets its own database). Without
+//! it the PostgreSQL variants are skipped with a notice on the terminal, and under `CI=true`
+//! they fail.
 //! Fixtures are shared by the tests of one test binary and live on a thread of their own, so
 //! the server outlives every test's runtime.
 
@@ -426,11 +428,41 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
 
 static SHARED: OnceLock<Mutex<HashMap<(Db, String), &'static Fixture>>> = OnceLock::new();
 
+/// The PostgreSQL server for a test, or `None` when `BRANDHUB_TEST_DATABASE_URL` is not set:
+/// then the test's PostgreSQL variant is skipped, loudly, once per test binary (under
+/// `CI=true` it fails instead). A server that is set but unreachable fails the test in any case.
+pub fn postgres_or_skip() -> Option<String> {
+    static NOTED: std::sync::Once = std::sync::Once::new();
+    let url = postgres_url();
+    if url.is_none() {
+        // The test binary's name without cargo's hash (`caching-0123abcd` → `caching`).
+        let binary = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().to_string()))
+            .map(|name| {
+                name.rsplit_once('-')
+                    .map_or(name.clone(), |(n, _)| n.to_string())
+            })
+            .unwrap_or_default();
+        let skip = || {
+            brandhub_filestore::testing::skip(
+                &format!("the PostgreSQL variants of {binary}"),
+                "BRANDHUB_TEST_DATABASE_URL is not set",
+            )
+        };
+        // Under CI every such test fails; elsewhere one notice per binary is enough.
+        if brandhub_filestore::testing::in_ci() {
+            skip();
+        }
+        NOTED.call_once(skip);
+    }
+    url
+}
+
 /// The fixture of this name on this database, started on first use and shared after.
-/// `None` for PostgreSQL when no test database is configured.
+/// `None` for PostgreSQL when no test database is configured (see [`postgres_or_skip`]).
 pub fn shared(db: Db, name: &str) -> Option<&'static Fixture> {
-    if db == Db::Postgres && postgres_url().is_none() {
-        eprintln!("PostgreSQL part skipped: BRANDHUB_TEST_DATABASE_URL is not set");
+    if db == Db::Postgres && postgres_or_skip().is_none() {
         return None;
     }
     let map = SHARED.get_or_init(|| Mutex::new(HashMap::new()));
@@ -453,7 +485,8 @@ pub fn demo_records() -> &'static Vec<Chunk> {
     })
 }
 
-/// Declares each test twice: once on SQLite, once on PostgreSQL (skipped without a server).
+/// Declares each test twice: once on SQLite, once on PostgreSQL (skipped without a server,
+/// and failing for want of one under `CI=true`).
 #[macro_export]
 macro_rules! on_both_backends {
     ($fixture_name:literal; $(async fn $name:ident($fx:ident) $body:block)*) => {

@@ -11,6 +11,8 @@
 //!
 //! Nothing here touches a network or a database, so each stage is tested alone.
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz;
 pub mod limits;
 pub mod parse;
 pub mod plan;

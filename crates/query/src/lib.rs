@@ -13,6 +13,8 @@
 //!
 //! Nothing here touches a network or a database, so each stage is tested alone.
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz;
 pub mod judge;
 pub mod limits;
 pub mod parse;

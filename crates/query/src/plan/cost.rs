@@ -14,6 +14,7 @@ use super::value::Test;
 use super::{OrderKey, ReadPlan};
 use crate::limits::{
     BOUND_VALUES, COMPARISONS, CONDITION_DEPTH, EXPANDED_RELATIONS, JOINED_TABLES, RESULT_COLUMNS,
+    SUBQUERIES,
 };
 use brandhub_problem::ApiResult;
 
@@ -24,6 +25,8 @@ pub struct Cost {
     pub comparisons: usize,
     /// Nesting of the deepest condition a statement carries (scope and filter together).
     pub depth: usize,
+    /// Subqueries of the page statement (semi-joins of relations and scopes).
+    pub subqueries: usize,
     /// Values bound into the page statement.
     pub bound_values: usize,
     /// Tables the page statement joins (the resource's own included).
@@ -69,6 +72,24 @@ fn path_depth(path: &FieldPath) -> usize {
         .fold(FIELD_DEPTH, |inner, scope| {
             HOP_DEPTH + inner.max(depth(scope))
         })
+}
+
+/// Subqueries a predicate's SQL form carries: one for each relation of a path and for a
+/// list field, with those of the scopes of the relations.
+pub fn subqueries(predicate: &Predicate) -> usize {
+    predicate
+        .leaves()
+        .into_iter()
+        .map(|leaf| path_subqueries(&leaf.path))
+        .sum()
+}
+
+fn path_subqueries(path: &FieldPath) -> usize {
+    path.hop_scopes
+        .iter()
+        .map(|scope| 1 + subqueries(scope))
+        .sum::<usize>()
+        + usize::from(path.field.list.is_some())
 }
 
 /// Values a test binds.
@@ -149,9 +170,17 @@ impl Cost {
             .max()
             .unwrap_or(0);
         let scope_columns = plan.scope.leaves().len();
+        // An order key's relations are joins, not subqueries; their scopes' relations are.
+        let order_subqueries: usize = plan
+            .order
+            .iter()
+            .flat_map(|key| &key.path.hop_scopes)
+            .map(subqueries)
+            .sum();
         Cost {
             comparisons: plan.filter.leaves().len(),
             depth: (1 + depth(&plan.scope).max(depth(&plan.filter))).max(order_depth),
+            subqueries: subqueries(&plan.scope) + subqueries(&plan.filter) + order_subqueries,
             // Limit, offset and a by-id test besides.
             bound_values: bound_values(&plan.scope)
                 + bound_values(&plan.filter)
@@ -167,6 +196,7 @@ impl Cost {
     pub fn check(&self) -> ApiResult<()> {
         COMPARISONS.check_plan("The filter", self.comparisons, "")?;
         CONDITION_DEPTH.check_plan("The condition this request needs", self.depth, "")?;
+        SUBQUERIES.check_plan("The statement this request needs", self.subqueries, "")?;
         BOUND_VALUES.check_plan("The statement this request needs", self.bound_values, "")?;
         JOINED_TABLES.check_plan("order_by", self.joined_tables, "order_by")?;
         EXPANDED_RELATIONS.check_plan(

@@ -1,0 +1,247 @@
+//! The entry points of the fuzz targets (`fuzz/`), and the replay of every input that once
+//! made them fail (`fuzz/regressions/<target>/`), so a fixed crash stays fixed without a
+//! fuzzer. Each entry point runs an input through the whole pure pipeline, for every user
+//! type: parse, plan, and the SQL of every statement the store could build from the plan.
+//! What it asserts is what the server relies on: no panic, every error a 4xx, every plan
+//! within the limits.
+//!
+//! An input is text: `<resource>?<URL query>` for [`url_query`], `<resource>` and a newline
+//! and then a complex-query body for [`query_body`]. Seeds are the test suite's URLs and
+//! bodies.
+
+use crate::parse::{parse_body, parse_query_string};
+use crate::plan::cost::Cost;
+use crate::plan::{ReadPlan, Selection, Viewer, plan_by_id, plan_count, plan_read};
+use crate::request::ReadRequest;
+use crate::sql::{
+    CountStrategy, PageStrategy, count_statement, page_statement, page_tables, related_statement,
+};
+use brandhub_catalog::{Resource, UserType, catalog};
+use brandhub_problem::ApiResult;
+use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
+
+/// Fuzz entry: a URL query string.
+pub fn url_query(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (resource, query) = text.split_once('?').unwrap_or((text, ""));
+    exercise(resource_named(resource), parse_query_string(query));
+}
+
+/// Fuzz entry: a complex-query body (after a resource name and a newline).
+pub fn query_body(data: &[u8]) {
+    let split = data.iter().position(|b| *b == b'\n').unwrap_or(data.len());
+    let resource = std::str::from_utf8(&data[..split]).unwrap_or_default();
+    let body = data.get(split + 1..).unwrap_or_default();
+    let request = parse_body(body).map(|body| ReadRequest {
+        body,
+        ..ReadRequest::default()
+    });
+    exercise(resource_named(resource), request);
+}
+
+/// The resource a name stands for; any other name still picks one, so no input is wasted.
+fn resource_named(name: &str) -> &'static Resource {
+    let resources = catalog().resources();
+    catalog()
+        .resource(name)
+        .unwrap_or(&resources[name.len() % resources.len()])
+}
+
+/// A caller of each type, with ids of its own (several companies, so scopes have lists).
+fn viewers() -> Vec<Viewer> {
+    let companies: Vec<String> = (1..=3).map(|i| format!("{i:032X}")).collect();
+    UserType::ALL
+        .iter()
+        .map(|&user_type| {
+            Viewer::new(
+                user_type,
+                &format!("{:032X}", 9),
+                companies.clone(),
+                Some(format!("{:032X}", 7)),
+                Some(format!("{:032X}", 8)),
+            )
+        })
+        .collect()
+}
+
+/// Asserts that an error is the client's: a 4xx problem, never a 500.
+fn assert_client_error<T>(result: &ApiResult<T>, stage: &str) {
+    if let Err(error) = result {
+        assert!(
+            (400..500).contains(&error.status()),
+            "{stage} answered {}: {}",
+            error.status(),
+            error.detail
+        );
+        assert!(
+            !error.detail.is_empty(),
+            "{stage}: an error says what is wrong"
+        );
+    }
+}
+
+fn exercise(resource: &'static Resource, request: ApiResult<ReadRequest>) {
+    assert_client_error(&request, "parsing");
+    let Ok(request) = request else {
+        return;
+    };
+    for viewer in viewers() {
+        let plan = plan_read(resource, &request, &viewer);
+        assert_client_error(&plan, "planning");
+        let Ok(plan) = plan else {
+            continue;
+        };
+        let cost = Cost::of(&plan);
+        assert!(cost.check().is_ok(), "a plan past its limits: {cost:?}");
+        build_all(&plan, &viewer);
+        assert_client_error(&plan_count(resource, &request, &viewer), "counting");
+        assert_client_error(
+            &plan_by_id(resource, "0123456789ABCDEF", &request, &viewer),
+            "planning by id",
+        );
+    }
+}
+
+/// Every statement the store could build for a plan, rendered for the backend it is for.
+pub fn build_all(plan: &ReadPlan, viewer: &Viewer) {
+    for statement in statements(plan, viewer, true) {
+        let _ = statement.to_string(SqliteQueryBuilder);
+    }
+    for statement in statements(plan, viewer, false) {
+        let _ = statement.to_string(PostgresQueryBuilder);
+    }
+    let _ = page_tables(plan, viewer);
+}
+
+/// Every statement the store could build for a plan on SQLite (`sqlite`) or PostgreSQL:
+/// each page and count strategy of that backend, and a batched load of every expanded
+/// relation.
+pub fn statements(
+    plan: &ReadPlan,
+    viewer: &Viewer,
+    sqlite: bool,
+) -> Vec<sea_query::SelectStatement> {
+    let mut out = Vec::new();
+    let mut pages = vec![
+        PageStrategy::InOrder,
+        PageStrategy::MatchesFirst { probe_scope: false },
+        PageStrategy::MatchesFirst { probe_scope: true },
+    ];
+    let mut counts = vec![CountStrategy::Plain, CountStrategy::MatchesFirst];
+    if sqlite {
+        // The forms that keep SQLite's planner from driving by an index (`+column`).
+        pages.extend([
+            PageStrategy::InOrderProbing,
+            PageStrategy::SortMatches { probe_scope: false },
+            PageStrategy::SortMatches { probe_scope: true },
+        ]);
+        counts.push(CountStrategy::ProbeScope);
+    }
+    for strategy in pages {
+        out.push(page_statement(plan, strategy));
+    }
+    let count = crate::plan::CountPlan {
+        resource: plan.resource,
+        scope: plan.scope.clone(),
+        filter: plan.filter.clone(),
+    };
+    for strategy in counts {
+        out.push(count_statement(&count, strategy));
+    }
+    let mut pending: Vec<&Selection> = vec![&plan.selection];
+    while let Some(selection) = pending.pop() {
+        for relation in &selection.relations {
+            let Some(sub) = &relation.expanded else {
+                continue;
+            };
+            let key = match relation.relation.kind {
+                brandhub_catalog::RelationKind::ToOne { .. } => "id",
+                brandhub_catalog::RelationKind::ToMany { target_fk } => target_fk,
+            };
+            let key = sub.resource.field_named(key).expect("relations have keys");
+            let keys = vec!["0123456789ABCDEF".to_string(); 3];
+            out.push(related_statement(
+                sub,
+                key,
+                &keys,
+                &viewer.scope(sub.resource),
+                sqlite,
+            ));
+            pending.push(sub);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Every input kept in `fuzz/regressions/<target>/`.
+    fn regressions(target: &str) -> Vec<(String, Vec<u8>)> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/regressions")
+            .join(target);
+        let mut inputs: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| {
+                        let name = e.file_name().to_string_lossy().to_string();
+                        (name, std::fs::read(e.path()).expect("a readable input"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        inputs.sort();
+        inputs
+    }
+
+    #[test]
+    fn url_query_regressions_stay_fixed() {
+        for (name, input) in regressions("url_query") {
+            eprintln!("url_query/{name}");
+            url_query(&input);
+        }
+    }
+
+    #[test]
+    fn query_body_regressions_stay_fixed() {
+        for (name, input) in regressions("query_body") {
+            eprintln!("query_body/{name}");
+            query_body(&input);
+        }
+    }
+
+    #[test]
+    fn the_entry_points_take_the_issue_reproductions() {
+        let deep = format!("{}name", "brand_product.product_brand.".repeat(250));
+        url_query(format!("brand?{deep}=x").as_bytes());
+        url_query(format!("brand?fields={deep}").as_bytes());
+        url_query(format!("brand?order_by={}", vec!["name"; 3000].join(";")).as_bytes());
+        let values: Vec<String> = (0..5000).map(|i| format!("code={i}@")).collect();
+        url_query(format!("brand?{}", values.join("&")).as_bytes());
+        query_body(
+            format!(
+                r#"brand
+{{"query":[{{"field":"{deep}","operator":"=","value":"x"}}]}}"#
+            )
+            .as_bytes(),
+        );
+        let at: Vec<String> = (0..5000).map(|i| format!("\"{i}@\"")).collect();
+        query_body(
+            format!(
+                "brand\n{{\"querywitharray\":{{\"field\":\"code\",\"values\":[{}]}}}}",
+                at.join(",")
+            )
+            .as_bytes(),
+        );
+        url_query(b"stock?order_by=stock_variant.variant_product.title&stock_variant.barcode=5@");
+        query_body(
+            b"order\n{\"query\":[{\"field\":\"status\",\"operator\":\"=\",\"value\":\"new\"}]}",
+        );
+    }
+}

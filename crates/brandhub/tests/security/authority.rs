@@ -484,6 +484,10 @@ async fn company_users_write_users_of_their_companies_only(fx) {
     assert_eq!(field_errors(&moved.assert_problem(422, "validation_failed")), vec!["fk_company"]);
     let renamed = call(fx, &company, Method::PATCH, &format!("/api/user/{colleague}"), Some(json!({"name": "Renamed"}))).await;
     assert_eq!(renamed.status, 200);
+    let leave = call(fx, &company, Method::PATCH, &format!("/api/user/{own_id}"), Some(json!({"fk_company": foreign}))).await;
+    assert_eq!(field_errors(&leave.assert_problem(422, "validation_failed")), vec!["fk_company"]);
+    let own_lang = call(fx, &company, Method::PATCH, &format!("/api/user/{own_id}"), Some(json!({"detail": {"lang": "fr"}}))).await;
+    assert_eq!(own_lang.status, 200, "its own record is its to write");
     // A user it sees (a company of it among the user's) but may not write: 403.
     let (shared, _) = new_user(fx, json!({"type": "company", "fk_company": foreign, "detail": {"companies": [own]}}), None).await;
     let body = call(fx, &company, Method::PATCH, &format!("/api/user/{shared}"), Some(json!({"name": "Mine now"}))).await.assert_problem(403, "forbidden");
@@ -496,6 +500,9 @@ async fn company_users_write_users_of_their_companies_only(fx) {
     // A sponsor makes users of the companies it sponsors, sponsors only of its own.
     let sponsor = demo(fx, "sponsor");
     let sponsor_company = text(&user_record(fx, &fx.credential("sponsor").user_id).await["fk_sponsor"]);
+    let sponsor_id = fx.credential("sponsor").user_id.clone();
+    let renamed = call(fx, &sponsor, Method::PATCH, &format!("/api/user/{sponsor_id}"), Some(json!({"name": "Oliver B."}))).await;
+    assert_eq!(renamed.status, 200, "{}", String::from_utf8_lossy(&renamed.body));
     let email = format!("sponsored-{}@example.test", unique());
     let made = call(fx, &sponsor, Method::POST, "/api/user", Some(person(&email, json!({"type": "sponsor", "fk_sponsor": sponsor_company, "fk_company": sponsor_company})))).await;
     assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.body));

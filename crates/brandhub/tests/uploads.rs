@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{BOUNDARY, Part, multipart};
+use common::{BOUNDARY, Part, multipart, row, xlsx};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,24 +23,6 @@ fn unique() -> u64 {
 /// A new 13-digit barcode that no demo variant has.
 fn new_barcode() -> String {
     format!("29{:011}", unique() % 100_000_000_000)
-}
-
-/// An .xlsx whose first sheet holds these rows as text cells (empty strings stay empty).
-fn xlsx(rows: &[Vec<String>]) -> Vec<u8> {
-    let mut workbook = rust_xlsxwriter::Workbook::new();
-    let sheet = workbook.add_worksheet();
-    for (r, row) in rows.iter().enumerate() {
-        for (c, value) in row.iter().enumerate() {
-            if !value.is_empty() {
-                sheet.write_string(r as u32, c as u16, value).unwrap();
-            }
-        }
-    }
-    workbook.save_to_buffer().unwrap()
-}
-
-fn row(values: &[&str]) -> Vec<String> {
-    values.iter().map(|v| v.to_string()).collect()
 }
 
 /// A request as a demo user of the given type.

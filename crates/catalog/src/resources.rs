@@ -349,7 +349,7 @@ pub fn declare() -> Vec<Resource> {
             .scope(COMPANY, &[&[("id", Own)], &[("fk_company", Companies)], &[("detail.companies", Companies)]])
             // Besides: never of a wider type (`UserType::writable_types`), and every company of
             // `detail.companies` one of the caller's (users.rs: lists are not rule paths).
-            .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]]),
+            .writable_by(WRITE, OWNERS, &[&[("id", Own)], &[("fk_company", Companies)]]),
         Resource::new("file", "file", "An uploaded spreadsheet and the result of processing it.")
             .relation_fk(fk("fk_brand", "file_brand"), "brand")
             .relation_fk(fk("fk_user", "file_user"), "user")

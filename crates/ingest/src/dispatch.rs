@@ -4,6 +4,10 @@
 //! so a file applied twice changes nothing), and the order's carrier, tracking ref and
 //! `shipDate` (the Ship Date, or today). An order whose every item is fully shipped becomes
 //! `dispatched`, one with some shipped `partDispatched`; fully shipped items become `DSP`.
+//!
+//! Only orders the uploader may dispatch are touched (the catalog's dispatch rule, CONTRACT
+//! §11): an order it does not see is not found; one it sees but may not dispatch skips its
+//! rows with that reason.
 
 use crate::lookup::{
     CHUNK, brand_barcodes, column, either_text, folded, refers_to, required_integer, required_text,
@@ -11,10 +15,13 @@ use crate::lookup::{
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
-use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_catalog::{Cell, Layout, Record, WriteAction};
+use brandhub_query::plan::Viewer;
+use brandhub_query::sql::{condition as sql_condition, satisfying_ids};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Table};
 use brandhub_store::WriteTx;
+use brandhub_store::db::Kind;
 use brandhub_store::ids::now_timestamp;
 use sea_query::{Alias, Cond, Expr, ExprTrait};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -75,6 +82,7 @@ pub(crate) async fn apply(
     table: &Table,
     map: &ColumnMap,
     report: &mut Report,
+    uploader: &Viewer,
 ) -> Result<(), ProcessError> {
     let order = resource("order");
     let item = resource("orderItem");
@@ -93,6 +101,7 @@ pub(crate) async fn apply(
     references.dedup();
     let mut orders: Vec<Record> = Vec::new();
     let mut seen = HashSet::new();
+    let visible = uploader.scope(order);
     for chunk in references.chunks(CHUNK) {
         let ids: Vec<String> = chunk.iter().map(|r| r.to_ascii_uppercase()).collect();
         let condition = Cond::all()
@@ -103,6 +112,7 @@ pub(crate) async fn apply(
                 "fk_brand",
                 &job.brand,
             ))
+            .add(sql_condition(&visible))
             .add(
                 Cond::any()
                     .add(Expr::col(folded(order, "brandOrderRef")).is_in(chunk.iter().cloned()))
@@ -128,8 +138,20 @@ pub(crate) async fn apply(
         }
     }
 
-    // Their items, and the barcode of each item's variant.
+    // Those the uploader may dispatch.
     let order_ids: Vec<String> = orders.iter().map(|r| r.id().to_string()).collect();
+    let rule = uploader.authority(order, WriteAction::Dispatch);
+    let mut dispatchable: HashSet<String> = HashSet::new();
+    for chunk in order_ids.chunks(CHUNK) {
+        let statement = satisfying_ids(order, chunk, &rule);
+        for row in tx.fetch(&statement, &[Kind::Text]).await? {
+            if let Some(id) = row[0].as_text() {
+                dispatchable.insert(id.to_string());
+            }
+        }
+    }
+
+    // Their items, and the barcode of each item's variant.
     let mut items: Vec<Record> = Vec::new();
     for chunk in order_ids.chunks(CHUNK) {
         let condition =
@@ -182,6 +204,17 @@ pub(crate) async fn apply(
             }
             Some(found) => *found.first().expect("a reference names at least one order"),
         };
+        if !dispatchable.contains(orders[oi].id()) {
+            report.skip(
+                row.number(),
+                format!(
+                    "order {} may not be dispatched by a {} user",
+                    line.order_ref,
+                    uploader.user_type().as_str()
+                ),
+            );
+            continue;
+        }
         let status = text_in(&orders[oi], o.cell("status")).to_string();
         if CLOSED.contains(&status.as_str()) {
             report.skip(

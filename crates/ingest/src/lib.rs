@@ -1,8 +1,10 @@
 //! File processing (CONTRACT §8): [`Workers`] claim queued uploads from the database's job
 //! queue and apply each file type within its brand (`product`, `stock`, `price`, `image`,
 //! `dispatch`), each file in one transaction with its final status and counters; [`Report`]
-//! words what was skipped into the file's `detail.error`.
+//! words what was skipped into the file's `detail.error`. [`authority`] says what each file
+//! may write: checked at upload and again at processing.
 
+pub mod authority;
 mod dispatch;
 mod image;
 mod lookup;

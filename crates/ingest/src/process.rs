@@ -4,14 +4,18 @@
 //! counters. A crash anywhere before the commit leaves nothing applied and the job claimable
 //! again once its heartbeat is old.
 
+use crate::authority::{Target, checked_per_record};
 use crate::report::Report;
 use crate::worker::Context;
 use crate::{dispatch, image, price, product, stock};
 use brandhub_catalog::{Cell, Layout, Record, catalog};
 use brandhub_filestore::StoreError;
 use brandhub_problem::ApiError;
+use brandhub_query::judge::Verdict;
+use brandhub_query::plan::Viewer;
 use brandhub_sheet::{ColumnMap, FileType, Format, Table};
-use brandhub_store::ClaimedJob;
+use brandhub_store::rights::principal;
+use brandhub_store::{ClaimedJob, WriteTx};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -49,6 +53,8 @@ impl From<ApiError> for ProcessError {
 pub(crate) struct FileJob {
     pub id: String,
     pub brand: String,
+    /// The user who uploaded the file: its rights now decide what the file may write.
+    pub user: String,
     pub file_type: FileType,
     pub file_name: String,
     pub warehouse: Option<String>,
@@ -80,6 +86,7 @@ impl FileJob {
         Ok(FileJob {
             id: record.id().to_string(),
             brand: text("fk_brand").unwrap_or_default(),
+            user: text("fk_user").unwrap_or_default(),
             file_type,
             file_name: text("fileName").unwrap_or_default(),
             warehouse: text("detail.warehouse"),
@@ -263,13 +270,14 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
             "the file's brand no longer exists".into(),
         ));
     }
+    let uploader = uploader_rights(&mut tx, &file).await?;
     match file.file_type {
         FileType::Product => product::apply(&mut tx, &file, &table, &map, &mut report).await?,
         FileType::Stock => stock::apply(&mut tx, &file, &table, &map, &mut report).await?,
         FileType::Price => price::apply(&mut tx, &file, &table, &map, &mut report).await?,
         FileType::Image => image::apply(&mut tx, &file, &table, &map, &mut report).await?,
         FileType::OrderDispatch => {
-            dispatch::apply(&mut tx, &file, &table, &map, &mut report).await?
+            dispatch::apply(&mut tx, &file, &table, &map, &mut report, &uploader).await?
         }
     }
     tx.update_file(
@@ -299,6 +307,39 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
         "file processed"
     );
     Ok(())
+}
+
+/// The uploader as it is now, if it may still write what the file writes (rights can change
+/// between upload and processing); otherwise the file fails with the reason, nothing applied.
+async fn uploader_rights(tx: &mut WriteTx, file: &FileJob) -> Result<Viewer, ProcessError> {
+    let changed = "the uploader's rights changed after the upload, so nothing was applied";
+    let Some(user) = principal(tx, &file.user).await? else {
+        return Err(ProcessError::Fail(format!(
+            "the uploader (user '{}') no longer exists; nothing was applied",
+            file.user
+        )));
+    };
+    if !user.active {
+        return Err(ProcessError::Fail(format!(
+            "the uploader ({}) is disabled; nothing was applied",
+            user.email
+        )));
+    }
+    let viewer = user.viewer();
+    let target = Target {
+        file_type: file.file_type,
+        brand: &file.brand,
+        warehouse: file.warehouse.as_deref(),
+        host: file.host.as_deref(),
+    };
+    match target.verdict(tx, &viewer).await? {
+        Verdict::Yes => Ok(viewer),
+        Verdict::Open if checked_per_record(file.file_type) => Ok(viewer),
+        _ => Err(ProcessError::Fail(format!(
+            "{}: {changed}",
+            target.refusal(&viewer)
+        ))),
+    }
 }
 
 /// A reason as `detail.error` shows it, like the demo's: a capitalised sentence with a stop.

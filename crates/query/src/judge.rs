@@ -314,8 +314,11 @@ mod tests {
             .len();
         assert_eq!(checks, 1);
 
-        let user =
-            |company: Option<&str>| Known::new().value("fk_company", company.map(str::to_string));
+        let user = |company: Option<&str>| {
+            Known::new()
+                .value("id", None)
+                .value("fk_company", company.map(str::to_string))
+        };
         assert_eq!(
             write_rule("user", &company(), &user(Some(C1))).verdict(&[]),
             Verdict::Yes
@@ -327,6 +330,17 @@ mod tests {
         assert_eq!(
             write_rule("user", &company(), &user(None)).verdict(&[]),
             Verdict::No
+        );
+        // Its own record is its to write; another's, the rest of the rule decides.
+        let own = Known::new().value("id", ["U1".to_string()]);
+        assert_eq!(
+            write_rule("user", &company(), &own).verdict(&[]),
+            Verdict::Yes
+        );
+        let other = Known::new().value("id", ["U9".to_string()]);
+        assert_eq!(
+            write_rule("user", &company(), &other).verdict(&[]),
+            Verdict::Open
         );
     }
 

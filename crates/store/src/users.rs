@@ -85,14 +85,16 @@ impl Profile {
 
 impl Store {
     /// What `writer` may not do with a user of this profile (CONTRACT §9, "user"): the
-    /// catalog's write rule over its links, never a wider type than the writer may give,
-    /// every company of `detail.companies` one of the writer's, a sponsor user only of the
-    /// writer's own sponsor company, and no host or warehouse links (`given`: the links a
-    /// write sets). Nothing for admins.
+    /// catalog's write rule (its own record, or a user of its companies), never a wider type
+    /// than the writer may give, every company of `detail.companies` one of the writer's, a
+    /// sponsor user only of the writer's own sponsor company; and of what a write sets
+    /// (`given`), a company only one of the writer's and no host or warehouse links. `id` is
+    /// the user's (`None` for a new one). Nothing for admins.
     async fn writer_problems(
         &self,
         writer: &Viewer,
         profile: &Profile,
+        id: Option<&str>,
         given: Option<&WriteValues>,
     ) -> ApiResult<Vec<FieldError>> {
         let writer_type = writer.user_type();
@@ -101,6 +103,7 @@ impl Store {
         }
         let user = catalog().resource("user").expect("user is a resource");
         let known = Known::new()
+            .value("id", id.map(str::to_string))
             .value("fk_company", profile.company.clone())
             .value("fk_host", profile.host.clone())
             .value("fk_warehouse", profile.warehouse.clone())
@@ -122,7 +125,8 @@ impl Store {
                     format!("a {} user writes no users", writer_type.as_str()),
                 ));
             }
-            for term in refused {
+            // A user's own id is nothing a write sets: the other terms say what is wrong.
+            for term in refused.iter().filter(|term| term.path != "id") {
                 problems.push(problem(
                     term.path,
                     format!("is not {}", term.anchor.describe()),
@@ -170,14 +174,28 @@ impl Store {
                 format!("is not {}", Anchor::Sponsor.describe()),
             ));
         }
-        for link in ["fk_host", "fk_warehouse"] {
-            let set = given
+        let set = |link: &str| {
+            given
                 .and_then(|values| values.cell(link))
-                .is_some_and(|cell| !cell.is_unset());
-            if set {
+                .and_then(Cell::as_text)
+                .map(str::to_string)
+        };
+        if let Some(company) = set("fk_company")
+            && !own.contains(&company)
+        {
+            problems.push(problem(
+                "fk_company",
+                format!("is not {}", Anchor::Companies.describe()),
+            ));
+        }
+        for link in ["fk_host", "fk_warehouse"] {
+            if set(link).is_some() {
                 problems.push(problem(link, "is set by admins only"));
             }
         }
+        // One problem per field: the rule and what the write sets may both name one.
+        let mut named = std::collections::HashSet::new();
+        problems.retain(|p| named.insert(p.field.clone()));
         Ok(problems)
     }
 
@@ -323,7 +341,10 @@ impl Store {
         let profile = base.with(values);
         let email = values.text("email").unwrap_or_else(|| user.email.clone());
         let mut problems = self.profile_problems(&profile, &timing).await?;
-        problems.extend(self.writer_problems(writer, &profile, Some(values)).await?);
+        problems.extend(
+            self.writer_problems(writer, &profile, None, Some(values))
+                .await?,
+        );
         // What the body itself got wrong (a read-only field), where the profile says nothing
         // of the field already.
         for problem in &values.problems {
@@ -442,7 +463,9 @@ impl Store {
         let Some(current) = self.stored_profile(&id, &timing).await? else {
             return Ok(None);
         };
-        let refused = self.writer_problems(writer, &current, None).await?;
+        let refused = self
+            .writer_problems(writer, &current, Some(&id), None)
+            .await?;
         if !refused.is_empty() {
             let reasons: Vec<String> = refused
                 .iter()
@@ -462,7 +485,10 @@ impl Store {
         if problems.is_empty() {
             // The profile is judged only once the write itself is acceptable.
             problems = self.profile_problems(&profile, &timing).await?;
-            problems.extend(self.writer_problems(writer, &profile, Some(values)).await?);
+            problems.extend(
+                self.writer_problems(writer, &profile, Some(&id), Some(values))
+                    .await?,
+            );
         }
         if !problems.is_empty() {
             problems.sort_by(|a, b| a.field.cmp(&b.field));

@@ -118,6 +118,25 @@ impl Fixture {
     }
 }
 
+/// An .xlsx whose first sheet holds these rows as text cells (empty strings stay empty).
+pub fn xlsx(rows: &[Vec<String>]) -> Vec<u8> {
+    let mut workbook = rust_xlsxwriter::Workbook::new();
+    let sheet = workbook.add_worksheet();
+    for (r, row) in rows.iter().enumerate() {
+        for (c, value) in row.iter().enumerate() {
+            if !value.is_empty() {
+                sheet.write_string(r as u32, c as u16, value).unwrap();
+            }
+        }
+    }
+    workbook.save_to_buffer().unwrap()
+}
+
+/// A sheet row of texts.
+pub fn row(values: &[&str]) -> Vec<String> {
+    values.iter().map(|v| v.to_string()).collect()
+}
+
 /// One part of a multipart body: name, filename, bytes.
 pub type Part<'a> = (&'a str, Option<&'a str>, &'a [u8]);
 
@@ -358,6 +377,12 @@ pub async fn fresh_database(db: Db, name: &str) -> (String, tempfile::TempDir) {
 
 /// Starts a fixture: fresh database, demo data at `scale`, server. Runs on its own thread.
 pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
+    start_fixture_with(db, name, scale, WorkerSettings::default().workers)
+}
+
+/// [`start_fixture`] with this many file-processing workers (0: uploads stay `pending` until
+/// another server on the same database processes them).
+pub fn start_fixture_with(db: Db, name: &str, scale: u64, workers: usize) -> Fixture {
     let (sender, receiver) = mpsc::channel();
     let name = name.to_string();
     std::thread::spawn(move || {
@@ -394,6 +419,7 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
                 files: files.clone(),
                 max_upload: MAX_UPLOAD,
                 workers: WorkerSettings {
+                    workers,
                     job_timeout: std::time::Duration::from_secs(30),
                     ..WorkerSettings::default()
                 },

@@ -4,3 +4,5 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+
+mod authority;

@@ -16,7 +16,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_filestore::{PutError, StoreError};
+use brandhub_ingest::authority::Target;
 use brandhub_problem::{ApiError, Code};
+use brandhub_query::judge::Verdict;
 use brandhub_query::plan::Viewer;
 use brandhub_query::request::ReadRequest;
 use brandhub_sheet::{FileType, Format};
@@ -237,7 +239,8 @@ fn missing(what: &str, id: &str, field: &str) -> Problem {
 }
 
 /// The checks of the part's arguments (CONTRACT §8): the brand in the caller's scope, the
-/// warehouse in scope and of the brand's company, the host existing.
+/// warehouse in scope and of the brand's company, the host existing; then the right to
+/// write what the file writes (403 for a target the caller sees but may not write).
 async fn check_part(
     state: &AppState,
     viewer: &Viewer,
@@ -284,6 +287,26 @@ async fn check_part(
         if !exists {
             return Err(missing("host", host, "host"));
         }
+    }
+    let target = Target {
+        file_type: part.file_type,
+        brand: &part.brand,
+        warehouse: part.warehouse.as_deref(),
+        host: part.host.as_deref(),
+    };
+    if target.verdict(&mut &state.store, viewer).await? == Verdict::No {
+        let field = if part.warehouse.is_some() {
+            "warehouse"
+        } else {
+            "brand"
+        };
+        let mut reason = target.refusal(viewer);
+        if let Some(first) = reason.get(..1) {
+            reason.replace_range(..1, &first.to_uppercase());
+        }
+        return Err(Problem(
+            ApiError::new(Code::Forbidden, format!("{reason}.")).with_field(field),
+        ));
     }
     Ok(())
 }

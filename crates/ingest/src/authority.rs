@@ -1,0 +1,192 @@
+//! Upload authority is write authority: what a file may change is decided by the catalog's
+//! write rules (CONTRACT §9), the same that JSON writes follow. Each file type writes records
+//! of some resources ([`writes`]); a file's part name fixes the records they hang from (its
+//! brand, its warehouse, its host), from which the rules are judged: at upload (403 before
+//! anything is stored) and again when the file is processed, for the uploader as it is then.
+//! A rule no fixed record decides (a warehouse user dispatches only its warehouse's orders)
+//! is left to the processor, which checks each record it touches.
+
+use brandhub_catalog::{Resource, WriteAction, catalog};
+use brandhub_problem::ApiResult;
+use brandhub_query::judge::{Judgement, Known, Verdict, judge};
+use brandhub_query::plan::Viewer;
+use brandhub_sheet::FileType;
+use brandhub_store::rights::{Reads, verdict};
+
+/// What a file of this type writes: the resources and the action on them.
+pub fn writes(file_type: FileType) -> &'static [(&'static str, WriteAction)] {
+    match file_type {
+        FileType::Product => &[
+            ("product", WriteAction::Write),
+            ("variant", WriteAction::Write),
+        ],
+        FileType::Image => &[("image", WriteAction::Write)],
+        FileType::Price => &[("price", WriteAction::Write)],
+        FileType::Stock => &[("stock", WriteAction::Write)],
+        FileType::OrderDispatch => &[
+            ("order", WriteAction::Dispatch),
+            ("orderItem", WriteAction::Dispatch),
+        ],
+    }
+}
+
+/// Whether the processor of this file type checks each record it touches against the
+/// uploader's rights (an orderDispatch file: each row's order), so that a rule the part name
+/// leaves open is decided there rather than refusing the file.
+pub fn checked_per_record(file_type: FileType) -> bool {
+    file_type == FileType::OrderDispatch
+}
+
+/// The records a file's part name fixes: every record it writes hangs from them.
+#[derive(Debug, Clone)]
+pub struct Target<'a> {
+    pub file_type: FileType,
+    pub brand: &'a str,
+    pub warehouse: Option<&'a str>,
+    pub host: Option<&'a str>,
+}
+
+impl Target<'_> {
+    fn known(&self) -> Known {
+        let mut known = Known::new().record("brand", self.brand);
+        if let Some(warehouse) = self.warehouse {
+            known = known.record("warehouse", warehouse);
+        }
+        if let Some(host) = self.host {
+            known = known.record("host", host);
+        }
+        known
+    }
+
+    /// Each written resource's rule for `viewer`, judged from the fixed records.
+    fn judgements(&self, viewer: &Viewer) -> Vec<(&'static Resource, WriteAction, Judgement)> {
+        let known = self.known();
+        writes(self.file_type)
+            .iter()
+            .map(|(name, action)| {
+                let resource = catalog()
+                    .resource(name)
+                    .expect("files write catalog resources");
+                let rule = resource.authority_of(*action, viewer.user_type());
+                (resource, *action, judge(resource, &rule, viewer, &known))
+            })
+            .collect()
+    }
+
+    /// Whether `viewer` may write what the file writes: `No` when any written resource is
+    /// refused, `Open` when some rule waits for the records themselves.
+    pub async fn verdict<R: Reads>(&self, reader: &mut R, viewer: &Viewer) -> ApiResult<Verdict> {
+        let mut overall = Verdict::Yes;
+        for (_, _, judgement) in self.judgements(viewer) {
+            match verdict(reader, &judgement).await? {
+                Verdict::No => return Ok(Verdict::No),
+                Verdict::Open => overall = Verdict::Open,
+                Verdict::Yes => {}
+            }
+        }
+        Ok(overall)
+    }
+
+    /// Why a refused file is refused, for its uploader's type.
+    pub fn refusal(&self, viewer: &Viewer) -> String {
+        let names: Vec<&str> = writes(self.file_type)
+            .iter()
+            .map(|(name, _)| *name)
+            .collect();
+        let action = writes(self.file_type)
+            .first()
+            .map_or("write", |(_, action)| action.as_str());
+        let of = match self.warehouse {
+            Some(warehouse) => format!("warehouse '{warehouse}'"),
+            None => format!("brand '{}'", self.brand),
+        };
+        format!(
+            "a {} user may not {action} {} records of {of}, which a {} file does",
+            viewer.user_type().as_str(),
+            names.join(" and "),
+            self.file_type.as_str()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_type_writes_declared_resources() {
+        for file_type in FileType::ALL {
+            let written = writes(file_type);
+            assert!(!written.is_empty());
+            for (name, _) in written {
+                assert!(catalog().resource(name).is_some(), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_part_name_decides_what_it_can() {
+        let brand = "0190AAAAAAAAAAAAAAAAAAAAAAAAAAA1";
+        let warehouse = "0190BBBBBBBBBBBBBBBBBBBBBBBBBBB1";
+        let target = |file_type| Target {
+            file_type,
+            brand,
+            warehouse: (file_type == FileType::Stock).then_some(warehouse),
+            host: None,
+        };
+        let keeper = Viewer::new(
+            brandhub_catalog::UserType::Warehouse,
+            "U",
+            Vec::new(),
+            None,
+            Some(warehouse.into()),
+        );
+        // A warehouse user's own stock is decided by the part name alone; its dispatches
+        // wait for the orders; a catalogue is never its to write.
+        for (file_type, expected) in [
+            (FileType::Stock, Some(Verdict::Yes)),
+            (FileType::OrderDispatch, Some(Verdict::Open)),
+            (FileType::Product, Some(Verdict::No)),
+            (FileType::Price, Some(Verdict::No)),
+            (FileType::Image, Some(Verdict::No)),
+        ] {
+            let judgements = target(file_type).judgements(&keeper);
+            let verdicts: Vec<Verdict> = judgements
+                .iter()
+                .map(|(_, _, judgement)| {
+                    assert!(judgement.record_checks().is_empty(), "{file_type:?}");
+                    judgement.verdict(&[])
+                })
+                .collect();
+            assert!(
+                verdicts.iter().all(|v| Some(*v) == expected),
+                "{file_type:?}: {verdicts:?}"
+            );
+        }
+        // A company user's rights are those of the brand's (or warehouse's) company.
+        let owner = Viewer::new(
+            brandhub_catalog::UserType::Company,
+            "U",
+            vec!["C".into()],
+            None,
+            None,
+        );
+        for file_type in FileType::ALL {
+            for (resource, _, judgement) in target(file_type).judgements(&owner) {
+                let checks = judgement.record_checks();
+                assert_eq!(checks.len(), 1, "{file_type:?} {}", resource.name);
+                let expected = if file_type == FileType::Stock {
+                    "warehouse"
+                } else {
+                    "brand"
+                };
+                assert_eq!(checks[0].0.name, expected);
+            }
+        }
+        assert!(
+            target(FileType::Price)
+                .refusal(&keeper)
+                .starts_with("a warehouse user may not write price records of brand")
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
 //! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`]),
 //! users, keys and grants ([`accounts`], [`grants`]), and the queue of uploaded files ([`jobs`],
-//! timed by [`clock`]).
+//! timed by [`clock`]); what it tells an operator about itself ([`stats`]).
 
 pub mod accounts;
 pub mod clock;
@@ -15,6 +15,7 @@ pub mod page;
 pub mod read;
 pub mod render;
 pub mod schema;
+pub mod stats;
 pub mod users;
 pub mod versions;
 pub mod write;
@@ -26,5 +27,6 @@ pub use grants::Grant;
 pub use jobs::ClaimedJob;
 pub use page::RenderedPage;
 pub use read::PageData;
+pub use stats::{CacheStats, HitsMisses, PoolStats, QueueDepth};
 pub use users::NewUser;
 pub use versions::Versions;

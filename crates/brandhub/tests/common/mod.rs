@@ -50,6 +50,8 @@ pub struct Fixture {
     pub database_url: String,
     /// Where the server keeps uploaded bytes.
     pub files: FileStore,
+    /// `http://127.0.0.1:<port>`: the server's metrics listener (`--metrics-listen`).
+    pub metrics_base: String,
     runtime: tokio::runtime::Handle,
 }
 
@@ -398,13 +400,14 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
                     ..WorkerSettings::default()
                 },
             };
-            let settings = Settings::new(
+            let mut settings = Settings::new(
                 "127.0.0.1:0".parse().expect("an address"),
                 Some(TlsSource::SelfSigned {
                     dir: dir.path().join("tls"),
                 }),
                 uploads,
             );
+            settings.metrics_listen = Some("127.0.0.1:0".parse().expect("an address"));
             let running = start(settings, store.clone())
                 .await
                 .expect("the server starts");
@@ -416,6 +419,10 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
                 store,
                 database_url: url,
                 files,
+                metrics_base: format!(
+                    "http://{}",
+                    running.metrics_address.expect("metrics are on")
+                ),
                 runtime: handle,
             };
             sender.send(fixture).expect("the test waits");

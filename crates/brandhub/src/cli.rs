@@ -120,6 +120,10 @@ pub struct ServeArgs {
     /// with the reason): bytes, or with a unit as for --max-upload.
     #[arg(long, env = "BRANDHUB_MAX_SHEET_SIZE", default_value = "512MiB", value_parser = parse_size)]
     pub max_sheet_size: u64,
+    /// Serve Prometheus metrics at /metrics (and /healthz, /readyz) over plain HTTP on this
+    /// address, e.g. 127.0.0.1:9464; off unless given. Keep it off public networks.
+    #[arg(long, env = "BRANDHUB_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// A size such as `50MiB`, `512K` or `1048576` (units are powers of 1024).

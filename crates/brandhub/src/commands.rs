@@ -254,6 +254,7 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
         args.auth_failure_limit,
         (4.0 * args.auth_failure_limit).max(20.0),
     );
+    settings.metrics_listen = args.metrics_listen;
     let running = start(settings, store.clone()).await?;
     let scheme = if args.behind_proxy { "http" } else { "https" };
     let backend = match store.backend() {
@@ -264,6 +265,9 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
         "brandhub serves {scheme}://{}/api on {backend}",
         running.address
     );
+    if let Some(address) = running.metrics_address {
+        println!("metrics at http://{address}/metrics");
+    }
     let handle = running.handle();
     tokio::spawn(async move {
         shutdown_signal().await;

@@ -15,4 +15,4 @@ mod report;
 mod stock;
 mod worker;
 
-pub use worker::{Signals, WorkerSettings, Workers};
+pub use worker::{FileTally, Outcome, Signals, WorkerSettings, Workers};

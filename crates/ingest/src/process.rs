@@ -6,7 +6,7 @@
 
 use crate::authority::{Target, checked_per_record};
 use crate::report::Report;
-use crate::worker::Context;
+use crate::worker::{Context, Outcome};
 use crate::{dispatch, image, price, product, stock};
 use brandhub_catalog::{Cell, Layout, Record, catalog};
 use brandhub_filestore::StoreError;
@@ -155,15 +155,23 @@ pub(crate) async fn run(context: Arc<Context>, job: ClaimedJob) {
         Ok(prepared) => apply(&context, prepared).await,
         Err(error) => Err(error),
     };
+    let tally = context.signals.tally();
     let finished = match outcome {
-        Ok(()) => Ok(()),
-        Err(ProcessError::Fail(reason)) => fail(&context, &job.file_id, &reason, rows).await,
+        Ok(()) => {
+            tally.record(Outcome::Processed);
+            Ok(())
+        }
+        Err(ProcessError::Fail(reason)) => {
+            tally.record(Outcome::Failed);
+            fail(&context, &job.file_id, &reason, rows).await
+        }
         Err(ProcessError::Lost) => {
             tracing::info!(file = %job.file_id, "another worker took the file over");
             Ok(())
         }
         Err(ProcessError::Retry(error)) if job.attempts >= MAX_ATTEMPTS => {
             tracing::error!(%error, file = %job.file_id, attempts = job.attempts, "giving the file up");
+            tally.record(Outcome::Failed);
             fail(
                 &context,
                 &job.file_id,
@@ -176,6 +184,7 @@ pub(crate) async fn run(context: Arc<Context>, job: ClaimedJob) {
             .await
         }
         Err(ProcessError::Retry(error)) => {
+            tally.record(Outcome::Retried);
             let delay = 5_000 * job.attempts.max(1);
             tracing::warn!(%error, file = %job.file_id, retry_in_ms = delay, "processing will be retried");
             context

@@ -8,6 +8,7 @@ use brandhub_sheet::Limits;
 use brandhub_store::Store;
 use brandhub_store::ids::new_id;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -36,14 +37,69 @@ impl Default for WorkerSettings {
     }
 }
 
-/// Wake-ups between the upload handlers and the workers of one process.
+/// Wake-ups between the upload handlers and the workers of one process, and the tally of the
+/// files its workers finished (for metrics).
 #[derive(Debug, Default)]
 pub struct Signals {
     queued: Notify,
     finished: Notify,
+    tally: FileTally,
+}
+
+/// How a worker's file ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Applied (possibly with warnings).
+    Processed,
+    /// Failed with the reason in `detail.error`, nothing applied.
+    Failed,
+    /// Given back to the queue after a passing failure, to be tried again.
+    Retried,
+}
+
+impl Outcome {
+    /// Every outcome, with the name metrics label it by.
+    pub const ALL: [(Outcome, &'static str); 3] = [
+        (Outcome::Processed, "processed"),
+        (Outcome::Failed, "failed"),
+        (Outcome::Retried, "retried"),
+    ];
+}
+
+/// Files finished by this process's workers since it started, by outcome.
+#[derive(Debug, Default)]
+pub struct FileTally {
+    processed: AtomicU64,
+    failed: AtomicU64,
+    retried: AtomicU64,
+}
+
+impl FileTally {
+    fn counter(&self, outcome: Outcome) -> &AtomicU64 {
+        match outcome {
+            Outcome::Processed => &self.processed,
+            Outcome::Failed => &self.failed,
+            Outcome::Retried => &self.retried,
+        }
+    }
+
+    /// Counts one finished file.
+    pub fn record(&self, outcome: Outcome) {
+        self.counter(outcome).fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The files that ended so.
+    pub fn get(&self, outcome: Outcome) -> u64 {
+        self.counter(outcome).load(Ordering::Relaxed)
+    }
 }
 
 impl Signals {
+    /// The files this process's workers finished.
+    pub fn tally(&self) -> &FileTally {
+        &self.tally
+    }
+
     /// Tells a worker that a file was queued, so it does not wait for its next poll.
     pub fn notify_queued(&self) {
         self.queued.notify_one();

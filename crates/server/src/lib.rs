@@ -4,7 +4,9 @@
 pub mod auth;
 pub mod docs;
 pub mod handlers;
+pub mod health;
 pub mod lenient;
+pub mod metrics;
 pub mod observe;
 pub mod problem;
 pub mod ratelimit;
@@ -12,7 +14,7 @@ pub mod tls;
 
 use auth::Authenticator;
 use axum::Router;
-use axum::extract::Request;
+use axum::extract::{FromRef, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -56,6 +58,9 @@ pub struct Settings {
     pub failure_limit: ratelimit::Limit,
     /// File uploads and their processing.
     pub uploads: Uploads,
+    /// Where Prometheus metrics (and health) are served over plain HTTP, if anywhere
+    /// (`--metrics-listen`).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Settings {
@@ -69,6 +74,7 @@ impl Settings {
             key_limit: ratelimit::Limit::new(1000.0, 2000.0),
             failure_limit: ratelimit::Limit::new(5.0, 20.0),
             uploads,
+            metrics_listen: None,
         }
     }
 }
@@ -86,6 +92,43 @@ pub struct AppState {
     pub max_upload: u64,
     /// Wakes this process's workers on an upload, and waiting uploads when a file finishes.
     pub signals: Arc<Signals>,
+    /// The server's metrics, counted by [`metrics::track`].
+    pub metrics: Arc<metrics::Metrics>,
+}
+
+impl FromRef<AppState> for Store {
+    fn from_ref(state: &AppState) -> Store {
+        state.store.clone()
+    }
+}
+
+/// What the metrics listener's routes share.
+#[derive(Clone)]
+struct OpsState {
+    store: Store,
+    metrics: Arc<metrics::Metrics>,
+}
+
+impl FromRef<OpsState> for Store {
+    fn from_ref(state: &OpsState) -> Store {
+        state.store.clone()
+    }
+}
+
+impl FromRef<OpsState> for Arc<metrics::Metrics> {
+    fn from_ref(state: &OpsState) -> Arc<metrics::Metrics> {
+        state.metrics.clone()
+    }
+}
+
+/// The routes of the metrics listener (`--metrics-listen`): metrics, and health for probes
+/// that reach the process there.
+fn ops_router(state: OpsState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics::serve_metrics))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .with_state(state)
 }
 
 /// The routes of the API with their middleware.
@@ -110,7 +153,15 @@ pub fn router(state: AppState, behind_proxy: bool) -> Router {
     if behind_proxy {
         router = router.layer(middleware::from_fn(require_forwarded_https));
     }
+    // Health is merged after the https check: probes reach a process directly, not through
+    // the TLS-terminating proxy, and the answers carry nothing.
+    let health = Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz));
+    let metrics = state.metrics.clone();
     router
+        .merge(health)
+        .layer(middleware::from_fn_with_state(metrics, metrics::track))
         .layer(middleware::from_fn(observe::observe))
         .with_state(state)
 }
@@ -138,9 +189,27 @@ pub struct Running {
     pub address: SocketAddr,
     /// The certificate it presents (PEM), for clients that must trust a self-signed one.
     pub certificate_pem: Option<String>,
+    /// Where metrics are served (the real port when asked for port 0), if anywhere.
+    pub metrics_address: Option<SocketAddr>,
     handle: axum_server::Handle<SocketAddr>,
     task: tokio::task::JoinHandle<io::Result<()>>,
     workers: Workers,
+    metrics_server: Option<OpsServer>,
+}
+
+/// The metrics listener, stopped with the API.
+struct OpsServer {
+    handle: axum_server::Handle<SocketAddr>,
+    task: tokio::task::JoinHandle<io::Result<()>>,
+}
+
+impl OpsServer {
+    async fn stop(self, grace: std::time::Duration) {
+        self.handle.graceful_shutdown(Some(grace));
+        if let Ok(Err(error)) = self.task.await {
+            tracing::warn!(%error, "the metrics listener stopped with an error");
+        }
+    }
 }
 
 /// How long workers may take to finish their files when the server stops.
@@ -151,8 +220,13 @@ impl Running {
     /// (each finishes its file within `grace`), and waits.
     pub async fn shutdown(self, grace: std::time::Duration) -> io::Result<()> {
         self.handle.graceful_shutdown(Some(grace));
-        // Both within the one grace, not one after the other.
-        let (served, ()) = tokio::join!(self.task, self.workers.stop(grace));
+        // All within the one grace, not one after the other.
+        let metrics = async {
+            if let Some(server) = self.metrics_server {
+                server.stop(grace).await;
+            }
+        };
+        let (served, (), ()) = tokio::join!(self.task, self.workers.stop(grace), metrics);
         served.map_err(io::Error::other)?
     }
 
@@ -160,7 +234,12 @@ impl Running {
     /// then stops the workers.
     pub async fn wait(self) -> io::Result<()> {
         let served = self.task.await.map_err(io::Error::other)?;
-        self.workers.stop(WORKER_GRACE).await;
+        let metrics = async {
+            if let Some(server) = self.metrics_server {
+                server.stop(WORKER_GRACE).await;
+            }
+        };
+        tokio::join!(self.workers.stop(WORKER_GRACE), metrics);
         served
     }
 
@@ -174,6 +253,7 @@ impl Running {
 pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
     let signals = Arc::new(Signals::default());
     let uploads = &settings.uploads;
+    let metrics = Arc::new(metrics::Metrics::new(store.clone(), signals.clone()));
     let state = AppState {
         auth: Arc::new(Authenticator::new(
             store.clone(),
@@ -185,6 +265,7 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
         files: uploads.files.clone(),
         max_upload: uploads.max_upload,
         signals: signals.clone(),
+        metrics: metrics.clone(),
     };
     let app =
         router(state, settings.tls.is_none()).into_make_service_with_connect_info::<SocketAddr>();
@@ -221,6 +302,37 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
             });
         }
     };
+    let handle_of_api = handle.clone();
+    let (metrics_server, metrics_address) = match settings.metrics_listen {
+        Some(listen) => {
+            let handle = axum_server::Handle::new();
+            let app = ops_router(OpsState {
+                store: store.clone(),
+                metrics,
+            });
+            let server = axum_server::bind(listen)
+                .acceptor(NoDelayAcceptor::new())
+                .handle(handle.clone());
+            let ops_task = tokio::spawn(async move { server.serve(app.into_make_service()).await });
+            let Some(metrics_address) = handle.listening().await else {
+                // The API listens already: stop it, and say why the metrics could not.
+                let api = handle_of_api.clone();
+                api.graceful_shutdown(None);
+                return Err(match ops_task.await {
+                    Ok(Err(error)) => error,
+                    _ => io::Error::other(format!("cannot serve metrics on {listen}")),
+                });
+            };
+            (
+                Some(OpsServer {
+                    handle,
+                    task: ops_task,
+                }),
+                Some(metrics_address),
+            )
+        }
+        None => (None, None),
+    };
     let workers = Workers::start(
         store,
         settings.uploads.files.clone(),
@@ -230,8 +342,10 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
     Ok(Running {
         address,
         certificate_pem,
+        metrics_address,
         handle,
         task,
         workers,
+        metrics_server,
     })
 }

@@ -156,6 +156,7 @@ impl Store {
             && let Some((at, count)) = self.counts.get(&route.key)
             && at == versions.stamp(&route.tables)
         {
+            self.tallies.count.record(true);
             return Ok(count);
         }
         let plan = plan()?;
@@ -302,16 +303,20 @@ impl Store {
         if let Some((at, count)) = self.counts.get(&key)
             && at == stamp
         {
+            self.tallies.count.record(true);
             return Ok((CountKey { key, stamp }, Some(count)));
         }
+        self.tallies.count.record(false);
         let cached = self
             .fetch(&probe_statement(&key, stamp), &[Kind::Integer], timing)
             .await?;
         if let Some(Cell::Integer(count)) = cached.first().and_then(|row| row.first()) {
+            self.tallies.shared_count.record(true);
             let count = u64::try_from(*count).unwrap_or(0);
             self.counts.insert(key.clone(), (stamp, count));
             return Ok((CountKey { key, stamp }, Some(count)));
         }
+        self.tallies.shared_count.record(false);
         Ok((CountKey { key, stamp }, None))
     }
 

@@ -44,6 +44,8 @@ pub struct Store {
     pub(crate) matches_first_limit: u64,
     /// The job queue's clock (the system's, unless a test set one).
     pub(crate) clock: crate::clock::Clock,
+    /// The caches' hits and misses, for metrics.
+    pub(crate) tallies: std::sync::Arc<crate::stats::CacheTallies>,
 }
 
 /// How a store connects.
@@ -251,6 +253,7 @@ impl Store {
             pages: std::sync::Arc::new(crate::page::page_cache(options.page_cache_bytes)),
             matches_first_limit: options.matches_first_limit,
             clock: crate::clock::Clock::system(),
+            tallies: Default::default(),
         })
     }
 

@@ -2,7 +2,8 @@
 //! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
 //! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`]),
 //! users, keys and grants ([`accounts`], [`grants`]), a user's rights as they are now
-//! ([`rights`]), and the queue of uploaded files ([`jobs`], timed by [`clock`]).
+//! ([`rights`]), the queue of uploaded files ([`jobs`], timed by [`clock`]), and what it tells
+//! an operator about itself ([`stats`]).
 
 pub mod accounts;
 pub mod clock;
@@ -16,6 +17,7 @@ pub mod read;
 pub mod render;
 pub mod rights;
 pub mod schema;
+pub mod stats;
 pub mod users;
 pub mod versions;
 pub mod write;
@@ -28,5 +30,6 @@ pub use jobs::ClaimedJob;
 pub use page::RenderedPage;
 pub use read::PageData;
 pub use rights::Principal;
+pub use stats::{CacheStats, HitsMisses, PoolStats, QueueDepth};
 pub use users::NewUser;
 pub use versions::Versions;

@@ -78,8 +78,10 @@ impl Store {
         if let Some(cached) = self.pages.get(&key)
             && cached.stamp == stamp
         {
+            self.tallies.page.record(true);
             return Ok(cached.page.clone());
         }
+        self.tallies.page.record(false);
         let data = self.read_page(plan, viewer, versions, timing).await?;
         let mut body = Vec::with_capacity(16 * 1024);
         render_envelope(&mut body, &plan.selection, &data, plan.page, plan.page_size);

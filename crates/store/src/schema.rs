@@ -294,6 +294,65 @@ impl Store {
         Ok(columns)
     }
 
+    /// What the schema lacks of what this build needs (`"table stock"`, `"column
+    /// stock.available"`), empty when migrations are applied: every resource's table with every
+    /// column, its list tables, the bookkeeping tables and the job queue. One statement, so
+    /// it also says whether the database answers; for readiness checks.
+    pub async fn schema_gaps(&self) -> ApiResult<Vec<String>> {
+        let backend = self.backend();
+        let pairs: Vec<(String, String)> = on_pool!(&self.pool, |pool, _builder| {
+            let sql = match backend {
+                Backend::Sqlite => {
+                    "SELECT m.name, p.name FROM sqlite_schema AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'"
+                }
+                Backend::Postgres => {
+                    "SELECT table_name::text, column_name::text FROM information_schema.columns WHERE table_schema = current_schema()"
+                }
+            };
+            sqlx::query_as(sql)
+                .fetch_all(pool)
+                .await
+                .map_err(|e| internal("cannot read the schema", e))?
+        });
+        let present: std::collections::HashSet<(&str, &str)> = pairs
+            .iter()
+            .map(|(table, column)| (table.as_str(), column.as_str()))
+            .collect();
+        let tables: std::collections::HashSet<&str> =
+            pairs.iter().map(|(t, _)| t.as_str()).collect();
+        let mut gaps = Vec::new();
+        let need_table = |table: &str, gaps: &mut Vec<String>| {
+            let there = tables.contains(table);
+            if !there {
+                gaps.push(format!("table {table}"));
+            }
+            there
+        };
+        for table in [
+            "bh_table_version",
+            "bh_count_cache",
+            "bh_meta",
+            crate::jobs::JOB_TABLE,
+        ] {
+            need_table(table, &mut gaps);
+        }
+        for resource in catalog().resources() {
+            if need_table(resource.table, &mut gaps) {
+                for (column, _) in table_columns(resource, backend) {
+                    if !present.contains(&(resource.table, column.as_str())) {
+                        gaps.push(format!("column {}.{column}", resource.table));
+                    }
+                }
+            }
+            for field in resource.leaf_fields() {
+                if let Some(list) = &field.list {
+                    need_table(list.table, &mut gaps);
+                }
+            }
+        }
+        Ok(gaps)
+    }
+
     /// Brings the database to the catalog's schema (see the module docs).
     pub async fn migrate(&self) -> ApiResult<()> {
         let backend = self.backend();

@@ -50,6 +50,8 @@ pub struct Fixture {
     pub database_url: String,
     /// Where the server keeps uploaded bytes.
     pub files: FileStore,
+    /// `http://127.0.0.1:<port>`: the server's metrics listener (`--metrics-listen`).
+    pub metrics_base: String,
     runtime: tokio::runtime::Handle,
 }
 
@@ -424,13 +426,14 @@ pub fn start_fixture_with(db: Db, name: &str, scale: u64, workers: usize) -> Fix
                     ..WorkerSettings::default()
                 },
             };
-            let settings = Settings::new(
+            let mut settings = Settings::new(
                 "127.0.0.1:0".parse().expect("an address"),
                 Some(TlsSource::SelfSigned {
                     dir: dir.path().join("tls"),
                 }),
                 uploads,
             );
+            settings.metrics_listen = Some("127.0.0.1:0".parse().expect("an address"));
             let running = start(settings, store.clone())
                 .await
                 .expect("the server starts");
@@ -442,6 +445,10 @@ pub fn start_fixture_with(db: Db, name: &str, scale: u64, workers: usize) -> Fix
                 store,
                 database_url: url,
                 files,
+                metrics_base: format!(
+                    "http://{}",
+                    running.metrics_address.expect("metrics are on")
+                ),
                 runtime: handle,
             };
             sender.send(fixture).expect("the test waits");

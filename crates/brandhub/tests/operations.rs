@@ -1,0 +1,289 @@
+//! Operations (CONTRACT §13) over the real server on both backends: health and readiness
+//! (failing while migrations are missing or the database is unreachable) and Prometheus
+//! metrics after known requests.
+
+mod common;
+
+use common::{BOUNDARY, Db, Fixture, multipart};
+use std::collections::BTreeMap;
+
+/// A sample's value in Prometheus's text format: the line of `name` with exactly these labels.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let wanted: BTreeMap<&str, &str> = labels.iter().copied().collect();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (series_name, label_text) = match series.split_once('{') {
+                Some((n, rest)) => (n, rest.strip_suffix('}')?),
+                None => (series, ""),
+            };
+            if series_name != name {
+                return None;
+            }
+            let found: BTreeMap<&str, &str> = label_text
+                .split("\",")
+                .filter(|p| !p.is_empty())
+                .filter_map(|pair| {
+                    let (k, v) = pair.split_once("=\"")?;
+                    Some((k, v.trim_end_matches('"')))
+                })
+                .collect();
+            (found == wanted).then(|| value.parse().ok())?
+        })
+}
+
+async fn scrape(fx: &Fixture) -> String {
+    let response = common::plain_client()
+        .get(format!("{}/metrics", fx.metrics_base))
+        .send()
+        .await
+        .expect("the metrics listener answers");
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    response.text().await.unwrap()
+}
+
+/// An unauthenticated GET over HTTPS: status, content type, body.
+async fn anonymous(fx: &Fixture, path: &str) -> (u16, String, String) {
+    let response = fx
+        .client()
+        .get(format!("{}{path}", fx.base))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    (status, content_type, response.text().await.unwrap())
+}
+
+on_both_backends! { "operations";
+
+async fn health_and_readiness_answer_without_a_key_in_plain_text(fx) {
+    assert_eq!(anonymous(fx, "/healthz").await, (200, "text/plain; charset=utf-8".into(), "ok\n".into()));
+    assert_eq!(anonymous(fx, "/readyz").await, (200, "text/plain; charset=utf-8".into(), "ready\n".into()));
+    // The metrics listener answers them too, for probes that reach the process there.
+    for (path, body) in [("/healthz", "ok\n"), ("/readyz", "ready\n")] {
+        let response = common::plain_client().get(format!("{}{path}", fx.metrics_base)).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().await.unwrap(), body);
+    }
+    // /metrics is not on the API listener.
+    let (status, _, _) = anonymous(fx, "/metrics").await;
+    assert_eq!(status, 404);
+}
+
+}
+
+/// A server of its own (so that its figures are exactly this test's requests): requests by
+/// route template, caches, pool, queue, files and memory; then readiness fails without a
+/// table and with the database gone.
+async fn metrics_count_what_happened_and_readiness_follows_the_database(db: Db) {
+    if db == Db::Postgres && common::postgres_or_skip().is_none() {
+        return;
+    }
+    let fx = &common::start_fixture(db, "ops_metrics", 100);
+    let brand = fx
+        .get("/api/brand?pageSize=1&fields=id")
+        .await
+        .ids("brand")
+        .remove(0);
+    for _ in 0..2 {
+        assert_eq!(fx.get("/api/brand?pageSize=1&fields=id").await.status, 200);
+    }
+    let missing = "0123456789ABCDEF0123456789ABCDEF";
+    assert_eq!(fx.get(&format!("/api/brand/{missing}")).await.status, 404);
+    assert_eq!(fx.get("/no/such/path").await.status, 404);
+    assert_eq!(
+        fx.post("/api/brand/count", &serde_json::json!({}))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(anonymous(fx, "/healthz").await.0, 200);
+    let csv = "Product Code;Title;Barcode\nOPS-1;Metrics Shirt;2999000000011\n";
+    let admin = fx.credential("admin");
+    let upload = fx
+        .client()
+        .post(format!("{}/api/file?wait=60", fx.base))
+        .basic_auth(&admin.email, Some(&admin.secret))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .body(multipart(&[(
+            &format!("product,{brand}"),
+            Some("ops.csv"),
+            csv.as_bytes(),
+        )]))
+        .send()
+        .await
+        .unwrap();
+    let upload = common::Response::read(upload).await;
+    assert_eq!(
+        upload.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&upload.body)
+    );
+    assert_eq!(upload.records("file")[0]["status"], "processed");
+
+    let text = scrape(fx).await;
+    let requests = |route: &str, method: &str, status: &str| {
+        sample(
+            &text,
+            "brandhub_http_requests_total",
+            &[("method", method), ("route", route), ("status", status)],
+        )
+    };
+    assert_eq!(
+        requests("/api/{resource}", "GET", "200"),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        requests("/api/{resource}/{id}", "GET", "404"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(requests("unmatched", "GET", "404"), Some(1.0), "{text}");
+    assert_eq!(
+        requests("/api/{resource}/count", "POST", "200"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(requests("/healthz", "GET", "200"), Some(1.0), "{text}");
+    assert_eq!(
+        requests("/api/{resource}", "POST", "201"),
+        Some(1.0),
+        "{text}"
+    );
+    // A latency histogram per route, method and status, counting the same requests.
+    assert_eq!(
+        sample(
+            &text,
+            "brandhub_http_request_duration_seconds_count",
+            &[
+                ("method", "GET"),
+                ("route", "/api/{resource}"),
+                ("status", "200")
+            ]
+        ),
+        Some(3.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "brandhub_http_request_duration_seconds_bucket",
+            &[
+                ("le", "+Inf"),
+                ("method", "GET"),
+                ("route", "/api/{resource}"),
+                ("status", "200")
+            ]
+        ),
+        Some(3.0)
+    );
+    // Never a raw path: neither the brand's id nor the unknown path is a label.
+    assert!(
+        !text.contains(missing) && !text.contains("/no/such/path") && !text.contains(&brand),
+        "{text}"
+    );
+    // The same page asked three times: one miss, then hits.
+    assert!(
+        sample(&text, "brandhub_cache_hits_total", &[("cache", "page")]).unwrap() >= 2.0,
+        "{text}"
+    );
+    assert!(
+        sample(&text, "brandhub_cache_misses_total", &[("cache", "page")]).unwrap() >= 1.0,
+        "{text}"
+    );
+    assert!(
+        sample(&text, "brandhub_cache_misses_total", &[("cache", "count")]).is_some(),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "brandhub_db_pool_max_connections", &[]),
+        Some(8.0)
+    );
+    let open = sample(
+        &text,
+        "brandhub_db_pool_connections",
+        &[("state", "in_use")],
+    )
+    .unwrap()
+        + sample(&text, "brandhub_db_pool_connections", &[("state", "idle")]).unwrap();
+    assert!((1.0..=8.0).contains(&open), "{text}");
+    assert_eq!(
+        sample(&text, "brandhub_job_queue_depth", &[("state", "pending")]),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(&text, "brandhub_job_queue_depth", &[("state", "running")]),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(&text, "brandhub_files_total", &[("outcome", "processed")]),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&text, "brandhub_files_total", &[("outcome", "failed")]),
+        Some(0.0)
+    );
+    let memory = sample(&text, "process_resident_memory_bytes", &[]).expect("Linux reports memory");
+    assert!(memory > 1e6, "{memory}");
+    assert!(sample(&text, "brandhub_process_peak_resident_memory_bytes", &[]).unwrap() >= memory);
+
+    // Readiness names what migrations would create.
+    execute(&fx.database_url, "DROP TABLE bh_meta").await;
+    let (status, _, body) = anonymous(fx, "/readyz").await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            503,
+            "not ready: migrations are not applied; missing: table bh_meta\n"
+        )
+    );
+    assert_eq!(
+        anonymous(fx, "/healthz").await.0,
+        200,
+        "the process itself is fine"
+    );
+    // And fails while the database cannot be reached.
+    fx.store.close().await;
+    let (status, _, body) = anonymous(fx, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.starts_with("not ready: the database does not answer"),
+        "{body}"
+    );
+    assert_eq!(anonymous(fx, "/healthz").await.0, 200);
+}
+
+/// Runs one statement on a database, beside the server.
+async fn execute(url: &str, sql: &'static str) {
+    use sqlx::Connection;
+    if url.starts_with("sqlite:") {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+    } else {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn sqlite_metrics_count_what_happened_and_readiness_follows_the_database() {
+    metrics_count_what_happened_and_readiness_follows_the_database(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn postgres_metrics_count_what_happened_and_readiness_follows_the_database() {
+    metrics_count_what_happened_and_readiness_follows_the_database(Db::Postgres).await;
+}

@@ -4,3 +4,6 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+
+mod limits;
+mod order_scope;

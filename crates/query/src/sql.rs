@@ -399,11 +399,20 @@ fn sort_key(statement: &mut SelectStatement, joins: &mut Joins, key: &OrderKey) 
         Alias::new(alias.as_str()),
         Alias::new(comparable_column(field)),
     ));
-    let through_optional_relation = key.path.hops.iter().any(|hop| {
-        hop.from
-            .fk_field(hop.relation)
-            .is_some_and(|fk| !fk.required)
-    });
+    // A related record may be missing: its key is optional, or the record is outside the
+    // caller's scope and so not joined.
+    let through_optional_relation =
+        key.path
+            .hops
+            .iter()
+            .zip(&key.path.hop_scopes)
+            .any(|(hop, scope)| {
+                !scope.is_always()
+                    || hop
+                        .from
+                        .fk_field(hop.relation)
+                        .is_some_and(|fk| !fk.required)
+            });
     let never_null = (field.required || field.ty == FieldType::Text) && !through_optional_relation;
     // Unset sorts as the smallest value, like the empty text it renders as.
     let nulls = (!never_null).then_some(match key.direction {
@@ -1213,6 +1222,12 @@ mod tests {
             "{sql}"
         );
         assert!(sql.contains(r#""j1"."detail_lang_ci" AS "k0""#), "{sql}");
+        // A user outside scope sorts as unset: first, on PostgreSQL too (whose NULLs are last).
+        let sql = page_statement(&plan, PageStrategy::InOrder).to_string(PostgresQueryBuilder);
+        assert!(
+            sql.contains(r#"ORDER BY "j1"."detail_lang_ci" ASC NULLS FIRST"#),
+            "{sql}"
+        );
         // What the scope reads makes the page's tables, so a cached page follows it.
         let tables = page_tables(&plan, &viewer);
         assert!(tables.contains(&"user_company"), "{tables:?}");

@@ -6,3 +6,5 @@
 mod common;
 
 mod authority;
+mod limits;
+mod order_scope;

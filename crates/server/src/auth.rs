@@ -2,8 +2,9 @@
 //! becomes a [`Caller`], or the request ends with 401.
 //!
 //! Checked keys are kept in memory, validated on every request by one cheap statement that
-//! reads the write versions of the user and key tables: revoking a key or disabling a user
-//! takes effect on the next request, in every server process. `lastUsed` is written at most
+//! reads the write versions of the user and key tables: revoking a key, disabling a user or
+//! changing its type or companies takes effect on the next request, in every server process
+//! (a key allows its stored grants cut to what its user's type allows at that moment). `lastUsed` is written at most
 //! once a minute per key, by one background writer, so reads never wait on it.
 
 use crate::AppState;

@@ -130,7 +130,7 @@ async fn require_authority(
     Err(Problem(ApiError::new(
         Code::Forbidden,
         format!(
-            "A {} user may not {} this {} (CONTRACT §9: who writes what).",
+            "A {} user may not {} this {} (see who writes what in the API reference).",
             viewer.user_type().as_str(),
             action.as_str(),
             resource.name

@@ -3,8 +3,8 @@
 //! shape); names are left for the planner to resolve against the catalog.
 
 use crate::request::{
-    ComplexQuery, Condition, Conjunction, Direction, Operator, OrderItem, RawValue, ReadRequest,
-    UrlFilter, ValuesCondition, WireBody, WireCondition, WireValues,
+    ComplexQuery, Condition, Conjunction, Direction, Object, Operator, OrderItem, RawValue,
+    ReadRequest, UrlFilter, ValuesCondition, WireBody, WireCondition, WireValues,
 };
 use brandhub_problem::{ApiError, ApiResult, Code};
 
@@ -162,7 +162,9 @@ pub fn parse_body(bytes: &[u8]) -> ApiResult<Option<ComplexQuery>> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let wire: WireBody = serde_json::from_slice(bytes).map_err(|error| {
+    let wire: WireBody = serde_json::from_slice::<Object<WireBody>>(bytes)
+        .map(|o| o.0)
+        .map_err(|error| {
         ApiError::new(
             Code::InvalidQuery,
             format!("The body is not a valid complex query: {error}. Expected a JSON object with query, queryselection, querywitharray and queryselectionwitharray."),
@@ -411,6 +413,17 @@ mod tests {
             br#"{"querywitharray":{"field":"a","values":[]}}"#,
             br#"[1,2]"#,
             br#"{"query": "#,
+            // Only objects: serde would take an array of a struct's fields in order.
+            br#"[]"#,
+            br#"[null,null]"#,
+            br#"[null,null,null,null]"#,
+            br#"5"#,
+            br#""x""#,
+            br#"null"#,
+            br#"true"#,
+            br#"{"query":[["a","=","x"]]}"#,
+            br#"{"querywitharray":["a",["x"]]}"#,
+            br#"{"queryselectionwitharray":[]}"#,
         ] {
             let error = parse_body(body).unwrap_err();
             assert_eq!(error.code, Code::InvalidQuery, "{}", String::from_utf8_lossy(body));

@@ -210,8 +210,15 @@ impl Store {
         };
         let profile = base.with(values);
         let email = values.text("email").unwrap_or_else(|| user.email.clone());
-        let mut problems = self.profile_problems(&profile, &timing).await?;
-        if !email.contains('@') || email.trim() != email {
+        // Every problem at once: those of the write itself, then those of the profile it
+        // makes for fields the write had no problem with.
+        let mut problems = values.problems.clone();
+        for found in self.profile_problems(&profile, &timing).await? {
+            if !values.has_problem(&found.field) {
+                problems.push(found);
+            }
+        }
+        if !values.has_problem("email") && (!email.contains('@') || email.trim() != email) {
             problems.push(problem(
                 "email",
                 format!("'{email}' is not an email address"),

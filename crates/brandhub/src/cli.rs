@@ -1,6 +1,8 @@
 //! The command line (CONTRACT §1). Every flag also reads an environment variable.
 
 use brandhub_ingest::WorkerSettings;
+use brandhub_server::proxies::Network;
+use brandhub_server::timeouts::Timeouts;
 use brandhub_sheet::Limits;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -96,9 +98,24 @@ pub struct ServeArgs {
     #[arg(long, env = "BRANDHUB_RATE_BURST")]
     pub rate_burst: Option<f64>,
     /// Failed authentications a second allowed per client address (bursts of four times
-    /// that, at least 20); past it, 429 before credentials are even checked.
+    /// that, at least 20); past it, wrong credentials get 429, while a valid key still passes.
     #[arg(long, env = "BRANDHUB_AUTH_FAILURE_LIMIT", default_value_t = 5.0)]
     pub auth_failure_limit: f64,
+    /// Proxies (addresses or networks such as 10.0.0.0/8, comma separated) whose
+    /// X-Forwarded-For names the client's address; without them the peer is the client.
+    #[arg(long, env = "BRANDHUB_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<Network>,
+    /// Seconds a TLS handshake may take.
+    #[arg(long, env = "BRANDHUB_TLS_HANDSHAKE_TIMEOUT", default_value_t = Timeouts::default().tls_handshake.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub tls_handshake_timeout: u64,
+    /// Seconds a request's head may take to arrive, counted from when the connection is ready
+    /// for it (so also how long an idle keep-alive connection stays open).
+    #[arg(long, env = "BRANDHUB_HEADER_READ_TIMEOUT", default_value_t = Timeouts::default().header_read.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout: u64,
+    /// Seconds a connection may make no progress while its client owes bytes of a request
+    /// (a body) or has an answer to read.
+    #[arg(long, env = "BRANDHUB_IDLE_TIMEOUT", default_value_t = Timeouts::default().idle.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: u64,
     /// Serve plain HTTP for a TLS-terminating proxy; requests not forwarded as https get 403.
     #[arg(long, env = "BRANDHUB_BEHIND_PROXY", conflicts_with_all = ["tls_cert", "tls_key"])]
     pub behind_proxy: bool,
@@ -124,6 +141,10 @@ pub struct ServeArgs {
     /// address, e.g. 127.0.0.1:9464; off unless given. Keep it off public networks.
     #[arg(long, env = "BRANDHUB_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// The most characters a spreadsheet cell may hold (Excel's own maximum by default); a row
+    /// with a longer cell is skipped with the reason, the cell never read whole.
+    #[arg(long, env = "BRANDHUB_MAX_CELL_CHARS", default_value_t = Limits::default().max_cell_chars as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_cell_chars: u64,
 }
 
 /// A size such as `50MiB`, `512K` or `1048576` (units are powers of 1024).
@@ -169,7 +190,28 @@ mod tests {
         let limits = Limits::default();
         assert_eq!(args.max_rows, limits.max_rows as u64);
         assert_eq!(args.max_sheet_size, limits.max_decompressed_bytes);
+        assert_eq!(args.max_cell_chars, limits.max_cell_chars as u64);
         assert_eq!(args.max_upload, brandhub_server::DEFAULT_MAX_UPLOAD);
+        let timeouts = brandhub_server::timeouts::Timeouts::default();
+        assert_eq!(args.tls_handshake_timeout, timeouts.tls_handshake.as_secs());
+        assert_eq!(args.header_read_timeout, timeouts.header_read.as_secs());
+        assert_eq!(args.idle_timeout, timeouts.idle.as_secs());
+        assert!(args.trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let args = serve_args(&[
+            "--trusted-proxies",
+            "10.0.0.0/8,192.0.2.7",
+            "--trusted-proxies",
+            "::1",
+        ])
+        .unwrap();
+        assert_eq!(args.trusted_proxies.len(), 3);
+        let error = serve_args(&["--trusted-proxies", "proxy.example"]).unwrap_err();
+        assert!(error.to_string().contains("not an IP address"), "{error}");
+        assert!(serve_args(&["--idle-timeout", "0"]).is_err());
     }
 
     #[test]

@@ -7,7 +7,9 @@ use brandhub_demo::{DemoOptions, DemoSummary};
 use brandhub_filestore::FileStore;
 use brandhub_ingest::WorkerSettings;
 use brandhub_problem::ApiError;
+use brandhub_server::proxies::TrustedProxies;
 use brandhub_server::ratelimit::Limit;
+use brandhub_server::timeouts::Timeouts;
 use brandhub_server::tls::TlsSource;
 use brandhub_server::{Settings, Uploads, start};
 use brandhub_sheet::Limits;
@@ -241,6 +243,7 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
             limits: Limits {
                 max_rows: usize::try_from(args.max_rows).unwrap_or(usize::MAX),
                 max_decompressed_bytes: args.max_sheet_size,
+                max_cell_chars: usize::try_from(args.max_cell_chars).unwrap_or(usize::MAX),
             },
             ..WorkerSettings::default()
         },
@@ -255,6 +258,12 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
         (4.0 * args.auth_failure_limit).max(20.0),
     );
     settings.metrics_listen = args.metrics_listen;
+    settings.trusted_proxies = TrustedProxies::new(args.trusted_proxies.clone());
+    settings.timeouts = Timeouts {
+        tls_handshake: Duration::from_secs(args.tls_handshake_timeout),
+        header_read: Duration::from_secs(args.header_read_timeout),
+        idle: Duration::from_secs(args.idle_timeout),
+    };
     let running = start(settings, store.clone()).await?;
     let scheme = if args.behind_proxy { "http" } else { "https" };
     let backend = match store.backend() {

@@ -11,7 +11,7 @@ mod resources;
 
 pub use model::{
     Anchor, Field, FieldType, IndexDef, ListStorage, NoneAs, Relation, RelationKind, Resource,
-    Scope, ScopeTerm, UserType, WriteAction, Writes,
+    Scope, ScopeTerm, UserType, WriteAction, Writes, lengths,
 };
 pub use record::{Cell, Layout, Record};
 

@@ -151,6 +151,25 @@ pub struct Field {
     pub relation: Option<&'static str>,
     /// One line for the docs and the OpenAPI schema.
     pub doc: &'static str,
+    /// The most characters a value (for a list, each element) may have when a client writes
+    /// it, through JSON or a file; `None` for fields that are not text.
+    pub max_chars: Option<usize>,
+}
+
+/// Text lengths (in characters) the catalog gives its text fields. Short: codes, references,
+/// barcodes, statuses, currencies. Names: names, titles, addresses, the default. Long:
+/// descriptions and other free text, up to what a spreadsheet cell can hold.
+pub mod lengths {
+    /// Codes, references, barcodes, statuses, currencies, languages.
+    pub const SHORT: usize = 100;
+    /// An email address (RFC 5321's path limit).
+    pub const EMAIL: usize = 254;
+    /// Names, titles, addresses: the default of a text field.
+    pub const NAME: usize = 500;
+    /// A URL, as browsers and servers commonly accept them.
+    pub const URL: usize = 2048;
+    /// Descriptions and other free text: a spreadsheet cell's maximum.
+    pub const LONG: usize = 32_767;
 }
 
 impl Field {
@@ -175,7 +194,20 @@ impl Field {
             hidden_from: Vec::new(),
             relation: None,
             doc: "",
+            max_chars: matches!(ty, FieldType::Text).then_some(lengths::NAME),
         }
+    }
+
+    /// Whether a text (or list element) of this many characters is too long for the field:
+    /// the problem to report when it is.
+    pub fn length_problem(&self, text: &str) -> Option<String> {
+        let max = self.max_chars?;
+        // Bytes bound characters from above: most texts are settled without counting.
+        if text.len() <= max {
+            return None;
+        }
+        let chars = text.chars().count();
+        (chars > max).then(|| format!("has {chars} characters; at most {max} are allowed"))
     }
 
     /// Whether the field is stored in a column of its own.
@@ -208,6 +240,22 @@ impl Field {
     }
 
     // ---- declaration helpers: used by `resources.rs` ----
+
+    /// A text field of codes, references or statuses ([`lengths::SHORT`]).
+    pub fn short(self) -> Self {
+        self.max_chars(lengths::SHORT)
+    }
+
+    /// A free-text field such as a description ([`lengths::LONG`]).
+    pub fn long(self) -> Self {
+        self.max_chars(lengths::LONG)
+    }
+
+    /// The most characters a client may write into this text field.
+    pub fn max_chars(mut self, max: usize) -> Self {
+        self.max_chars = Some(max);
+        self
+    }
 
     /// Marks the field as served by an index.
     pub fn indexed(mut self) -> Self {
@@ -354,6 +402,7 @@ pub fn list(
     value_column: &'static str,
 ) -> Field {
     let mut field = Field::new(name, FieldType::List);
+    field.max_chars = (element == FieldType::Text).then_some(lengths::SHORT);
     field.list = Some(ListStorage {
         table,
         owner_column,

@@ -3,8 +3,8 @@
 
 use crate::model::{
     Anchor::{Companies, Host, Own, Sponsor, Warehouse},
-    FieldType, Resource, UserType, WriteAction, boolean, fk, id_field, integer, list, number,
-    object, precise_timestamp, text, timestamp,
+    FieldType, Resource, UserType, WriteAction, boolean, fk, id_field, integer, lengths, list,
+    number, object, precise_timestamp, text, timestamp,
 };
 
 // Scope (CONTRACT §5): who sees which records. A sponsor follows the company rules over the
@@ -35,22 +35,14 @@ fn address_fields(with_id: bool) -> Vec<crate::model::Field> {
         fields.push(integer("id").doc("The host system's address id."));
     }
     for name in [
-        "title",
-        "forename",
-        "surname",
-        "company",
-        "line1",
-        "line2",
-        "town",
-        "county",
-        "postcode",
-        "country",
-        "countryCode",
-        "phone",
-        "email",
+        "title", "forename", "surname", "company", "line1", "line2", "town", "county", "country",
     ] {
         fields.push(text(name));
     }
+    for name in ["postcode", "countryCode", "phone"] {
+        fields.push(text(name).short());
+    }
+    fields.push(text("email").max_chars(lengths::EMAIL));
     fields
 }
 
@@ -63,14 +55,18 @@ pub fn declare() -> Vec<Resource> {
             "A business on the platform: owns brands and warehouses; a sponsor company sponsors others.",
         )
         .field(text("name").indexed())
-        .field(text("code").indexed())
+        .field(text("code").indexed().short())
         .relation_fk(
             fk("fk_sponsor", "company_sponsor").optional().doc("The sponsoring company, or null."),
             "company",
         )
         .field(object(
             "detail",
-            vec![text("country"), text("vatNumber"), text("contactEmail")],
+            vec![
+                text("country"),
+                text("vatNumber").short(),
+                text("contactEmail").max_chars(lengths::EMAIL),
+            ],
         ))
         .field(timestamp("createdDate").indexed().required())
         .scope(COMPANY, &[&[("id", Companies)]])
@@ -78,8 +74,14 @@ pub fn declare() -> Vec<Resource> {
         Resource::new("brand", "brand", "A brand of a company: owns products and uploads files.")
             .relation_fk(fk("fk_company", "brand_company"), "company")
             .field(text("name").indexed())
-            .field(object("detail", vec![text("website"), text("description")]).nullable())
-            .field(text("code").indexed())
+            .field(
+                object(
+                    "detail",
+                    vec![text("website").max_chars(lengths::URL), text("description").long()],
+                )
+                .nullable(),
+            )
+            .field(text("code").indexed().short())
             .has_many("brand_product", "product", "fk_brand")
             .has_many("brand_brandStore", "brandStore", "fk_brand")
             .scope(COMPANY, &[&[("fk_company", Companies)]])
@@ -88,11 +90,15 @@ pub fn declare() -> Vec<Resource> {
             .scope(WAREHOUSE, &[&[("brand_product.product_variant.variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("warehouse", "warehouse", "A warehouse of a company: holds stock.")
             .relation_fk(fk("fk_company", "warehouse_company"), "company")
-            .field(text("code").indexed())
+            .field(text("code").indexed().short())
             .field(text("name").indexed())
             .field(object(
                 "detail",
-                vec![text("town"), text("countryCode"), text("contactEmail")],
+                vec![
+                    text("town"),
+                    text("countryCode").short(),
+                    text("contactEmail").max_chars(lengths::EMAIL),
+                ],
             ))
             .has_many("warehouse_brandStore", "brandStore", "fk_warehouse")
             .scope(COMPANY, &[&[("fk_company", Companies)]])
@@ -104,8 +110,11 @@ pub fn declare() -> Vec<Resource> {
             "A selling channel: a retailer or marketplace with stores.",
         )
         .field(text("name").indexed())
-        .field(text("code").indexed())
-        .field(object("detail", vec![text("website"), text("countryCode")]))
+        .field(text("code").indexed().short())
+        .field(object(
+            "detail",
+            vec![text("website").max_chars(lengths::URL), text("countryCode").short()],
+        ))
         .field(timestamp("createdDate").indexed().required())
         .has_many("host_store", "store", "fk_host")
         .scope(COMPANY, &[&[("host_store.store_brandStore.brandStore_brand.fk_company", Companies)]])
@@ -113,9 +122,12 @@ pub fn declare() -> Vec<Resource> {
         Resource::new("store", "store", "A storefront of a host, selling in one currency.")
             .relation_fk(fk("fk_host", "store_host"), "host")
             .field(text("name").indexed())
-            .field(text("code").indexed())
-            .field(text("currency"))
-            .field(object("detail", vec![text("countryCode"), text("url")]))
+            .field(text("code").indexed().short())
+            .field(text("currency").short())
+            .field(object(
+                "detail",
+                vec![text("countryCode").short(), text("url").max_chars(lengths::URL)],
+            ))
             .field(timestamp("createdDate").indexed().required())
             .has_many("store_brandStore", "brandStore", "fk_store")
             .scope(COMPANY, &[&[("store_brandStore.brandStore_brand.fk_company", Companies)]])
@@ -132,8 +144,9 @@ pub fn declare() -> Vec<Resource> {
         .field(object(
             "detail",
             vec![
-                text("stockType").doc("How stock is offered to the store."),
+                text("stockType").short().doc("How stock is offered to the store."),
                 text("adjustType")
+                    .short()
                     .doc("How prices are adjusted for the store.")
                     .hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 number("adjustValue")
@@ -148,17 +161,17 @@ pub fn declare() -> Vec<Resource> {
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]]),
         Resource::new("product", "product", "A product of a brand; its variants carry barcodes.")
             .relation_fk(fk("fk_brand", "product_brand"), "brand")
-            .field(text("code").indexed().doc("The brand's product code."))
+            .field(text("code").indexed().short().doc("The brand's product code."))
             .field(text("title").indexed())
             .field(text("category").indexed())
-            .field(text("description"))
+            .field(text("description").long())
             .field(text("productBrand"))
-            .field(text("season").indexed())
+            .field(text("season").indexed().short())
             .field(text("origin"))
-            .field(text("composition"))
-            .field(text("careInstructions"))
+            .field(text("composition").long())
+            .field(text("careInstructions").long())
             .field(timestamp("createdDate").indexed().required())
-            .field(text("status").indexed())
+            .field(text("status").indexed().short())
             .field(
                 object(
                     "detail",
@@ -166,7 +179,7 @@ pub fn declare() -> Vec<Resource> {
                 )
                 .hidden_from(HOST_CANNOT_SEE_IMPORTS),
             )
-            .field(text("commodityCode"))
+            .field(text("commodityCode").short())
             .has_many("product_variant", "variant", "fk_product")
             .has_many("product_image", "image", "fk_product")
             .index(&["fk_brand", "code"], true)
@@ -176,11 +189,11 @@ pub fn declare() -> Vec<Resource> {
             .scope(WAREHOUSE, &[&[("product_variant.variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("variant", "variant", "A sellable variant of a product (a size, a colour).")
             .relation_fk(fk("fk_product", "variant_product"), "product")
-            .field(text("code").indexed())
-            .field(text("barcode").indexed().doc("EAN/UPC barcode, as text."))
+            .field(text("code").indexed().short())
+            .field(text("barcode").indexed().short().doc("EAN/UPC barcode, as text."))
             .field(text("colour").indexed())
             .field(integer("sequence"))
-            .field(text("size").indexed())
+            .field(text("size").indexed().short())
             .field(object(
                 "detail",
                 vec![
@@ -239,23 +252,23 @@ pub fn declare() -> Vec<Resource> {
             "A customer order received by a host for one brand store.",
         )
         .relation_fk(fk("fk_brandStore", "order_brandStore"), "brandStore")
-        .field(text("brandOrderRef").indexed())
-        .field(text("hostOrderRef").indexed())
-        .field(text("hostCustOrderRef").indexed())
+        .field(text("brandOrderRef").indexed().short())
+        .field(text("hostOrderRef").indexed().short())
+        .field(text("hostCustOrderRef").indexed().short())
         .field(timestamp("orderDate").indexed())
         .field(timestamp("shipDate"))
         .field(timestamp("sentToWH"))
         .field(timestamp("deliveryDate"))
-        .field(text("status").indexed())
-        .field(text("carrier"))
-        .field(text("trackingRef").indexed())
+        .field(text("status").indexed().short())
+        .field(text("carrier").short())
+        .field(text("trackingRef").indexed().short())
         .relation_fk(fk("fk_warehouse", "order_warehouse").optional(), "warehouse")
         .field(object(
             "detail",
             vec![
-                text("hostCarrier"),
+                text("hostCarrier").short(),
                 text("hostStatus").doc("Free text from the host system."),
-                text("customerMessage"),
+                text("customerMessage").long(),
                 number("net").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
                 number("gross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
                 number("vat").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
@@ -293,12 +306,12 @@ pub fn declare() -> Vec<Resource> {
             .field(number("lineNet").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(number("lineTax").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(number("lineGross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(text("currency"))
+            .field(text("currency").short())
             .field(integer("shipQty"))
             .field(integer("returnQty"))
-            .field(object("detail", vec![text("gift").doc("Gift flag: Y or N.")]))
-            .field(text("status").indexed())
-            .field(text("hostItemRef").indexed())
+            .field(object("detail", vec![text("gift").short().doc("Gift flag: Y or N.")]))
+            .field(text("status").indexed().short())
+            .field(text("hostItemRef").indexed().short())
             .field(timestamp("returnDate"))
             .scope(COMPANY, &[&[("orderItem_scopeBrandStore.brandStore_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("orderItem_scopeBrandStore.brandStore_store.fk_host", Host)]])
@@ -307,14 +320,14 @@ pub fn declare() -> Vec<Resource> {
             .writable_by(DISPATCH, WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]]),
         Resource::new("user", "users", "A person or system that calls the API with its keys.")
             .field(text("name").indexed())
-            .field(text("email").indexed())
-            .field(text("type").doc("admin, sponsor, company, host or warehouse."))
-            .field(text("status").doc("active or disabled."))
+            .field(text("email").indexed().max_chars(lengths::EMAIL))
+            .field(text("type").short().doc("admin, sponsor, company, host or warehouse."))
+            .field(text("status").short().doc("active or disabled."))
             .field(timestamp("createdDate").indexed().required())
             .field(object(
                 "detail",
                 vec![
-                    text("lang"),
+                    text("lang").short(),
                     list(
                         "companies",
                         FieldType::Id,
@@ -353,10 +366,10 @@ pub fn declare() -> Vec<Resource> {
         Resource::new("file", "file", "An uploaded spreadsheet and the result of processing it.")
             .relation_fk(fk("fk_brand", "file_brand"), "brand")
             .relation_fk(fk("fk_user", "file_user"), "user")
-            .field(text("fileType").indexed())
+            .field(text("fileType").indexed().short())
             .field(text("fileName").indexed())
             .field(timestamp("createdDate").indexed().required())
-            .field(text("status").indexed())
+            .field(text("status").indexed().short())
             .field(object(
                 "detail",
                 vec![
@@ -365,7 +378,9 @@ pub fn declare() -> Vec<Resource> {
                     id_field("warehouse").doc("Warehouse id, for stock files."),
                     precise_timestamp("startDate"),
                     precise_timestamp("endDate"),
-                    text("error").doc("Problems found while processing; empty when none."),
+                    text("error")
+                        .long()
+                        .doc("Problems found while processing; empty when none."),
                     integer("rowsRead"),
                     integer("rowsApplied"),
                     integer("rowsSkipped"),
@@ -396,7 +411,7 @@ pub fn declare() -> Vec<Resource> {
                 fk("fk_file", "image_file").optional().hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 "file",
             )
-            .field(text("url"))
+            .field(text("url").max_chars(lengths::URL))
             .field(integer("position"))
             .scope(COMPANY, &[&[("image_product.product_brand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("image_product.product_brand.fk_company", Companies)]])
@@ -404,7 +419,7 @@ pub fn declare() -> Vec<Resource> {
         Resource::new("apiKey", "api_key", "An API key of a user, with its grants.")
             .relation_fk(fk("fk_user", "apiKey_user"), "user")
             .field(text("name").indexed())
-            .field(text("prefix").indexed().doc("The first 8 characters of the secret."))
+            .field(text("prefix").indexed().short().doc("The first 8 characters of the secret."))
             .field(
                 list("grants", FieldType::Text, "api_key_grant", "api_key_id", "grant_text")
                     .doc("resource:METHODS entries, such as file:GET,POST or *:GET."),

@@ -10,8 +10,8 @@
 //! rows with that reason.
 
 use crate::lookup::{
-    CHUNK, brand_barcodes, column, either_text, folded, refers_to, required_integer, required_text,
-    resource, text_in, text_of,
+    CHUNK, brand_barcodes, column, either_text, fitting, folded, refers_to, required_integer,
+    required_text, resource, text_in, text_of,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
@@ -62,8 +62,18 @@ fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String>
         item_ref,
         barcode,
         ship_qty,
-        carrier: text_of(row.get(map, C::Carrier)),
-        tracking: text_of(row.get(map, C::TrackingRef)),
+        carrier: fitting(
+            resource("order"),
+            "carrier",
+            C::Carrier,
+            text_of(row.get(map, C::Carrier)),
+        )?,
+        tracking: fitting(
+            resource("order"),
+            "trackingRef",
+            C::TrackingRef,
+            text_of(row.get(map, C::TrackingRef)),
+        )?,
         ship_date,
     })
 }

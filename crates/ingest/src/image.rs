@@ -5,8 +5,8 @@
 //! after the product's others.
 
 use crate::lookup::{
-    brand_barcodes, brand_product_codes, either_text, optional_integer, refers_to, required_text,
-    resource, take_changed, text_in,
+    brand_barcodes, brand_product_codes, either_text, fitting, optional_integer, refers_to,
+    required_text, resource, take_changed, text_in,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
@@ -88,7 +88,12 @@ pub(crate) async fn apply(
     let mut changed = std::collections::BTreeSet::new();
     for row in table.rows() {
         let line = (|| -> Result<_, String> {
-            let url = required_text(row, map, C::ImageUrl)?;
+            let url = fitting(
+                resource("image"),
+                "url",
+                C::ImageUrl,
+                required_text(row, map, C::ImageUrl)?,
+            )?;
             if let Some(problem) = url_problem(&url) {
                 return Err(problem);
             }

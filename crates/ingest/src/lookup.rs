@@ -57,9 +57,37 @@ pub(crate) fn text_of(cell: &SheetCell) -> String {
     cell.as_text().map(|t| t.into_owned()).unwrap_or_default()
 }
 
-/// A cell as a reason quotes it: `"abc"`.
+/// The most characters of a cell a reason quotes: a report stays short whatever the cells.
+const QUOTED: usize = 50;
+
+/// A cell as a reason quotes it: `"abc"`, a long text cut with `…`.
 pub(crate) fn shown(cell: &SheetCell) -> String {
-    format!("\"{}\"", text_of(cell))
+    let text = text_of(cell);
+    match text.char_indices().nth(QUOTED) {
+        Some((cut, _)) => format!("\"{}…\"", &text[..cut]),
+        None => format!("\"{text}\""),
+    }
+}
+
+/// A text for the field at `path` of `resource`, or the reason it is too long for it (naming
+/// the column it came from).
+pub(crate) fn fitting(
+    resource: &Resource,
+    path: &str,
+    column: Column,
+    text: String,
+) -> Result<String, String> {
+    let field = resource
+        .field_at(path)
+        .unwrap_or_else(|| panic!("{} has a field {path}", resource.name));
+    match field.length_problem(&text) {
+        None => Ok(text),
+        Some(problem) => Err(format!(
+            "{} {problem} (the {} {path} it sets)",
+            column.label(),
+            resource.name
+        )),
+    }
 }
 
 /// The text of a record's cell, `""` when unset.
@@ -67,11 +95,20 @@ pub(crate) fn text_in(record: &Record, index: usize) -> &str {
     record.cells[index].as_text().unwrap_or_default()
 }
 
-/// An optional text column: `None` when the file lacks it (the field stays as it is), else the
-/// cell's text (`""` for an empty cell, which clears the field).
-pub(crate) fn optional_text(row: &Row, map: &ColumnMap, column: Column) -> Option<Cell> {
-    map.has(column)
-        .then(|| Cell::Text(text_of(row.get(map, column))))
+/// An optional text column for the field at `path` of `resource`: `None` when the file lacks
+/// it (the field stays as it is), else the cell's text (`""` for an empty cell, which clears
+/// the field), or the reason it is too long for the field.
+pub(crate) fn optional_text(
+    row: &Row,
+    map: &ColumnMap,
+    column: Column,
+    resource: &Resource,
+    path: &str,
+) -> Result<Option<Cell>, String> {
+    if !map.has(column) {
+        return Ok(None);
+    }
+    fitting(resource, path, column, text_of(row.get(map, column))).map(|t| Some(Cell::Text(t)))
 }
 
 /// An optional whole-number column: `None` when the file lacks it, `Null` for an empty cell,
@@ -279,4 +316,42 @@ pub(crate) fn folded(resource: &Resource, path: &str) -> Alias {
             .folded_column()
             .unwrap_or_else(|| panic!("{}.{path} is text", resource.name)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_fit_their_fields_or_say_why_not() {
+        let product = resource("product");
+        assert_eq!(
+            fitting(product, "title", Column::Title, "ü".repeat(500)),
+            Ok("ü".repeat(500))
+        );
+        assert_eq!(
+            fitting(product, "title", Column::Title, "x".repeat(501)),
+            Err(
+                "Title has 501 characters; at most 500 are allowed (the product title it sets)"
+                    .to_string()
+            )
+        );
+        assert!(
+            fitting(
+                product,
+                "description",
+                Column::Description,
+                "x".repeat(32_767)
+            )
+            .is_ok()
+        );
+        assert!(fitting(product, "code", Column::ProductCode, "x".repeat(101)).is_err());
+    }
+
+    #[test]
+    fn reasons_quote_long_cells_cut() {
+        assert_eq!(shown(&SheetCell::text("abc")), "\"abc\"");
+        let long = shown(&SheetCell::text(&"é".repeat(1000)));
+        assert_eq!(long, format!("\"{}…\"", "é".repeat(QUOTED)));
+    }
 }

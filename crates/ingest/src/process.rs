@@ -150,7 +150,7 @@ pub(crate) async fn run(context: Arc<Context>, job: ClaimedJob) {
     }
     // From here the apply transaction's lock on the job protects the claim.
     drop(heartbeat);
-    let rows = prepared.as_ref().map_or(0, |p| p.table.rows().len());
+    let rows = prepared.as_ref().map_or(0, |p| rows_read(&p.table));
     let outcome = match prepared {
         Ok(prepared) => apply(&context, prepared).await,
         Err(error) => Err(error),
@@ -255,7 +255,7 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
     let mut tx = context.store.begin().await?;
     tx.update_file(
         &file.id,
-        &[("detail.rowsRead", Cell::Integer(table.rows().len() as i64))],
+        &[("detail.rowsRead", Cell::Integer(rows_read(&table) as i64))],
     )
     .await?;
     tx.commit().await?;
@@ -265,7 +265,11 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
 /// Applies a prepared file and records its outcome, in one transaction.
 async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError> {
     let Prepared { file, table, map } = prepared;
-    let mut report = Report::new(table.rows().len(), map.unknown());
+    let mut report = Report::new(rows_read(&table), map.unknown());
+    // Rows the reader skipped (a cell longer than a cell may be) are reported like bad rows.
+    for skipped in table.skipped() {
+        report.skip(skipped.number, skipped.reason.clone());
+    }
     let mut tx = context.store.begin().await?;
     if !tx.finish_job(&file.id, &context.worker).await? {
         return Err(ProcessError::Lost);
@@ -349,6 +353,11 @@ async fn uploader_rights(tx: &mut WriteTx, file: &FileJob) -> Result<Viewer, Pro
             target.refusal(&viewer)
         ))),
     }
+}
+
+/// The data rows of a sheet: those read and those the reader skipped.
+fn rows_read(table: &Table) -> usize {
+    table.rows().len() + table.skipped().len()
 }
 
 /// A reason as `detail.error` shows it, like the demo's: a capitalised sentence with a stop.

@@ -5,8 +5,8 @@
 //! = this file, so uploading the same file again changes nothing.
 
 use crate::lookup::{
-    equals, optional_amount, optional_bool, optional_integer, optional_text, required_text,
-    resource, take_changed, text_in,
+    equals, fitting, optional_amount, optional_bool, optional_integer, optional_text,
+    required_text, resource, take_changed, text_in,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
@@ -36,7 +36,7 @@ const VARIANT_TEXTS: [(C, &str); 3] = [
     (C::Size, "size"),
 ];
 
-/// A row's values, checked.
+/// A row's values, checked (texts against their fields' lengths too).
 struct Line {
     code: String,
     title: String,
@@ -45,17 +45,48 @@ struct Line {
     rrp: Option<Cell>,
     price: Option<Cell>,
     vatable: Option<Cell>,
+    /// The optional product and variant texts the file has, by field path.
+    product_texts: Vec<(&'static str, Cell)>,
+    variant_texts: Vec<(&'static str, Cell)>,
 }
 
 fn read_line(row: &Row, map: &ColumnMap) -> Result<Line, String> {
+    let product = resource("product");
+    let variant = resource("variant");
+    let texts = |resource, columns: &[(C, &'static str)]| {
+        let mut texts = Vec::new();
+        for &(column, path) in columns {
+            if let Some(cell) = optional_text(row, map, column, resource, path)? {
+                texts.push((path, cell));
+            }
+        }
+        Ok::<_, String>(texts)
+    };
     Ok(Line {
-        code: required_text(row, map, C::ProductCode)?,
-        title: required_text(row, map, C::Title)?,
-        barcode: required_text(row, map, C::Barcode)?,
+        code: fitting(
+            product,
+            "code",
+            C::ProductCode,
+            required_text(row, map, C::ProductCode)?,
+        )?,
+        title: fitting(
+            product,
+            "title",
+            C::Title,
+            required_text(row, map, C::Title)?,
+        )?,
+        barcode: fitting(
+            variant,
+            "barcode",
+            C::Barcode,
+            required_text(row, map, C::Barcode)?,
+        )?,
         sequence: optional_integer(row, map, C::Sequence, None)?,
         rrp: optional_amount(row, map, C::Rrp)?,
         price: optional_amount(row, map, C::Price)?,
         vatable: optional_bool(row, map, C::Vatable)?,
+        product_texts: texts(product, &PRODUCT_TEXTS)?,
+        variant_texts: texts(variant, &VARIANT_TEXTS)?,
     })
 }
 
@@ -131,10 +162,8 @@ pub(crate) async fn apply(
             let before = record.cells.clone();
             record.cells[p.cell("code")] = Cell::Text(line.code.clone());
             record.cells[p.cell("title")] = Cell::Text(line.title.clone());
-            for (column, path) in PRODUCT_TEXTS {
-                if let Some(cell) = optional_text(row, map, column) {
-                    record.cells[p.cell(path)] = cell;
-                }
+            for (path, cell) in &line.product_texts {
+                record.cells[p.cell(path)] = cell.clone();
             }
             if record.cells != before {
                 changed_products.insert(pi);
@@ -162,10 +191,8 @@ pub(crate) async fn apply(
         record.cells[v.cell("barcode")] = Cell::Text(line.barcode.clone());
         // The brand shortcut that scope goes through (see the catalog's `fk_scopeBrand`).
         record.cells[v.cell("fk_scopeBrand")] = Cell::Text(job.brand.clone());
-        for (column, path) in VARIANT_TEXTS {
-            if let Some(cell) = optional_text(row, map, column) {
-                record.cells[v.cell(path)] = cell;
-            }
+        for (path, cell) in &line.variant_texts {
+            record.cells[v.cell(path)] = cell.clone();
         }
         if let Some(cell) = line.sequence {
             record.cells[v.cell("sequence")] = cell;

@@ -47,6 +47,7 @@ codes! {
     MethodNotAllowed     => 405, "method_not_allowed",     "Method not allowed";
     Conflict             => 409, "conflict",               "Conflict";
     PayloadTooLarge      => 413, "payload_too_large",      "Payload too large";
+    UriTooLong           => 414, "uri_too_long",           "URI too long";
     UnsupportedMediaType => 415, "unsupported_media_type", "Unsupported media type";
     ValidationFailed     => 422, "validation_failed",      "Validation failed";
     RateLimited          => 429, "rate_limited",           "Too many requests";
@@ -182,7 +183,7 @@ mod tests {
                 "{code}"
             );
         }
-        assert_eq!(Code::ALL.len(), 16);
+        assert_eq!(Code::ALL.len(), 17);
     }
 
     #[test]

@@ -7,8 +7,8 @@ use crate::limits::{
     WILDCARD_VALUES, shorten,
 };
 use crate::request::{
-    ComplexQuery, Condition, Conjunction, Direction, Operator, OrderItem, RawValue, ReadRequest,
-    UrlFilter, ValuesCondition, WireBody, WireCondition, WireValues,
+    ComplexQuery, Condition, Conjunction, Direction, Object, Operator, OrderItem, RawValue,
+    ReadRequest, UrlFilter, ValuesCondition, WireBody, WireCondition, WireValues,
 };
 use crate::text::WILDCARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
@@ -290,12 +290,14 @@ pub fn parse_body(bytes: &[u8]) -> ApiResult<Option<ComplexQuery>> {
             format!("The body is not a valid complex query: it is not a JSON object. {expected}"),
         ));
     }
-    let wire: WireBody = serde_json::from_slice(bytes).map_err(|error| {
-        ApiError::new(
-            Code::InvalidQuery,
-            format!("The body is not a valid complex query: {error}. {expected}"),
-        )
-    })?;
+    let wire: WireBody = serde_json::from_slice::<Object<WireBody>>(bytes)
+        .map(|o| o.0)
+        .map_err(|error| {
+            ApiError::new(
+                Code::InvalidQuery,
+                format!("The body is not a valid complex query: {error}. {expected}"),
+            )
+        })?;
     if wire.query.is_some() && wire.querywitharray.is_some() {
         return Err(ApiError::new(
             Code::InvalidQuery,
@@ -503,6 +505,17 @@ mod tests {
             br#"{"querywitharray":{"field":"a","values":[]}}"#,
             br#"[1,2]"#,
             br#"{"query": "#,
+            // Only objects: serde would take an array of a struct's fields in order.
+            br#"[]"#,
+            br#"[null,null]"#,
+            br#"[null,null,null,null]"#,
+            br#"5"#,
+            br#""x""#,
+            br#"null"#,
+            br#"true"#,
+            br#"{"query":[["a","=","x"]]}"#,
+            br#"{"querywitharray":["a",["x"]]}"#,
+            br#"{"queryselectionwitharray":[]}"#,
         ] {
             let error = parse_body(body).unwrap_err();
             assert_eq!(error.code, Code::InvalidQuery, "{}", String::from_utf8_lossy(body));

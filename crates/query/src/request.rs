@@ -132,18 +132,63 @@ pub struct ReadRequest {
     pub body: Option<ComplexQuery>,
 }
 
-/// The body exactly as JSON, before its rules are checked (serde rejects unknown keys).
+/// The body exactly as JSON, before its rules are checked (serde rejects unknown keys). The
+/// body and each of its conditions must be JSON objects ([`Object`]).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WireBody {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     pub query: Option<Vec<WireCondition>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     pub queryselection: Option<Vec<WireCondition>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub querywitharray: Option<WireValues>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub queryselectionwitharray: Option<WireValues>,
+}
+
+/// A value that must be a JSON object. serde's derived structs also accept an array of their
+/// fields in order (`[]` or `[null, null]` would pass for a body with every key optional);
+/// this only accepts a map.
+#[derive(Debug)]
+pub(crate) struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Visit(std::marker::PhantomData))
+            .map(Object)
+    }
+}
+
+/// An optional list whose elements must be JSON objects.
+fn objects<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let list: Option<Vec<Object<T>>> = Deserialize::deserialize(deserializer)?;
+    Ok(list.map(|l| l.into_iter().map(|o| o.0).collect()))
+}
+
+/// An optional value that must be a JSON object.
+fn object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let value: Option<Object<T>> = Deserialize::deserialize(deserializer)?;
+    Ok(value.map(|o| o.0))
 }
 
 #[derive(Debug, Deserialize)]

@@ -110,7 +110,15 @@ fn typed(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
     Ok(match field.ty {
         FieldType::Text => match value {
             Value::Null => Cell::Text(String::new()),
-            Value::String(text) => Cell::Text(text.clone()),
+            Value::String(text) => {
+                if let Some(message) = field.length_problem(text) {
+                    return Err(FieldError {
+                        field: field.path.clone(),
+                        message,
+                    });
+                }
+                Cell::Text(text.clone())
+            }
             other => return Err(kind_error(field, "text", other)),
         },
         FieldType::Id => id_value(field, value)?.map_or(Cell::Null, Cell::Text),
@@ -168,7 +176,15 @@ fn list_values(field: &'static Field, value: &Value) -> Result<Vec<String>, Fiel
                 Some(id) => out.push(id),
                 None => return Err(kind_error(field, "an array of ids", value)),
             },
-            (_, Value::String(text)) => out.push(text.clone()),
+            (_, Value::String(text)) => {
+                if let Some(problem) = field.length_problem(text) {
+                    return Err(FieldError {
+                        field: field.path.clone(),
+                        message: format!("element {} {problem}", out.len()),
+                    });
+                }
+                out.push(text.clone())
+            }
             _ => return Err(kind_error(field, "an array of texts", value)),
         }
     }
@@ -343,6 +359,69 @@ mod tests {
                 Code::InvalidValue
             );
         }
+    }
+
+    #[test]
+    fn texts_longer_than_their_field_are_refused_by_name() {
+        let long_name = "x".repeat(900 * 1024);
+        let body = serde_json::json!({
+            "name": long_name,
+            "email": format!("{}@x.test", "é".repeat(300)),
+            "type": "company",
+            "detail": {"lang": "de"},
+        });
+        let error = parse_write(
+            user(),
+            WriteMode::Create,
+            body.to_string().as_bytes(),
+            &Viewer::admin(),
+        )
+        .unwrap()
+        .checked()
+        .unwrap_err();
+        assert_eq!(error.code, Code::ValidationFailed);
+        let problems: Vec<(&str, &str)> = error
+            .errors
+            .iter()
+            .map(|e| (e.field.as_str(), e.message.as_str()))
+            .collect();
+        assert_eq!(
+            problems,
+            vec![
+                ("email", "has 307 characters; at most 254 are allowed"),
+                ("name", "has 921600 characters; at most 500 are allowed"),
+            ]
+        );
+        // At the limit, counted in characters (not bytes), a text is fine.
+        let body =
+            serde_json::json!({"name": "ü".repeat(500), "email": "a@b.test", "type": "host"});
+        assert!(
+            parse_write(
+                user(),
+                WriteMode::Create,
+                body.to_string().as_bytes(),
+                &Viewer::admin()
+            )
+            .unwrap()
+            .checked()
+            .is_ok()
+        );
+        let key = catalog().resource("apiKey").unwrap();
+        let body = serde_json::json!({"grants": ["brand:GET", "x".repeat(101)]});
+        let error = parse_write(
+            key,
+            WriteMode::Create,
+            body.to_string().as_bytes(),
+            &Viewer::admin(),
+        )
+        .unwrap()
+        .checked()
+        .unwrap_err();
+        assert_eq!(error.errors[0].field, "grants");
+        assert_eq!(
+            error.errors[0].message,
+            "element 1 has 101 characters; at most 100 are allowed"
+        );
     }
 
     #[test]

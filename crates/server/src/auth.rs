@@ -9,6 +9,7 @@
 
 use crate::AppState;
 use crate::problem::Problem;
+use crate::proxies::TrustedProxies;
 use crate::ratelimit::{Buckets, Limit, too_many};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
@@ -47,6 +48,9 @@ pub struct Authenticator {
     per_key: Buckets<String>,
     /// Failed authentications per client address.
     failures: Buckets<IpAddr>,
+    /// Keys checked for an address past its failure limit, at the same rate: a valid key
+    /// still gets through, guessing does not speed up, and the checks stay bounded.
+    blocked_checks: Buckets<IpAddr>,
     touched: Mutex<HashMap<String, Instant>>,
     touch_queue: mpsc::Sender<String>,
 }
@@ -58,10 +62,14 @@ fn unauthenticated(detail: &str) -> Problem {
 /// Splits a Basic authorization header into user name and secret.
 pub fn parse_basic(header: &str) -> Result<(String, String), Problem> {
     let explain = "Send Authorization: Basic base64(<user email or id>:<API key>).";
-    let encoded = header
-        .strip_prefix("Basic ")
-        .or_else(|| header.strip_prefix("basic "))
+    // The scheme is case-insensitive (RFC 9110 §11.1), followed by one or more spaces.
+    let (scheme, encoded) = header
+        .trim_start()
+        .split_once([' ', '\t'])
         .ok_or_else(|| unauthenticated(explain))?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err(unauthenticated(explain));
+    }
     let decoded = STANDARD
         .decode(encoded.trim())
         .map_err(|_| unauthenticated(explain))?;
@@ -90,12 +98,27 @@ impl Authenticator {
             remembered: Mutex::new(HashMap::new()),
             per_key: Buckets::new(key_limit),
             failures: Buckets::new(failure_limit),
+            blocked_checks: Buckets::new(Limit::new(failure_limit.rate, failure_limit.rate)),
             touched: Mutex::new(HashMap::new()),
             touch_queue,
         }
     }
 
-    /// The caller a user name and secret identify, or 401.
+    /// A caller already checked with these credentials, while nothing it depends on changed.
+    fn remembered(&self, user: &str, secret: &str, versions: &Versions) -> Option<Arc<Caller>> {
+        let stamp = versions.stamp(&AUTH_TABLES);
+        let key = (user.to_lowercase(), secret.to_string());
+        self.remembered
+            .lock()
+            .expect("lock")
+            .get(&key)
+            .filter(|(at, _)| *at == stamp)
+            .map(|(_, caller)| caller.clone())
+    }
+
+    /// The caller a user name and secret identify, or 401. For an address past its failure
+    /// limit (`blocked`), keys already checked pass at no cost, and others are checked only
+    /// within the address's budget of checks (401 beyond it, which counts as a failure).
     pub async fn authenticate(
         &self,
         store: &Store,
@@ -103,16 +126,20 @@ impl Authenticator {
         secret: &str,
         versions: &Versions,
         timing: &Timing,
+        blocked: Option<IpAddr>,
     ) -> ApiResult<Arc<Caller>> {
         let stamp = versions.stamp(&AUTH_TABLES);
         let key = (user.to_lowercase(), secret.to_string());
-        let known = self
-            .remembered
-            .lock()
-            .expect("lock")
-            .get(&key)
-            .filter(|(at, _)| *at == stamp)
-            .map(|(_, caller)| caller.clone());
+        let known = self.remembered(user, secret, versions);
+        if known.is_none()
+            && let Some(address) = blocked
+            && self.blocked_checks.take(&address, Instant::now()).is_err()
+        {
+            return Err(ApiError::new(
+                Code::Unauthenticated,
+                "Too many failed authentications from this address to check another key now.",
+            ));
+        }
         let caller = match known {
             Some(caller) => caller,
             None => {
@@ -154,22 +181,19 @@ impl Authenticator {
     }
 }
 
-/// The client's address: the peer, or behind a proxy the first `X-Forwarded-For` hop.
-fn client_address(parts: &Parts, behind_proxy: bool) -> IpAddr {
-    let forwarded = behind_proxy
-        .then(|| parts.headers.get("x-forwarded-for"))
-        .flatten()
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').next())
-        .and_then(|v| v.trim().parse::<IpAddr>().ok());
-    forwarded
-        .or_else(|| {
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0.ip())
-        })
-        .unwrap_or(IpAddr::from([0, 0, 0, 0]))
+/// The client's address: the peer, or what trusted proxies say of it (see `proxies`).
+fn client_address(parts: &Parts, proxies: &TrustedProxies) -> IpAddr {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let forwarded = parts
+        .headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    proxies.client(peer, forwarded)
 }
 
 impl FromRequestParts<AppState> for Authenticated {
@@ -181,12 +205,12 @@ impl FromRequestParts<AppState> for Authenticated {
             .get::<Arc<Timing>>()
             .cloned()
             .unwrap_or_default();
-        let address = client_address(parts, state.behind_proxy);
+        let address = client_address(parts, &state.trusted_proxies);
         let auth = &state.auth;
-        // An address that failed too often is refused before its credentials are looked at.
-        auth.failures
-            .check(&address, Instant::now())
-            .map_err(|wait| Problem(too_many(wait, "failed authentications from this address")))?;
+        // Only failures are throttled, and only after the credentials were checked: an address
+        // that failed too often (perhaps another client behind the same address) still gets a
+        // valid key through.
+        let blocked = auth.failures.check(&address, Instant::now()).err();
         let attempt = async {
             let header = parts
                 .headers
@@ -196,7 +220,14 @@ impl FromRequestParts<AppState> for Authenticated {
             let (user, secret) = parse_basic(header)?;
             let versions = Arc::new(state.store.versions(&timing).await?);
             let caller = auth
-                .authenticate(&state.store, &user, &secret, &versions, &timing)
+                .authenticate(
+                    &state.store,
+                    &user,
+                    &secret,
+                    &versions,
+                    &timing,
+                    blocked.map(|_| address),
+                )
                 .await?;
             Ok::<_, Problem>(Authenticated { caller, versions })
         };
@@ -207,12 +238,17 @@ impl FromRequestParts<AppState> for Authenticated {
                     .map_err(|wait| Problem(too_many(wait, "requests for this key")))?;
                 Ok(authenticated)
             }
-            Err(problem) => {
-                if problem.0.code == Code::Unauthenticated {
-                    let _ = auth.failures.take(&address, Instant::now());
+            Err(problem) if problem.0.code == Code::Unauthenticated => {
+                let _ = auth.failures.take(&address, Instant::now());
+                match blocked {
+                    Some(wait) => Err(Problem(too_many(
+                        wait,
+                        "failed authentications from this address",
+                    ))),
+                    None => Err(problem),
                 }
-                Err(problem)
             }
+            Err(problem) => Err(problem),
         }
     }
 }
@@ -228,8 +264,15 @@ mod tests {
             parse_basic(&header).unwrap(),
             ("a@b.test".to_string(), "bhk_secret".to_string())
         );
+        for scheme in ["basic", "BASIC", "bAsIc"] {
+            let header = format!("{scheme}  {}", STANDARD.encode("a@b.test:bhk_secret"));
+            assert_eq!(parse_basic(&header).unwrap().1, "bhk_secret", "{scheme}");
+        }
         for bad in [
             "Bearer x",
+            "Basic",
+            "Basicx YTpi",
+            "Bearer YTpi",
             "Basic !!!",
             &format!("Basic {}", STANDARD.encode("nocolon")),
             &format!("Basic {}", STANDARD.encode(":x")),

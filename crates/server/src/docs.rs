@@ -10,9 +10,14 @@ use brandhub_query::limits::{self, Stage};
 use std::fmt::Write;
 
 fn type_name(field: &Field) -> String {
-    match (&field.ty, &field.list) {
+    let name = match (&field.ty, &field.list) {
         (FieldType::List, Some(list)) => format!("array of {}", list.element.describe()),
         (ty, _) => ty.describe().to_string(),
+    };
+    match (field.max_chars, field.ty) {
+        (Some(max), FieldType::List) => format!("{name} (≤ {max} characters each)"),
+        (Some(max), _) => format!("{name} (≤ {max} characters)"),
+        (None, _) => name,
     }
 }
 

@@ -5,15 +5,27 @@
 //! the message framing (Content-Length and chunked bodies), so header values and bodies pass
 //! through untouched; anything it does not understand is passed on unchanged for the HTTP
 //! parser to judge.
+//!
+//! It also keeps request targets within [`MAX_TARGET`]: a longer one is replaced by
+//! [`TOO_LONG_TARGET`], which the router answers with a problem+json 414 (the HTTP parser's own
+//! 414 for a target past its limit would carry neither the problem body nor `X-Request-Id`).
+//! Bytes of a target past the limit are counted and dropped, never held.
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// Longest request line or header line the adapter follows before giving up (and passing
+/// Longest method, version or header line the adapter follows before giving up (and passing
 /// everything through unchanged).
 const MAX_LINE: usize = 64 * 1024;
+
+/// The longest request target (path and query, as rewritten) passed on; below the HTTP
+/// parser's own limit (65,534 bytes), so the API answers first.
+pub const MAX_TARGET: usize = 60 * 1024;
+
+/// The target that stands for one that was too long: the router answers it with 414.
+pub const TOO_LONG_TARGET: &str = "/.uri-too-long";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -41,8 +53,13 @@ pub struct Normaliser {
     state: State,
     /// The current header, chunk-size or trailer line.
     line: Vec<u8>,
-    /// Bytes seen of the current request line (guards against endless lines).
+    /// Bytes seen of the current request line outside its target (guards against endless
+    /// lines).
     line_length: usize,
+    /// The current request target as rewritten so far, up to [`MAX_TARGET`] bytes.
+    target: Vec<u8>,
+    /// Its rewritten length, counting the bytes dropped past the limit.
+    target_length: usize,
     content_length: Option<u64>,
     chunked: bool,
     /// Whether the request line so far reads `PRI` (the HTTP/2 connection preface).
@@ -55,6 +72,8 @@ impl Default for Normaliser {
             state: State::Method,
             line: Vec::new(),
             line_length: 0,
+            target: Vec::new(),
+            target_length: 0,
             content_length: None,
             chunked: false,
             method_is_pri: false,
@@ -73,7 +92,25 @@ impl Normaliser {
                     output.extend_from_slice(&input[i..]);
                     return;
                 }
-                State::Method | State::Target | State::Version => {
+                State::Target => {
+                    match byte {
+                        b' ' | b'\r' | b'\n' => {
+                            self.flush_target(output);
+                            // The byte that ends the target is read as part of what follows.
+                            self.state = State::Version;
+                            if byte != b' ' {
+                                continue;
+                            }
+                            output.push(byte);
+                        }
+                        b'"' => self.push_target(b"%22"),
+                        b'<' => self.push_target(b"%3C"),
+                        b'>' => self.push_target(b"%3E"),
+                        _ => self.push_target(&[byte]),
+                    }
+                    i += 1;
+                }
+                State::Method | State::Version => {
                     self.line_length += 1;
                     if self.state == State::Method {
                         self.method_is_pri = match self.line_length {
@@ -92,15 +129,15 @@ impl Normaliser {
                         (State::Method, b' ') if self.method_is_pri => {
                             self.state = State::Passthrough
                         }
-                        (State::Method, b' ') => self.state = State::Target,
+                        (State::Method, b' ') => {
+                            self.state = State::Target;
+                            self.target.clear();
+                            self.target_length = 0;
+                        }
                         (State::Method, b'\r' | b'\n') if self.line_length == 1 => {
                             // Blank lines before a request are allowed; stay put.
                             self.line_length = 0;
                         }
-                        (State::Target, b' ') => self.state = State::Version,
-                        (State::Target, b'"') => output.extend_from_slice(b"%22"),
-                        (State::Target, b'<') => output.extend_from_slice(b"%3C"),
-                        (State::Target, b'>') => output.extend_from_slice(b"%3E"),
                         (State::Version, b'\n') => {
                             self.state = State::Headers;
                             self.line.clear();
@@ -109,9 +146,7 @@ impl Normaliser {
                         }
                         _ => {}
                     }
-                    if !(self.state == State::Target && matches!(byte, b'"' | b'<' | b'>')) {
-                        output.push(byte);
-                    }
+                    output.push(byte);
                     i += 1;
                 }
                 State::Headers | State::ChunkSize | State::Trailers => {
@@ -152,6 +187,36 @@ impl Normaliser {
                     };
                 }
             }
+        }
+    }
+
+    /// Adds rewritten bytes to the target; past [`MAX_TARGET`] they are only counted.
+    fn push_target(&mut self, bytes: &[u8]) {
+        self.target_length = self.target_length.saturating_add(bytes.len());
+        if self.target_length <= MAX_TARGET {
+            self.target.extend_from_slice(bytes);
+        }
+    }
+
+    /// Passes the finished target on, or [`TOO_LONG_TARGET`] in its place.
+    fn flush_target(&mut self, output: &mut Vec<u8>) {
+        if self.target_length > MAX_TARGET {
+            output.extend_from_slice(TOO_LONG_TARGET.as_bytes());
+        } else {
+            output.extend_from_slice(&self.target);
+        }
+        self.target = Vec::new();
+        self.target_length = 0;
+    }
+
+    /// Whether the client owes bytes of a request the server is reading: a request line or
+    /// header section begun, or a body not yet complete. Between requests, and once the
+    /// framing could not be followed, it owes nothing the adapter knows of.
+    pub fn mid_request(&self) -> bool {
+        match self.state {
+            State::Method => self.line_length > 0,
+            State::Passthrough => false,
+            _ => true,
         }
     }
 
@@ -229,6 +294,12 @@ impl<S> NormalisedStream<S> {
             pending: Vec::new(),
             offset: 0,
         }
+    }
+}
+
+impl<S> crate::timeouts::Owed for NormalisedStream<S> {
+    fn mid_request(&self) -> bool {
+        self.normaliser.mid_request()
     }
 }
 
@@ -373,6 +444,48 @@ GET /api/y?z=%3E HTTP/1.1\r\n\r\n";
             out.ends_with(b"GET /b?y=< HTTP/1.1\r\n\r\n"),
             "after a framing it cannot follow, nothing changes"
         );
+    }
+
+    #[test]
+    fn a_target_past_the_limit_is_replaced_whole_and_never_held() {
+        let mut normaliser = Normaliser::default();
+        let mut out = Vec::new();
+        normaliser.feed(b"GET /api/brand?name=", &mut out);
+        for _ in 0..100 {
+            normaliser.feed(&[b'x'; 10_000], &mut out);
+            assert!(normaliser.target.len() <= MAX_TARGET);
+        }
+        normaliser.feed(
+            b" HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\n\r\n",
+            &mut out,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("GET {TOO_LONG_TARGET} HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\n\r\n")
+        );
+        // Measured as rewritten: `<` takes three bytes.
+        let exact = format!("GET /{} HTTP/1.1\r\n\r\n", "x".repeat(MAX_TARGET - 1));
+        assert_eq!(rewrite(&[exact.as_bytes()]), exact.as_bytes());
+        let over = format!("GET /{}< HTTP/1.1\r\n\r\n", "x".repeat(MAX_TARGET - 3));
+        assert_eq!(
+            String::from_utf8(rewrite(&[over.as_bytes()])).unwrap(),
+            format!("GET {TOO_LONG_TARGET} HTTP/1.1\r\n\r\n")
+        );
+    }
+
+    #[test]
+    fn the_adapter_knows_when_a_request_is_owed() {
+        let mut normaliser = Normaliser::default();
+        let mut out = Vec::new();
+        assert!(!normaliser.mid_request());
+        normaliser.feed(b"POST /a HTTP/1.1\r\nContent-Length: 4\r\n", &mut out);
+        assert!(normaliser.mid_request(), "in the headers");
+        normaliser.feed(b"\r\nab", &mut out);
+        assert!(normaliser.mid_request(), "in the body");
+        normaliser.feed(b"cd", &mut out);
+        assert!(!normaliser.mid_request(), "between requests");
+        normaliser.feed(b"G", &mut out);
+        assert!(normaliser.mid_request(), "a request line begun");
     }
 
     #[test]

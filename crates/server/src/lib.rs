@@ -9,7 +9,9 @@ pub mod lenient;
 pub mod metrics;
 pub mod observe;
 pub mod problem;
+pub mod proxies;
 pub mod ratelimit;
+pub mod timeouts;
 pub mod tls;
 
 use auth::Authenticator;
@@ -17,7 +19,7 @@ use axum::Router;
 use axum::extract::{FromRef, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum_server::accept::NoDelayAcceptor;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use brandhub_filestore::FileStore;
@@ -26,9 +28,11 @@ use brandhub_problem::{ApiError, Code};
 use brandhub_store::Store;
 use lenient::NormalisingAcceptor;
 use problem::Problem;
+use proxies::TrustedProxies;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use timeouts::{IdleAcceptor, Timeouts};
 use tls::TlsSource;
 use tower_http::catch_panic::CatchPanicLayer;
 
@@ -56,6 +60,12 @@ pub struct Settings {
     pub key_limit: ratelimit::Limit,
     /// Failed authentications per client address.
     pub failure_limit: ratelimit::Limit,
+    /// The proxies whose `X-Forwarded-For` names the client address (none by default: the
+    /// peer is the client).
+    pub trusted_proxies: TrustedProxies,
+    /// How long connections may take over the TLS handshake, a request's head, and without
+    /// progress.
+    pub timeouts: Timeouts,
     /// File uploads and their processing.
     pub uploads: Uploads,
     /// Where Prometheus metrics (and health) are served over plain HTTP, if anywhere
@@ -73,6 +83,8 @@ impl Settings {
             tls,
             key_limit: ratelimit::Limit::new(1000.0, 2000.0),
             failure_limit: ratelimit::Limit::new(5.0, 20.0),
+            trusted_proxies: TrustedProxies::default(),
+            timeouts: Timeouts::default(),
             uploads,
             metrics_listen: None,
         }
@@ -84,8 +96,10 @@ impl Settings {
 pub struct AppState {
     pub store: Store,
     pub auth: Arc<Authenticator>,
-    /// Behind a proxy the client's address is the first `X-Forwarded-For` hop.
+    /// Served as plain HTTP behind a TLS-terminating proxy (`--behind-proxy`).
     pub behind_proxy: bool,
+    /// The proxies whose `X-Forwarded-For` tells the client's address.
+    pub trusted_proxies: Arc<TrustedProxies>,
     /// Where uploaded bytes go.
     pub files: FileStore,
     /// The largest upload accepted, in bytes.
@@ -144,6 +158,7 @@ pub fn router(state: AppState, behind_proxy: bool) -> Router {
             get(read::by_id).patch(write::update).delete(write::delete),
         )
         .route("/api/{resource}/{id}/{sub}", get(files::nested))
+        .route(lenient::TOO_LONG_TARGET, any(fallback::uri_too_long))
         .fallback(fallback::not_found)
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(CatchPanicLayer::custom(|_panic| {
@@ -181,6 +196,22 @@ async fn require_forwarded_https(request: Request, next: Next) -> Response {
         "This API is served over HTTPS only; the proxy did not forward this request as https (X-Forwarded-Proto).",
     ))
     .into_response()
+}
+
+/// HTTP/1.1 only (what TLS offers, and where `lenient` works), with the header-read bound:
+/// a request's head must arrive within it, and an idle keep-alive connection is closed after
+/// it.
+fn http1_with_timeouts<A: axum_server::Address, Acc>(
+    server: axum_server::Server<A, Acc>,
+    timeouts: &Timeouts,
+) -> axum_server::Server<A, Acc> {
+    let mut server = server.http1_only();
+    server
+        .http_builder()
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(timeouts.header_read);
+    server
 }
 
 /// A started server.
@@ -262,6 +293,7 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
         )),
         store: store.clone(),
         behind_proxy: settings.tls.is_none(),
+        trusted_proxies: Arc::new(settings.trusted_proxies.clone()),
         files: uploads.files.clone(),
         max_upload: uploads.max_upload,
         signals: signals.clone(),
@@ -270,26 +302,40 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
     let app =
         router(state, settings.tls.is_none()).into_make_service_with_connect_info::<SocketAddr>();
     let handle = axum_server::Handle::new();
+    let timeouts = settings.timeouts;
     // TCP_NODELAY: answers go out at once instead of waiting on the client's delayed ACK.
+    // Every connection: TLS within its handshake bound, then raw `<`/`>` made acceptable,
+    // then the idle bound (see `timeouts`).
     let (task, certificate_pem) = match &settings.tls {
         Some(source) => {
             let (cert, key) = tls::load_pem(source)?;
             let config = RustlsConfig::from_config(tls::server_config(&cert, &key)?);
-            let acceptor = NormalisingAcceptor::new(
-                RustlsAcceptor::new(config).acceptor(NoDelayAcceptor::new()),
+            let tls = RustlsAcceptor::new(config)
+                .handshake_timeout(timeouts.tls_handshake)
+                .acceptor(NoDelayAcceptor::new());
+            let acceptor = IdleAcceptor::new(NormalisingAcceptor::new(tls), timeouts.idle);
+            let server = http1_with_timeouts(
+                axum_server::bind(settings.listen)
+                    .acceptor(acceptor)
+                    .handle(handle.clone()),
+                &timeouts,
             );
-            let server = axum_server::bind(settings.listen)
-                .acceptor(acceptor)
-                .handle(handle.clone());
             (
                 tokio::spawn(async move { server.serve(app).await }),
                 Some(cert),
             )
         }
         None => {
-            let server = axum_server::bind(settings.listen)
-                .acceptor(NormalisingAcceptor::new(NoDelayAcceptor::new()))
-                .handle(handle.clone());
+            let acceptor = IdleAcceptor::new(
+                NormalisingAcceptor::new(NoDelayAcceptor::new()),
+                timeouts.idle,
+            );
+            let server = http1_with_timeouts(
+                axum_server::bind(settings.listen)
+                    .acceptor(acceptor)
+                    .handle(handle.clone()),
+                &timeouts,
+            );
             (tokio::spawn(async move { server.serve(app).await }), None)
         }
     };

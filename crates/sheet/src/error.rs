@@ -30,6 +30,20 @@ pub enum SheetError {
     /// The first sheet has no non-empty row, so there is no header.
     #[error("the sheet is empty: no header row found")]
     Empty,
+    /// A cell of the header row is longer than a cell may be, so the header cannot be read.
+    #[error(
+        "the header row has a cell ({cell}) of {} characters; a cell may hold at most {}",
+        grouped(*.chars),
+        grouped(*.max as u64)
+    )]
+    LongHeader {
+        /// The cell, as a spreadsheet program names it ("C2").
+        cell: String,
+        /// How many characters it holds.
+        chars: u64,
+        /// The limit in force.
+        max: usize,
+    },
     /// Required columns are absent from the header row; every one is named.
     #[error("{}", missing_message(.0))]
     MissingColumns(Vec<String>),
@@ -64,6 +78,19 @@ fn missing_message(columns: &[String]) -> String {
     format!("missing required column{plural}: {}", columns.join(", "))
 }
 
+/// A count with thousands separators, as people read it ("400,000,000").
+pub(crate) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// Spreadsheet column letters of a 0-based index: 0 is "A", 26 is "AA".
 pub(crate) fn column_letters(index: usize) -> String {
     let mut letters = Vec::new();
@@ -87,6 +114,14 @@ mod tests {
         assert_eq!(column_letters(25), "Z");
         assert_eq!(column_letters(26), "AA");
         assert_eq!(column_letters(16_383), "XFD");
+    }
+
+    #[test]
+    fn counts_are_grouped() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(32_767), "32,767");
+        assert_eq!(grouped(400_000_000), "400,000,000");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Bounds on what a hostile upload may cost: rows, and bytes once decompressed or decoded. Zip
-//! based workbooks are checked from their central directory before any parser opens them.
+//! Bounds on what a hostile upload may cost: rows, characters per cell, and bytes once
+//! decompressed or decoded. Zip based workbooks are checked from their central directory before
+//! any parser opens them.
 
 use std::io::Cursor;
 
@@ -14,7 +15,13 @@ pub struct Limits {
     /// Most bytes a workbook may expand to: the sum of a zip archive's uncompressed entries, and
     /// also the memory the decoded cells may take, for every format.
     pub max_decompressed_bytes: u64,
+    /// Most characters a cell may hold. A longer cell is never read whole: its row is skipped
+    /// with the reason, so that what a file costs is bounded by its rows times their width.
+    pub max_cell_chars: usize,
 }
+
+/// The most characters an Excel cell can hold; no real sheet has longer cells.
+pub const MAX_CELL_CHARS: usize = 32_767;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -22,6 +29,7 @@ impl Default for Limits {
             // About 2.5 KB of memory a row at the peak of processing: ~600 MB.
             max_rows: 250_000,
             max_decompressed_bytes: 512 * 1024 * 1024,
+            max_cell_chars: MAX_CELL_CHARS,
         }
     }
 }

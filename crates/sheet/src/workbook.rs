@@ -1,6 +1,8 @@
 //! Workbook uploads (xlsx, xlsm, xls, ods) through calamine: the first sheet's cells, typed as
 //! the workbook stored them. xlsx is streamed cell by cell so the row and memory limits stop a
-//! hostile sheet early; xls and ods are read whole by calamine, within its own caps.
+//! hostile sheet early; xls and ods are read whole by calamine, within its own caps. Cells too
+//! long to keep arrive as the XML guard's markers (xlsx, ods) or within the format's own bound
+//! of 65,535 characters (xls), and are noted rather than kept.
 
 use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -14,6 +16,7 @@ use crate::error::SheetError;
 use crate::format::Format;
 use crate::limits::Limits;
 use crate::table::{Table, TableBuilder};
+use crate::xml_guard;
 
 /// Reads the first sheet of a workbook whose magic bytes and archive sizes were checked.
 pub(crate) fn read(bytes: &[u8], format: Format, limits: &Limits) -> Result<Table, SheetError> {
@@ -41,7 +44,7 @@ fn read_xlsx(bytes: &[u8], format: Format, limits: &Limits) -> Result<Table, She
     let mut builder = TableBuilder::new(limits);
     while let Some(cell) = cells.next_cell().map_err(unreadable)? {
         let (row, column) = cell.get_position();
-        builder.push(row, column, from_data_ref(cell.get_value()))?;
+        push(&mut builder, row, column, from_data_ref(cell.get_value()))?;
     }
     builder.finish()
 }
@@ -62,9 +65,24 @@ where
     };
     let mut builder = TableBuilder::new(limits);
     for (row, column, data) in range.used_cells() {
-        builder.push(top + row as u32, left + column as u32, from_data(data))?;
+        push(
+            &mut builder,
+            top + row as u32,
+            left + column as u32,
+            from_data(data),
+        )?;
     }
     builder.finish()
+}
+
+/// Adds a cell; a marker left by the XML guard for a cell too long is noted as such.
+fn push(builder: &mut TableBuilder, row: u32, column: u32, cell: Cell) -> Result<(), SheetError> {
+    if let Cell::Text(text) = &cell
+        && let Some(chars) = xml_guard::overlong(text)
+    {
+        return builder.push_long(row, column, chars);
+    }
+    builder.push(row, column, cell)
 }
 
 /// The name of the workbook's first sheet.

@@ -3,7 +3,9 @@
 
 mod common;
 
-use brandhub_sheet::{Cell, Column, ColumnMap, FileType, Format, Limits, SheetError, read};
+use brandhub_sheet::{
+    Cell, Column, ColumnMap, FileType, Format, Limits, SheetError, SkippedRow, read,
+};
 use chrono::NaiveDate;
 use common::{fixture, read_fixture};
 
@@ -225,4 +227,26 @@ fn an_empty_workbook_has_no_header() {
         read(&bytes, Format::Xlsx, &Limits::default()).unwrap_err(),
         SheetError::Empty
     );
+}
+
+#[test]
+fn a_cell_over_the_limit_skips_its_row_in_every_format() {
+    // The longest header is 12 characters; row 2's description has 22.
+    let limits = Limits {
+        max_cell_chars: 20,
+        ..Limits::default()
+    };
+    for name in PRODUCT_FIXTURES {
+        let table = read_fixture(name, &limits).unwrap();
+        let kept: Vec<u32> = table.rows().iter().map(|r| r.number()).collect();
+        assert_eq!(kept.len(), 2, "{name}");
+        assert_eq!(
+            table.skipped(),
+            &[SkippedRow {
+                number: 2,
+                reason: "column J holds 22 characters, more than the 20 a cell may hold".into()
+            }],
+            "{name}"
+        );
+    }
 }

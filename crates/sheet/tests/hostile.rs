@@ -4,7 +4,7 @@
 mod common;
 
 use brandhub_sheet::{Format, Limits, SheetError, read};
-use common::{fixture, zip};
+use common::{fixture, noisy_text, ods, xlsx, zip};
 
 fn assert_unreadable(result: Result<brandhub_sheet::Table, SheetError>, what: &str) {
     match result {
@@ -233,5 +233,150 @@ fn binary_bytes_named_csv() {
     assert_eq!(
         err.to_string(),
         "the file is not a readable .csv file: it contains binary data, not text"
+    );
+}
+
+/// A cell of five million characters: under the upload and expansion limits, it compresses to
+/// a few kilobytes.
+const HUGE: usize = 5_000_000;
+
+fn huge_reason(column: &str) -> String {
+    format!("column {column} holds 5,000,000 characters, more than the 32,767 a cell may hold")
+}
+
+/// Rows 2 and 4 read; row 3 skipped for its huge title; nothing of the title kept.
+fn assert_huge_title_skipped(table: &brandhub_sheet::Table, what: &str) {
+    let numbers: Vec<u32> = table.rows().iter().map(|r| r.number()).collect();
+    assert_eq!(numbers, vec![2, 4], "{what}");
+    assert_eq!(table.skipped().len(), 1, "{what}");
+    assert_eq!(table.skipped()[0].number, 3, "{what}");
+    assert_eq!(table.skipped()[0].reason, huge_reason("B"), "{what}");
+}
+
+fn inline(reference: &str, text: &str) -> String {
+    format!(r#"<c r="{reference}" t="inlineStr"><is><t>{text}</t></is></c>"#)
+}
+
+#[test]
+fn an_xlsx_inline_string_longer_than_a_cell_skips_its_row() {
+    let huge = noisy_text(HUGE);
+    let rows = format!(
+        r#"<row r="1">{}{}</row><row r="2">{}{}</row><row r="3">{}{}</row><row r="4">{}<c r="B4"><v>12.5</v></c></row>"#,
+        inline("A1", "Barcode"),
+        inline("B1", "Title"),
+        inline("A2", "1"),
+        inline("B2", "short"),
+        inline("A3", "2"),
+        inline("B3", &huge),
+        inline("A4", "3"),
+    );
+    let bytes = xlsx(&rows, None);
+    assert!(
+        bytes.len() < 100_000,
+        "it compresses: {} bytes",
+        bytes.len()
+    );
+    let table = read(&bytes, Format::Xlsx, &Limits::default()).unwrap();
+    assert_huge_title_skipped(&table, "inline string");
+    assert_eq!(table.rows()[1].cell(1).as_number(), Some(12.5));
+    // A number of five million digits is as long.
+    let rows = rows.replace(
+        &inline("B3", &huge),
+        &format!(
+            r#"<c r="B3"><v>{}</v></c>"#,
+            noisy_text(HUGE)
+                .replace(|c: char| c != 'x', "7")
+                .replace('x', "9")
+        ),
+    );
+    let table = read(&xlsx(&rows, None), Format::Xlsm, &Limits::default()).unwrap();
+    assert_huge_title_skipped(&table, "long number");
+}
+
+#[test]
+fn an_xlsx_shared_string_longer_than_a_cell_skips_the_rows_using_it() {
+    let huge = noisy_text(HUGE);
+    let shared = format!(
+        "<si><t>Barcode</t></si><si><t>Title</t></si><si><r><t>{huge}</t></r></si><si><t>fine</t></si>"
+    );
+    let rows = r#"<row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row><row r="2"><c r="A2"><v>1</v></c><c r="B2" t="s"><v>3</v></c></row><row r="3"><c r="A3"><v>2</v></c><c r="B3" t="s"><v>2</v></c></row><row r="4"><c r="A4"><v>3</v></c><c r="B4" t="s"><v>3</v></c></row>"#;
+    let table = read(&xlsx(rows, Some(&shared)), Format::Xlsx, &Limits::default()).unwrap();
+    assert_huge_title_skipped(&table, "shared string");
+    assert_eq!(table.rows()[0].cell(1).as_text().unwrap(), "fine");
+}
+
+#[test]
+fn an_ods_cell_longer_than_a_cell_skips_its_row() {
+    let cell = |text: &str| {
+        format!(
+            r#"<table:table-cell office:value-type="string"><text:p>{text}</text:p></table:table-cell>"#
+        )
+    };
+    let row =
+        |a: &str, b: &str| format!("<table:table-row>{}{}</table:table-row>", cell(a), cell(b));
+    let rows = [
+        row("Barcode", "Title"),
+        row("1", "short"),
+        row("2", &noisy_text(HUGE)),
+        row("3", "also short"),
+    ]
+    .concat();
+    let table = read(&ods(&rows), Format::Ods, &Limits::default()).unwrap();
+    assert_huge_title_skipped(&table, "ods text");
+    // Spaces written as one element count as what they expand to.
+    let spaces = format!(r#"a<text:s text:c="{HUGE}"/>"#);
+    let rows = [
+        row("Barcode", "Title"),
+        row("1", "short"),
+        format!(
+            r#"<table:table-row>{}<table:table-cell office:value-type="string"><text:p>{spaces}</text:p></table:table-cell></table:table-row>"#,
+            cell("2")
+        ),
+        row("3", "also short"),
+    ]
+    .concat();
+    let table = read(&ods(&rows), Format::Ods, &Limits::default()).unwrap();
+    assert_eq!(table.skipped().len(), 1);
+    assert!(
+        table.skipped()[0]
+            .reason
+            .starts_with("column B holds 5,000,001 characters")
+    );
+}
+
+#[test]
+fn a_csv_field_longer_than_a_cell_skips_its_row() {
+    let text = format!(
+        "Barcode,Title\n1,short\n2,\"{}\"\n3,also short\n",
+        "w".repeat(HUGE)
+    );
+    let table = read(text.as_bytes(), Format::Csv, &Limits::default()).unwrap();
+    assert_huge_title_skipped(&table, "csv");
+}
+
+#[test]
+fn a_huge_header_cell_fails_the_file() {
+    let rows = format!(
+        r#"<row r="1">{}{}</row>"#,
+        inline("A1", "Barcode"),
+        inline("B1", &noisy_text(HUGE))
+    );
+    let err = read(&xlsx(&rows, None), Format::Xlsx, &Limits::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the header row has a cell (B1) of 5,000,000 characters; a cell may hold at most 32,767"
+    );
+}
+
+#[test]
+fn a_huge_attribute_refuses_the_file() {
+    let rows = format!(
+        r#"<row r="1"><c r="A1" t="inlineStr" x="{}"><is><t>Barcode</t></is></c></row>"#,
+        noisy_text(2 * 1024 * 1024)
+    );
+    let err = read(&xlsx(&rows, None), Format::Xlsx, &Limits::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the file is too large to read: xl/worksheets/sheet1.xml holds a tag or comment larger than 1 MiB"
     );
 }

@@ -340,19 +340,19 @@ impl Store {
         };
         let profile = base.with(values);
         let email = values.text("email").unwrap_or_else(|| user.email.clone());
-        let mut problems = self.profile_problems(&profile, &timing).await?;
-        problems.extend(
-            self.writer_problems(writer, &profile, None, Some(values))
-                .await?,
-        );
-        // What the body itself got wrong (a read-only field), where the profile says nothing
-        // of the field already.
-        for problem in &values.problems {
-            if !problems.iter().any(|p| p.field == problem.field) {
-                problems.push(problem.clone());
+        // Every problem at once: those of the write itself, then those of the profile it
+        // makes and of the writer's rights, for fields the write had no problem with.
+        let mut problems = values.problems.clone();
+        let profile_problems = self.profile_problems(&profile, &timing).await?;
+        let writer_problems = self
+            .writer_problems(writer, &profile, None, Some(values))
+            .await?;
+        for found in profile_problems.into_iter().chain(writer_problems) {
+            if !values.has_problem(&found.field) {
+                problems.push(found);
             }
         }
-        if !email.contains('@') || email.trim() != email {
+        if !values.has_problem("email") && (!email.contains('@') || email.trim() != email) {
             problems.push(problem(
                 "email",
                 format!("'{email}' is not an email address"),

@@ -188,11 +188,9 @@ pub fn client_trusting(certificate_pem: &str) -> reqwest::Client {
         .expect("a client")
 }
 
-/// Sends raw bytes over TLS and returns the raw answer: for requests an HTTP client would
-/// rewrite (such as unencoded `<` in a URL, which reqwest percent-encodes).
-pub async fn raw_https(fx: &Fixture, request: String) -> String {
+/// A TLS connection to the fixture's server, for tests that speak HTTP byte by byte.
+pub async fn tls_connect(fx: &Fixture) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     use rustls::pki_types::pem::PemObject;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls::pki_types::CertificateDer::pem_slice_iter(fx.certificate_pem.as_bytes()) {
         roots.add(cert.expect("a certificate")).expect("a root");
@@ -209,10 +207,17 @@ pub async fn raw_https(fx: &Fixture, request: String) -> String {
         .await
         .expect("the server accepts");
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("a name");
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .expect("TLS");
+        .expect("TLS")
+}
+
+/// Sends raw bytes over TLS and returns the raw answer: for requests an HTTP client would
+/// rewrite (such as unencoded `<` in a URL, which reqwest percent-encodes).
+pub async fn raw_https(fx: &Fixture, request: String) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tls = tls_connect(fx).await;
     tls.write_all(request.as_bytes())
         .await
         .expect("the request is sent");
@@ -379,12 +384,12 @@ pub async fn fresh_database(db: Db, name: &str) -> (String, tempfile::TempDir) {
 
 /// Starts a fixture: fresh database, demo data at `scale`, server. Runs on its own thread.
 pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
-    start_fixture_with(db, name, scale, WorkerSettings::default().workers)
+    start_fixture_with(db, name, scale, |_| {})
 }
 
-/// [`start_fixture`] with this many file-processing workers (0: uploads stay `pending` until
-/// another server on the same database processes them).
-pub fn start_fixture_with(db: Db, name: &str, scale: u64, workers: usize) -> Fixture {
+/// [`start_fixture`] with the server's settings changed by `configure` (limits, timeouts,
+/// trusted proxies, workers) before it starts.
+pub fn start_fixture_with(db: Db, name: &str, scale: u64, configure: fn(&mut Settings)) -> Fixture {
     let (sender, receiver) = mpsc::channel();
     let name = name.to_string();
     std::thread::spawn(move || {
@@ -421,7 +426,6 @@ pub fn start_fixture_with(db: Db, name: &str, scale: u64, workers: usize) -> Fix
                 files: files.clone(),
                 max_upload: MAX_UPLOAD,
                 workers: WorkerSettings {
-                    workers,
                     job_timeout: std::time::Duration::from_secs(30),
                     ..WorkerSettings::default()
                 },
@@ -434,6 +438,7 @@ pub fn start_fixture_with(db: Db, name: &str, scale: u64, workers: usize) -> Fix
                 uploads,
             );
             settings.metrics_listen = Some("127.0.0.1:0".parse().expect("an address"));
+            configure(&mut settings);
             let running = start(settings, store.clone())
                 .await
                 .expect("the server starts");
@@ -503,6 +508,26 @@ pub fn shared(db: Db, name: &str) -> Option<&'static Fixture> {
     let fixture = map
         .entry((db, name.to_string()))
         .or_insert_with(|| Box::leak(Box::new(start_fixture(db, name, SCALE))));
+    Some(*fixture)
+}
+
+/// [`shared`] for a fixture whose server `configure` sets up, at `scale`; the name tells the
+/// fixtures apart.
+pub fn shared_with(
+    db: Db,
+    name: &str,
+    scale: u64,
+    configure: fn(&mut Settings),
+) -> Option<&'static Fixture> {
+    if db == Db::Postgres && postgres_url().is_none() {
+        eprintln!("PostgreSQL part skipped: BRANDHUB_TEST_DATABASE_URL is not set");
+        return None;
+    }
+    let map = SHARED.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    let fixture = map
+        .entry((db, name.to_string()))
+        .or_insert_with(|| Box::leak(Box::new(start_fixture_with(db, name, scale, configure))));
     Some(*fixture)
 }
 

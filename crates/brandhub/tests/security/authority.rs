@@ -574,7 +574,9 @@ async fn key_writes_obey_their_grants_and_never_widen(fx) {
 /// uploads (they stay pending); the uploaders' rights change; then a server with workers
 /// processes them.
 async fn rights_are_judged_again_at_processing(db: Db) {
-    let fx = common::start_fixture_with(db, "authority_late", common::SCALE, 0);
+    let fx = common::start_fixture_with(db, "authority_late", common::SCALE, |settings| {
+        settings.uploads.workers.workers = 0
+    });
     let fx = &fx;
     let admin = demo(fx, "admin");
     let (own, foreign) = companies(fx).await;

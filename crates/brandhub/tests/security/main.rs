@@ -6,5 +6,6 @@
 mod common;
 
 mod authority;
+mod edge;
 mod limits;
 mod order_scope;

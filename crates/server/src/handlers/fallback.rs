@@ -1,5 +1,5 @@
-//! Answers for requests no route takes: unknown paths (404) and known paths with a method they
-//! do not accept (405), both as problem+json.
+//! Answers for requests no route takes: unknown paths (404), known paths with a method they
+//! do not accept (405), and targets too long to read (414), all as problem+json.
 
 use crate::problem::Problem;
 use axum::http::{Method, Uri};
@@ -13,6 +13,19 @@ pub async fn not_found(uri: Uri) -> Problem {
         format!(
             "No API path matches '{}'. Paths start with /api/<resource>.",
             uri.path()
+        ),
+    ))
+}
+
+/// 414 for a request whose target was longer than the server reads (`lenient` put
+/// [`crate::lenient::TOO_LONG_TARGET`] in its place).
+pub async fn uri_too_long() -> Problem {
+    Problem(ApiError::new(
+        Code::UriTooLong,
+        format!(
+            "The request's path and query are longer than {} bytes; send long queries as a \
+             JSON body to POST /api/<resource>/query.",
+            crate::lenient::MAX_TARGET
         ),
     ))
 }

@@ -28,7 +28,8 @@ use chrono::NaiveDate;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The longest `?wait=` honoured (CONTRACT §8); longer waits are cut to it.
+/// The longest `?wait=` accepted (CONTRACT §8); a longer one, or anything but a number of
+/// seconds from 0 to it, is 400.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// How often a waiting upload looks at its file's status besides being woken by a worker of
 /// this process (a worker of another process cannot wake it).
@@ -190,10 +191,12 @@ fn parse_wait(query: Option<&str>) -> Answer<Duration> {
                 .with_field(name),
             ));
         }
-        let seconds = value
+        // Checked before it becomes a Duration, which cannot hold NaN, infinities or 1e308.
+        wait = value
             .parse::<f64>()
             .ok()
-            .filter(|s| s.is_finite() && *s >= 0.0)
+            .filter(|s| (0.0..=MAX_WAIT.as_secs_f64()).contains(s))
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
             .ok_or_else(|| {
                 Problem(
                     ApiError::new(
@@ -203,7 +206,6 @@ fn parse_wait(query: Option<&str>) -> Answer<Duration> {
                     .with_field("wait"),
                 )
             })?;
-        wait = Duration::from_secs_f64(seconds).min(MAX_WAIT);
     }
     Ok(wait)
 }
@@ -738,8 +740,25 @@ mod tests {
             parse_wait(Some("wait=2.5")).unwrap(),
             Duration::from_millis(2500)
         );
-        assert_eq!(parse_wait(Some("wait=600")).unwrap(), MAX_WAIT);
-        for bad in ["wait=-1", "wait=soon", "wait=NaN", "other=1"] {
+        assert_eq!(parse_wait(Some("wait=60")).unwrap(), MAX_WAIT);
+        assert_eq!(parse_wait(Some("wait=0")).unwrap(), Duration::ZERO);
+        assert_eq!(parse_wait(Some("wait=-0")).unwrap(), Duration::ZERO);
+        for bad in [
+            "wait=-1",
+            "wait=soon",
+            "wait=NaN",
+            "wait=nan",
+            "wait=inf",
+            "wait=-inf",
+            "wait=infinity",
+            "wait=1e308",
+            "wait=1e400",
+            "wait=60.001",
+            "wait=600",
+            "wait=-0.0001",
+            "wait=",
+            "other=1",
+        ] {
             assert_eq!(
                 parse_wait(Some(bad)).unwrap_err().0.code,
                 Code::InvalidParameter,

@@ -1,9 +1,10 @@
 //! The entry points of the fuzz targets (`fuzz/`), and the replay of every input that once
 //! made them fail or crashed the server (`fuzz/regressions/<target>/`, the review's requests
-//! among them), so a fixed crash stays fixed without a fuzzer. Each entry point runs an input through the whole pure pipeline, for every user
-//! type: parse, plan, and the SQL of every statement the store could build from the plan.
-//! What it asserts is what the server relies on: no panic, every error a 4xx, every plan
-//! within the limits.
+//! among them), so a fixed crash stays fixed without a fuzzer. An entry point runs an input
+//! through the whole pure pipeline: parse, plan, and the SQL of every statement the store
+//! could build from the plan, for one user type under the fuzzer and for every user type in
+//! the replay. What it asserts is what the server relies on: no panic, every error a 4xx,
+//! every plan within the limits.
 //!
 //! An input is text: `<resource>?<URL query>` for [`url_query`], `<resource>` and a newline
 //! and then a complex-query body for [`query_body`]. Seeds are the test suite's URLs and

@@ -48,11 +48,15 @@ impl Limit {
     /// has too many ("order_by", "The path 'a.b.c'"); `field` is the parameter or path at
     /// fault.
     pub fn exceeded(&self, code: Code, subject: &str, found: usize, field: &str) -> ApiError {
+        let amount = if self.unit.is_empty() {
+            format!("is {found}")
+        } else {
+            format!("has {found} {}", self.unit)
+        };
         let error = ApiError::new(
             code,
             format!(
-                "{subject} has {found} {unit}; the limit {name} allows at most {max}.",
-                unit = self.unit,
+                "{subject} {amount}; the limit {name} allows at most {max}.",
                 name = self.name,
                 max = self.max,
             ),
@@ -175,7 +179,7 @@ pub const WILDCARD_VALUES: Limit = Limit {
     stage: Stage::Request,
 };
 
-/// The largest page number.
+/// The largest page number (keeps offsets far from overflow).
 pub const PAGE: Limit = Limit {
     name: "page",
     max: 1 << 31,

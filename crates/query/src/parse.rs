@@ -16,9 +16,6 @@ use brandhub_problem::{ApiError, ApiResult, Code};
 /// Parameters with a meaning of their own; every other parameter is a filter.
 pub const RESERVED_PARAMETERS: [&str; 5] = ["page", "pageSize", "order_by", "fields", "exclude"];
 
-/// The largest page number accepted (keeps offsets far from overflow).
-pub const MAX_PAGE: u64 = PAGE.max as u64;
-
 /// Parses a whole read request: the raw URL query string and the body (empty when none).
 /// Besides each part's own limits, the limits on the request as a whole (conditions, values,
 /// wildcard values) are checked here, so nothing past them reaches the planner.
@@ -110,7 +107,11 @@ pub fn check_totals(request: &ReadRequest) -> ApiResult<()> {
 /// Rejects a path with more names than [`PATH_NAMES`] allows, before anything walks it.
 fn check_path(code: Code, path: &str) -> ApiResult<()> {
     let names = path.split('.').count();
-    PATH_NAMES.check(code, &format!("The path '{}'", shorten(path)), names, path)
+    if names <= PATH_NAMES.max {
+        return Ok(());
+    }
+    // The message is only worked out for a path past the limit: paths are checked often.
+    Err(PATH_NAMES.exceeded(code, &format!("The path '{}'", shorten(path)), names, path))
 }
 
 /// Parses a raw (still percent-encoded) URL query string.
@@ -155,8 +156,9 @@ pub fn parse_query_string(raw: &str) -> ApiResult<ReadRequest> {
 
 fn apply_reserved(request: &mut ReadRequest, name: &str, value: &str) -> ApiResult<()> {
     match name {
-        "page" => request.page = Some(parse_positive(name, value, MAX_PAGE)?),
-        "pageSize" => request.page_size = Some(parse_positive(name, value, u64::MAX)?),
+        "page" => request.page = Some(parse_positive(name, value, Some(PAGE))?),
+        // Larger page sizes are clamped by the planner.
+        "pageSize" => request.page_size = Some(parse_positive(name, value, None)?),
         "order_by" => request.order_by = parse_order_by(value)?,
         "fields" => request.fields = Some(parse_name_list(name, value)?),
         "exclude" => request.exclude = parse_name_list(name, value)?,
@@ -165,7 +167,7 @@ fn apply_reserved(request: &mut ReadRequest, name: &str, value: &str) -> ApiResu
     Ok(())
 }
 
-fn parse_positive(name: &str, value: &str, max: u64) -> ApiResult<u64> {
+fn parse_positive(name: &str, value: &str, limit: Option<Limit>) -> ApiResult<u64> {
     let invalid = || {
         ApiError::new(
             Code::InvalidParameter,
@@ -182,12 +184,9 @@ fn parse_positive(name: &str, value: &str, max: u64) -> ApiResult<u64> {
     if number < 1 {
         return Err(invalid());
     }
-    if number > max {
-        return Err(ApiError::new(
-            Code::InvalidParameter,
-            format!("Parameter '{name}' must be at most {max}; got '{value}'."),
-        )
-        .with_field(name));
+    if let Some(limit) = limit {
+        let found = usize::try_from(number).unwrap_or(usize::MAX);
+        limit.check(Code::InvalidParameter, name, found, name)?;
     }
     Ok(number)
 }
@@ -462,6 +461,14 @@ mod tests {
             let error = parse_query_string(query).unwrap_err();
             assert_eq!(error.code, Code::InvalidParameter, "{query}");
         }
+        let error = parse_query_string("page=99999999999").unwrap_err();
+        assert!(
+            error
+                .detail
+                .contains("page is 99999999999; the limit page allows at most"),
+            "{}",
+            error.detail
+        );
         assert_eq!(
             parse_query_string("pageSize=99999999999999999999999")
                 .unwrap()

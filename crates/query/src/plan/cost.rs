@@ -198,7 +198,11 @@ impl Cost {
         CONDITION_DEPTH.check_plan("The condition this request needs", self.depth, "")?;
         SUBQUERIES.check_plan("The statement this request needs", self.subqueries, "")?;
         BOUND_VALUES.check_plan("The statement this request needs", self.bound_values, "")?;
-        JOINED_TABLES.check_plan("order_by", self.joined_tables, "order_by")?;
+        JOINED_TABLES.check_plan(
+            "The page statement for this order_by",
+            self.joined_tables,
+            "order_by",
+        )?;
         EXPANDED_RELATIONS.check_plan(
             "The selection (template and fields)",
             self.expanded_relations,
@@ -333,5 +337,59 @@ mod tests {
         assert_eq!(error.code, Code::InvalidParameter);
         assert!(error.detail.contains("joined_tables"), "{}", error.detail);
         assert!(error.detail.contains("38 tables"), "{}", error.detail);
+    }
+
+    #[test]
+    fn a_selection_expands_at_most_so_many_relations() {
+        let sponsors = |n: usize| vec!["company_sponsor"; n].join(".");
+        let mut items = vec![
+            format!("file_brand.brand_company.{}", sponsors(6)),
+            format!("file_user.user_company.{}", sponsors(6)),
+            format!("file_user.user_sponsor.{}", sponsors(6)),
+            format!("file_user.user_warehouse.warehouse_company.{}", sponsors(5)),
+            "file_user.user_host".to_string(),
+        ];
+        let fits = cost(
+            "file",
+            &format!("fields={}", items.join(",")),
+            "",
+            &Viewer::admin(),
+        );
+        assert_eq!(fits.unwrap().expanded_relations, 31);
+        items.push(
+            "file_brand.brand_product.product_variant.variant_stock.stock_warehouse".to_string(),
+        );
+        let error = cost(
+            "file",
+            &format!("fields={}", items.join(",")),
+            "",
+            &Viewer::admin(),
+        )
+        .unwrap_err();
+        assert_eq!(error.code, Code::InvalidParameter);
+        assert!(
+            error.detail.contains("expanded_relations"),
+            "{}",
+            error.detail
+        );
+        assert!(
+            error.detail.contains("35 expanded relations"),
+            "{}",
+            error.detail
+        );
+    }
+
+    #[test]
+    fn the_widest_records_are_far_from_the_column_limit() {
+        // The columns a statement reads come from the catalog, not from the request: a limit
+        // that a request cannot reach, kept in case the catalog grows towards it.
+        for resource in catalog().resources() {
+            let widest = cost(resource.name, "fields=*", "", &Viewer::admin()).unwrap();
+            assert!(
+                widest.result_columns * 10 < RESULT_COLUMNS.max,
+                "{}: {widest:?}",
+                resource.name
+            );
+        }
     }
 }

@@ -85,11 +85,14 @@ pub fn resolve(
                 .with_field(path));
             }
             let to = catalog().target(relation);
-            PATH_HOPS.check_plan(
-                &format!("The path '{}'", shorten(path)),
-                hops.len() + 1,
-                path,
-            )?;
+            if hops.len() == PATH_HOPS.max {
+                // Only worked out past the limit: every scope of every plan is resolved here.
+                PATH_HOPS.check_plan(
+                    &format!("The path '{}'", shorten(path)),
+                    hops.len() + 1,
+                    path,
+                )?;
+            }
             hops.push(Hop {
                 from: current,
                 relation,

@@ -52,8 +52,27 @@ pub struct Cli {
     /// Log filter (tracing syntax: info, warn, brandhub_store=debug, …).
     #[arg(long, env = "BRANDHUB_LOG", default_value = "info", global = true)]
     pub log: String,
+    /// How log lines are written to stderr: text for people (coloured only on a terminal,
+    /// and not when NO_COLOR is set), json for machines (one JSON object a line).
+    #[arg(
+        long,
+        env = "BRANDHUB_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text,
+        global = true
+    )]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The format of log lines (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `2031-01-01T00:00:00Z  INFO request{id=…}: brandhub_server::observe: answered …`
+    Text,
+    /// `{"timestamp": …, "level": "INFO", "message": "answered", …, "span": {"id": …}}`
+    Json,
 }
 
 /// What to do.

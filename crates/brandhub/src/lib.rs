@@ -4,3 +4,4 @@
 pub mod cli;
 pub mod commands;
 pub mod demo_load;
+pub mod logging;

@@ -1,10 +1,13 @@
 //! Operations (CONTRACT §13) over the real server on both backends: health and readiness
-//! (failing while migrations are missing or the database is unreachable) and Prometheus
-//! metrics after known requests.
+//! (failing while migrations are missing or the database is unreachable), Prometheus metrics
+//! after known requests, and the log lines of the `brandhub` binary itself (text without
+//! colour codes when redirected, JSON lines, request and file ids).
 
 mod common;
 
+use common::process::{Brandhub, Server};
 use common::{BOUNDARY, Db, Fixture, multipart};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A sample's value in Prometheus's text format: the line of `name` with exactly these labels.
@@ -286,4 +289,240 @@ async fn sqlite_metrics_count_what_happened_and_readiness_follows_the_database()
 #[tokio::test]
 async fn postgres_metrics_count_what_happened_and_readiness_follows_the_database() {
     metrics_count_what_happened_and_readiness_follows_the_database(Db::Postgres).await;
+}
+
+/// The brandhub binary's server: an HTTPS request as the demo admin with a request id.
+async fn request_with_id(
+    brandhub: &Brandhub,
+    server: &Server,
+    users: &[(String, String, String)],
+    path: &str,
+    id: &str,
+) -> u16 {
+    let (_, email, key) = users.iter().find(|(t, _, _)| t == "admin").unwrap();
+    brandhub
+        .client()
+        .get(format!("{}{path}", server.base))
+        .basic_auth(email, Some(key))
+        .header("x-request-id", id)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Uploads a one-row product file as the demo admin and waits for it; returns its id.
+async fn upload_one_product(
+    brandhub: &Brandhub,
+    server: &Server,
+    users: &[(String, String, String)],
+    request_id: &str,
+) -> String {
+    let (_, email, key) = users.iter().find(|(t, _, _)| t == "admin").unwrap();
+    let client = brandhub.client();
+    let brands: Value = client
+        .get(format!("{}/api/brand?pageSize=1&fields=id", server.base))
+        .basic_auth(email, Some(key))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let brand = brands["response"]["brand"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let csv = "Product Code;Title;Barcode\nLOG-1;Log Shirt;2999000000028\n";
+    let response = client
+        .post(format!("{}/api/file?wait=60", server.base))
+        .basic_auth(email, Some(key))
+        .header("x-request-id", request_id)
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .body(multipart(&[(
+            &format!("product,{brand}"),
+            Some("log.csv"),
+            csv.as_bytes(),
+        )]))
+        .send()
+        .await
+        .unwrap();
+    let response = common::Response::read(response).await;
+    assert_eq!(
+        response.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&response.body)
+    );
+    let file = &response.records("file")[0];
+    assert_eq!(file["status"], "processed", "{file}");
+    file["id"].as_str().unwrap().to_string()
+}
+
+/// The names of the spans a JSON log line was written in, with their fields.
+fn spans(line: &Value) -> Vec<&Value> {
+    line["spans"]
+        .as_array()
+        .map(|s| s.iter().collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn json_logs_are_one_object_a_line_with_request_and_file_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let brandhub = Brandhub::new(dir.path());
+    let users = brandhub.demo(50);
+    let server = brandhub.serve_logging("info", &["--log-format", "json", "--workers", "1"]);
+    assert_eq!(
+        request_with_id(
+            &brandhub,
+            &server,
+            &users,
+            "/api/brand?pageSize=1",
+            "ops-json-1"
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        request_with_id(
+            &brandhub,
+            &server,
+            &users,
+            "/api/brand?nope=1",
+            "ops-json-2"
+        )
+        .await,
+        400
+    );
+    let file = upload_one_product(&brandhub, &server, &users, "ops-json-upload").await;
+    let log =
+        server.log_until(|line| line.contains("ops-json-upload") && line.contains("answered"));
+    let lines: Vec<Value> = log
+        .iter()
+        .map(|line| {
+            assert!(!line.contains('\x1b'), "no escape codes: {line:?}");
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"))
+        })
+        .collect();
+    for line in &lines {
+        assert!(
+            line["timestamp"].is_string()
+                && line["level"].is_string()
+                && line["message"].is_string(),
+            "{line}"
+        );
+    }
+    // One line per request, in the request's span with its id.
+    for (id, status) in [
+        ("ops-json-1", 200),
+        ("ops-json-2", 400),
+        ("ops-json-upload", 201),
+    ] {
+        let answered: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["message"] == "answered" && l["span"]["id"] == id)
+            .collect();
+        assert_eq!(answered.len(), 1, "{id}: {log:?}");
+        assert_eq!(answered[0]["span"]["name"], "request");
+        assert_eq!(answered[0]["status"], status);
+    }
+    // Every line written while a request was handled carries its id.
+    for line in &lines {
+        for span in spans(line) {
+            if span["name"] == "request" {
+                assert!(
+                    span["id"].as_str().is_some_and(|id| !id.is_empty()),
+                    "{line}"
+                );
+            }
+        }
+    }
+    // The worker's lines carry the file's id.
+    let worked: Vec<&Value> = lines
+        .iter()
+        .filter(|l| {
+            spans(l)
+                .iter()
+                .any(|s| s["name"] == "file" && s["file"] == file.as_str())
+        })
+        .collect();
+    assert!(
+        worked.iter().any(|l| l["message"] == "file processed"),
+        "no 'file processed' line in the file's span: {log:?}"
+    );
+}
+
+#[tokio::test]
+async fn text_logs_written_to_a_pipe_have_no_colour_codes_and_name_the_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let brandhub = Brandhub::new(dir.path());
+    let users = brandhub.demo(50);
+    let server = brandhub.serve_logging(
+        "info",
+        &["--workers", "1", "--metrics-listen", "127.0.0.1:0"],
+    );
+    assert_eq!(
+        request_with_id(
+            &brandhub,
+            &server,
+            &users,
+            "/api/brand?pageSize=1",
+            "ops-text-1"
+        )
+        .await,
+        200
+    );
+    let file = upload_one_product(&brandhub, &server, &users, "ops-text-upload").await;
+    let log =
+        server.log_until(|line| line.contains("ops-text-upload") && line.contains("answered"));
+    for line in &log {
+        assert!(
+            !line.contains('\x1b'),
+            "no escape codes when stderr is not a terminal: {line:?}"
+        );
+    }
+    let answered = log
+        .iter()
+        .find(|l| l.contains("answered") && l.contains("request{id=ops-text-1}"))
+        .unwrap_or_else(|| panic!("{log:?}"));
+    assert!(answered.contains("status=200"), "{answered}");
+    assert!(
+        log.iter()
+            .any(|l| l.contains(&format!("file{{file={file}")) && l.contains("file processed")),
+        "the worker's line names the file: {log:?}"
+    );
+    // The printed metrics address serves the metrics of this process.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let address = loop {
+        if let Some(line) = server
+            .printed()
+            .iter()
+            .find_map(|l| l.strip_prefix("metrics at ").map(str::to_string))
+        {
+            break line;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no metrics address printed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let text = common::plain_client()
+        .get(address)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        sample(&text, "brandhub_files_total", &[("outcome", "processed")]),
+        Some(1.0),
+        "{text}"
+    );
 }

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 /// How the workers run.
 #[derive(Debug, Clone, Copy)]
@@ -188,7 +189,10 @@ async fn work(context: Arc<Context>, mut stop: watch::Receiver<bool>) {
             Ok(Some(job)) => {
                 let file = job.file_id.clone();
                 // Its own task: a panic while processing one file must not end the worker.
-                let outcome = tokio::spawn(crate::process::run(context.clone(), job)).await;
+                // Every line logged while processing, down to the store's, names the file.
+                let span = tracing::info_span!("file", file = %file, worker = %context.worker);
+                let outcome =
+                    tokio::spawn(crate::process::run(context.clone(), job).instrument(span)).await;
                 if let Err(error) = outcome {
                     tracing::error!(%error, %file, "processing a file panicked; it will be claimed again after the timeout");
                 }

@@ -41,8 +41,9 @@ impl Brandhub {
                 command.env_remove(name);
             }
         }
-        // Plain log lines, for tests that read them.
-        command.env("NO_COLOR", "1");
+        // No NO_COLOR here: logs written to a pipe must come without colour codes by
+        // themselves (tests read them).
+        command.env_remove("NO_COLOR");
         command
             .arg("--data-dir")
             .arg(&self.data_dir)
@@ -127,11 +128,18 @@ impl Brandhub {
             }
         };
         // Keep reading stdout so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in stdout.by_ref() {});
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let kept = printed.clone();
+        std::thread::spawn(move || {
+            for line in stdout.by_ref().map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
         Server {
             child,
             base,
             log: lines,
+            printed,
         }
     }
 
@@ -155,6 +163,8 @@ pub struct Server {
     /// `https://127.0.0.1:<port>`.
     pub base: String,
     log: Arc<Mutex<Vec<String>>>,
+    /// What it printed on stdout after its address.
+    printed: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -172,6 +182,32 @@ impl Server {
     /// The log lines written so far.
     pub fn log(&self) -> Vec<String> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// Waits (up to a minute) until a log line satisfies `wanted`; returns the log so far.
+    pub fn log_until(&self, wanted: impl Fn(&str) -> bool) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let log = self.log();
+            if log.iter().any(|line| wanted(line)) {
+                return log;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no such log line within a minute:
+{}",
+                log.join(
+                    "
+"
+                )
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// The lines it printed on stdout after its address (such as where metrics are served).
+    pub fn printed(&self) -> Vec<String> {
+        self.printed.lock().unwrap().clone()
     }
 }
 

@@ -55,6 +55,10 @@ pub struct Authenticator {
     touch_queue: mpsc::Sender<String>,
 }
 
+/// Keys a blocked address may have checked at once before the failure rate paces it: a few
+/// valid keys get through even when the failure limit refills slowly.
+const BLOCKED_CHECKS_BURST: f64 = 5.0;
+
 fn unauthenticated(detail: &str) -> Problem {
     Problem(ApiError::new(Code::Unauthenticated, detail))
 }
@@ -98,7 +102,10 @@ impl Authenticator {
             remembered: Mutex::new(HashMap::new()),
             per_key: Buckets::new(key_limit),
             failures: Buckets::new(failure_limit),
-            blocked_checks: Buckets::new(Limit::new(failure_limit.rate, failure_limit.rate)),
+            blocked_checks: Buckets::new(Limit::new(
+                failure_limit.rate,
+                failure_limit.rate.max(BLOCKED_CHECKS_BURST),
+            )),
             touched: Mutex::new(HashMap::new()),
             touch_queue,
         }

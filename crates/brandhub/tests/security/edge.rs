@@ -6,6 +6,7 @@
 use crate::common::{self, BOUNDARY, Db, Fixture, Response, multipart};
 use brandhub_server::Settings;
 use brandhub_server::proxies::TrustedProxies;
+use brandhub_server::ratelimit::Limit;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,8 +18,11 @@ const SCALE: u64 = 200;
 
 /// The server the tests reach through a proxy on the loopback address: `X-Forwarded-For`
 /// names the client, so each test can be its own client address.
+/// The failed-authentication bucket refills one token in 1,000 seconds, so whether an address
+/// is blocked never depends on how fast the machine runs the test.
 fn behind_a_local_proxy(settings: &mut Settings) {
     settings.trusted_proxies = TrustedProxies::new(vec!["127.0.0.1".parse().expect("an address")]);
+    settings.failure_limit = Limit::new(0.001, 20.0);
 }
 
 /// Short bounds on connections (and no workers: an upload's wait runs its full length), no
@@ -226,8 +230,8 @@ async fn bad_key_from(fx: &Fixture, forwarded_for: &str) -> u16 {
     response.status
 }
 
-/// Fails authentication from one address until it is refused with 429 (the burst is 20 and
-/// refills at 5 a second: 100 quick tries reach it unless each took over 50 ms).
+/// Fails authentication from one address until it is refused with 429 (the fixture's burst is
+/// 20 and hardly refills, so 21 tries reach it).
 async fn block(fx: &Fixture, forwarded_for: impl Fn(usize) -> String) {
     for attempt in 0..100 {
         if bad_key_from(fx, &forwarded_for(attempt)).await == 429 {

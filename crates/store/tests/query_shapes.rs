@@ -623,6 +623,14 @@ fn the_largest_requests_within_the_limits_run() {
             format!("fields=*,{}", fields.join(",")),
             String::new(),
         ),
+        // The longest value, a pattern of wildcards.
+        (
+            "product",
+            UserType::Host,
+            1,
+            format!("description={}", "a@".repeat(2048)),
+            String::new(),
+        ),
     ];
     for (resource, user_type, companies, query, body) in cases {
         let viewer = caller(user_type, companies);

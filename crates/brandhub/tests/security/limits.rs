@@ -148,6 +148,13 @@ async fn many_values_are_refused_or_one_in_list(fx) {
     let patterns: Vec<String> = (0..1000).map(|i| format!("name={i}@")).collect();
     let answer = read(fx, "host", &format!("/api/product?{}", patterns.join("&")), None).await;
     refused(fx, answer, "invalid_parameter", "wildcard_values").await;
+    // A value past 50,000 bytes would be a LIKE pattern SQLite refuses.
+    let long = format!("a@{}", "b".repeat(60_000));
+    let answer = read(fx, "host", &format!("/api/product?description={long}"), None).await;
+    refused(fx, answer, "invalid_parameter", "value_bytes").await;
+    let body = serde_json::json!({"query": [{"field": "description", "operator": "=", "value": long}]});
+    let answer = read(fx, "host", "/api/product/query", Some(&body.to_string())).await;
+    refused(fx, answer, "invalid_query", "value_bytes").await;
     // Past 10,000 values in all.
     let values: Vec<u32> = (0..10_001).collect();
     let array = serde_json::json!({"queryselectionwitharray": {"field": "code", "values": values}});

@@ -123,6 +123,21 @@ pub fn check_totals(request: &ReadRequest) -> ApiResult<()> {
     )
 }
 
+/// Rejects a value no database can compare: PostgreSQL's text cannot hold a NUL character.
+fn check_value(value: &str, field: &str) -> ApiResult<()> {
+    if !value.contains('\0') {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        Code::InvalidValue,
+        format!(
+            "A value of {} contains the NUL character (U+0000), which no field can hold.",
+            shorten(field)
+        ),
+    )
+    .with_field(shorten(field)))
+}
+
 /// Rejects a path with more names than [`PATH_NAMES`] allows, before anything walks it.
 fn check_path(code: Code, path: &str) -> ApiResult<()> {
     let names = path.split('.').count();
@@ -156,6 +171,7 @@ pub fn parse_query_string(raw: &str) -> ApiResult<ReadRequest> {
                 format!("A parameter without a name (value '{value}') cannot be a filter."),
             ));
         }
+        check_value(&value, &name)?;
         match request.filters.iter_mut().find(|f| f.path == name) {
             Some(filter) => filter.values.push(value.into_owned()),
             None => {
@@ -387,10 +403,14 @@ fn conditions(list: &str, wire: Vec<WireCondition>) -> ApiResult<Vec<Condition>>
                 )
             })?),
         };
+        let value = RawValue::from(condition.value);
+        if let RawValue::Text(text) = &value {
+            check_value(text, &condition.field)?;
+        }
         out.push(Condition {
             field: condition.field,
             operator,
-            value: condition.value.into(),
+            value,
             conjunction,
         });
     }
@@ -419,9 +439,15 @@ fn values(name: &str, wire: WireValues) -> ApiResult<ValuesCondition> {
         ));
     }
     VALUES.check(Code::InvalidQuery, name, wire.values.len(), &wire.field)?;
+    let values: Vec<RawValue> = wire.values.into_iter().map(RawValue::from).collect();
+    for value in &values {
+        if let RawValue::Text(text) = value {
+            check_value(text, &wire.field)?;
+        }
+    }
     Ok(ValuesCondition {
         field: wire.field,
-        values: wire.values.into_iter().map(RawValue::from).collect(),
+        values,
         negated,
     })
 }
@@ -634,6 +660,20 @@ mod tests {
             limit_named(&parse_body(body.as_bytes()).unwrap_err()),
             "values"
         );
+    }
+
+    #[test]
+    fn nul_characters_are_invalid_values() {
+        assert_eq!(
+            parse_query_string("name=a%00b").unwrap_err().code,
+            Code::InvalidValue
+        );
+        for body in [
+            &br#"{"query":[{"field":"a","operator":"=","value":"x\u0000"}]}"#[..],
+            br#"{"querywitharray":{"field":"a","values":["x","\u0000@"]}}"#,
+        ] {
+            assert_eq!(parse_body(body).unwrap_err().code, Code::InvalidValue);
+        }
     }
 
     #[test]

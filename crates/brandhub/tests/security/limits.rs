@@ -236,4 +236,14 @@ async fn nested_or_misshapen_bodies_are_refused(fx) {
     }
     still_up(fx).await;
 }
+
+async fn values_the_database_cannot_store_are_refused(fx) {
+    // PostgreSQL's text cannot hold a NUL character: a value with one is the client's error.
+    let answer = read(fx, "host", "/api/brand?name=a%00b", None).await;
+    answer.assert_problem(400, "invalid_value");
+    let body = serde_json::json!({"querywitharray": {"field": "code", "values": ["a\u{0}@"]}});
+    let answer = read(fx, "host", "/api/brand/query", Some(&body.to_string())).await;
+    answer.assert_problem(400, "invalid_value");
+    still_up(fx).await;
+}
 }

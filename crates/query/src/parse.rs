@@ -747,6 +747,12 @@ mod tests {
             parse_body(deep_object.as_bytes()).unwrap_err().code,
             Code::InvalidQuery
         );
+        // Elsewhere serde_json's own nesting limit stops the parse.
+        let deep_list = format!(r#"{{"query":{}"#, "[".repeat(100_000));
+        assert_eq!(
+            parse_body(deep_list.as_bytes()).unwrap_err().code,
+            Code::InvalidQuery
+        );
         let null_value = parse_body(br#"{"query":[{"field":"a","operator":"=","value":null}]}"#)
             .unwrap()
             .unwrap();

@@ -179,6 +179,16 @@ pub const WILDCARD_VALUES: Limit = Limit {
     stage: Stage::Request,
 };
 
+/// Bytes of one value: SQLite refuses LIKE patterns past 50,000 bytes, and no field is
+/// usefully compared with a text this long.
+pub const VALUE_BYTES: Limit = Limit {
+    name: "value_bytes",
+    max: 4096,
+    unit: "bytes",
+    counts: "bytes of one value of a filter, a condition or an array",
+    stage: Stage::Request,
+};
+
 /// The largest page number (keeps offsets far from overflow).
 pub const PAGE: Limit = Limit {
     name: "page",
@@ -292,6 +302,7 @@ pub const ALL: &[Limit] = &[
     CONDITIONS,
     VALUES,
     WILDCARD_VALUES,
+    VALUE_BYTES,
     PAGE,
     PAGE_SIZE,
     BODY_BYTES,

@@ -3,8 +3,8 @@
 //! shape); names are left for the planner to resolve against the catalog.
 
 use crate::limits::{
-    CONDITIONS, EXCLUDE_ITEMS, FIELDS_ITEMS, Limit, ORDER_KEYS, PAGE, PATH_NAMES, VALUES,
-    WILDCARD_VALUES, shorten,
+    CONDITIONS, EXCLUDE_ITEMS, FIELDS_ITEMS, Limit, ORDER_KEYS, PAGE, PATH_NAMES, VALUE_BYTES,
+    VALUES, WILDCARD_VALUES, shorten,
 };
 use crate::request::{
     ComplexQuery, Condition, Conjunction, Direction, Object, Operator, OrderItem, RawValue,
@@ -26,12 +26,15 @@ pub fn parse_request(raw_query: &str, body: &[u8]) -> ApiResult<ReadRequest> {
     Ok(request)
 }
 
-/// How much a request asks for: what the request-wide limits count.
+/// How much a request asks for: what the request-wide limits count (and the longest value,
+/// which is checked with them).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Totals {
     conditions: usize,
     values: usize,
     wildcard_values: usize,
+    /// The bytes of the longest value.
+    longest_value: usize,
 }
 
 impl Totals {
@@ -44,6 +47,12 @@ impl Totals {
                 .flat_map(|f| &f.values)
                 .filter(|v| v.contains(WILDCARD))
                 .count(),
+            longest_value: filters
+                .iter()
+                .flat_map(|f| &f.values)
+                .map(String::len)
+                .max()
+                .unwrap_or(0),
         }
     }
 
@@ -52,15 +61,23 @@ impl Totals {
             .query_with_array
             .iter()
             .chain(&body.selection_with_array);
-        let conditions = body.query.iter().chain(&body.selection);
+        let values = body
+            .query
+            .iter()
+            .chain(&body.selection)
+            .map(|c| &c.value)
+            .chain(arrays.clone().flat_map(|a| &a.values));
         Totals {
             conditions: body.query.len() + body.selection.len(),
-            values: arrays.clone().map(|a| a.values.len()).sum(),
-            wildcard_values: conditions
-                .map(|c| &c.value)
-                .chain(arrays.flat_map(|a| &a.values))
-                .filter(|v| has_wildcard(v))
-                .count(),
+            values: arrays.map(|a| a.values.len()).sum(),
+            wildcard_values: values.clone().filter(|v| has_wildcard(v)).count(),
+            longest_value: values
+                .map(|v| match v {
+                    RawValue::Text(text) => text.len(),
+                    _ => 0,
+                })
+                .max()
+                .unwrap_or(0),
         }
     }
 
@@ -69,15 +86,17 @@ impl Totals {
             conditions: self.conditions + other.conditions,
             values: self.values + other.values,
             wildcard_values: self.wildcard_values + other.wildcard_values,
+            longest_value: self.longest_value.max(other.longest_value),
         }
     }
 
     /// Checks each total against its limit; `subject` and `code` say which part is counted.
     fn check(self, code: Code, subject: &str) -> ApiResult<()> {
-        let checks: [(Limit, usize); 3] = [
+        let checks: [(Limit, usize); 4] = [
             (CONDITIONS, self.conditions),
             (VALUES, self.values),
             (WILDCARD_VALUES, self.wildcard_values),
+            (VALUE_BYTES, self.longest_value),
         ];
         for (limit, found) in checks {
             limit.check(code, subject, found, "")?;
@@ -102,6 +121,21 @@ pub fn check_totals(request: &ReadRequest) -> ApiResult<()> {
         Code::InvalidQuery,
         "The request (URL filters and body together)",
     )
+}
+
+/// Rejects a value no database can compare: PostgreSQL's text cannot hold a NUL character.
+fn check_value(value: &str, field: &str) -> ApiResult<()> {
+    if !value.contains('\0') {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        Code::InvalidValue,
+        format!(
+            "A value of {} contains the NUL character (U+0000), which no field can hold.",
+            shorten(field)
+        ),
+    )
+    .with_field(shorten(field)))
 }
 
 /// Rejects a path with more names than [`PATH_NAMES`] allows, before anything walks it.
@@ -137,6 +171,7 @@ pub fn parse_query_string(raw: &str) -> ApiResult<ReadRequest> {
                 format!("A parameter without a name (value '{value}') cannot be a filter."),
             ));
         }
+        check_value(&value, &name)?;
         match request.filters.iter_mut().find(|f| f.path == name) {
             Some(filter) => filter.values.push(value.into_owned()),
             None => {
@@ -370,10 +405,14 @@ fn conditions(list: &str, wire: Vec<WireCondition>) -> ApiResult<Vec<Condition>>
                 )
             })?),
         };
+        let value = RawValue::from(condition.value);
+        if let RawValue::Text(text) = &value {
+            check_value(text, &condition.field)?;
+        }
         out.push(Condition {
             field: condition.field,
             operator,
-            value: condition.value.into(),
+            value,
             conjunction,
         });
     }
@@ -402,9 +441,15 @@ fn values(name: &str, wire: WireValues) -> ApiResult<ValuesCondition> {
         ));
     }
     VALUES.check(Code::InvalidQuery, name, wire.values.len(), &wire.field)?;
+    let values: Vec<RawValue> = wire.values.into_iter().map(RawValue::from).collect();
+    for value in &values {
+        if let RawValue::Text(text) = value {
+            check_value(text, &wire.field)?;
+        }
+    }
     Ok(ValuesCondition {
         field: wire.field,
-        values: wire.values.into_iter().map(RawValue::from).collect(),
+        values,
         negated,
     })
 }
@@ -631,6 +676,41 @@ mod tests {
     }
 
     #[test]
+    fn nul_characters_are_invalid_values() {
+        assert_eq!(
+            parse_query_string("name=a%00b").unwrap_err().code,
+            Code::InvalidValue
+        );
+        for body in [
+            &br#"{"query":[{"field":"a","operator":"=","value":"x\u0000"}]}"#[..],
+            br#"{"querywitharray":{"field":"a","values":["x","\u0000@"]}}"#,
+        ] {
+            assert_eq!(parse_body(body).unwrap_err().code, Code::InvalidValue);
+        }
+    }
+
+    #[test]
+    fn long_values_are_refused() {
+        let long = format!("a@{}", "b".repeat(60_000));
+        let error = parse_query_string(&format!("name={long}")).unwrap_err();
+        assert_eq!(
+            (error.code, limit_named(&error)),
+            (Code::InvalidParameter, "value_bytes")
+        );
+        let body = format!(r#"{{"query":[{{"field":"name","operator":"=","value":"{long}"}}]}}"#);
+        assert_eq!(
+            limit_named(&parse_body(body.as_bytes()).unwrap_err()),
+            "value_bytes"
+        );
+        let body = format!(r#"{{"querywitharray":{{"field":"name","values":["x","{long}"]}}}}"#);
+        assert_eq!(
+            limit_named(&parse_body(body.as_bytes()).unwrap_err()),
+            "value_bytes"
+        );
+        assert!(parse_query_string(&format!("name={}", "b".repeat(4096))).is_ok());
+    }
+
+    #[test]
     fn the_whole_request_counts_url_and_body_together() {
         let filters: Vec<String> = (0..60).map(|i| format!("f{i}=1")).collect();
         let conditions: Vec<String> = (0..50)
@@ -678,6 +758,12 @@ mod tests {
         );
         assert_eq!(
             parse_body(deep_object.as_bytes()).unwrap_err().code,
+            Code::InvalidQuery
+        );
+        // Elsewhere serde_json's own nesting limit stops the parse.
+        let deep_list = format!(r#"{{"query":{}"#, "[".repeat(100_000));
+        assert_eq!(
+            parse_body(deep_list.as_bytes()).unwrap_err().code,
             Code::InvalidQuery
         );
         let null_value = parse_body(br#"{"query":[{"field":"a","operator":"=","value":null}]}"#)

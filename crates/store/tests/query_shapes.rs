@@ -78,14 +78,19 @@ fn walk() -> impl Strategy<Value = Walk> {
 }
 
 /// A value for a field, of the form `kind` picks among those its type takes (one kind in
-/// thirty is text that fits no type but text).
+/// thirty is text that fits no type but text, or none at all).
 fn value(field: &Field, kind: u8, n: usize) -> String {
     let ty = match (&field.ty, &field.list) {
         (FieldType::List, Some(list)) => list.element,
         (ty, _) => *ty,
     };
     if kind % 30 == 29 {
-        return format!("x{n}y");
+        // Text that fits no other type, sometimes with a character no database column holds.
+        return if n.is_multiple_of(2) {
+            format!("x{n}y")
+        } else {
+            format!("x\0{n}")
+        };
     }
     let forms: &[&dyn Fn(usize) -> String] = match ty {
         FieldType::Text => &[
@@ -621,6 +626,14 @@ fn the_largest_requests_within_the_limits_run() {
             UserType::Company,
             3,
             format!("fields=*,{}", fields.join(",")),
+            String::new(),
+        ),
+        // The longest value, a pattern of wildcards.
+        (
+            "product",
+            UserType::Host,
+            1,
+            format!("description={}", "a@".repeat(2048)),
             String::new(),
         ),
     ];

@@ -148,6 +148,13 @@ async fn many_values_are_refused_or_one_in_list(fx) {
     let patterns: Vec<String> = (0..1000).map(|i| format!("name={i}@")).collect();
     let answer = read(fx, "host", &format!("/api/product?{}", patterns.join("&")), None).await;
     refused(fx, answer, "invalid_parameter", "wildcard_values").await;
+    // A value past 50,000 bytes would be a LIKE pattern SQLite refuses.
+    let long = format!("a@{}", "b".repeat(60_000));
+    let answer = read(fx, "host", &format!("/api/product?description={long}"), None).await;
+    refused(fx, answer, "invalid_parameter", "value_bytes").await;
+    let body = serde_json::json!({"query": [{"field": "description", "operator": "=", "value": long}]});
+    let answer = read(fx, "host", "/api/product/query", Some(&body.to_string())).await;
+    refused(fx, answer, "invalid_query", "value_bytes").await;
     // Past 10,000 values in all.
     let values: Vec<u32> = (0..10_001).collect();
     let array = serde_json::json!({"queryselectionwitharray": {"field": "code", "values": values}});
@@ -227,6 +234,16 @@ async fn nested_or_misshapen_bodies_are_refused(fx) {
         let answer = read(fx, "host", "/api/brand/query", Some(body)).await;
         answer.assert_problem(400, "invalid_query");
     }
+    still_up(fx).await;
+}
+
+async fn values_the_database_cannot_store_are_refused(fx) {
+    // PostgreSQL's text cannot hold a NUL character: a value with one is the client's error.
+    let answer = read(fx, "host", "/api/brand?name=a%00b", None).await;
+    answer.assert_problem(400, "invalid_value");
+    let body = serde_json::json!({"querywitharray": {"field": "code", "values": ["a\u{0}@"]}});
+    let answer = read(fx, "host", "/api/brand/query", Some(&body.to_string())).await;
+    answer.assert_problem(400, "invalid_value");
     still_up(fx).await;
 }
 }

@@ -88,6 +88,7 @@ fn kind_error(field: &Field, expected: &str, value: &Value) -> FieldError {
     FieldError {
         field: field.path.clone(),
         message: format!("expected {expected}, got {value}"),
+        index: None,
     }
 }
 
@@ -202,6 +203,75 @@ pub fn parse_write(
             ),
         ));
     };
+    parse_object(resource, mode, object, viewer)
+}
+
+/// The most records one array write creates (CONTRACT §9).
+pub const MAX_WRITE_RECORDS: usize = 1_000;
+
+/// Parses the body of a create that may hold one object or an array of up to
+/// [`MAX_WRITE_RECORDS`] of them; each record's problems carry its array `index` (none for a
+/// single object). The flag says whether the body was an array.
+pub fn parse_writes(
+    resource: &'static Resource,
+    body: &[u8],
+    viewer: &Viewer,
+) -> ApiResult<(Vec<WriteValues>, bool)> {
+    let value: Value = serde_json::from_slice(body).map_err(|error| {
+        ApiError::new(
+            Code::InvalidValue,
+            format!(
+                "The body must be a JSON object of {} fields or an array of them: {error}.",
+                resource.name
+            ),
+        )
+    })?;
+    match &value {
+        Value::Object(object) => Ok((
+            vec![parse_object(resource, WriteMode::Create, object, viewer)?],
+            false,
+        )),
+        Value::Array(items) if !items.is_empty() && items.len() <= MAX_WRITE_RECORDS => {
+            let mut out = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                let Value::Object(object) = item else {
+                    return Err(ApiError::new(
+                        Code::InvalidValue,
+                        format!(
+                            "Element {index} of the array must be a JSON object of {} fields, not {item}.",
+                            resource.name
+                        ),
+                    ));
+                };
+                let mut values = parse_object(resource, WriteMode::Create, object, viewer)
+                    .map_err(|mut error| {
+                        error.detail = format!("Element {index}: {}", error.detail);
+                        error
+                    })?;
+                for problem in &mut values.problems {
+                    problem.index = Some(index);
+                }
+                out.push(values);
+            }
+            Ok((out, true))
+        }
+        _ => Err(ApiError::new(
+            Code::InvalidValue,
+            format!(
+                "The body must be a JSON object of {} fields or an array of 1 to {MAX_WRITE_RECORDS} of them.",
+                resource.name
+            ),
+        )),
+    }
+}
+
+/// Checks one JSON object of a write against the catalog (see [`parse_write`]).
+pub fn parse_object(
+    resource: &'static Resource,
+    mode: WriteMode,
+    object: &serde_json::Map<String, Value>,
+    viewer: &Viewer,
+) -> ApiResult<WriteValues> {
     let writable: &[&str] = match mode {
         WriteMode::Create => &resource.writes.create,
         WriteMode::Update => &resource.writes.update,
@@ -211,7 +281,10 @@ pub fn parse_write(
     let mut values = WriteValues::default();
     let mut errors = Vec::new();
     while let Some((path, value)) = pending.pop() {
-        let Some(field) = resource.field_at(&path).filter(|f| viewer.sees_field(f)) else {
+        let Some(field) = resource
+            .field_at(&path)
+            .filter(|f| viewer.sees_field(f) && !f.internal)
+        else {
             let mut error = ApiError::unknown_field(
                 &format!("{} has no field '{path}': the name", resource.name),
                 &path,
@@ -235,6 +308,7 @@ pub fn parse_write(
             errors.push(FieldError {
                 field: field.path.clone(),
                 message: message.into(),
+                index: None,
             });
             continue;
         }
@@ -258,6 +332,7 @@ pub fn parse_write(
                 errors.push(FieldError {
                     field: path.to_string(),
                     message: "is required".into(),
+                    index: None,
                 });
             }
         }

@@ -421,6 +421,38 @@ mod tests {
     }
 
     #[test]
+    fn an_array_write_indexes_each_problem_and_has_bounds() {
+        let brand = catalog().resource("brand").unwrap();
+        let body = br#"[{"name": "A", "code": "A", "fk_company": "0123456789abcdef0123456789abcdef"}, {"name": 5}]"#;
+        let (values, array) = parse_writes(brand, body, &Viewer::admin()).unwrap();
+        assert!(array);
+        assert!(values[0].problems.is_empty(), "{:?}", values[0].problems);
+        let problems: Vec<(Option<usize>, &str)> = values[1]
+            .problems
+            .iter()
+            .map(|p| (p.index, p.field.as_str()))
+            .collect();
+        assert_eq!(
+            problems,
+            vec![
+                (Some(1), "code"),
+                (Some(1), "fk_company"),
+                (Some(1), "name")
+            ]
+        );
+        let (single, array) = parse_writes(brand, br#"{"name": 5}"#, &Viewer::admin()).unwrap();
+        assert!(!array && single[0].problems.iter().all(|p| p.index.is_none()));
+        let too_many = format!("[{}]", vec!["{}"; MAX_WRITE_RECORDS + 1].join(","));
+        for body in [&b"[]"[..], too_many.as_bytes(), b"[1]", b"7"] {
+            let error = parse_writes(brand, body, &Viewer::admin()).unwrap_err();
+            assert_eq!(error.code, Code::InvalidValue);
+        }
+        let error = parse_writes(brand, br#"[{}, {"colour": 1}]"#, &Viewer::admin()).unwrap_err();
+        assert_eq!(error.code, Code::UnknownField);
+        assert!(error.detail.starts_with("Element 1:"), "{}", error.detail);
+    }
+
+    #[test]
     fn an_update_refuses_what_cannot_change() {
         let error = parse_write(
             user(),

@@ -583,3 +583,72 @@ async fn update_in(
     }
     tx.update_cells(resource, id, &changes).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brandhub_query::write::{WriteMode, parse_write};
+
+    fn parsed(resource: &'static Resource, body: &str) -> WriteValues {
+        parse_write(
+            resource,
+            WriteMode::Create,
+            body.as_bytes(),
+            &Viewer::admin(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_new_record_takes_its_values_an_id_and_a_creation_time() {
+        let company = catalog().resource("company").unwrap();
+        let record = new_record(
+            company,
+            &parsed(company, r#"{"name": "Acme", "code": "AcMe"}"#),
+        );
+        assert!(crate::ids::looks_like_id(record.id()));
+        let created = cell_of(company, &record, "createdDate").and_then(Cell::as_text);
+        assert_eq!(created.map(str::len), Some(19));
+        assert_eq!(cell_of(company, &record, "fk_sponsor"), Some(&Cell::Null));
+        assert_eq!(key_of(company, &record), Some(vec!["acme".to_string()]));
+    }
+
+    #[test]
+    fn natural_keys_of_several_parts_need_every_part() {
+        let store = catalog().resource("store").unwrap();
+        let host = "0123456789abcdef0123456789abcdef";
+        let whole = new_record(
+            store,
+            &parsed(store, &format!(r#"{{"fk_host": "{host}", "code": "UK"}}"#)),
+        );
+        assert_eq!(
+            key_of(store, &whole),
+            Some(vec![host.to_string(), "uk".to_string()])
+        );
+        let partial = new_record(store, &parsed(store, r#"{"code": "UK"}"#));
+        assert_eq!(key_of(store, &partial), None);
+    }
+
+    #[test]
+    fn links_are_the_public_foreign_keys_with_their_targets() {
+        let brand_store = catalog().resource("brandStore").unwrap();
+        let names: Vec<(&str, &str)> = links(brand_store)
+            .into_iter()
+            .map(|(f, t)| (f.name, t.name))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("fk_brand", "brand"),
+                ("fk_store", "store"),
+                ("fk_warehouse", "warehouse")
+            ]
+        );
+        let variant = catalog().resource("variant").unwrap();
+        assert!(
+            links(variant)
+                .iter()
+                .all(|(f, _)| f.name != "fk_scopeBrand")
+        );
+    }
+}

@@ -7,4 +7,5 @@ mod common;
 
 mod authority;
 mod limits;
+mod master_writes;
 mod order_scope;

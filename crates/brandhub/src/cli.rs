@@ -90,6 +90,12 @@ pub enum Command {
     Key(KeyCommand),
     /// Load the deterministic demo data set.
     Demo(DemoArgs),
+    /// Apply a set-up document (`{"company": [...], "brand": [...], …}`) in one transaction,
+    /// upserting by natural key; links may name their target by id or by code.
+    Import {
+        /// The JSON document.
+        file: PathBuf,
+    },
 }
 
 /// `brandhub serve`.

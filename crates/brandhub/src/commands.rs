@@ -32,7 +32,8 @@ impl From<ApiError> for CommandError {
     fn from(error: ApiError) -> CommandError {
         let mut text = error.detail.clone();
         for problem in &error.errors {
-            text.push_str(&format!("\n  {}: {}", problem.field, problem.message));
+            let at = problem.index.map(|i| format!("[{i}] ")).unwrap_or_default();
+            text.push_str(&format!("\n  {at}{}: {}", problem.field, problem.message));
         }
         CommandError(text)
     }
@@ -149,6 +150,20 @@ pub async fn run(cli: Cli) -> Result<(), CommandError> {
             Ok(())
         }
         Command::Demo(args) => demo(&cli, args).await,
+        Command::Import { file } => {
+            let text = std::fs::read(file)
+                .map_err(|e| CommandError(format!("cannot read {}: {e}", file.display())))?;
+            let store = open_store(&cli).await?;
+            let result = store.import(&text).await;
+            store.close().await;
+            for imported in result? {
+                println!(
+                    "{}: {} created, {} updated",
+                    imported.resource, imported.created, imported.updated
+                );
+            }
+            Ok(())
+        }
     }
 }
 

@@ -513,6 +513,12 @@ pub struct Writes {
     pub create_required: Vec<&'static str>,
     pub update: Vec<&'static str>,
     pub delete: bool,
+    /// The fields that name a record besides its id (CONTRACT §9 natural keys): a create
+    /// whose key is taken is a conflict, or with `?upsert=true` an update of that record.
+    pub natural_key: Vec<&'static str>,
+    /// Whether the generic write pipeline (`store::records`) writes the resource; users and
+    /// keys still have writers of their own.
+    pub generic: bool,
 }
 
 /// `(path, anchor)` groups as scope terms.
@@ -697,7 +703,17 @@ impl Resource {
             create_required: create_required.to_vec(),
             update: update.to_vec(),
             delete,
+            natural_key: std::mem::take(&mut self.writes.natural_key),
+            generic: self.writes.generic,
         };
+        self
+    }
+
+    /// Declares that the generic write pipeline writes the resource, with its natural key
+    /// (after [`Resource::writable`]).
+    pub fn written_by_pipeline(mut self, natural_key: &[&'static str]) -> Self {
+        self.writes.natural_key = natural_key.to_vec();
+        self.writes.generic = true;
         self
     }
 

@@ -70,7 +70,14 @@ pub fn declare() -> Vec<Resource> {
         ))
         .field(timestamp("createdDate").indexed().required())
         .scope(COMPANY, &[&[("id", Companies)]])
-        .writable_by(WRITE, SPONSOR, &[&[("fk_sponsor", Sponsor)]]),
+        .writable_by(WRITE, SPONSOR, &[&[("fk_sponsor", Sponsor)]])
+        .writable(
+            &["name", "code", "fk_sponsor", "detail.country", "detail.vatNumber", "detail.contactEmail"],
+            &["name", "code"],
+            &["name", "code", "fk_sponsor", "detail.country", "detail.vatNumber", "detail.contactEmail"],
+            true,
+        )
+        .written_by_pipeline(&["code"]),
         Resource::new("brand", "brand", "A brand of a company: owns products and uploads files.")
             .relation_fk(fk("fk_company", "brand_company"), "company")
             .field(text("name").indexed())
@@ -85,6 +92,13 @@ pub fn declare() -> Vec<Resource> {
             .has_many("brand_product", "product", "fk_brand")
             .has_many("brand_brandStore", "brandStore", "fk_brand")
             .scope(COMPANY, &[&[("fk_company", Companies)]])
+            .writable(
+                &["fk_company", "name", "code", "detail.website", "detail.description"],
+                &["fk_company", "name", "code"],
+                &["name", "code", "detail.website", "detail.description"],
+                true,
+            )
+            .written_by_pipeline(&["code"])
             .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]])
             .scope(HOST, &[&[("brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("brand_product.product_variant.variant_stock.fk_warehouse", Warehouse)]]),
@@ -102,6 +116,13 @@ pub fn declare() -> Vec<Resource> {
             ))
             .has_many("warehouse_brandStore", "brandStore", "fk_warehouse")
             .scope(COMPANY, &[&[("fk_company", Companies)]])
+            .writable(
+                &["fk_company", "code", "name", "detail.town", "detail.countryCode", "detail.contactEmail"],
+                &["fk_company", "code", "name"],
+                &["code", "name", "detail.town", "detail.countryCode", "detail.contactEmail"],
+                true,
+            )
+            .written_by_pipeline(&["code"])
             .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]])
             .scope(WAREHOUSE, &[&[("id", Warehouse)]]),
         Resource::new(
@@ -117,6 +138,13 @@ pub fn declare() -> Vec<Resource> {
         ))
         .field(timestamp("createdDate").indexed().required())
         .has_many("host_store", "store", "fk_host")
+        .writable(
+            &["name", "code", "detail.website", "detail.countryCode"],
+            &["name", "code"],
+            &["name", "code", "detail.website", "detail.countryCode"],
+            true,
+        )
+        .written_by_pipeline(&["code"])
         .scope(COMPANY, &[&[("host_store.store_brandStore.brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("id", Host)]]),
         Resource::new("store", "store", "A storefront of a host, selling in one currency.")
@@ -130,6 +158,13 @@ pub fn declare() -> Vec<Resource> {
             ))
             .field(timestamp("createdDate").indexed().required())
             .has_many("store_brandStore", "brandStore", "fk_store")
+            .writable(
+                &["fk_host", "name", "code", "currency", "detail.countryCode", "detail.url"],
+                &["fk_host", "name", "code", "currency"],
+                &["name", "code", "currency", "detail.countryCode", "detail.url"],
+                true,
+            )
+            .written_by_pipeline(&["fk_host", "code"])
             .scope(COMPANY, &[&[("store_brandStore.brandStore_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("fk_host", Host)]])
             .writable_by(WRITE, HOST, &[&[("fk_host", Host)]]),
@@ -155,6 +190,13 @@ pub fn declare() -> Vec<Resource> {
             ],
         ))
         .index(&["fk_brand", "fk_store"], true)
+        .writable(
+            &["fk_brand", "fk_store", "fk_warehouse", "detail.stockType", "detail.adjustType", "detail.adjustValue"],
+            &["fk_brand", "fk_store", "fk_warehouse"],
+            &["fk_warehouse", "detail.stockType", "detail.adjustType", "detail.adjustValue"],
+            true,
+        )
+        .written_by_pipeline(&["fk_brand", "fk_store"])
         .scope(COMPANY, &[&[("brandStore_brand.fk_company", Companies)]])
         .writable_by(WRITE, OWNERS, &[&[("brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("brandStore_store.fk_host", Host)]])

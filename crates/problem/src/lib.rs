@@ -65,6 +65,26 @@ impl fmt::Display for Code {
 pub struct FieldError {
     pub field: String,
     pub message: String,
+    /// The position of the record at fault in an array write (CONTRACT §9), absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+}
+
+impl FieldError {
+    /// A problem with one field of a single-record write.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+            index: None,
+        }
+    }
+
+    /// The same problem, of the record at `index` of an array write.
+    pub fn at(mut self, index: usize) -> Self {
+        self.index = Some(index);
+        self
+    }
 }
 
 /// An error as the client will see it: a code, a message naming the culprit, and the optional

@@ -88,6 +88,7 @@ fn kind_error(field: &Field, expected: &str, value: &Value) -> FieldError {
     FieldError {
         field: field.path.clone(),
         message: format!("expected {expected}, got {value}"),
+        index: None,
     }
 }
 
@@ -218,6 +219,75 @@ pub fn parse_write(
             ),
         ));
     };
+    parse_object(resource, mode, object, viewer)
+}
+
+/// The most records one array write creates (CONTRACT §9).
+pub const MAX_WRITE_RECORDS: usize = 1_000;
+
+/// Parses the body of a create that may hold one object or an array of up to
+/// [`MAX_WRITE_RECORDS`] of them; each record's problems carry its array `index` (none for a
+/// single object). The flag says whether the body was an array.
+pub fn parse_writes(
+    resource: &'static Resource,
+    body: &[u8],
+    viewer: &Viewer,
+) -> ApiResult<(Vec<WriteValues>, bool)> {
+    let value: Value = serde_json::from_slice(body).map_err(|error| {
+        ApiError::new(
+            Code::InvalidValue,
+            format!(
+                "The body must be a JSON object of {} fields or an array of them: {error}.",
+                resource.name
+            ),
+        )
+    })?;
+    match &value {
+        Value::Object(object) => Ok((
+            vec![parse_object(resource, WriteMode::Create, object, viewer)?],
+            false,
+        )),
+        Value::Array(items) if !items.is_empty() && items.len() <= MAX_WRITE_RECORDS => {
+            let mut out = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                let Value::Object(object) = item else {
+                    return Err(ApiError::new(
+                        Code::InvalidValue,
+                        format!(
+                            "Element {index} of the array must be a JSON object of {} fields, not {item}.",
+                            resource.name
+                        ),
+                    ));
+                };
+                let mut values = parse_object(resource, WriteMode::Create, object, viewer)
+                    .map_err(|mut error| {
+                        error.detail = format!("Element {index}: {}", error.detail);
+                        error
+                    })?;
+                for problem in &mut values.problems {
+                    problem.index = Some(index);
+                }
+                out.push(values);
+            }
+            Ok((out, true))
+        }
+        _ => Err(ApiError::new(
+            Code::InvalidValue,
+            format!(
+                "The body must be a JSON object of {} fields or an array of 1 to {MAX_WRITE_RECORDS} of them.",
+                resource.name
+            ),
+        )),
+    }
+}
+
+/// Checks one JSON object of a write against the catalog (see [`parse_write`]).
+pub fn parse_object(
+    resource: &'static Resource,
+    mode: WriteMode,
+    object: &serde_json::Map<String, Value>,
+    viewer: &Viewer,
+) -> ApiResult<WriteValues> {
     let writable: &[&str] = match mode {
         WriteMode::Create => &resource.writes.create,
         WriteMode::Update => &resource.writes.update,
@@ -227,7 +297,10 @@ pub fn parse_write(
     let mut values = WriteValues::default();
     let mut errors = Vec::new();
     while let Some((path, value)) = pending.pop() {
-        let Some(field) = resource.field_at(&path).filter(|f| viewer.sees_field(f)) else {
+        let Some(field) = resource
+            .field_at(&path)
+            .filter(|f| viewer.sees_field(f) && !f.internal)
+        else {
             let mut error = ApiError::unknown_field(
                 &format!("{} has no field '{path}': the name", resource.name),
                 &path,
@@ -251,6 +324,7 @@ pub fn parse_write(
             errors.push(FieldError {
                 field: field.path.clone(),
                 message: message.into(),
+                index: None,
             });
             continue;
         }
@@ -274,6 +348,7 @@ pub fn parse_write(
                 errors.push(FieldError {
                     field: path.to_string(),
                     message: "is required".into(),
+                    index: None,
                 });
             }
         }
@@ -422,6 +497,38 @@ mod tests {
             error.errors[0].message,
             "element 1 has 101 characters; at most 100 are allowed"
         );
+    }
+
+    #[test]
+    fn an_array_write_indexes_each_problem_and_has_bounds() {
+        let brand = catalog().resource("brand").unwrap();
+        let body = br#"[{"name": "A", "code": "A", "fk_company": "0123456789abcdef0123456789abcdef"}, {"name": 5}]"#;
+        let (values, array) = parse_writes(brand, body, &Viewer::admin()).unwrap();
+        assert!(array);
+        assert!(values[0].problems.is_empty(), "{:?}", values[0].problems);
+        let problems: Vec<(Option<usize>, &str)> = values[1]
+            .problems
+            .iter()
+            .map(|p| (p.index, p.field.as_str()))
+            .collect();
+        assert_eq!(
+            problems,
+            vec![
+                (Some(1), "code"),
+                (Some(1), "fk_company"),
+                (Some(1), "name")
+            ]
+        );
+        let (single, array) = parse_writes(brand, br#"{"name": 5}"#, &Viewer::admin()).unwrap();
+        assert!(!array && single[0].problems.iter().all(|p| p.index.is_none()));
+        let too_many = format!("[{}]", vec!["{}"; MAX_WRITE_RECORDS + 1].join(","));
+        for body in [&b"[]"[..], too_many.as_bytes(), b"[1]", b"7"] {
+            let error = parse_writes(brand, body, &Viewer::admin()).unwrap_err();
+            assert_eq!(error.code, Code::InvalidValue);
+        }
+        let error = parse_writes(brand, br#"[{}, {"colour": 1}]"#, &Viewer::admin()).unwrap_err();
+        assert_eq!(error.code, Code::UnknownField);
+        assert!(error.detail.starts_with("Element 1:"), "{}", error.detail);
     }
 
     #[test]

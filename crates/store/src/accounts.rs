@@ -187,6 +187,7 @@ impl Store {
         let problem = |message: String| FieldError {
             field: "grants".into(),
             message,
+            index: None,
         };
         let grants: Vec<Grant> = match grants {
             None => {

@@ -1,6 +1,8 @@
 //! Storage: the database side of the pipeline. Pools and the schema for SQLite and PostgreSQL
 //! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
-//! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`]),
+//! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`];
+//! the generic write pipeline of the catalog's writable resources: [`records`], and set-up
+//! documents through it: [`import`]),
 //! users, keys and grants ([`accounts`], [`grants`]), a user's rights as they are now
 //! ([`rights`]), the queue of uploaded files ([`jobs`], timed by [`clock`]), and what it tells
 //! an operator about itself ([`stats`]).
@@ -11,9 +13,11 @@ pub mod count;
 pub mod db;
 pub mod grants;
 pub mod ids;
+pub mod import;
 pub mod jobs;
 pub mod page;
 pub mod read;
+pub mod records;
 pub mod render;
 pub mod rights;
 pub mod schema;

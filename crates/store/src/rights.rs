@@ -174,12 +174,14 @@ fn refusal(resource: &Resource, judgement: &Judgement, outcomes: &[bool], why: &
         .map(|term| FieldError {
             field: term.path.split('.').next().unwrap_or(term.path).to_string(),
             message: format!("is not {}: {why}", term.anchor.describe()),
+            index: None,
         })
         .collect();
     if errors.is_empty() {
         errors.push(FieldError {
             field: resource.name.to_string(),
             message: why.to_string(),
+            index: None,
         });
     }
     validation_failed(errors)

@@ -48,6 +48,7 @@ fn problem(field: &str, message: impl Into<String>) -> FieldError {
     FieldError {
         field: field.to_string(),
         message: message.into(),
+        index: None,
     }
 }
 

@@ -8,4 +8,5 @@ mod common;
 mod authority;
 mod edge;
 mod limits;
+mod master_writes;
 mod order_scope;

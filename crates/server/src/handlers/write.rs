@@ -20,7 +20,7 @@ use brandhub_catalog::{Resource, WriteAction};
 use brandhub_problem::{ApiError, Code, FieldError};
 use brandhub_query::plan::{Viewer, plan_by_id};
 use brandhub_query::request::ReadRequest;
-use brandhub_query::write::{WriteMode, parse_write, validation_failed};
+use brandhub_query::write::{WriteMode, parse_write, parse_writes, validation_failed};
 use brandhub_store::{Caller, RenderedPage, Timing};
 use std::sync::Arc;
 
@@ -160,6 +160,9 @@ pub async fn create(
     require_grant(&caller, resource, "POST")?;
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
+    if resource.writes.generic {
+        return create_generic(&state, resource, &viewer, &timing, query.as_deref(), &bytes).await;
+    }
     let values = parse_write(resource, WriteMode::Create, &bytes, &viewer)?;
     let (id, secret) = match resource.name {
         "user" => (state.store.create_user_from(&values, &viewer).await?, None),
@@ -181,6 +184,7 @@ pub async fn create(
                     Code::NotFound => Problem(validation_failed(vec![FieldError {
                         field: "fk_user".into(),
                         message: format!("no user has id '{owner}'"),
+                        index: None,
                     }])),
                     _ => Problem(error),
                 })?;
@@ -208,6 +212,85 @@ pub async fn create(
     ))
 }
 
+/// `?upsert=true` (or `false`, the default): the one parameter a create takes.
+fn upsert_parameter(query: Option<&str>) -> Answer<bool> {
+    let mut upsert = false;
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        upsert = match pair {
+            "upsert=true" => true,
+            "upsert=false" => false,
+            _ => {
+                let name = pair.split('=').next().unwrap_or_default();
+                return Err(Problem(
+                    ApiError::new(
+                        Code::InvalidParameter,
+                        format!(
+                            "A create takes one parameter, upsert=true or upsert=false; '{pair}' is not it."
+                        ),
+                    )
+                    .with_field(name),
+                ));
+            }
+        };
+    }
+    Ok(upsert)
+}
+
+/// A create through the generic write pipeline: one record (201 with `Location`, or 200 when
+/// an upsert changed an existing one) or an array of them (201 when anything was created,
+/// the envelope with every record in the body's order).
+async fn create_generic(
+    state: &AppState,
+    resource: &'static Resource,
+    viewer: &Viewer,
+    timing: &Timing,
+    query: Option<&str>,
+    bytes: &[u8],
+) -> Answer<Response> {
+    let upsert = upsert_parameter(query)?;
+    let (items, array) = parse_writes(resource, bytes, viewer)?;
+    let written = state
+        .store
+        .create_records(resource, &items, viewer, upsert, array)
+        .await?;
+    let status = if written.iter().any(|w| w.created) {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut envelope: Option<serde_json::Value> = None;
+    let mut records = Vec::with_capacity(written.len());
+    for record in &written {
+        let page = read_one(state, resource, &record.id, viewer, timing)
+            .await?
+            .ok_or_else(|| not_found(resource, &record.id))?;
+        let mut body: serde_json::Value =
+            serde_json::from_slice(&page.body).map_err(|_| Problem(ApiError::internal()))?;
+        if let Some(serde_json::Value::Array(mut found)) = body["response"]
+            .get_mut(resource.name)
+            .map(serde_json::Value::take)
+        {
+            records.append(&mut found);
+        }
+        envelope.get_or_insert(body);
+    }
+    let mut envelope = envelope.ok_or_else(|| Problem(ApiError::internal()))?;
+    let count = records.len();
+    envelope["response"][resource.name] = serde_json::Value::Array(records);
+    envelope["response"]["recordsSent"] = count.into();
+    envelope["response"]["recordsFound"] = count.into();
+    let body = serde_json::to_vec(&envelope).map_err(|_| Problem(ApiError::internal()))?;
+    let location = match written.as_slice() {
+        [one] if !array && one.created => Some(format!("/api/{}/{}", resource.name, one.id)),
+        _ => None,
+    };
+    Ok(answer(status, body, location))
+}
+
 /// `PATCH /api/<resource>/<id>`: changes a record in scope; 200 with the record as it now is.
 pub async fn update(
     State(state): State<AppState>,
@@ -231,6 +314,16 @@ pub async fn update(
         return Err(not_found(resource, &id));
     }
     let values = parse_write(resource, WriteMode::Update, &bytes, &viewer)?;
+    if resource.writes.generic {
+        state
+            .store
+            .update_record(resource, &id, &values, &viewer)
+            .await?;
+        let page = read_one(&state, resource, &id, &viewer, &timing)
+            .await?
+            .ok_or_else(|| not_found(resource, &id))?;
+        return Ok(answer(StatusCode::OK, page.body.to_vec(), None));
+    }
     let updated = match resource.name {
         "user" => state.store.update_user(&id, &values, &viewer).await?,
         _ => return Err(not_accepted(resource, "PATCH", true)),
@@ -264,6 +357,10 @@ pub async fn delete(
         return Err(not_found(resource, &id));
     }
     require_authority(&state, resource, &id, &viewer, WriteAction::Write).await?;
+    if resource.writes.generic {
+        state.store.delete_record(resource, &id, &viewer).await?;
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     match resource.name {
         "apiKey" => {
             require_no_wider_key(&state, &caller, &id).await?;

@@ -1,0 +1,197 @@
+//! `brandhub import`: a set-up document `{"company": [...], "brand": [...], …}` applied
+//! through the write pipeline ([`crate::records`]) in one transaction, as an admin, upserting
+//! by natural key (CONTRACT §9 "Setting up without demo data"). A link may name its target by
+//! id or by the target's natural key: `"fk_company": "ACME"`, and for a key of several parts
+//! the parts joined by `/` (`"fk_store": "SHOPCO/WEB"`: the store `WEB` of the host `SHOPCO`).
+
+use crate::db::{Kind, Store, WriteTx};
+use crate::ids::looks_like_id;
+use crate::records::create_in;
+use brandhub_catalog::{FieldType, RelationKind, Resource, catalog};
+use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_query::plan::Viewer;
+use brandhub_query::text::fold;
+use brandhub_query::write::{WriteMode, parse_object, validation_failed};
+use sea_query::{Alias, Condition, Expr, ExprTrait, Query};
+use serde_json::Value;
+
+/// What an import did with one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imported {
+    pub resource: &'static str,
+    pub created: usize,
+    pub updated: usize,
+}
+
+fn invalid(detail: String) -> ApiError {
+    ApiError::new(Code::InvalidValue, detail)
+}
+
+/// The resource a foreign key of `resource` points to.
+fn target_of(resource: &'static Resource, name: &str) -> Option<&'static Resource> {
+    resource
+        .relations
+        .iter()
+        .find_map(|relation| match relation.kind {
+            RelationKind::ToOne { fk } if fk == name => Some(catalog().target(relation)),
+            _ => None,
+        })
+}
+
+/// The id of the record of `target` whose natural key is `text` (parts joined by `/`, a
+/// part that is itself a link resolved the same way); `None` when there is none.
+fn resolve<'a>(
+    tx: &'a mut WriteTx,
+    target: &'static Resource,
+    text: &'a str,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Option<String>>> + Send + 'a>> {
+    Box::pin(async move {
+        let key = &target.writes.natural_key;
+        let parts: Vec<&str> = text.splitn(key.len().max(1), '/').collect();
+        if key.is_empty() || parts.len() != key.len() {
+            return Ok(None);
+        }
+        let mut condition = Condition::all();
+        for (path, part) in key.iter().zip(parts) {
+            let field = target.field_at(path).expect("natural keys are fields");
+            if field.ty == FieldType::Id {
+                let id = if looks_like_id(part) {
+                    Some(part.to_ascii_uppercase())
+                } else {
+                    match target_of(target, path) {
+                        Some(next) => resolve(tx, next, part).await?,
+                        None => None,
+                    }
+                };
+                let Some(id) = id else { return Ok(None) };
+                condition = condition.add(Expr::col(Alias::new(field.column.as_str())).eq(id));
+            } else {
+                let column = field
+                    .folded_column()
+                    .unwrap_or_else(|| field.column.clone());
+                condition = condition.add(Expr::col(Alias::new(column)).eq(fold(part)));
+            }
+        }
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(target.table))
+            .cond_where(condition)
+            .limit(2)
+            .to_owned();
+        let rows = tx.fetch(&statement, &[Kind::Text]).await?;
+        Ok(match rows.as_slice() {
+            [one] => one[0].as_text().map(str::to_string),
+            _ => None,
+        })
+    })
+}
+
+impl Store {
+    /// Applies a set-up document in one transaction (everything or nothing), resources in
+    /// the catalog's order so that links may name records created earlier in the document.
+    pub async fn import(&self, text: &[u8]) -> ApiResult<Vec<Imported>> {
+        let document: Value = serde_json::from_slice(text)
+            .map_err(|e| invalid(format!("The import document is not JSON: {e}.")))?;
+        let Value::Object(sections) = &document else {
+            return Err(invalid(
+                "An import document is a JSON object of arrays by resource name.".into(),
+            ));
+        };
+        for name in sections.keys() {
+            if !catalog().resource(name).is_some_and(|r| r.writes.generic) {
+                let importable: Vec<&str> = catalog()
+                    .resources()
+                    .iter()
+                    .filter(|r| r.writes.generic)
+                    .map(|r| r.name)
+                    .collect();
+                return Err(ApiError::unknown_field(
+                    "An import section",
+                    name,
+                    importable,
+                ));
+            }
+        }
+        let admin = Viewer::admin();
+        let mut tx = self.begin().await?;
+        let mut done = Vec::new();
+        for resource in catalog().resources().iter().filter(|r| r.writes.generic) {
+            let Some(section) = sections.get(resource.name) else {
+                continue;
+            };
+            let Value::Array(items) = section else {
+                return Err(invalid(format!(
+                    "The import section {} must be an array of records.",
+                    resource.name
+                )));
+            };
+            let mut values = Vec::with_capacity(items.len());
+            let mut problems = Vec::new();
+            for (index, item) in items.iter().enumerate() {
+                let Value::Object(object) = item else {
+                    return Err(invalid(format!(
+                        "{}[{index}] must be a JSON object, not {item}.",
+                        resource.name
+                    )));
+                };
+                let mut object = object.clone();
+                for (name, value) in object.iter_mut() {
+                    let (Some(target), Value::String(text)) = (target_of(resource, name), &value)
+                    else {
+                        continue;
+                    };
+                    if text.is_empty() || looks_like_id(text) {
+                        continue;
+                    }
+                    match resolve(&mut tx, target, text).await? {
+                        Some(id) => *value = Value::String(id),
+                        None => problems.push(FieldError {
+                            field: name.clone(),
+                            message: format!(
+                                "no {} has the {} '{text}'",
+                                target.name,
+                                target.writes.natural_key.join("/")
+                            ),
+                            index: Some(index),
+                        }),
+                    }
+                }
+                let mut parsed = parse_object(resource, WriteMode::Create, &object, &admin)
+                    .map_err(|mut error| {
+                        error.detail = format!("{}[{index}]: {}", resource.name, error.detail);
+                        error
+                    })?;
+                // One problem per field: an unresolved link is not also "not an id".
+                for mut problem in std::mem::take(&mut parsed.problems) {
+                    problem.index = Some(index);
+                    if !problems
+                        .iter()
+                        .any(|p: &FieldError| p.index == problem.index && p.field == problem.field)
+                    {
+                        problems.push(problem);
+                    }
+                }
+                values.push(parsed);
+            }
+            let named = |mut error: ApiError| {
+                error.detail = format!("{}: {}", resource.name, error.detail);
+                error
+            };
+            if !problems.is_empty() {
+                problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
+                return Err(named(validation_failed(problems)));
+            }
+            let written = create_in(&mut tx, resource, &values, &admin, true, true)
+                .await
+                .map_err(named)?;
+            let created = written.iter().filter(|w| w.created).count();
+            done.push(Imported {
+                resource: resource.name,
+                created,
+                updated: written.len() - created,
+            });
+        }
+        tx.commit().await?;
+        Ok(done)
+    }
+}

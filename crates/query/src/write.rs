@@ -116,6 +116,7 @@ fn typed(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
                     return Err(FieldError {
                         field: field.path.clone(),
                         message,
+                        index: None,
                     });
                 }
                 Cell::Text(text.clone())
@@ -182,6 +183,7 @@ fn list_values(field: &'static Field, value: &Value) -> Result<Vec<String>, Fiel
                     return Err(FieldError {
                         field: field.path.clone(),
                         message: format!("element {} {problem}", out.len()),
+                        index: None,
                     });
                 }
                 out.push(text.clone())

@@ -48,16 +48,12 @@ pub struct Authenticator {
     per_key: Buckets<String>,
     /// Failed authentications per client address.
     failures: Buckets<IpAddr>,
-    /// Keys checked for an address past its failure limit, at the same rate: a valid key
-    /// still gets through, guessing does not speed up, and the checks stay bounded.
+    /// Keys checked for an address past its failure limit, within the same limit: a valid key
+    /// still gets through, guessing gains at most that, and the checks stay bounded.
     blocked_checks: Buckets<IpAddr>,
     touched: Mutex<HashMap<String, Instant>>,
     touch_queue: mpsc::Sender<String>,
 }
-
-/// Keys a blocked address may have checked at once before the failure rate paces it: a few
-/// valid keys get through even when the failure limit refills slowly.
-const BLOCKED_CHECKS_BURST: f64 = 5.0;
 
 fn unauthenticated(detail: &str) -> Problem {
     Problem(ApiError::new(Code::Unauthenticated, detail))
@@ -102,10 +98,7 @@ impl Authenticator {
             remembered: Mutex::new(HashMap::new()),
             per_key: Buckets::new(key_limit),
             failures: Buckets::new(failure_limit),
-            blocked_checks: Buckets::new(Limit::new(
-                failure_limit.rate,
-                failure_limit.rate.max(BLOCKED_CHECKS_BURST),
-            )),
+            blocked_checks: Buckets::new(failure_limit),
             touched: Mutex::new(HashMap::new()),
             touch_queue,
         }

@@ -20,6 +20,8 @@ use crate::table::{Table, TableBuilder};
 const DELIMITERS: [u8; 3] = [b',', b';', b'\t'];
 /// Records looked at to choose the delimiter.
 const SAMPLE_RECORDS: usize = 20;
+/// The field buffer's first size; it doubles as long fields need, up to a cell's limit.
+const INITIAL_BUFFER: usize = 4 * 1024;
 
 /// Reads a CSV file into a table; every cell is text (CSV has no types), trimmed.
 pub(crate) fn read(bytes: &[u8], limits: &Limits) -> Result<Table, SheetError> {
@@ -67,21 +69,24 @@ struct Fields<'a> {
     at: usize,
     record_start: usize,
     column: usize,
-    /// Room for `max_chars` characters of 4 bytes and one more byte: a field that fills it has
-    /// more than `max_chars` characters.
+    /// Grows as fields need, up to room for `max_chars` characters of 4 bytes and one more
+    /// byte: a field that fills that has more than `max_chars` characters.
     buffer: Vec<u8>,
+    capacity: usize,
     done: bool,
 }
 
 impl<'a> Fields<'a> {
     fn new(text: &'a str, delimiter: u8, max_chars: usize) -> Fields<'a> {
+        let capacity = max_chars.saturating_mul(4).saturating_add(1);
         Fields {
             reader: ReaderBuilder::new().delimiter(delimiter).build(),
             input: text.as_bytes(),
             at: 0,
             record_start: 0,
             column: 0,
-            buffer: vec![0; max_chars.saturating_mul(4).saturating_add(1)],
+            buffer: vec![0; INITIAL_BUFFER.min(capacity)],
+            capacity,
             done: false,
         }
     }
@@ -115,7 +120,10 @@ impl<'a> Fields<'a> {
             match result {
                 ReadFieldResult::InputEmpty => {}
                 ReadFieldResult::OutputFull => {
-                    if long.is_none() {
+                    if long.is_none() && self.buffer.len() < self.capacity {
+                        let grown = self.buffer.len().saturating_mul(2).min(self.capacity);
+                        self.buffer.resize(grown, 0);
+                    } else if long.is_none() {
                         let kept = &self.buffer[..length];
                         long = Some((count_chars(kept), count_newlines(kept)));
                     }

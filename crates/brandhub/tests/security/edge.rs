@@ -18,11 +18,15 @@ const SCALE: u64 = 200;
 
 /// The server the tests reach through a proxy on the loopback address: `X-Forwarded-For`
 /// names the client, so each test can be its own client address.
-/// The failed-authentication bucket refills one token in 1,000 seconds, so whether an address
-/// is blocked never depends on how fast the machine runs the test.
 fn behind_a_local_proxy(settings: &mut Settings) {
     settings.trusted_proxies = TrustedProxies::new(vec!["127.0.0.1".parse().expect("an address")]);
-    settings.failure_limit = Limit::new(0.001, 20.0);
+    settings.failure_limit = slow_refill();
+}
+
+/// Failed authentications allowed: a burst of 20 that refills one every 100 s, so an address
+/// that used them up stays blocked while a test looks at it, however slow the machine.
+fn slow_refill() -> Limit {
+    Limit::new(0.01, 20.0)
 }
 
 /// Short bounds on connections (and no workers: an upload's wait runs its full length), no
@@ -32,6 +36,7 @@ fn impatient(settings: &mut Settings) {
     settings.timeouts.header_read = Duration::from_secs(1);
     settings.timeouts.idle = Duration::from_secs(1);
     settings.uploads.workers.workers = 0;
+    settings.failure_limit = slow_refill();
 }
 
 fn proxied(db: Db) -> Option<&'static Fixture> {
@@ -230,15 +235,21 @@ async fn bad_key_from(fx: &Fixture, forwarded_for: &str) -> u16 {
     response.status
 }
 
-/// Fails authentication from one address until it is refused with 429 (the fixture's burst is
-/// 20 and hardly refills, so 21 tries reach it).
+/// Fails authentication from one address until it is refused with 429: the 21st try, as the
+/// fixtures allow bursts of 20 and refill one every 100 s.
 async fn block(fx: &Fixture, forwarded_for: impl Fn(usize) -> String) {
-    for attempt in 0..100 {
-        if bad_key_from(fx, &forwarded_for(attempt)).await == 429 {
-            return;
-        }
+    for attempt in 0..20 {
+        assert_eq!(
+            bad_key_from(fx, &forwarded_for(attempt)).await,
+            401,
+            "try {attempt}"
+        );
     }
-    panic!("100 failed authentications were never refused");
+    assert_eq!(
+        bad_key_from(fx, &forwarded_for(20)).await,
+        429,
+        "the 21st try"
+    );
 }
 
 /// A GET with the given credentials from `forwarded_for`; the status.

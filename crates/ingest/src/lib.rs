@@ -2,11 +2,13 @@
 //! queue and apply each file type within its brand (`product`, `stock`, `price`, `image`,
 //! `dispatch`), each file in one transaction with its final status and counters; [`Report`]
 //! words what was skipped into the file's `detail.error`. [`authority`] says what each file
-//! may write: checked at upload and again at processing.
+//! may write: checked at upload and again at processing. [`layout`] says where each upload
+//! column's value is, so that exports can be uploaded again.
 
 pub mod authority;
 mod dispatch;
 mod image;
+pub mod layout;
 mod lookup;
 mod price;
 mod process;

@@ -19,7 +19,7 @@ use sea_query::Cond;
 use std::collections::{BTreeSet, HashMap};
 
 /// The product fields a row may set, after the required code and title.
-const PRODUCT_TEXTS: [(C, &str); 7] = [
+pub(crate) const PRODUCT_TEXTS: [(C, &str); 7] = [
     (C::Category, "category"),
     (C::Description, "description"),
     (C::Season, "season"),
@@ -30,7 +30,7 @@ const PRODUCT_TEXTS: [(C, &str); 7] = [
 ];
 
 /// The variant text fields a row may set, besides the barcode.
-const VARIANT_TEXTS: [(C, &str); 3] = [
+pub(crate) const VARIANT_TEXTS: [(C, &str); 3] = [
     (C::VariantCode, "code"),
     (C::Colour, "colour"),
     (C::Size, "size"),

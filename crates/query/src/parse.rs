@@ -7,14 +7,16 @@ use crate::limits::{
     VALUES, WILDCARD_VALUES, shorten,
 };
 use crate::request::{
-    ComplexQuery, Condition, Conjunction, Direction, Object, Operator, OrderItem, RawValue,
+    ComplexQuery, Condition, Conjunction, Direction, Format, Object, Operator, OrderItem, RawValue,
     ReadRequest, UrlFilter, ValuesCondition, WireBody, WireCondition, WireValues,
 };
 use crate::text::WILDCARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
 
 /// Parameters with a meaning of their own; every other parameter is a filter.
-pub const RESERVED_PARAMETERS: [&str; 5] = ["page", "pageSize", "order_by", "fields", "exclude"];
+pub const RESERVED_PARAMETERS: [&str; 6] = [
+    "page", "pageSize", "order_by", "fields", "exclude", "format",
+];
 
 /// Parses a whole read request: the raw URL query string and the body (empty when none).
 /// Besides each part's own limits, the limits on the request as a whole (conditions, values,
@@ -197,9 +199,24 @@ fn apply_reserved(request: &mut ReadRequest, name: &str, value: &str) -> ApiResu
         "order_by" => request.order_by = parse_order_by(value)?,
         "fields" => request.fields = Some(parse_name_list(name, value)?),
         "exclude" => request.exclude = parse_name_list(name, value)?,
+        "format" => request.format = Some(parse_format(value)?),
         _ => unreachable!("only reserved names reach here"),
     }
     Ok(())
+}
+
+fn parse_format(value: &str) -> ApiResult<Format> {
+    Format::named(value).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL.iter().map(|(_, name)| *name).collect();
+        ApiError::new(
+            Code::InvalidParameter,
+            format!(
+                "Parameter 'format' must be one of {}; got '{value}'.",
+                names.join(", ")
+            ),
+        )
+        .with_field("format")
+    })
 }
 
 fn parse_positive(name: &str, value: &str, limit: Option<Limit>) -> ApiResult<u64> {
@@ -457,6 +474,42 @@ fn values(name: &str, wire: WireValues) -> ApiResult<ValuesCondition> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_is_reserved_and_checked() {
+        assert_eq!(
+            parse_query_string("format=CSV").unwrap().format,
+            Some(Format::Csv)
+        );
+        assert_eq!(
+            parse_query_string("format=xlsx").unwrap().format,
+            Some(Format::Xlsx)
+        );
+        assert_eq!(parse_query_string("").unwrap().format, None);
+        let error = parse_query_string("format=pdf").unwrap_err();
+        assert_eq!(
+            (error.code, error.field.as_deref()),
+            (Code::InvalidParameter, Some("format"))
+        );
+        assert!(error.detail.contains("json, csv, xlsx"), "{}", error.detail);
+    }
+
+    #[test]
+    fn a_request_through_a_relation_prefixes_every_path() {
+        let mut r = parse_query_string("code=A@&order_by=title%3C&fields=x&page=2").unwrap();
+        r.body = parse_body(br#"{"query":[{"field":"status","operator":"=","value":"a"}],"queryselectionwitharray":{"field":"fk_brand","values":["B"]}}"#).unwrap();
+        let t = r.through("variant_product");
+        assert_eq!(t.filters[0].path, "variant_product.code");
+        assert_eq!(t.order_by[0].path, "variant_product.title");
+        assert_eq!(t.order_by[0].direction, Direction::Descending);
+        let body = t.body.unwrap();
+        assert_eq!(body.query[0].field, "variant_product.status");
+        assert_eq!(
+            body.selection_with_array.unwrap().field,
+            "variant_product.fk_brand"
+        );
+        assert_eq!((t.fields, t.page), (None, Some(2)));
+    }
 
     #[test]
     fn reserved_parameters_and_filters_are_told_apart() {

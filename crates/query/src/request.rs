@@ -120,6 +120,41 @@ pub struct ComplexQuery {
     pub selection_with_array: Option<ValuesCondition>,
 }
 
+/// What a list answers with (`format`, or the `Accept` header): the JSON envelope of one page,
+/// or every matching record as a table (CONTRACT §13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Csv,
+    Xlsx,
+}
+
+impl Format {
+    /// Every format, with its name in `format=`.
+    pub const ALL: [(Format, &'static str); 3] = [
+        (Format::Json, "json"),
+        (Format::Csv, "csv"),
+        (Format::Xlsx, "xlsx"),
+    ];
+
+    /// The format a `format=` value names (any case).
+    pub fn named(name: &str) -> Option<Format> {
+        Format::ALL
+            .into_iter()
+            .find(|(_, n)| n.eq_ignore_ascii_case(name.trim()))
+            .map(|(format, _)| format)
+    }
+
+    /// The name in `format=`.
+    pub fn as_str(self) -> &'static str {
+        Format::ALL
+            .into_iter()
+            .find(|(f, _)| *f == self)
+            .map(|(_, name)| name)
+            .expect("every format is listed")
+    }
+}
+
 /// A whole read request: URL parameters plus an optional complex-query body.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadRequest {
@@ -130,6 +165,60 @@ pub struct ReadRequest {
     pub exclude: Vec<String>,
     pub filters: Vec<UrlFilter>,
     pub body: Option<ComplexQuery>,
+    /// `format=`, if given.
+    pub format: Option<Format>,
+}
+
+impl ReadRequest {
+    /// The same request asked of a related resource's records through `relation`, a to-one
+    /// relation of theirs back to this request's resource: every path of filters, conditions
+    /// and order gets `relation.` in front. (An export of products lists their variants this
+    /// way: `code=X` becomes `variant_product.code=X`.) `fields` and `exclude` name what to
+    /// show, which the caller decides anew.
+    pub fn through(&self, relation: &str) -> ReadRequest {
+        let prefixed = |path: &str| format!("{relation}.{path}");
+        let conditions = |list: &[Condition]| -> Vec<Condition> {
+            list.iter()
+                .map(|c| Condition {
+                    field: prefixed(&c.field),
+                    ..c.clone()
+                })
+                .collect()
+        };
+        let values = |v: &Option<ValuesCondition>| {
+            v.as_ref().map(|v| ValuesCondition {
+                field: prefixed(&v.field),
+                ..v.clone()
+            })
+        };
+        ReadRequest {
+            order_by: self
+                .order_by
+                .iter()
+                .map(|item| OrderItem {
+                    path: prefixed(&item.path),
+                    direction: item.direction,
+                })
+                .collect(),
+            fields: None,
+            exclude: Vec::new(),
+            filters: self
+                .filters
+                .iter()
+                .map(|f| UrlFilter {
+                    path: prefixed(&f.path),
+                    values: f.values.clone(),
+                })
+                .collect(),
+            body: self.body.as_ref().map(|body| ComplexQuery {
+                query: conditions(&body.query),
+                query_with_array: values(&body.query_with_array),
+                selection: conditions(&body.selection),
+                selection_with_array: values(&body.selection_with_array),
+            }),
+            ..self.clone()
+        }
+    }
 }
 
 /// The body exactly as JSON, before its rules are checked (serde rejects unknown keys). The

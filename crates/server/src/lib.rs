@@ -71,6 +71,9 @@ pub struct Settings {
     /// Where Prometheus metrics (and health) are served over plain HTTP, if anywhere
     /// (`--metrics-listen`).
     pub metrics_listen: Option<SocketAddr>,
+    /// Records an export reads at a time ([`brandhub_store::EXPORT_CHUNK`]; tests lower it so
+    /// that small exports cross chunk boundaries).
+    pub export_chunk: u64,
 }
 
 impl Settings {
@@ -87,6 +90,7 @@ impl Settings {
             timeouts: Timeouts::default(),
             uploads,
             metrics_listen: None,
+            export_chunk: brandhub_store::EXPORT_CHUNK,
         }
     }
 }
@@ -108,6 +112,8 @@ pub struct AppState {
     pub signals: Arc<Signals>,
     /// The server's metrics, counted by [`metrics::track`].
     pub metrics: Arc<metrics::Metrics>,
+    /// Records an export reads at a time.
+    pub export_chunk: u64,
 }
 
 impl FromRef<AppState> for Store {
@@ -298,6 +304,7 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
         max_upload: uploads.max_upload,
         signals: signals.clone(),
         metrics: metrics.clone(),
+        export_chunk: settings.export_chunk.max(1),
     };
     let app =
         router(state, settings.tls.is_none()).into_make_service_with_connect_info::<SocketAddr>();

@@ -1,8 +1,8 @@
 //! Storage: the database side of the pipeline. Pools and the schema for SQLite and PostgreSQL
 //! ([`db`], [`schema`]), executing read plans with batched relation loads ([`read`]) and cached
-//! counts ([`count`], [`versions`]), rendering pages ([`render`]), writing records ([`write`];
-//! the generic write pipeline of the catalog's writable resources: [`records`], and set-up
-//! documents through it: [`import`]),
+//! counts ([`count`], [`versions`]), rendering pages ([`render`]), exports in chunks as tables
+//! ([`export`], [`table`]), writing records ([`write`]; the generic write pipeline of the
+//! catalog's writable resources: [`records`], and set-up documents through it: [`import`]),
 //! users, keys and grants ([`accounts`], [`grants`]), a user's rights as they are now
 //! ([`rights`]), the queue of uploaded files ([`jobs`], timed by [`clock`]), and what it tells
 //! an operator about itself ([`stats`]).
@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod clock;
 pub mod count;
 pub mod db;
+pub mod export;
 pub mod grants;
 pub mod ids;
 pub mod import;
@@ -22,6 +23,7 @@ pub mod render;
 pub mod rights;
 pub mod schema;
 pub mod stats;
+pub mod table;
 pub mod users;
 pub mod versions;
 pub mod write;
@@ -29,11 +31,13 @@ pub mod write;
 pub use accounts::{Caller, NewKey};
 pub use clock::Clock;
 pub use db::{Backend, Store, StoreOptions, Timing, WriteTx};
+pub use export::{EXPORT_CHUNK, ExportChunk};
 pub use grants::Grant;
 pub use jobs::ClaimedJob;
 pub use page::RenderedPage;
 pub use read::PageData;
 pub use rights::Principal;
 pub use stats::{CacheStats, HitsMisses, PoolStats, QueueDepth};
+pub use table::{TableCell, TableColumn, table_columns};
 pub use users::NewUser;
 pub use versions::Versions;

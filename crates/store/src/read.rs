@@ -35,7 +35,7 @@ impl NodeData {
         self.columns.iter().position(|c| std::ptr::eq(*c, field))
     }
 
-    fn index_by(&mut self, column: usize) {
+    pub(crate) fn index_by(&mut self, column: usize) {
         for (i, row) in self.rows.iter().enumerate() {
             if let Cell::Text(key) = &row[column] {
                 self.by_key.entry(key.clone()).or_default().push(i);
@@ -189,7 +189,7 @@ impl Store {
     }
 
     /// Loads the lists and expanded relations of a node whose rows are loaded.
-    fn load_node<'a>(
+    pub(crate) fn load_node<'a>(
         &'a self,
         selection: &'a Selection,
         node: &'a mut NodeData,

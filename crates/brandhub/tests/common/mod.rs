@@ -27,6 +27,9 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc};
 /// The demo scale every shared fixture loads.
 pub const SCALE: u64 = 2000;
 
+/// Records the fixtures' servers read at a time for an export.
+pub const EXPORT_CHUNK: u64 = 300;
+
 /// The upload limit of the fixtures' servers: small, so a test can pass it cheaply.
 pub const MAX_UPLOAD: u64 = 1024 * 1024;
 
@@ -438,6 +441,8 @@ pub fn start_fixture_with(db: Db, name: &str, scale: u64, configure: fn(&mut Set
                 uploads,
             );
             settings.metrics_listen = Some("127.0.0.1:0".parse().expect("an address"));
+            // Small, so that exports of the small demo data cross chunk boundaries.
+            settings.export_chunk = EXPORT_CHUNK;
             configure(&mut settings);
             let running = start(settings, store.clone())
                 .await

@@ -1,7 +1,7 @@
 //! The read endpoints: lists, one record by id, counts, and complex queries (CONTRACT §6, §7).
 //! Each runs parse → plan → store → render.
 
-use super::{MAX_QUERY_BODY, json, read_body, require_grant, resource};
+use super::{MAX_QUERY_BODY, export, json, read_body, require_grant, resource};
 use crate::AppState;
 use crate::auth::Authenticated;
 use crate::problem::{Answer, Problem};
@@ -14,7 +14,7 @@ use brandhub_catalog::Resource;
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::parse::parse_request;
 use brandhub_query::plan::{Viewer, plan_by_id, plan_count, plan_read};
-use brandhub_query::request::ReadRequest;
+use brandhub_query::request::{Format, ReadRequest};
 use brandhub_store::{Caller, RenderedPage, Timing};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -69,6 +69,10 @@ pub async fn list(
     body: Body,
 ) -> Answer<Response> {
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
+    let format = export::requested_format(&request, &headers);
+    if format != Format::Json {
+        return export::export(&state, resource, &request, &caller, &timing, format).await;
+    }
     let viewer = viewer(&caller);
     let plan = plan_read(resource, &request, &viewer)?;
     let page = state
@@ -89,6 +93,7 @@ pub async fn by_id(
     body: Body,
 ) -> Answer<Response> {
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
+    export::only_json(&request)?;
     let viewer = viewer(&caller);
     let plan = plan_by_id(resource, &id, &request, &viewer)?;
     let page = state
@@ -115,6 +120,7 @@ pub async fn count(
     body: Body,
 ) -> Answer<Response> {
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
+    export::only_json(&request)?;
     let viewer = viewer(&caller);
     // Everything the plan depends on: callers with the same view key see the same records.
     let identity = format!(

@@ -281,6 +281,11 @@ pub enum UserCommand {
         #[arg(long)]
         sponsor: Option<String>,
     },
+    /// Set a user's portal password, read from standard input (one line); ends its sessions.
+    Password {
+        /// The user's email or id.
+        user: String,
+    },
 }
 
 /// `brandhub key …`.

@@ -13,7 +13,7 @@ use brandhub_server::timeouts::Timeouts;
 use brandhub_server::tls::TlsSource;
 use brandhub_server::{Settings, Uploads, start};
 use brandhub_sheet::Limits;
-use brandhub_store::{Backend, NewUser, Store, StoreOptions};
+use brandhub_store::{Backend, NewUser, Store, StoreError, StoreOptions};
 use std::fmt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -36,6 +36,31 @@ impl From<ApiError> for CommandError {
             text.push_str(&format!("\n  {at}{}: {}", problem.field, problem.message));
         }
         CommandError(text)
+    }
+}
+
+impl From<StoreError> for CommandError {
+    fn from(error: StoreError) -> CommandError {
+        let mut text = error.to_string();
+        match error {
+            StoreError::Invalid { problems, .. } => {
+                // The summary first, then one problem a line.
+                if let Some(at) = text.find("The write was refused:") {
+                    text.truncate(at + "The write was refused".len());
+                    text.push(':');
+                }
+                for problem in &problems {
+                    let at = problem.index.map(|i| format!("[{i}] ")).unwrap_or_default();
+                    text.push_str(&format!("\n  {at}{}: {}", problem.field, problem.message));
+                }
+                CommandError(text)
+            }
+            StoreError::Request(error) => CommandError::from(error),
+            StoreError::Internal => {
+                CommandError("the database failed; the log above has the cause".to_string())
+            }
+            _ => CommandError(text),
+        }
     }
 }
 
@@ -130,12 +155,21 @@ pub async fn run(cli: Cli) -> Result<(), CommandError> {
             println!("{id}");
             Ok(())
         }
+        Command::User(UserCommand::Password { user }) => {
+            let mut password = String::new();
+            std::io::stdin()
+                .read_line(&mut password)
+                .map_err(|e| CommandError(format!("cannot read the password: {e}")))?;
+            let password = password.trim_end_matches(['\r', '\n']);
+            let store = open_store(&cli).await?;
+            let id = store.set_password(user, password).await?;
+            println!("set the password of {user} ({id}); its sessions have ended");
+            Ok(())
+        }
         Command::Key(KeyCommand::Create { user, name, grant }) => {
             let store = open_store(&cli).await?;
             let grants = (!grant.is_empty()).then_some(grant.as_slice());
-            let key = store
-                .create_key(user, name.as_deref(), grants, None)
-                .await?;
+            let key = store.create_key(user, name.as_deref(), grants).await?;
             println!(
                 "created key {} for {user}; the secret below is shown only now",
                 key.id
@@ -168,13 +202,14 @@ pub async fn run(cli: Cli) -> Result<(), CommandError> {
 }
 
 fn print_credentials(summary: &DemoSummary) {
-    println!("demo users (user name : API key):");
+    println!("demo users (user name : API key : portal password):");
     for credential in &summary.credentials {
         println!(
-            "  {:<9} {} : {}",
+            "  {:<9} {} : {} : {}",
             credential.user_type.as_str(),
             credential.email,
-            credential.secret
+            credential.secret,
+            crate::demo_load::demo_password(credential.user_type)
         );
     }
 }
@@ -289,6 +324,7 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
         "brandhub serves {scheme}://{}/api on {backend}",
         running.address
     );
+    println!("the portal is at {scheme}://{}/", running.address);
     if let Some(address) = running.metrics_address {
         println!("metrics at http://{address}/metrics");
     }

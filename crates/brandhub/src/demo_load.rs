@@ -2,17 +2,16 @@
 //! the store, which writes them all in one transaction (all or nothing), then creates the demo
 //! users' keys with their documented secrets and refreshes the planner's statistics.
 
-use brandhub_catalog::{Cell, Layout, Record, catalog};
+use brandhub_catalog::{Cell, Layout, Record, UPDATED_DATE, catalog};
 use brandhub_demo::{Chunk, DemoOptions, DemoSummary, generate};
-use brandhub_problem::{ApiError, ApiResult, Code};
 use brandhub_query::plan::CountPlan;
+use brandhub_store::accounts::grants::default_grants;
 use brandhub_store::accounts::secret_hash;
-use brandhub_store::grants::default_grants;
-use brandhub_store::{Store, Timing};
+use brandhub_store::{Store, StoreError, StoreResult, Timing};
 use tokio::sync::mpsc;
 
 /// Whether the database holds no users (a fresh database).
-pub async fn is_empty(store: &Store) -> ApiResult<bool> {
+pub async fn is_empty(store: &Store) -> StoreResult<bool> {
     let users = catalog().resource("user").expect("user is a resource");
     let plan = CountPlan::everything(users);
     let timing = Timing::default();
@@ -21,12 +20,12 @@ pub async fn is_empty(store: &Store) -> ApiResult<bool> {
 }
 
 /// Loads the demo data; refuses a database that has users.
-pub async fn load_demo(store: &Store, options: DemoOptions) -> ApiResult<DemoSummary> {
+pub async fn load_demo(store: &Store, options: DemoOptions) -> StoreResult<DemoSummary> {
     if !is_empty(store).await? {
-        return Err(ApiError::new(
-            Code::Conflict,
-            "The database is not empty; the demo data set loads into an empty database only (brandhub demo --replace starts over).",
-        ));
+        return Err(StoreError::Conflict {
+            detail: "The database is not empty; the demo data set loads into an empty database only (brandhub demo --replace starts over).".to_string(),
+            field: None,
+        });
     }
     let (sender, mut receiver) = mpsc::channel::<Chunk>(4);
     let generator = tokio::task::spawn_blocking(move || {
@@ -37,9 +36,9 @@ pub async fn load_demo(store: &Store, options: DemoOptions) -> ApiResult<DemoSum
     });
     let mut tx = store.begin().await?;
     let mut failure = None;
-    while let Some(chunk) = receiver.recv().await {
+    while let Some(mut chunk) = receiver.recv().await {
         if failure.is_none()
-            && let Err(error) = tx.insert_records(chunk.resource, &chunk.records).await
+            && let Err(error) = tx.insert_records(chunk.resource, &mut chunk.records).await
         {
             failure = Some(error);
             receiver.close();
@@ -48,12 +47,13 @@ pub async fn load_demo(store: &Store, options: DemoOptions) -> ApiResult<DemoSum
     if let Some(error) = failure {
         return Err(error);
     }
-    let summary = generator
-        .await
-        .map_err(|e| ApiError::new(Code::Internal, format!("the demo generator failed: {e}")))?;
+    let summary = generator.await.map_err(|e| {
+        tracing::error!(error = %e, "the demo generator failed");
+        StoreError::Internal
+    })?;
     let keys = catalog().resource("apiKey").expect("apiKey is a resource");
     let layout = Layout::of(keys);
-    let records: Vec<Record> = summary
+    let mut records: Vec<Record> = summary
         .credentials
         .iter()
         .map(|credential| {
@@ -63,6 +63,7 @@ pub async fn load_demo(store: &Store, options: DemoOptions) -> ApiResult<DemoSum
             record.cells[layout.cell("name")] = credential.key_name.as_str().into();
             record.cells[layout.cell("prefix")] = credential.secret[..8].into();
             record.cells[layout.cell("createdDate")] = "2026-01-01T00:00:00".into();
+            record.cells[layout.cell(UPDATED_DATE)] = "2026-01-01T00:00:00".into();
             record.cells[layout.cell("revoked")] = false.into();
             record.cells[layout.cell("secretHash")] = secret_hash(&credential.secret).into();
             record.lists[layout.list("grants")] = default_grants(credential.user_type)
@@ -72,8 +73,19 @@ pub async fn load_demo(store: &Store, options: DemoOptions) -> ApiResult<DemoSum
             record
         })
         .collect();
-    tx.insert_records(keys, &records).await?;
+    tx.insert_records(keys, &mut records).await?;
     tx.commit().await?;
+    for credential in &summary.credentials {
+        store
+            .set_password(&credential.user_id, &demo_password(credential.user_type))
+            .await?;
+    }
     store.analyze().await?;
     Ok(summary)
+}
+
+/// The portal password of a demo user of this type: the same on every machine, like the demo
+/// keys, so that the README can show them.
+pub fn demo_password(user_type: brandhub_catalog::UserType) -> String {
+    format!("{}-portal-demo", user_type.as_str())
 }

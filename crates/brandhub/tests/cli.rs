@@ -178,7 +178,7 @@ fn bad_arguments_get_clear_messages() {
         ),
         (
             &["key", "revoke", "0123456789ABCDEF0123456789ABCDEF"],
-            "No API key has id",
+            "There is no apiKey with id",
         ),
         (
             &["--database-url", "mysql://nope", "migrate"],

@@ -129,7 +129,7 @@ async fn a_key_without_the_grant_is_forbidden_and_a_revoked_key_fails(fx) {
     let store = fx.store.clone();
     let email = fx.credential("admin").email.clone();
     let key = fx
-        .on_server(async move { store.create_key(&email, Some("orders only"), Some(&["order:GET".to_string()]), None).await })
+        .on_server(async move { store.create_key(&email, Some("orders only"), Some(&["order:GET".to_string()])).await })
         .await
         .expect("the key is created");
     let client = fx.client();

@@ -15,7 +15,11 @@ const SETUP: &str = r#"{
   "warehouse": [{"fk_company": "acme", "name": "Acme Leeds", "code": "ACME-LDS"}],
   "host": [{"name": "Shop Co", "code": "SHOPCO"}],
   "store": [{"fk_host": "SHOPCO", "name": "Shop Co UK", "code": "UK", "currency": "GBP"}],
-  "brandStore": [{"fk_brand": "ACME-B", "fk_store": "SHOPCO/UK", "fk_warehouse": "ACME-LDS"}]
+  "brandStore": [{"fk_brand": "ACME-B", "fk_store": "SHOPCO/UK", "fk_warehouse": "ACME-LDS"}],
+  "product": [{"fk_brand": "ACME-B", "code": "TEE", "title": "Tee"}],
+  "variant": [{"fk_product": "ACME-B/TEE", "barcode": "5000000000017", "size": "M"}],
+  "stock": [{"fk_warehouse": "ACME-LDS", "fk_variant": "ACME-B/5000000000017", "inStock": 4}],
+  "price": [{"fk_variant": "ACME-B/5000000000017", "fk_host": "SHOPCO", "price": 12.5, "startDate": "2026-01-01T00:00:00"}]
 }"#;
 
 async fn a_setup_document_is_imported(db: Db) {
@@ -39,12 +43,15 @@ async fn a_setup_document_is_imported(db: Db) {
     let first = brandhub.run_ok(&["import", &setup]);
     assert!(
         first.contains("company: 1 created, 0 updated")
-            && first.contains("brandStore: 1 created, 0 updated"),
+            && first.contains("brandStore: 1 created, 0 updated")
+            && first.contains("stock: 1 created, 0 updated")
+            && first.contains("price: 1 created, 0 updated"),
         "{first}"
     );
     let again = brandhub.run_ok(&["import", &setup]);
     assert!(
-        again.contains("brandStore: 0 created, 1 updated"),
+        again.contains("brandStore: 0 created, 1 updated")
+            && again.contains("variant: 0 created, 1 updated"),
         "an import again upserts: {again}"
     );
 
@@ -69,7 +76,7 @@ async fn a_setup_document_is_imported(db: Db) {
     ] {
         assert!(stderr.contains(line), "{line} in {stderr}");
     }
-    let unknown = file("unknown.json", r#"{"variant": []}"#);
+    let unknown = file("unknown.json", r#"{"order": []}"#);
     let refused = brandhub.run(&["import", &unknown]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("Valid names: company, brand"));

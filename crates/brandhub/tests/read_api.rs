@@ -293,7 +293,7 @@ async fn fields_and_exclude_shape_the_records(fx) {
     assert!(star[0]["file_user"].is_object());
     let excluded = fx.get("/api/file?exclude=file_%40,detail,id&pageSize=1").await.records("file");
     let keys: Vec<&String> = excluded[0].as_object().unwrap().keys().collect();
-    assert_eq!(keys, vec!["id", "fk_brand", "fk_user", "fileType", "fileName", "createdDate", "status"]);
+    assert_eq!(keys, vec!["id", "fk_brand", "fk_user", "fileType", "fileName", "createdDate", "status", "updatedDate"]);
     let sub = fx.get("/api/order?fields=detail.net,detail.gross&pageSize=1").await.records("order");
     assert_eq!(sub[0]["detail"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["net", "gross"]);
 }

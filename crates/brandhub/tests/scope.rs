@@ -276,7 +276,7 @@ fn create_users(
             let mut keys = Vec::new();
             for k in 0..key_count {
                 let key = store
-                    .create_key(&plan.email, Some(&format!("scope key {k}")), None, None)
+                    .create_key(&plan.email, Some(&format!("scope key {k}")), None)
                     .await
                     .unwrap_or_else(|e| panic!("a key for {}: {e:?}", plan.email));
                 keys.push((key.id, key.secret));

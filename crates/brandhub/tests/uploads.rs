@@ -297,12 +297,18 @@ async fn a_price_file_prices_each_variant_for_the_host_and_dates(fx) {
     assert_eq!(prices[0]["rrp"].as_f64(), Some(20.0));
     assert_eq!(prices[0]["endDate"], "");
     assert_eq!(prices[0]["fk_file"], file["id"]);
-    // Again with an end date: another period, another price.
+    // Again from the same start with an end date: (variant, host, startDate) is the price's
+    // natural key (CONTRACT §9), so the same price now ends; another start is another price.
     let bounded = upload(fx, "admin", &format!("price,{},{host},01/03/2031,31/03/2031", w.brand), "prices.xlsx", &sheet).await;
     assert_eq!(detail(&bounded)["endDate"], "2031-03-31T00:00:00.000Z");
-    let prices = records(fx, &format!("/api/price?price_variant.barcode={}&fk_host={host}&startDate=2031-03-01&order_by=endDate", variants[0].1), "price").await;
-    assert_eq!(prices.len(), 2, "{prices:?}");
-    assert_eq!(prices[1]["endDate"], "2031-03-31T00:00:00");
+    let prices = records(fx, &format!("/api/price?price_variant.barcode={}&fk_host={host}&startDate=2031-03-01", variants[0].1), "price").await;
+    assert_eq!(prices.len(), 1, "{prices:?}");
+    assert_eq!(prices[0]["endDate"], "2031-03-31T00:00:00");
+    assert_eq!(prices[0]["fk_file"], bounded["id"]);
+    upload(fx, "admin", &format!("price,{},{host},01/04/2031", w.brand), "prices.xlsx", &sheet).await;
+    let prices = records(fx, &format!("/api/price?price_variant.barcode={}&fk_host={host}&order_by=startDate", variants[0].1), "price").await;
+    let starts: Vec<&str> = prices.iter().filter_map(|p| p["startDate"].as_str()).filter(|s| s.starts_with("2031")).collect();
+    assert_eq!(starts, ["2031-03-01T00:00:00", "2031-04-01T00:00:00"], "{prices:?}");
 }
 
 async fn an_image_file_adds_images_once(fx) {

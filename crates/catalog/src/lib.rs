@@ -4,16 +4,19 @@
 //!
 //! This crate is pure data with lookups; it does no I/O.
 
+pub mod lifecycle;
 pub mod model;
 pub mod naming;
 pub mod record;
 mod resources;
 
 pub use model::{
-    Anchor, Field, FieldType, IndexDef, ListStorage, NoneAs, Relation, RelationKind, Resource,
-    Scope, ScopeTerm, UserType, WriteAction, Writes, lengths,
+    Anchor, Domain, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage, NoneAs,
+    Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept, UserType,
+    WriteAction, Writes, lengths, web_url_problem,
 };
 pub use record::{Cell, Layout, Record};
+pub use resources::{FILE_STATUSES, FILE_TYPES, UPDATED_DATE, USER_STATUSES};
 
 /// What a price file's `detail.endDate` (and a price's precise end) holds when the price has no
 /// end date: the contract's zero timestamp (CONTRACT §3).
@@ -40,6 +43,61 @@ static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
 /// The catalog of this build.
 pub fn catalog() -> &'static Catalog {
     &CATALOG
+}
+
+/// Defaults fit their fields, a revoking flag is a boolean, a secret is kept in internal
+/// fields of the resource.
+fn check_write_declarations(resource: &Resource) -> Result<(), String> {
+    let fail = |what: String| Err(format!("{}: {what}", resource.name));
+    for field in resource
+        .fields
+        .iter()
+        .flat_map(|f| std::iter::once(f).chain(&f.subfields))
+    {
+        let fits = match field.default {
+            None => true,
+            Some(FieldDefault::Text(text)) => {
+                field.ty == FieldType::Text
+                    && field.domain.is_none_or(|d| d.problem(text).is_none())
+            }
+            Some(FieldDefault::Boolean(_)) => field.ty == FieldType::Boolean,
+            Some(FieldDefault::Writer(_)) => field.ty == FieldType::Id,
+        };
+        if !fits {
+            return fail(format!("the default of {} does not fit it", field.path));
+        }
+    }
+    let writes = &resource.writes;
+    if let Some(flag) = writes.revoked_by
+        && resource
+            .field_at(flag)
+            .is_none_or(|f| f.ty != FieldType::Boolean)
+    {
+        return fail(format!("DELETE sets {flag}, not a boolean field"));
+    }
+    if let Some(secret) = writes.secret {
+        let kept = match secret.kept {
+            SecretKept::HashIn(field) | SecretKept::In(field) => field,
+        };
+        if resource
+            .field_at(kept)
+            .is_none_or(|f| !f.internal || f.ty != FieldType::Text)
+        {
+            return fail(format!(
+                "its secret is kept in {kept}, not an internal text field"
+            ));
+        }
+        if let Some(start) = secret.start_in
+            && resource
+                .field_at(start)
+                .is_none_or(|f| f.ty != FieldType::Text)
+        {
+            return fail(format!(
+                "its secret's start is kept in {start}, not a text field"
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Catalog {
@@ -169,6 +227,18 @@ impl Catalog {
                 }
             }
             let writes = &resource.writes;
+            for (path, field) in &writes.agreements {
+                self.check_authority_path(resource, path)?;
+                if resource
+                    .field_at(field)
+                    .is_none_or(|f| f.ty != FieldType::Id)
+                {
+                    return Err(format!(
+                        "{}: {path} agrees with {field}, not an id",
+                        resource.name
+                    ));
+                }
+            }
             for path in writes
                 .create
                 .iter()
@@ -179,12 +249,52 @@ impl Catalog {
                     return Err(format!("writes of {} name {path}", resource.name));
                 }
             }
+            if let Some(lifecycle) = resource.lifecycle {
+                self.check_lifecycle(resource, lifecycle)?;
+            }
+            check_write_declarations(resource)?;
             for index in &resource.indexes {
                 for path in &index.paths {
                     if resource.field_at(path).is_none_or(|f| !f.has_column()) {
                         return Err(format!("index of {} names {path}", resource.name));
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A lifecycle names its status field, a to-many relation to its lines, and fields of
+    /// the record or its lines for what intakes and actions set.
+    fn check_lifecycle(
+        &self,
+        resource: &Resource,
+        lifecycle: &lifecycle::Lifecycle,
+    ) -> Result<(), String> {
+        let fail = |what: &str| Err(format!("the lifecycle of {} names {what}", resource.name));
+        if resource.field_at(lifecycle.status).is_none() {
+            return fail(lifecycle.status);
+        }
+        let Some(relation) = resource
+            .relation(lifecycle.lines)
+            .filter(|r| matches!(r.kind, RelationKind::ToMany { .. }))
+        else {
+            return fail(lifecycle.lines);
+        };
+        let line = self.target(relation);
+        for path in lifecycle
+            .line_intake
+            .iter()
+            .chain(lifecycle.line_required)
+            .chain(lifecycle.line_action)
+        {
+            if line.field_at(path).is_none() {
+                return fail(path);
+            }
+        }
+        for path in lifecycle.action {
+            if resource.field_at(path).is_none() && line.field_at(path).is_none() {
+                return fail(path);
             }
         }
         Ok(())
@@ -259,7 +369,19 @@ impl Catalog {
         let mut current = resource;
         let segments: Vec<&str> = path.split('.').collect();
         let (last, hops) = segments.split_last().expect("split yields one part");
-        for hop in hops {
+        // A shortcut is filled when its record is written; a link further along its path
+        // that an update could change would leave it stale.
+        let fixed = |owner: &Resource, name: &str| {
+            if owner.writes.update.contains(&name) {
+                Err(format!(
+                    "{}.{} is derived from {path}, but updates of {} may change {name}",
+                    resource.name, field.name, owner.name
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        for (i, hop) in hops.iter().enumerate() {
             let relation = current
                 .relation(hop)
                 .filter(|r| r.is_to_one())
@@ -269,8 +391,14 @@ impl Catalog {
                         resource.name, field.name
                     )
                 })?;
+            if i > 0
+                && let RelationKind::ToOne { fk } = relation.kind
+            {
+                fixed(current, fk)?;
+            }
             current = self.target(relation);
         }
+        fixed(current, last)?;
         match current.field_named(last) {
             Some(target) if target.ty == FieldType::Id && field.ty == FieldType::Id => Ok(()),
             _ => Err(format!(
@@ -466,6 +594,20 @@ mod tests {
                 .unwrap_err()
                 .contains("ends at a relation")
         );
+    }
+
+    #[test]
+    fn every_resource_has_a_stamped_updated_date_rendered_last() {
+        for resource in catalog().resources() {
+            let updated = resource.field_named(UPDATED_DATE).unwrap();
+            assert!(updated.stamped, "{}", resource.name);
+            assert_eq!(resource.fields.last().unwrap().path, UPDATED_DATE);
+            for stamped in resource.stamped_fields() {
+                assert_eq!(stamped.ty, FieldType::Timestamp, "{}", resource.name);
+                assert!(!resource.writes.create.contains(&stamped.path.as_str()));
+                assert!(!resource.writes.update.contains(&stamped.path.as_str()));
+            }
+        }
     }
 
     #[test]

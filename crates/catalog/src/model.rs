@@ -23,15 +23,16 @@ impl UserType {
         UserType::Warehouse,
     ];
 
+    /// The values of `user.type`, in the order of [`UserType::ALL`].
+    pub const NAMES: [&'static str; 5] = ["admin", "sponsor", "company", "host", "warehouse"];
+
     /// The value stored in `user.type` and accepted on the command line.
     pub fn as_str(self) -> &'static str {
-        match self {
-            UserType::Admin => "admin",
-            UserType::Sponsor => "sponsor",
-            UserType::Company => "company",
-            UserType::Host => "host",
-            UserType::Warehouse => "warehouse",
-        }
+        let at = UserType::ALL
+            .iter()
+            .position(|t| *t == self)
+            .expect("every type is in ALL");
+        UserType::NAMES[at]
     }
 
     /// Parses the stored or typed form.
@@ -154,6 +155,86 @@ pub struct Field {
     /// The most characters a value (for a list, each element) may have when a client writes
     /// it, through JSON or a file; `None` for fields that are not text.
     pub max_chars: Option<usize>,
+    /// Set by the server to the time of every write of its record (`updatedDate`, a stock
+    /// record's `lastUpdate`), never given by a client.
+    pub stamped: bool,
+    /// A rule a written value must satisfy beyond its type (422 otherwise).
+    pub domain: Option<Domain>,
+    /// A value the database computes from other columns of the row (never written by
+    /// brandhub, so no writer can leave it stale); read, filtered and sorted like any column.
+    pub generated: Option<Generated>,
+    /// What a create sets when the field is not given.
+    pub default: Option<FieldDefault>,
+    /// The least a written number may be (quantities and amounts are never negative).
+    pub min: Option<f64>,
+}
+
+/// Rules on written values beyond their type (CONTRACT §9 "a value outside its domain").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    /// An absolute http or https URL with a host and without spaces: what a client can fetch.
+    WebUrl,
+    /// One of these words, exactly (statuses, types, reasons).
+    OneOf(&'static [&'static str]),
+}
+
+impl Domain {
+    /// Why `text` is outside the domain, if it is (an empty text is unset, always allowed).
+    pub fn problem(self, text: &str) -> Option<String> {
+        match self {
+            _ if text.is_empty() => None,
+            Domain::WebUrl => web_url_problem(text).map(str::to_string),
+            Domain::OneOf(words) if words.contains(&text) => None,
+            Domain::OneOf(words) => Some(format!("'{text}' is not one of {}", words.join(", "))),
+        }
+    }
+
+    /// The words of an enumerated domain, for OpenAPI's `enum` and the docs.
+    pub fn words(self) -> Option<&'static [&'static str]> {
+        match self {
+            Domain::OneOf(words) => Some(words),
+            Domain::WebUrl => None,
+        }
+    }
+}
+
+/// The value a create gives a field it was not sent (CONTRACT §9: a new user is `active`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldDefault {
+    Text(&'static str),
+    Boolean(bool),
+    /// The writer's own id of this anchor (a key is the caller's own when no user is named).
+    Writer(Anchor),
+}
+
+/// Why a URL is not one a client can fetch, if it is not: only absolute http and https URLs
+/// with a host and without spaces (image URLs, from JSON or from files).
+pub fn web_url_problem(url: &str) -> Option<&'static str> {
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"));
+    let Some(rest) = rest else {
+        return Some("is not an http or https URL");
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || host.starts_with(':') || host.starts_with('@') {
+        return Some("has no host");
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("contains spaces");
+    }
+    None
+}
+
+/// How the database computes a generated column from other fields of the same record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generated {
+    /// `max(0, minuend - subtrahend)`, unset values counting as 0 (stock's `available`).
+    ClampedDifference {
+        minuend: &'static str,
+        subtrahend: &'static str,
+    },
 }
 
 /// Text lengths (in characters) the catalog gives its text fields. Short: codes, references,
@@ -195,7 +276,19 @@ impl Field {
             relation: None,
             doc: "",
             max_chars: matches!(ty, FieldType::Text).then_some(lengths::NAME),
+            stamped: false,
+            domain: None,
+            generated: None,
+            default: None,
+            min: None,
         }
+    }
+
+    /// Makes the field one the database computes (see [`Generated`]): read-only for every
+    /// writer.
+    pub fn generated(mut self, how: Generated) -> Self {
+        self.generated = Some(how);
+        self
     }
 
     /// Whether a text (or list element) of this many characters is too long for the field:
@@ -208,6 +301,26 @@ impl Field {
         }
         let chars = text.chars().count();
         (chars > max).then(|| format!("has {chars} characters; at most {max} are allowed"))
+    }
+
+    /// Why a value of the field's type may not be written to it, if it may not: a text too
+    /// long or outside the field's domain, a number below its minimum. JSON writes and
+    /// spreadsheet rows are checked by this one rule.
+    pub fn value_problem(&self, cell: &crate::record::Cell) -> Option<String> {
+        use crate::record::Cell;
+        let below = |n: f64| {
+            self.min
+                .filter(|min| n < *min)
+                .map(|min| format!("is below {min}"))
+        };
+        match cell {
+            Cell::Text(text) => self
+                .length_problem(text)
+                .or_else(|| self.domain.and_then(|d| d.problem(text))),
+            Cell::Integer(n) => below(*n as f64),
+            Cell::Number(n) => below(*n),
+            Cell::Boolean(_) | Cell::Null => None,
+        }
     }
 
     /// Whether the field is stored in a column of its own.
@@ -308,6 +421,32 @@ impl Field {
         // Nullable, so that migration can add it to filled tables and then fill it.
         self.required = false;
         self.derived_from = Some(path);
+        self
+    }
+
+    /// Makes the field a time the server sets on every write of its record (see
+    /// [`Field::stamped`]); `updatedDate` stays nullable so that migration can add it to filled
+    /// tables and then fill it.
+    pub fn stamped(mut self) -> Self {
+        self.stamped = true;
+        self
+    }
+
+    /// Makes `min` the least value a writer may give the (number) field.
+    pub fn at_least(mut self, min: f64) -> Self {
+        self.min = Some(min);
+        self
+    }
+
+    /// What a create sets when the field is not given.
+    pub fn or_else(mut self, default: FieldDefault) -> Self {
+        self.default = Some(default);
+        self
+    }
+
+    /// Restricts the values a client may write beyond the field's type.
+    pub fn domain(mut self, domain: Domain) -> Self {
+        self.domain = Some(domain);
         self
     }
 
@@ -516,9 +655,62 @@ pub struct Writes {
     /// The fields that name a record besides its id (CONTRACT §9 natural keys): a create
     /// whose key is taken is a conflict, or with `?upsert=true` an update of that record.
     pub natural_key: Vec<&'static str>,
-    /// Whether the generic write pipeline (`store::records`) writes the resource; users and
-    /// keys still have writers of their own.
-    pub generic: bool,
+    /// `(path, field)` pairs that must agree when both are set: the value reached through
+    /// the path's links equals the record's own field (an image's variant is one of its
+    /// product's: `image_variant.fk_product` agrees with `fk_product`).
+    pub agreements: Vec<(&'static str, &'static str)>,
+    /// A boolean field that DELETE sets instead of removing the record (a key is revoked and
+    /// stays listed, so its use can still be traced).
+    pub revoked_by: Option<&'static str>,
+    /// A secret the server makes for every new record and shows in the create's answer only.
+    pub secret: Option<Secret>,
+    /// Checks of the resource's own that fields and rules cannot express, run by the write
+    /// pipeline with every other check.
+    pub policy: Option<Policy>,
+}
+
+impl Writes {
+    /// Whether an `Idempotency-Key` may replay a create's answer: not when the answer shows a
+    /// secret, which is never kept.
+    pub fn replayable(&self) -> bool {
+        self.secret.is_none()
+    }
+}
+
+/// A secret made by the server for a new record (an API key's, a webhook's signing secret):
+/// random, starting with `prefix`, shown once in the create's answer as `shown_as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Secret {
+    /// The start of every such secret (`bhk_`), so that a leaked one can be recognised.
+    pub prefix: &'static str,
+    /// The name the create's answer shows it under.
+    pub shown_as: &'static str,
+    /// How it is kept: its hash (a key only needs to be checked) or itself (a webhook's
+    /// signing secret must sign every delivery).
+    pub kept: SecretKept,
+    /// A field that keeps the secret's first 8 characters, so that a user can tell keys apart.
+    pub start_in: Option<&'static str>,
+}
+
+/// Where a [`Secret`] is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretKept {
+    /// Only its SHA-256 hash, in this internal field.
+    HashIn(&'static str),
+    /// Itself, in this internal field.
+    In(&'static str),
+}
+
+/// Checks a resource needs beyond its fields and write rules, each implemented once by the
+/// store and run by the write pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// A user's type decides which links it needs; a writer never gives a wider type than
+    /// its own, nor companies, hosts or warehouses beyond its own (CONTRACT §9).
+    UserProfile,
+    /// A key's grants lie within what its user's type may have and what the writing key
+    /// allows; a user has at most a fixed number of active keys (CONTRACT §2, §9).
+    KeyGrants,
 }
 
 /// `(path, anchor)` groups as scope terms.
@@ -570,6 +762,9 @@ pub struct Resource {
     /// Records are created by a multipart upload (`POST /api/file`, CONTRACT §8) rather than
     /// by a JSON write.
     pub uploads: bool,
+    /// Records move through a lifecycle (orders, CONTRACT §11): creates, changes and the
+    /// lifecycle's actions go to the order engine instead of the generic pipeline.
+    pub lifecycle: Option<&'static crate::lifecycle::Lifecycle>,
 }
 
 impl Resource {
@@ -588,7 +783,15 @@ impl Resource {
             authority: Vec::new(),
             writes: Writes::default(),
             uploads: false,
+            lifecycle: None,
         }
+    }
+
+    /// Declares that records move through `lifecycle` (after [`Resource::writable`], which
+    /// says what an intake may set).
+    pub fn moves_through(mut self, lifecycle: &'static crate::lifecycle::Lifecycle) -> Self {
+        self.lifecycle = Some(lifecycle);
+        self
     }
 
     /// Declares that records are created by uploading a file (`POST` with multipart/form-data).
@@ -703,18 +906,68 @@ impl Resource {
             create_required: create_required.to_vec(),
             update: update.to_vec(),
             delete,
-            natural_key: std::mem::take(&mut self.writes.natural_key),
-            generic: self.writes.generic,
+            ..std::mem::take(&mut self.writes)
         };
         self
     }
 
-    /// Declares that the generic write pipeline writes the resource, with its natural key
-    /// (after [`Resource::writable`]).
-    pub fn written_by_pipeline(mut self, natural_key: &[&'static str]) -> Self {
-        self.writes.natural_key = natural_key.to_vec();
-        self.writes.generic = true;
+    /// Declares that DELETE sets the boolean `field` instead of removing the record.
+    pub fn revoked_by(mut self, field: &'static str) -> Self {
+        self.writes.revoked_by = Some(field);
         self
+    }
+
+    /// Declares the secret every new record gets (see [`Secret`]).
+    pub fn with_secret(mut self, secret: Secret) -> Self {
+        self.writes.secret = Some(secret);
+        self
+    }
+
+    /// Declares the resource's own checks (see [`Policy`]).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.writes.policy = Some(policy);
+        self
+    }
+
+    /// Declares that the value reached through `path` (to-one links) must equal the record's
+    /// own `field` whenever both are set (after [`Resource::writable`]).
+    pub fn agreeing(mut self, path: &'static str, field: &'static str) -> Self {
+        self.writes.agreements.push((path, field));
+        self
+    }
+
+    /// Declares the resource's natural key (after [`Resource::writable`]).
+    pub fn natural_key(mut self, natural_key: &[&'static str]) -> Self {
+        self.writes.natural_key = natural_key.to_vec();
+        self
+    }
+
+    /// The parts of the natural key as the API names them: a derived shortcut by the
+    /// resource it points to (a variant's `fk_scopeBrand` is its brand).
+    pub fn natural_key_names(&self) -> Vec<&'static str> {
+        self.writes
+            .natural_key
+            .iter()
+            .map(|path| {
+                self.field_named(path)
+                    .filter(|f| f.derived_from.is_some())
+                    .and_then(|f| f.relation)
+                    .and_then(|name| self.relation(name))
+                    .map_or(*path, |relation| relation.target)
+            })
+            .collect()
+    }
+
+    /// Whether records are created by a JSON write through the write pipeline (rather than
+    /// by an upload, or an intake of a lifecycle).
+    pub fn written_as_json(&self) -> bool {
+        !self.writes.create.is_empty() && self.lifecycle.is_none() && !self.uploads
+    }
+
+    /// Whether a set-up document (`brandhub import`) may hold records of the resource: what
+    /// is written as JSON, except records whose create shows a secret nobody would see.
+    pub fn importable(&self) -> bool {
+        self.written_as_json() && self.writes.secret.is_none()
     }
 
     /// The HTTP methods `/api/<resource>` and `/api/<resource>/<id>` accept, for `Allow`.
@@ -723,7 +976,7 @@ impl Resource {
         if !with_id && (!self.writes.create.is_empty() || self.uploads) {
             methods.push("POST");
         }
-        if with_id && !self.writes.update.is_empty() {
+        if with_id && (!self.writes.update.is_empty() || self.lifecycle.is_some()) {
             methods.push("PATCH");
         }
         if with_id && self.writes.delete {
@@ -774,6 +1027,12 @@ impl Resource {
             field = field.subfield(part)?;
         }
         Some(field)
+    }
+
+    /// The fields every write stamps with its time: `updatedDate`, and a stock record's
+    /// `lastUpdate` (the time of its count).
+    pub fn stamped_fields(&self) -> impl Iterator<Item = &Field> {
+        self.fields.iter().filter(|f| f.stamped)
     }
 
     /// The relation with this name.

@@ -3,9 +3,21 @@
 
 use crate::model::{
     Anchor::{Companies, Host, Own, Sponsor, Warehouse},
-    FieldType, Resource, UserType, WriteAction, boolean, fk, id_field, integer, lengths, list,
-    number, object, precise_timestamp, text, timestamp,
+    Domain, FieldDefault, FieldType, Generated, Policy, Resource, Secret, SecretKept, UserType,
+    WriteAction, boolean, fk, id_field, integer, lengths, list, number, object, precise_timestamp,
+    text, timestamp,
 };
+
+use crate::lifecycle::{ITEM_STATUSES, ORDER_STATUSES, REJECT_REASONS};
+
+/// The kinds of spreadsheet an upload can be (CONTRACT §8), as `file.fileType` names them.
+pub const FILE_TYPES: [&str; 5] = ["product", "stock", "price", "image", "orderDispatch"];
+
+/// A file's way through processing: `pending` → `processing` → `processed` or `failed`.
+pub const FILE_STATUSES: [&str; 4] = ["pending", "processing", "processed", "failed"];
+
+/// The statuses of a user; a disabled user's keys all fail.
+pub const USER_STATUSES: [&str; 2] = ["active", "disabled"];
 
 // Scope (CONTRACT §5): who sees which records. A sponsor follows the company rules over the
 // sponsor's companies; admins see everything; a user type without a rule sees nothing.
@@ -29,6 +41,47 @@ const SELF_SERVICE: &[UserType] = EVERYONE;
 const WAREHOUSE_CANNOT_SEE_MONEY: &[UserType] = &[UserType::Warehouse];
 const HOST_CANNOT_SEE_IMPORTS: &[UserType] = &[UserType::Host];
 
+/// The fields an order intake sets (CONTRACT §11); the lines are `order_orderItem`, whose
+/// fields are [`crate::lifecycle::LINE_INTAKE`].
+const ORDER_INTAKE: [&str; 36] = [
+    "fk_brandStore",
+    "hostOrderRef",
+    "hostCustOrderRef",
+    "orderDate",
+    "detail.hostCarrier",
+    "detail.hostStatus",
+    "detail.customerMessage",
+    "detail.shippingGross",
+    "detail.shippingTax",
+    "shipAddress.id",
+    "shipAddress.title",
+    "shipAddress.forename",
+    "shipAddress.surname",
+    "shipAddress.company",
+    "shipAddress.line1",
+    "shipAddress.line2",
+    "shipAddress.town",
+    "shipAddress.county",
+    "shipAddress.country",
+    "shipAddress.postcode",
+    "shipAddress.countryCode",
+    "shipAddress.phone",
+    "shipAddress.email",
+    "billAddress.title",
+    "billAddress.forename",
+    "billAddress.surname",
+    "billAddress.company",
+    "billAddress.line1",
+    "billAddress.line2",
+    "billAddress.town",
+    "billAddress.county",
+    "billAddress.country",
+    "billAddress.postcode",
+    "billAddress.countryCode",
+    "billAddress.phone",
+    "billAddress.email",
+];
+
 fn address_fields(with_id: bool) -> Vec<crate::model::Field> {
     let mut fields = Vec::new();
     if with_id {
@@ -46,8 +99,28 @@ fn address_fields(with_id: bool) -> Vec<crate::model::Field> {
     fields
 }
 
-/// The declarations, in the order the docs list them.
+/// The declarations, in the order the docs list them, each with the fields every record has
+/// (`updatedDate`, [`with_common_fields`]).
 pub fn declare() -> Vec<Resource> {
+    declared().into_iter().map(with_common_fields).collect()
+}
+
+/// What every record carries, declared once (CONTRACT §9 concurrency): `updatedDate`, the time
+/// of the last write of the record, set by every writer (JSON writes, files, the demo loader),
+/// never by a client. It renders last.
+fn with_common_fields(resource: Resource) -> Resource {
+    resource.field(
+        timestamp(UPDATED_DATE)
+            .indexed()
+            .stamped()
+            .doc("When the record was last written (by the API or a file); read-only."),
+    )
+}
+
+/// The path of the field every writer stamps with the time of the write.
+pub const UPDATED_DATE: &str = "updatedDate";
+
+fn declared() -> Vec<Resource> {
     vec![
         Resource::new(
             "company",
@@ -77,7 +150,7 @@ pub fn declare() -> Vec<Resource> {
             &["name", "code", "fk_sponsor", "detail.country", "detail.vatNumber", "detail.contactEmail"],
             true,
         )
-        .written_by_pipeline(&["code"]),
+        .natural_key(&["code"]),
         Resource::new("brand", "brand", "A brand of a company: owns products and uploads files.")
             .relation_fk(fk("fk_company", "brand_company"), "company")
             .field(text("name").indexed())
@@ -98,7 +171,7 @@ pub fn declare() -> Vec<Resource> {
                 &["name", "code", "detail.website", "detail.description"],
                 true,
             )
-            .written_by_pipeline(&["code"])
+            .natural_key(&["code"])
             .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]])
             .scope(HOST, &[&[("brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("brand_product.product_variant.variant_stock.fk_warehouse", Warehouse)]]),
@@ -122,7 +195,7 @@ pub fn declare() -> Vec<Resource> {
                 &["code", "name", "detail.town", "detail.countryCode", "detail.contactEmail"],
                 true,
             )
-            .written_by_pipeline(&["code"])
+            .natural_key(&["code"])
             .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]])
             .scope(WAREHOUSE, &[&[("id", Warehouse)]]),
         Resource::new(
@@ -144,7 +217,7 @@ pub fn declare() -> Vec<Resource> {
             &["name", "code", "detail.website", "detail.countryCode"],
             true,
         )
-        .written_by_pipeline(&["code"])
+        .natural_key(&["code"])
         .scope(COMPANY, &[&[("host_store.store_brandStore.brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("id", Host)]]),
         Resource::new("store", "store", "A storefront of a host, selling in one currency.")
@@ -164,7 +237,7 @@ pub fn declare() -> Vec<Resource> {
                 &["name", "code", "currency", "detail.countryCode", "detail.url"],
                 true,
             )
-            .written_by_pipeline(&["fk_host", "code"])
+            .natural_key(&["fk_host", "code"])
             .scope(COMPANY, &[&[("store_brandStore.brandStore_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("fk_host", Host)]])
             .writable_by(WRITE, HOST, &[&[("fk_host", Host)]]),
@@ -196,7 +269,7 @@ pub fn declare() -> Vec<Resource> {
             &["fk_warehouse", "detail.stockType", "detail.adjustType", "detail.adjustValue"],
             true,
         )
-        .written_by_pipeline(&["fk_brand", "fk_store"])
+        .natural_key(&["fk_brand", "fk_store"])
         .scope(COMPANY, &[&[("brandStore_brand.fk_company", Companies)]])
         .writable_by(WRITE, OWNERS, &[&[("brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("brandStore_store.fk_host", Host)]])
@@ -225,6 +298,13 @@ pub fn declare() -> Vec<Resource> {
             .has_many("product_variant", "variant", "fk_product")
             .has_many("product_image", "image", "fk_product")
             .index(&["fk_brand", "code"], true)
+            .writable(
+                &["fk_brand", "code", "title", "category", "description", "productBrand", "season", "origin", "composition", "careInstructions", "status", "commodityCode"],
+                &["fk_brand", "code", "title"],
+                &["code", "title", "category", "description", "productBrand", "season", "origin", "composition", "careInstructions", "status", "commodityCode"],
+                true,
+            )
+            .natural_key(&["fk_brand", "code"])
             .scope(COMPANY, &[&[("product_brand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("product_brand.brand_brandStore.brandStore_store.fk_host", Host)]])
@@ -239,21 +319,29 @@ pub fn declare() -> Vec<Resource> {
             .field(object(
                 "detail",
                 vec![
-                    number("rrp"),
-                    number("price"),
+                    number("rrp").at_least(0.0),
+                    number("price").at_least(0.0),
                     id_field("importFile")
                         .doc("The file that last wrote the variant.")
                         .hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 ],
             ))
             .field(boolean("vatable"))
-            .field(number("rrp").doc("Recommended retail price."))
+            .field(number("rrp").at_least(0.0).doc("Recommended retail price."))
             .relation_fk(
                 fk("fk_scopeBrand", "variant_scopeBrand").derived("variant_product.fk_brand"),
                 "brand",
             )
             .has_many("variant_stock", "stock", "fk_variant")
             .has_many("variant_price", "price", "fk_variant")
+            .writable(
+                &["fk_product", "code", "barcode", "colour", "sequence", "size", "detail.rrp", "detail.price", "vatable", "rrp"],
+                &["fk_product", "barcode"],
+                &["code", "barcode", "colour", "sequence", "size", "detail.rrp", "detail.price", "vatable", "rrp"],
+                true,
+            )
+            // (brand, barcode): the brand through the shortcut every variant carries.
+            .natural_key(&["fk_scopeBrand", "barcode"])
             .scope(COMPANY, &[&[("variant_scopeBrand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("variant_scopeBrand.brand_brandStore.brandStore_store.fk_host", Host)]])
@@ -262,9 +350,18 @@ pub fn declare() -> Vec<Resource> {
             .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
             .relation_fk(fk("fk_variant", "stock_variant"), "variant")
             .field(integer("inStock").doc("Units on hand."))
-            .field(integer("demand").doc("Units ordered but not yet shipped."))
-            .field(integer("supply").doc("Units expected in."))
-            .field(timestamp("lastUpdate").indexed().required())
+            .field(integer("demand").at_least(0.0).doc("Units ordered but not yet shipped."))
+            .field(integer("supply").at_least(0.0).doc("Units expected in."))
+            .field(
+                integer("available")
+                    .indexed()
+                    .generated(Generated::ClampedDifference {
+                        minuend: "inStock",
+                        subtrahend: "demand",
+                    })
+                    .doc("Units that can still be ordered: max(0, inStock - demand), kept by the database."),
+            )
+            .field(timestamp("lastUpdate").indexed().required().stamped())
             .template(&[
                 "stock_warehouse",
                 "stock_variant",
@@ -277,6 +374,13 @@ pub fn declare() -> Vec<Resource> {
                 "brand",
             )
             .index(&["fk_warehouse", "fk_variant"], true)
+            .writable(
+                &["fk_warehouse", "fk_variant", "inStock", "demand", "supply"],
+                &["fk_warehouse", "fk_variant", "inStock"],
+                &["inStock", "demand", "supply"],
+                true,
+            )
+            .natural_key(&["fk_warehouse", "fk_variant"])
             .scope(COMPANY, &[&[("stock_scopeBrand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("stock_warehouse.fk_company", Companies)]])
             .writable_by(WRITE, WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
@@ -301,7 +405,7 @@ pub fn declare() -> Vec<Resource> {
         .field(timestamp("shipDate"))
         .field(timestamp("sentToWH"))
         .field(timestamp("deliveryDate"))
-        .field(text("status").indexed().short())
+        .field(text("status").indexed().short().domain(Domain::OneOf(&ORDER_STATUSES)))
         .field(text("carrier").short())
         .field(text("trackingRef").indexed().short())
         .relation_fk(fk("fk_warehouse", "order_warehouse").optional(), "warehouse")
@@ -326,6 +430,9 @@ pub fn declare() -> Vec<Resource> {
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
         .writable_by(DISPATCH, OWNERS, &[&[("order_brandStore.brandStore_brand.fk_company", Companies)]])
         .writable_by(DISPATCH, WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
+        // What a host's intake may set (CONTRACT §11); every later change is a lifecycle step.
+        .writable(&ORDER_INTAKE, &["fk_brandStore", "hostOrderRef"], &[], false)
+        .moves_through(&crate::lifecycle::ORDER_LIFECYCLE)
         .template(&[
             "order_brandStore",
             "order_orderItem",
@@ -343,16 +450,25 @@ pub fn declare() -> Vec<Resource> {
                     .derived("orderItem_order.fk_brandStore"),
                 "brandStore",
             )
-            .field(integer("orderQty"))
-            .field(number("itemPrice").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(integer("orderQty").at_least(1.0))
+            .field(number("itemPrice").at_least(0.0).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(number("lineNet").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(number("lineTax").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(number("lineGross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(text("currency").short())
-            .field(integer("shipQty"))
-            .field(integer("returnQty"))
-            .field(object("detail", vec![text("gift").short().doc("Gift flag: Y or N.")]))
-            .field(text("status").indexed().short())
+            .field(integer("shipQty").at_least(0.0))
+            .field(integer("returnQty").at_least(0.0))
+            .field(object(
+                "detail",
+                vec![
+                    text("gift").short().doc("Gift flag: Y or N."),
+                    text("reason")
+                        .short()
+                        .domain(Domain::OneOf(&REJECT_REASONS))
+                        .doc("Why the line was rejected: OUT_OF_STOCK, DISCONTINUED, PRICE_MISMATCH or OTHER."),
+                ],
+            ))
+            .field(text("status").indexed().short().domain(Domain::OneOf(&ITEM_STATUSES)))
             .field(text("hostItemRef").indexed().short())
             .field(timestamp("returnDate"))
             .scope(COMPANY, &[&[("orderItem_scopeBrandStore.brandStore_brand.fk_company", Companies)]])
@@ -363,13 +479,19 @@ pub fn declare() -> Vec<Resource> {
         Resource::new("user", "users", "A person or system that calls the API with its keys.")
             .field(text("name").indexed())
             .field(text("email").indexed().max_chars(lengths::EMAIL))
-            .field(text("type").short().doc("admin, sponsor, company, host or warehouse."))
-            .field(text("status").short().doc("active or disabled."))
+            .field(text("type").short().domain(Domain::OneOf(&UserType::NAMES)).doc("admin, sponsor, company, host or warehouse."))
+            .field(
+                text("status")
+                    .short()
+                    .domain(Domain::OneOf(&USER_STATUSES))
+                    .or_else(FieldDefault::Text("active"))
+                    .doc("active or disabled; a disabled user's keys and sessions all fail."),
+            )
             .field(timestamp("createdDate").indexed().required())
             .field(object(
                 "detail",
                 vec![
-                    text("lang").short(),
+                    text("lang").short().or_else(FieldDefault::Text("en")),
                     list(
                         "companies",
                         FieldType::Id,
@@ -400,6 +522,8 @@ pub fn declare() -> Vec<Resource> {
                 &["name", "type", "status", "detail.lang", "detail.companies", "fk_sponsor", "fk_host", "fk_company", "fk_warehouse"],
                 false,
             )
+            .natural_key(&["email"])
+            .policy(Policy::UserProfile)
             .scope(EVERYONE, &[&[("id", Own)]])
             .scope(COMPANY, &[&[("id", Own)], &[("fk_company", Companies)], &[("detail.companies", Companies)]])
             // Besides: never of a wider type (`UserType::writable_types`), and every company of
@@ -408,10 +532,10 @@ pub fn declare() -> Vec<Resource> {
         Resource::new("file", "file", "An uploaded spreadsheet and the result of processing it.")
             .relation_fk(fk("fk_brand", "file_brand"), "brand")
             .relation_fk(fk("fk_user", "file_user"), "user")
-            .field(text("fileType").indexed().short())
+            .field(text("fileType").indexed().short().domain(Domain::OneOf(&FILE_TYPES)))
             .field(text("fileName").indexed())
             .field(timestamp("createdDate").indexed().required())
-            .field(text("status").indexed().short())
+            .field(text("status").indexed().short().domain(Domain::OneOf(&FILE_STATUSES)))
             .field(object(
                 "detail",
                 vec![
@@ -439,10 +563,17 @@ pub fn declare() -> Vec<Resource> {
                 fk("fk_file", "price_file").optional().hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 "file",
             )
-            .field(number("price"))
-            .field(number("rrp"))
+            .field(number("price").at_least(0.0))
+            .field(number("rrp").at_least(0.0))
             .field(timestamp("startDate").indexed().required())
             .field(timestamp("endDate").doc("Empty for a permanent markdown."))
+            .writable(
+                &["fk_variant", "fk_host", "price", "rrp", "startDate", "endDate"],
+                &["fk_variant", "fk_host", "price", "startDate"],
+                &["price", "rrp", "endDate"],
+                true,
+            )
+            .natural_key(&["fk_variant", "fk_host", "startDate"])
             .scope(COMPANY, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("fk_host", Host)]]),
@@ -453,14 +584,22 @@ pub fn declare() -> Vec<Resource> {
                 fk("fk_file", "image_file").optional().hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 "file",
             )
-            .field(text("url").max_chars(lengths::URL))
-            .field(integer("position"))
+            .field(text("url").max_chars(lengths::URL).domain(Domain::WebUrl))
+            .field(integer("position").at_least(0.0))
+            .writable(
+                &["fk_product", "fk_variant", "url", "position"],
+                &["fk_product", "url"],
+                &["fk_variant", "url", "position"],
+                true,
+            )
+            .natural_key(&[])
+            .agreeing("image_variant.fk_product", "fk_product")
             .scope(COMPANY, &[&[("image_product.product_brand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("image_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("image_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host)]]),
         Resource::new("apiKey", "api_key", "An API key of a user, with its grants.")
-            .relation_fk(fk("fk_user", "apiKey_user"), "user")
-            .field(text("name").indexed())
+            .relation_fk(fk("fk_user", "apiKey_user").or_else(FieldDefault::Writer(Own)), "user")
+            .field(text("name").indexed().or_else(FieldDefault::Text("API key")))
             .field(text("prefix").indexed().short().doc("The first 8 characters of the secret."))
             .field(
                 list("grants", FieldType::Text, "api_key_grant", "api_key_id", "grant_text")
@@ -468,9 +607,17 @@ pub fn declare() -> Vec<Resource> {
             )
             .field(timestamp("createdDate").indexed().required())
             .field(timestamp("lastUsed"))
-            .field(boolean("revoked").required())
+            .field(boolean("revoked").required().or_else(FieldDefault::Boolean(false)))
             .field(text("secretHash").internal())
             .writable(&["name", "grants", "fk_user"], &[], &[], true)
+            .revoked_by("revoked")
+            .with_secret(Secret {
+                prefix: "bhk_",
+                shown_as: "secret",
+                kept: SecretKept::HashIn("secretHash"),
+                start_in: Some("prefix"),
+            })
+            .policy(Policy::KeyGrants)
             .scope(EVERYONE, &[&[("fk_user", Own)]])
             // Keys of other users are outside every non-admin's scope (CONTRACT §5), and a
             // key's secret is shown only in the answer that creates it: only admins make them.

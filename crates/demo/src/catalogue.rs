@@ -132,7 +132,6 @@ pub(crate) fn variants(world: &mut World, out: &mut Emitter) {
         import_file,
         vatable,
         rrp,
-        scope_brand,
     ] = t.cells([
         "fk_product",
         "code",
@@ -145,7 +144,6 @@ pub(crate) fn variants(world: &mut World, out: &mut Emitter) {
         "detail.importFile",
         "vatable",
         "rrp",
-        "fk_scopeBrand",
     ]);
     let mut barcodes = Barcodes::new();
     world.variants.reserve_exact(world.sizes.variants);
@@ -173,7 +171,6 @@ pub(crate) fn variants(world: &mut World, out: &mut Emitter) {
             r.cells[import_file] = id_or_null(brand.product_file);
             r.cells[vatable] = Cell::Boolean(product.vatable);
             r.cells[rrp] = money(i64::from(product.rrp));
-            r.cells[scope_brand] = brand.id.cell();
             out.push(&t, r);
             world.variants.push(Variant {
                 id,
@@ -185,7 +182,7 @@ pub(crate) fn variants(world: &mut World, out: &mut Emitter) {
 }
 
 /// One stock record per variant, in the warehouse of its brand's company.
-pub(crate) fn stock(world: &mut World, out: &mut Emitter) {
+pub(crate) fn stock(world: &mut World, out: &mut Emitter, open: &[i64]) {
     let mut rng = world.rng(Stream::Stock);
     let t = Table::new("stock");
     let [
@@ -195,7 +192,7 @@ pub(crate) fn stock(world: &mut World, out: &mut Emitter) {
         demand,
         supply,
         last_update,
-        scope_brand,
+        available,
     ] = t.cells([
         "fk_warehouse",
         "fk_variant",
@@ -203,7 +200,7 @@ pub(crate) fn stock(world: &mut World, out: &mut Emitter) {
         "demand",
         "supply",
         "lastUpdate",
-        "fk_scopeBrand",
+        "available",
     ]);
     for v in 0..world.variants.len() {
         let variant = &world.variants[v];
@@ -220,14 +217,19 @@ pub(crate) fn stock(world: &mut World, out: &mut Emitter) {
         } else {
             between(&mut rng, 1, 200)
         });
-        r.cells[demand] = Cell::Integer(between(&mut rng, 0, 20));
+        // The draw is kept so that the other values stay as they were.
+        let _ = between(&mut rng, 0, 20);
+        let open = open.get(v).copied().unwrap_or(0);
+        r.cells[demand] = Cell::Integer(open);
+        if let Cell::Integer(on_hand) = r.cells[in_stock] {
+            r.cells[available] = Cell::Integer((on_hand - open).max(0));
+        }
         r.cells[supply] = Cell::Integer(if percent(&mut rng, 60) {
             0
         } else {
             between(&mut rng, 1, 50)
         });
         r.cells[last_update] = time::timestamp(time::moment(&mut rng, START, END)).into();
-        r.cells[scope_brand] = brand.id.cell();
         out.push(&t, r);
     }
 }

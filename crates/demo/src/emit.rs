@@ -1,6 +1,6 @@
 //! Turning generated values into catalog records and handing them out in chunks.
 
-use brandhub_catalog::{Cell, Layout, Record, Resource, catalog};
+use brandhub_catalog::{Cell, Layout, Record, Resource, UPDATED_DATE, catalog};
 
 use crate::Chunk;
 use crate::ids::Id;
@@ -13,6 +13,8 @@ pub(crate) struct Table {
     pub(crate) resource: &'static Resource,
     layout: Layout,
     blank: Record,
+    /// The cells of `updatedDate` and of `createdDate` (when the resource has one).
+    stamp: Option<(usize, Option<usize>)>,
 }
 
 impl Table {
@@ -21,10 +23,18 @@ impl Table {
         let resource = catalog()
             .resource(name)
             .unwrap_or_else(|| panic!("the catalog has no resource {name}"));
+        let layout = Layout::of(resource);
+        let stamp = resource.field_named(UPDATED_DATE).map(|field| {
+            let created = resource
+                .field_named("createdDate")
+                .map(|created| layout.cell(&created.path));
+            (layout.cell(&field.path), created)
+        });
         Table {
             resource,
-            layout: Layout::of(resource),
+            layout,
             blank: Record::empty(resource),
+            stamp,
         }
     }
 
@@ -88,8 +98,17 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Adds a record; a chunk of another resource or a full chunk is handed out first.
-    pub(crate) fn push(&mut self, table: &Table, record: Record) {
+    /// Adds a record; a chunk of another resource or a full chunk is handed out first. A
+    /// record without `updatedDate` gets its `createdDate`, or the demo world's last moment.
+    pub(crate) fn push(&mut self, table: &Table, mut record: Record) {
+        if let Some((updated, created)) = table.stamp
+            && record.cells[updated].is_unset()
+        {
+            record.cells[updated] = created
+                .map(|c| record.cells[c].clone())
+                .filter(|c| !c.is_unset())
+                .unwrap_or_else(|| Cell::Text(crate::time::timestamp(crate::time::END - 1)));
+        }
         let same = self
             .resource
             .is_some_and(|r| std::ptr::eq(r, table.resource));

@@ -38,6 +38,18 @@ impl IdGen {
         IdGen { rng, issued: 0 }
     }
 
+    /// Where the stream is, to come back to with [`IdGen::rewind`]: a phase planned ahead
+    /// hands its ids back.
+    pub(crate) fn mark(&self) -> (u128, u64) {
+        (self.rng.get_word_pos(), self.issued)
+    }
+
+    /// Back to a [`IdGen::mark`]: the same ids are handed out again.
+    pub(crate) fn rewind(&mut self, (word, issued): (u128, u64)) {
+        self.rng.set_word_pos(word);
+        self.issued = issued;
+    }
+
     /// The next id.
     pub(crate) fn next(&mut self) -> Id {
         let mut random = [0u8; 10];

@@ -123,7 +123,17 @@ pub fn generate(options: &DemoOptions, sink: &mut dyn FnMut(Chunk)) -> DemoSumma
     files::files(&mut world, &mut out);
     catalogue::products(&mut world, &mut out);
     catalogue::variants(&mut world, &mut out);
-    catalogue::stock(&mut world, &mut out);
+    // Stock demand is the open quantity of the orders (CONTRACT §11): the orders are planned
+    // once ahead (their ids handed back), then generated for real after the stock.
+    let open = {
+        let ids = world.ids.mark();
+        let mut discard = |_: Chunk| {};
+        let mut ahead = Emitter::new(&mut discard);
+        let plans = orders::orders(&mut world, &mut ahead);
+        world.ids.rewind(ids);
+        orders::open_demand(&world, &plans)
+    };
+    catalogue::stock(&mut world, &mut out, &open);
     let plans = orders::orders(&mut world, &mut out);
     orders::order_items(&mut world, &plans, &mut out);
     drop(plans);

@@ -206,7 +206,7 @@ fn plan_items(
 fn item_status(status: Status, item: &ItemPlan) -> &'static str {
     match status {
         Status::New | Status::Accepted => "ACC",
-        Status::PartDispatched if item.shipped == 0 => "ACC",
+        Status::PartDispatched if item.shipped < item.qty => "ACC",
         Status::PartDispatched | Status::Dispatched => "DSP",
         Status::Cancelled => "CAN",
         Status::Returned => "RET",
@@ -413,6 +413,27 @@ pub(crate) fn orders(world: &mut World, out: &mut Emitter) -> Plans {
     Plans { orders: plans }
 }
 
+/// The quantity of each variant (by index) that open orders still have to ship: the
+/// accepted lines' unshipped units of new, accepted and part-dispatched orders. Every order
+/// ships from its brand's company warehouse, which holds the variant's one stock record.
+pub(crate) fn open_demand(world: &World, plans: &Plans) -> Vec<i64> {
+    let mut open = vec![0i64; world.variants.len()];
+    for order in &plans.orders {
+        if !matches!(
+            order.status,
+            Status::New | Status::Accepted | Status::PartDispatched
+        ) {
+            continue;
+        }
+        for item in &order.items {
+            if item_status(order.status, item) == "ACC" {
+                open[item.variant as usize] += i64::from(item.qty) - i64::from(item.shipped);
+            }
+        }
+    }
+    open
+}
+
 /// The lines of every order, as planned.
 pub(crate) fn order_items(world: &mut World, plans: &Plans, out: &mut Emitter) {
     let mut rng = world.rng(Stream::OrderItems);
@@ -432,7 +453,6 @@ pub(crate) fn order_items(world: &mut World, plans: &Plans, out: &mut Emitter) {
         status,
         host_item_ref,
         return_date,
-        scope_brand_store,
     ] = t.cells([
         "fk_order",
         "fk_variant",
@@ -448,7 +468,6 @@ pub(crate) fn order_items(world: &mut World, plans: &Plans, out: &mut Emitter) {
         "status",
         "hostItemRef",
         "returnDate",
-        "fk_scopeBrandStore",
     ]);
     for order in &plans.orders {
         let brand_store = &world.brand_stores[order.brand_store as usize];
@@ -461,7 +480,6 @@ pub(crate) fn order_items(world: &mut World, plans: &Plans, out: &mut Emitter) {
             let id = world.ids.next();
             let mut r = t.record(id);
             r.cells[fk_order] = order.id.cell();
-            r.cells[scope_brand_store] = brand_store.id.cell();
             r.cells[fk_variant] = world.variants[item.variant as usize].id.cell();
             r.cells[order_qty] = Cell::Integer(i64::from(item.qty));
             r.cells[item_price] = money(i64::from(item.unit));

@@ -451,3 +451,51 @@ proptest! {
         prop_assert_eq!(generate_all(&options).0.len(), chunks.len());
     }
 }
+
+/// CONTRACT §11: a variant's stock demand is the open quantity of the orders (accepted lines
+/// of new, accepted and part-dispatched orders, less what shipped), and `available` is
+/// max(0, inStock - demand), as the database computes it.
+#[test]
+fn stock_demand_is_the_open_quantity_of_the_orders() {
+    let (chunks, _) = &*DEFAULT;
+    let (order, item, stock) = (
+        Layout::of(catalog().resource("order").unwrap()),
+        Layout::of(catalog().resource("orderItem").unwrap()),
+        Layout::of(catalog().resource("stock").unwrap()),
+    );
+    let int = |r: &Record, l: &Layout, p: &str| match r.cells[l.cell(p)] {
+        Cell::Integer(n) => n,
+        _ => 0,
+    };
+    let open_orders: HashSet<&str> = records(chunks, "order")
+        .filter(|o| {
+            ["new", "accepted", "partDispatched"]
+                .contains(&o.cells[order.cell("status")].as_text().unwrap_or_default())
+        })
+        .map(|o| o.id())
+        .collect();
+    let mut open: HashMap<String, i64> = HashMap::new();
+    for line in records(chunks, "orderItem") {
+        let of = line.cells[item.cell("fk_order")]
+            .as_text()
+            .unwrap_or_default();
+        if open_orders.contains(of) && line.cells[item.cell("status")].as_text() == Some("ACC") {
+            let variant = line.cells[item.cell("fk_variant")]
+                .as_text()
+                .unwrap()
+                .to_string();
+            *open.entry(variant).or_default() +=
+                int(line, &item, "orderQty") - int(line, &item, "shipQty");
+        }
+    }
+    assert!(open.values().any(|q| *q > 0), "the demo has open orders");
+    for s in records(chunks, "stock") {
+        let variant = s.cells[stock.cell("fk_variant")].as_text().unwrap();
+        let demand = int(s, &stock, "demand");
+        assert_eq!(demand, open.get(variant).copied().unwrap_or(0), "{variant}");
+        assert_eq!(
+            int(s, &stock, "available"),
+            (int(s, &stock, "inStock") - demand).max(0)
+        );
+    }
+}

@@ -7,10 +7,10 @@
 //! is left to the processor, which checks each record it touches.
 
 use brandhub_catalog::{Resource, WriteAction, catalog};
-use brandhub_problem::ApiResult;
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::FileType;
+use brandhub_store::StoreResult;
 use brandhub_store::rights::{Reads, verdict};
 
 /// What a file of this type writes: the resources and the action on them.
@@ -75,7 +75,7 @@ impl Target<'_> {
 
     /// Whether `viewer` may write what the file writes: `No` when any written resource is
     /// refused, `Open` when some rule waits for the records themselves.
-    pub async fn verdict<R: Reads>(&self, reader: &mut R, viewer: &Viewer) -> ApiResult<Verdict> {
+    pub async fn verdict<R: Reads>(&self, reader: &mut R, viewer: &Viewer) -> StoreResult<Verdict> {
         let mut overall = Verdict::Yes;
         for (_, _, judgement) in self.judgements(viewer) {
             match verdict(reader, &judgement).await? {

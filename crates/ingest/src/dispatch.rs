@@ -1,33 +1,36 @@
 //! Order-dispatch files: shipped quantities of the brand's orders. A row names an order (by
 //! brandOrderRef, hostOrderRef or id) and one of its items (by Item Ref, the item's
-//! hostItemRef or id, or by barcode); it sets the item's `shipQty` (the quantity shipped so far,
-//! so a file applied twice changes nothing), and the order's carrier, tracking ref and
-//! `shipDate` (the Ship Date, or today). An order whose every item is fully shipped becomes
-//! `dispatched`, one with some shipped `partDispatched`; fully shipped items become `DSP`.
+//! hostItemRef or id, or by barcode) and the item's `shipQty` (the quantity shipped so far,
+//! so a file applied twice changes nothing), with the order's carrier, tracking ref and
+//! `shipDate` (the Ship Date, or today). The rows of one order are one dispatch, decided by
+//! the order state machine (`store::orders::machine`) exactly as a dispatch through the API:
+//! only accepted or part-dispatched orders ship, a line ships at most what was ordered, the
+//! order becomes `dispatched` when every accepted line is shipped in full, and the shipped
+//! quantities leave the warehouse's `inStock` and `demand`. A row the machine refuses is
+//! skipped with its reason; the order's other rows still apply.
 //!
 //! Only orders the uploader may dispatch are touched (the catalog's dispatch rule, CONTRACT
 //! §11): an order it does not see is not found; one it sees but may not dispatch skips its
 //! rows with that reason.
 
 use crate::lookup::{
-    CHUNK, brand_barcodes, column, either_text, fitting, folded, refers_to, required_integer,
+    CHUNK, brand_barcodes, either_text, fitting, folded, refers_to, required_integer,
     required_text, resource, text_in, text_of,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
-use brandhub_catalog::{Cell, Layout, Record, WriteAction};
+use brandhub_catalog::{Layout, Record, WriteAction};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::{condition as sql_condition, satisfying_ids};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Table};
+use brandhub_store::StoreError;
 use brandhub_store::WriteTx;
 use brandhub_store::db::Kind;
 use brandhub_store::ids::now_timestamp;
+use brandhub_store::orders::machine::{Ask, LineAsk, decide};
 use sea_query::{Alias, Cond, Expr, ExprTrait};
-use std::collections::{BTreeSet, HashMap, HashSet};
-
-/// Order statuses a dispatch cannot change.
-const CLOSED: [&str; 2] = ["cancelled", "returned"];
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// A row's values, checked.
 struct Line {
@@ -43,7 +46,7 @@ struct Line {
 fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String> {
     let order_ref = required_text(row, map, C::OrderRef)?;
     let (item_ref, barcode) = either_text(row, map, C::ItemRef, C::Barcode)?;
-    let ship_qty = required_integer(row, map, C::ShipQty, Some(0))?;
+    let ship_qty = required_integer(row, map, C::ShipQty, resource("orderItem"), "shipQty")?;
     let date_cell = row.get(map, C::ShipDate);
     let ship_date = if date_cell.is_empty() {
         None
@@ -76,13 +79,6 @@ fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String>
         )?,
         ship_date,
     })
-}
-
-fn integer(record: &Record, index: usize) -> i64 {
-    match record.cells[index] {
-        Cell::Integer(n) => n,
-        _ => 0,
-    }
 }
 
 /// Applies an order-dispatch file inside `tx`.
@@ -161,20 +157,13 @@ pub(crate) async fn apply(
         }
     }
 
-    // Their items, and the barcode of each item's variant.
-    let mut items: Vec<Record> = Vec::new();
-    for chunk in order_ids.chunks(CHUNK) {
-        let condition =
-            Cond::all().add(Expr::col(column(item, "fk_order")).is_in(chunk.iter().cloned()));
-        items.extend(tx.load_records(item, condition).await?);
-    }
-    let mut items_of: HashMap<String, Vec<usize>> = HashMap::new();
-    for (i, record) in items.iter().enumerate() {
-        items_of
-            .entry(text_in(record, it.cell("fk_order")).to_string())
-            .or_default()
-            .push(i);
-    }
+    // Their items (the orders locked for this transaction), and each item's variant barcode.
+    let loaded = tx.load_orders(&order_ids).await?;
+    let loaded_at: HashMap<String, usize> = loaded
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.order.id().to_string(), i))
+        .collect();
     // Items named by barcode need the brand's barcodes; a file without the column does not.
     let barcode_of: HashMap<String, String> = if map.has(C::Barcode) {
         brand_barcodes(tx, &job.brand)
@@ -186,11 +175,9 @@ pub(crate) async fn apply(
         HashMap::new()
     };
 
-    let originals_orders: Vec<Vec<Cell>> = orders.iter().map(|r| r.cells.clone()).collect();
-    let originals_items: Vec<Vec<Cell>> = items.iter().map(|r| r.cells.clone()).collect();
-    let mut touched = BTreeSet::new();
-    let mut rows_of_items: HashMap<usize, u32> = HashMap::new();
-    let now = now_timestamp();
+    // Each order's rows become one dispatch, decided by the order state machine.
+    let mut asks: BTreeMap<usize, (Ask, Vec<u32>)> = BTreeMap::new();
+    let mut rows_of_items: HashMap<String, u32> = HashMap::new();
     for row in table.rows() {
         let Some(line) = report.checked(row.number(), read_line(row, map)) else {
             continue;
@@ -225,29 +212,23 @@ pub(crate) async fn apply(
             );
             continue;
         }
-        let status = text_in(&orders[oi], o.cell("status")).to_string();
-        if CLOSED.contains(&status.as_str()) {
-            report.skip(
-                row.number(),
-                format!("order {} is {status}", line.order_ref),
-            );
+        let Some(&li) = loaded_at.get(orders[oi].id()) else {
+            report.not_found(Missing::Order, &line.order_ref);
             continue;
-        }
-        let order_id = orders[oi].id().to_string();
-        let own_items = items_of.get(&order_id).map_or(&[][..], Vec::as_slice);
+        };
+        let lines = &loaded[li].lines;
         let found = if !line.item_ref.is_empty() {
             let wanted = fold(&line.item_ref);
-            own_items.iter().copied().find(|&i| {
-                fold(text_in(&items[i], it.cell("hostItemRef"))) == wanted
-                    || fold(items[i].id()) == wanted
+            lines.iter().find(|item| {
+                fold(text_in(item, it.cell("hostItemRef"))) == wanted || fold(item.id()) == wanted
             })
         } else {
             let wanted = fold(&line.barcode);
-            own_items.iter().copied().find(|&i| {
-                barcode_of.get(text_in(&items[i], it.cell("fk_variant"))) == Some(&wanted)
-            })
+            lines
+                .iter()
+                .find(|item| barcode_of.get(text_in(item, it.cell("fk_variant"))) == Some(&wanted))
         };
-        let Some(ii) = found else {
+        let Some(item) = found else {
             let named = if line.item_ref.is_empty() {
                 &line.barcode
             } else {
@@ -256,77 +237,89 @@ pub(crate) async fn apply(
             report.not_found(Missing::OrderItem, &format!("{} {named}", line.order_ref));
             continue;
         };
-        if let Some(first) = rows_of_items.get(&ii) {
+        if let Some(first) = rows_of_items.get(item.id()) {
             report.skip(row.number(), format!("the item is already on row {first}"));
             continue;
         }
-        let ordered = integer(&items[ii], it.cell("orderQty"));
-        if line.ship_qty > ordered {
-            report.skip(
-                row.number(),
-                format!(
-                    "{} {} is more than the {ordered} ordered",
-                    C::ShipQty.label(),
-                    line.ship_qty
-                ),
-            );
-            continue;
-        }
-        rows_of_items.insert(ii, row.number());
-        let record = &mut items[ii];
-        record.cells[it.cell("shipQty")] = Cell::Integer(line.ship_qty);
-        if ordered > 0 && line.ship_qty >= ordered {
-            record.cells[it.cell("status")] = Cell::Text("DSP".into());
-        }
-        let record = &mut orders[oi];
+        rows_of_items.insert(item.id().to_string(), row.number());
+        let (ask, rows) = asks.entry(li).or_insert_with(|| {
+            (
+                Ask {
+                    status: "partDispatched".into(),
+                    ..Ask::default()
+                },
+                Vec::new(),
+            )
+        });
+        ask.lines.push(LineAsk {
+            id: item.id().to_string(),
+            ship_qty: Some(line.ship_qty),
+            ..LineAsk::default()
+        });
+        rows.push(row.number());
         if !line.carrier.is_empty() {
-            record.cells[o.cell("carrier")] = Cell::Text(line.carrier);
+            ask.carrier = Some(line.carrier);
         }
         if !line.tracking.is_empty() {
-            record.cells[o.cell("trackingRef")] = Cell::Text(line.tracking);
+            ask.tracking_ref = Some(line.tracking);
         }
-        match line.ship_date {
-            Some(date) => record.cells[o.cell("shipDate")] = Cell::Text(date),
-            None if line.ship_qty > 0 && record.cells[o.cell("shipDate")].is_unset() => {
-                record.cells[o.cell("shipDate")] = Cell::Text(now.clone());
+        if line.ship_date.is_some() {
+            ask.ship_date = line.ship_date;
+        }
+    }
+
+    // Decide each order's dispatch; rows with a problem of their own are skipped and the
+    // rest decided again; a refusal of the whole order skips all its rows.
+    let now = now_timestamp();
+    for (li, (mut ask, mut rows)) in asks {
+        let reference = text_in(&loaded[li].order, o.cell("brandOrderRef")).to_string();
+        loop {
+            match decide(&loaded[li].state(), &ask, uploader.user_type(), &now) {
+                Ok(outcome) => {
+                    tx.write_outcome(&loaded[li], &outcome).await?;
+                    for _ in &rows {
+                        report.applied();
+                    }
+                    break;
+                }
+                Err(error) => {
+                    let problems = match &error {
+                        StoreError::Invalid { problems, .. } => problems.as_slice(),
+                        _ => &[],
+                    };
+                    let own: BTreeSet<usize> = problems.iter().filter_map(|e| e.index).collect();
+                    if !own.is_empty() {
+                        for &at in own.iter().rev() {
+                            let why: Vec<String> = problems
+                                .iter()
+                                .filter(|e| e.index == Some(at))
+                                .map(|e| format!("{} {}", e.field, e.message))
+                                .collect();
+                            report.skip(rows[at], format!("order {reference}: {}", why.join("; ")));
+                            rows.remove(at);
+                            ask.lines.remove(at);
+                        }
+                        if ask.lines.is_empty() {
+                            break;
+                        }
+                        continue;
+                    }
+                    let why = if problems.is_empty() {
+                        error.to_string()
+                    } else {
+                        problems
+                            .iter()
+                            .map(|e| format!("{} {}", e.field, e.message))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    };
+                    for &row in &rows {
+                        report.skip(row, format!("order {reference}: {why}"));
+                    }
+                    break;
+                }
             }
-            None => {}
-        }
-        touched.insert(oi);
-        report.applied();
-    }
-
-    // The status of each order the file touched, from all its items.
-    for &oi in &touched {
-        let own_items = items_of.get(orders[oi].id()).cloned().unwrap_or_default();
-        let shipped = |i: &usize| integer(&items[*i], it.cell("shipQty"));
-        let ordered = |i: &usize| integer(&items[*i], it.cell("orderQty"));
-        let all = own_items.iter().all(|i| shipped(i) >= ordered(i));
-        let some = own_items.iter().any(|i| shipped(i) > 0);
-        let status = if all && some {
-            Some("dispatched")
-        } else if some {
-            Some("partDispatched")
-        } else {
-            None
-        };
-        if let Some(status) = status {
-            orders[oi].cells[o.cell("status")] = Cell::Text(status.into());
         }
     }
-    tx.upsert_records(order, &changed(orders, &originals_orders))
-        .await?;
-    tx.upsert_records(item, &changed(items, &originals_items))
-        .await?;
     Ok(())
-}
-
-/// The records whose cells differ from what they were before (in the same order).
-fn changed(records: Vec<Record>, before: &[Vec<Cell>]) -> Vec<Record> {
-    records
-        .into_iter()
-        .zip(before)
-        .filter(|(record, before)| record.cells != **before)
-        .map(|(record, _)| record)
-        .collect()
 }

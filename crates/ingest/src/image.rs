@@ -18,32 +18,6 @@ use brandhub_store::ids::new_id;
 use sea_query::Cond;
 use std::collections::HashMap;
 
-/// The longest URL accepted.
-const MAX_URL: usize = 2048;
-
-/// Why a URL is refused, if it is: only absolute http and https URLs with a host and without
-/// spaces are images a client can fetch.
-pub(crate) fn url_problem(url: &str) -> Option<String> {
-    let lower = url.to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"));
-    let Some(rest) = rest else {
-        return Some(format!("Image URL \"{url}\" is not an http or https URL"));
-    };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if host.is_empty() || host.starts_with(':') || host.starts_with('@') {
-        return Some(format!("Image URL \"{url}\" has no host"));
-    }
-    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Some(format!("Image URL \"{url}\" contains spaces"));
-    }
-    if url.len() > MAX_URL {
-        return Some(format!("Image URL is longer than {MAX_URL} characters"));
-    }
-    None
-}
-
 /// Applies an image file inside `tx`.
 pub(crate) async fn apply(
     tx: &mut WriteTx,
@@ -94,10 +68,7 @@ pub(crate) async fn apply(
                 C::ImageUrl,
                 required_text(row, map, C::ImageUrl)?,
             )?;
-            if let Some(problem) = url_problem(&url) {
-                return Err(problem);
-            }
-            let position = optional_integer(row, map, C::Position, Some(0))?;
+            let position = optional_integer(row, map, C::Position, resource("image"), "position")?;
             let (code, barcode) = either_text(row, map, C::ProductCode, C::Barcode)?;
             Ok((url, position, barcode, code))
         })();
@@ -166,19 +137,22 @@ pub(crate) async fn apply(
         }
         report.applied();
     }
-    tx.upsert_records(image, &take_changed(images, &changed))
+    tx.upsert_records(image, &mut take_changed(images, &changed))
         .await?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::url_problem;
+    use crate::lookup::{fitting, resource};
+    use brandhub_sheet::Column as C;
 
+    /// Image URLs from a file follow the catalog's rule for `image.url`, as JSON writes do.
     #[test]
     fn only_http_and_https_urls_with_a_host() {
-        assert_eq!(url_problem("https://images.example.com/a.jpg"), None);
-        assert_eq!(url_problem("HTTP://images.example.com"), None);
+        let url = |text: &str| fitting(resource("image"), "url", C::ImageUrl, text.to_string());
+        assert!(url("https://images.example.com/a.jpg").is_ok());
+        assert!(url("HTTP://images.example.com").is_ok());
         for bad in [
             "ftp://x/a.jpg",
             "javascript:alert(1)",
@@ -187,7 +161,12 @@ mod tests {
             "https:///a.jpg",
             "https://x/a b.jpg",
         ] {
-            assert!(url_problem(bad).is_some(), "{bad}");
+            let problem = url(bad).unwrap_err();
+            assert!(
+                problem.starts_with(&format!("Image URL \"{bad}\"")),
+                "{problem}"
+            );
         }
+        assert!(url(&format!("https://x/{}", "a".repeat(2048))).is_err());
     }
 }

@@ -2,9 +2,9 @@
 //! the brand-wide lookups each done in one statement (a brand's barcodes, its product codes).
 
 use brandhub_catalog::{Cell, Record, Resource, catalog};
-use brandhub_problem::ApiResult;
 use brandhub_query::text::fold;
 use brandhub_sheet::{Cell as SheetCell, Column, ColumnMap, Row};
+use brandhub_store::StoreResult;
 use brandhub_store::WriteTx;
 use brandhub_store::db::Kind;
 use sea_query::{Alias, Expr, ExprTrait, Query};
@@ -62,30 +62,50 @@ const QUOTED: usize = 50;
 
 /// A cell as a reason quotes it: `"abc"`, a long text cut with `…`.
 pub(crate) fn shown(cell: &SheetCell) -> String {
-    let text = text_of(cell);
+    quoted(&text_of(cell))
+}
+
+/// A text as a reason quotes it: `"abc"`, a long one cut with `…`.
+fn quoted(text: &str) -> String {
     match text.char_indices().nth(QUOTED) {
         Some((cut, _)) => format!("\"{}…\"", &text[..cut]),
         None => format!("\"{text}\""),
     }
 }
 
-/// A text for the field at `path` of `resource`, or the reason it is too long for it (naming
-/// the column it came from).
+fn field_of<'r>(resource: &'r Resource, path: &str) -> &'r brandhub_catalog::Field {
+    resource
+        .field_at(path)
+        .unwrap_or_else(|| panic!("{} has a field {path}", resource.name))
+}
+
+/// A text for the field at `path` of `resource`, or the reason the field's rules refuse it
+/// (`Field::value_problem`, the rule JSON writes are checked by), naming the column it came
+/// from.
 pub(crate) fn fitting(
     resource: &Resource,
     path: &str,
     column: Column,
     text: String,
 ) -> Result<String, String> {
-    let field = resource
-        .field_at(path)
-        .unwrap_or_else(|| panic!("{} has a field {path}", resource.name));
-    match field.length_problem(&text) {
-        None => Ok(text),
-        Some(problem) => Err(format!(
+    let field = field_of(resource, path);
+    if let Some(problem) = field.length_problem(&text) {
+        return Err(format!(
             "{} {problem} (the {} {path} it sets)",
             column.label(),
             resource.name
+        ));
+    }
+    let cell = Cell::Text(text);
+    match field.value_problem(&cell) {
+        None => Ok(match cell {
+            Cell::Text(text) => text,
+            _ => String::new(),
+        }),
+        Some(problem) => Err(format!(
+            "{} {} {problem}",
+            column.label(),
+            quoted(cell.as_text().unwrap_or_default())
         )),
     }
 }
@@ -111,45 +131,58 @@ pub(crate) fn optional_text(
     fitting(resource, path, column, text_of(row.get(map, column))).map(|t| Some(Cell::Text(t)))
 }
 
-/// An optional whole-number column: `None` when the file lacks it, `Null` for an empty cell,
-/// or the reason the cell is not a whole number (at least `min`).
+/// An optional whole-number column for the field at `path` of `resource`: `None` when the
+/// file lacks it, `Null` for an empty cell, or the reason the cell is not a whole number the
+/// field takes (its minimum, `Field::value_problem`).
 pub(crate) fn optional_integer(
     row: &Row,
     map: &ColumnMap,
     column: Column,
-    min: Option<i64>,
+    resource: &Resource,
+    path: &str,
 ) -> Result<Option<Cell>, String> {
-    optional(row, map, column, |cell| match cell.as_integer() {
-        Some(n) if min.is_some_and(|min| n < min) => Err(format!(
-            "{} {n} is below {}",
-            column.label(),
-            min.unwrap_or_default()
-        )),
-        Some(n) => Ok(Cell::Integer(n)),
-        None => Err(format!(
-            "{} {} is not a whole number",
-            column.label(),
-            shown(cell)
-        )),
+    let field = field_of(resource, path);
+    optional(row, map, column, |cell| {
+        let value = cell
+            .as_integer()
+            .map(Cell::Integer)
+            .ok_or_else(|| format!("{} {} is not a whole number", column.label(), shown(cell)))?;
+        within(field, column, value)
     })
 }
 
-/// An optional decimal column: `None` when the file lacks it, `Null` for an empty cell, or the
-/// reason the cell is not a number of at least 0.
+/// An optional decimal column for the field at `path` of `resource`: `None` when the file
+/// lacks it, `Null` for an empty cell, or the reason the cell is not a number the field takes.
 pub(crate) fn optional_amount(
     row: &Row,
     map: &ColumnMap,
     column: Column,
+    resource: &Resource,
+    path: &str,
 ) -> Result<Option<Cell>, String> {
-    optional(row, map, column, |cell| match cell.as_number() {
-        Some(n) if n < 0.0 => Err(format!("{} {} is negative", column.label(), shown(cell))),
-        Some(n) => Ok(Cell::Number(n)),
-        None => Err(format!(
-            "{} {} is not a number",
-            column.label(),
-            shown(cell)
-        )),
+    let field = field_of(resource, path);
+    optional(row, map, column, |cell| {
+        let value = cell
+            .as_number()
+            .map(Cell::Number)
+            .ok_or_else(|| format!("{} {} is not a number", column.label(), shown(cell)))?;
+        within(field, column, value)
     })
+}
+
+/// A number, or the reason the field's rules refuse it.
+fn within(field: &brandhub_catalog::Field, column: Column, value: Cell) -> Result<Cell, String> {
+    match field.value_problem(&value) {
+        None => Ok(value),
+        Some(problem) => {
+            let shown = match &value {
+                Cell::Integer(n) => n.to_string(),
+                Cell::Number(n) => n.to_string(),
+                _ => String::new(),
+            };
+            Err(format!("{} {shown} {problem}", column.label()))
+        }
+    }
 }
 
 /// An optional yes/no column: `None` when the file lacks it, `Null` for an empty cell, or the
@@ -195,23 +228,31 @@ pub(crate) fn required_text(row: &Row, map: &ColumnMap, column: Column) -> Resul
     }
 }
 
-/// A required whole-number column (at least `min`): the reason when the cell is empty or not
-/// such a number.
+/// A required whole-number column for the field at `path` of `resource`: the reason when the
+/// cell is empty or not such a number.
 pub(crate) fn required_integer(
     row: &Row,
     map: &ColumnMap,
     column: Column,
-    min: Option<i64>,
+    resource: &Resource,
+    path: &str,
 ) -> Result<i64, String> {
-    match optional_integer(row, map, column, min)? {
+    match optional_integer(row, map, column, resource, path)? {
         Some(Cell::Integer(n)) => Ok(n),
         _ => Err(format!("{} is empty", column.label())),
     }
 }
 
-/// A required amount column: the reason when the cell is empty, negative or not a number.
-pub(crate) fn required_amount(row: &Row, map: &ColumnMap, column: Column) -> Result<f64, String> {
-    match optional_amount(row, map, column)? {
+/// A required amount column for the field at `path` of `resource`: the reason when the cell
+/// is empty or not such a number.
+pub(crate) fn required_amount(
+    row: &Row,
+    map: &ColumnMap,
+    column: Column,
+    resource: &Resource,
+    path: &str,
+) -> Result<f64, String> {
+    match optional_amount(row, map, column, resource, path)? {
         Some(Cell::Number(n)) => Ok(n),
         _ => Err(format!("{} is empty", column.label())),
     }
@@ -258,7 +299,7 @@ pub(crate) struct VariantRef {
 pub(crate) async fn brand_barcodes(
     tx: &mut WriteTx,
     brand: &str,
-) -> ApiResult<HashMap<String, VariantRef>> {
+) -> StoreResult<HashMap<String, VariantRef>> {
     let variant = resource("variant");
     let select = Query::select()
         .column(Alias::new("id"))
@@ -286,7 +327,7 @@ pub(crate) async fn brand_barcodes(
 pub(crate) async fn brand_product_codes(
     tx: &mut WriteTx,
     brand: &str,
-) -> ApiResult<HashMap<String, String>> {
+) -> StoreResult<HashMap<String, String>> {
     let product = resource("product");
     let select = Query::select()
         .column(Alias::new("id"))

@@ -1,10 +1,11 @@
 //! Price files: one price per variant of the file's brand for the host and the dates of the
-//! upload's part name. A price with the same variant, host and dates is updated in place; only
+//! upload's part name. A price with the same variant, host and start date (its natural key,
+//! CONTRACT §9) is updated in place, its end date included; only
 //! prices whose values change are written, and those get `fk_file` = this file.
 
 use crate::lookup::{
-    brand_barcodes, column, equals, optional_amount, refers_to, required_amount, required_text,
-    resource, text_in,
+    brand_barcodes, equals, optional_amount, refers_to, required_amount, required_text, resource,
+    text_in,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
@@ -12,7 +13,7 @@ use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_sheet::{Column as C, ColumnMap, FileType, Table};
 use brandhub_store::WriteTx;
 use brandhub_store::ids::new_id;
-use sea_query::{Cond, Expr, ExprTrait};
+use sea_query::Cond;
 use std::collections::HashMap;
 
 /// Applies a price file inside `tx`.
@@ -33,17 +34,12 @@ pub(crate) async fn apply(
     let variant = resource("variant");
     let l = Layout::of(price);
     let barcodes = brand_barcodes(tx, &job.brand).await?;
-    let end_matches = match &job.end {
-        Some(end) => equals(price, "endDate", end),
-        None => Expr::col(column(price, "endDate")).is_null(),
-    };
     let existing = tx
         .load_records(
             price,
             Cond::all()
                 .add(equals(price, "fk_host", &host))
                 .add(equals(price, "startDate", &start))
-                .add(end_matches)
                 .add(refers_to(
                     price,
                     "fk_variant",
@@ -63,8 +59,8 @@ pub(crate) async fn apply(
     for row in table.rows() {
         let line = (|| -> Result<_, String> {
             let barcode = required_text(row, map, C::Barcode)?;
-            let amount = required_amount(row, map, C::Price)?;
-            let rrp = optional_amount(row, map, C::Rrp)?;
+            let amount = required_amount(row, map, C::Price, resource("price"), "price")?;
+            let rrp = optional_amount(row, map, C::Rrp, resource("price"), "rrp")?;
             Ok((barcode, amount, rrp))
         })();
         let Some((barcode, amount, rrp)) = report.checked(row.number(), line) else {
@@ -81,11 +77,11 @@ pub(crate) async fn apply(
                 record.cells[l.cell("fk_variant")] = Cell::Text(found.id.clone());
                 record.cells[l.cell("fk_host")] = Cell::Text(host.clone());
                 record.cells[l.cell("startDate")] = Cell::Text(start.clone());
-                record.cells[l.cell("endDate")] = job.end.clone().map_or(Cell::Null, Cell::Text);
                 (record, true)
             }
         };
         let before = record.cells.clone();
+        record.cells[l.cell("endDate")] = job.end.clone().map_or(Cell::Null, Cell::Text);
         record.cells[l.cell("price")] = Cell::Number(amount);
         if let Some(rrp) = rrp {
             record.cells[l.cell("rrp")] = rrp;
@@ -96,6 +92,6 @@ pub(crate) async fn apply(
         }
         report.applied();
     }
-    tx.upsert_records(price, &written).await?;
+    tx.upsert_records(price, &mut written).await?;
     Ok(())
 }

@@ -10,7 +10,6 @@ use crate::worker::{Context, Outcome};
 use crate::{dispatch, image, price, product, stock};
 use brandhub_catalog::{Cell, Layout, Record, catalog};
 use brandhub_filestore::StoreError;
-use brandhub_problem::ApiError;
 use brandhub_query::judge::Verdict;
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::{ColumnMap, FileType, Format, Table};
@@ -30,20 +29,21 @@ pub(crate) enum ProcessError {
     /// The file itself is at fault (unreadable, a required column missing): it is `failed`
     /// with this reason, and nothing is applied.
     Fail(String),
-    /// Something passing went wrong (the database, the file store): retried later.
-    Retry(ApiError),
+    /// Something passing went wrong (the database, the file store): retried later; the
+    /// text is for the log.
+    Retry(String),
     /// Another worker holds the job now; this one stops without writing anything.
     Lost,
 }
 
-impl From<ApiError> for ProcessError {
-    /// A client error (such as a conflict with a unique value) comes from what the file says:
-    /// trying again cannot help, so the file fails with it. Anything else may pass.
-    fn from(error: ApiError) -> ProcessError {
-        if (400..500).contains(&error.status()) {
-            ProcessError::Fail(error.detail)
-        } else {
-            ProcessError::Retry(error)
+impl From<brandhub_store::StoreError> for ProcessError {
+    /// A refusal (such as a conflict with a unique value) comes from what the file says:
+    /// trying again cannot help, so the file fails with it. A failing database may pass.
+    fn from(error: brandhub_store::StoreError) -> ProcessError {
+        use brandhub_store::StoreError;
+        match error {
+            StoreError::Internal | StoreError::Config(_) => ProcessError::Retry(error.to_string()),
+            refused => ProcessError::Fail(refused.to_string()),
         }
     }
 }
@@ -232,9 +232,8 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
             ));
         }
         Err(error) => {
-            return Err(ProcessError::Retry(ApiError::new(
-                brandhub_problem::Code::Internal,
-                format!("the file store failed: {error}"),
+            return Err(ProcessError::Retry(format!(
+                "the file store failed: {error}"
             )));
         }
     };
@@ -242,12 +241,7 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
     // Parsing is CPU work: off the async threads.
     let table = tokio::task::spawn_blocking(move || brandhub_sheet::read(&bytes, format, &limits))
         .await
-        .map_err(|error| {
-            ProcessError::Retry(ApiError::new(
-                brandhub_problem::Code::Internal,
-                format!("the sheet reader stopped: {error}"),
-            ))
-        })?
+        .map_err(|error| ProcessError::Retry(format!("the sheet reader stopped: {error}")))?
         .map_err(|error| ProcessError::Fail(error.to_string()))?;
     let map = ColumnMap::match_headers(file.file_type, table.header())
         .map_err(|error| ProcessError::Fail(error.to_string()))?;
@@ -379,7 +373,7 @@ async fn fail(
     file_id: &str,
     reason: &str,
     rows: usize,
-) -> brandhub_problem::ApiResult<()> {
+) -> brandhub_store::StoreResult<()> {
     let mut tx = context.store.begin().await?;
     if !tx.finish_job(file_id, &context.worker).await? {
         tracing::info!(file = %file_id, "another worker took the file over");

@@ -81,9 +81,9 @@ fn read_line(row: &Row, map: &ColumnMap) -> Result<Line, String> {
             C::Barcode,
             required_text(row, map, C::Barcode)?,
         )?,
-        sequence: optional_integer(row, map, C::Sequence, None)?,
-        rrp: optional_amount(row, map, C::Rrp)?,
-        price: optional_amount(row, map, C::Price)?,
+        sequence: optional_integer(row, map, C::Sequence, variant, "sequence")?,
+        rrp: optional_amount(row, map, C::Rrp, variant, "rrp")?,
+        price: optional_amount(row, map, C::Price, variant, "detail.price")?,
         vatable: optional_bool(row, map, C::Vatable)?,
         product_texts: texts(product, &PRODUCT_TEXTS)?,
         variant_texts: texts(variant, &VARIANT_TEXTS)?,
@@ -189,8 +189,6 @@ pub(crate) async fn apply(
         let before = record.cells.clone();
         record.cells[v.cell("fk_product")] = Cell::Text(product_id);
         record.cells[v.cell("barcode")] = Cell::Text(line.barcode.clone());
-        // The brand shortcut that scope goes through (see the catalog's `fk_scopeBrand`).
-        record.cells[v.cell("fk_scopeBrand")] = Cell::Text(job.brand.clone());
         for (path, cell) in &line.variant_texts {
             record.cells[v.cell(path)] = cell.clone();
         }
@@ -214,9 +212,9 @@ pub(crate) async fn apply(
         report.applied();
     }
 
-    tx.upsert_records(product, &take_changed(products, &changed_products))
+    tx.upsert_records(product, &mut take_changed(products, &changed_products))
         .await?;
-    tx.upsert_records(variant, &take_changed(variants, &changed_variants))
+    tx.upsert_records(variant, &mut take_changed(variants, &changed_variants))
         .await?;
     Ok(())
 }

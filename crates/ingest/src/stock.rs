@@ -66,9 +66,9 @@ pub(crate) async fn apply(
     for row in table.rows() {
         let line = (|| -> Result<_, String> {
             let barcode = required_text(row, map, C::Barcode)?;
-            let in_stock = required_integer(row, map, C::InStock, None)?;
-            let demand = optional_integer(row, map, C::Demand, Some(0))?;
-            let supply = optional_integer(row, map, C::Supply, Some(0))?;
+            let in_stock = required_integer(row, map, C::InStock, stock, "inStock")?;
+            let demand = optional_integer(row, map, C::Demand, stock, "demand")?;
+            let supply = optional_integer(row, map, C::Supply, stock, "supply")?;
             Ok((barcode, in_stock, demand, supply))
         })();
         let Some((barcode, in_stock, demand, supply)) = report.checked(row.number(), line) else {
@@ -94,11 +94,9 @@ pub(crate) async fn apply(
             record.cells[s.cell("supply")] = supply;
         }
         record.cells[s.cell("lastUpdate")] = Cell::Text(now.clone());
-        // The brand shortcut that scope goes through (see the catalog's `fk_scopeBrand`).
-        record.cells[s.cell("fk_scopeBrand")] = Cell::Text(job.brand.clone());
         written.push(record);
         report.applied();
     }
-    tx.upsert_records(stock, &written).await?;
+    tx.upsert_records(stock, &mut written).await?;
     Ok(())
 }

@@ -46,6 +46,8 @@ codes! {
     NotFound             => 404, "not_found",              "Not found";
     MethodNotAllowed     => 405, "method_not_allowed",     "Method not allowed";
     Conflict             => 409, "conflict",               "Conflict";
+    InvalidTransition    => 409, "invalid_transition",     "Invalid transition";
+    PreconditionFailed   => 412, "precondition_failed",    "Precondition failed";
     PayloadTooLarge      => 413, "payload_too_large",      "Payload too large";
     UriTooLong           => 414, "uri_too_long",           "URI too long";
     UnsupportedMediaType => 415, "unsupported_media_type", "Unsupported media type";
@@ -203,7 +205,7 @@ mod tests {
                 "{code}"
             );
         }
-        assert_eq!(Code::ALL.len(), 17);
+        assert_eq!(Code::ALL.len(), 19);
     }
 
     #[test]

@@ -7,15 +7,20 @@
 //!
 //! [`limits`] declares, once, how large a request may be; the parser and the planner enforce it.
 //!
-//! Writes have a stage of their own, [`write`]: a JSON body checked against the catalog; and
+//! Writes have a stage of their own, [`write`]: a JSON body checked against the catalog, with
+//! the headers that make it conditional in [`conditions`]; and
 //! [`judge`] decides from what is known of a record about to be written whether a catalog
 //! rule (who may write it, who would see it) holds.
 //!
 //! Nothing here touches a network or a database, so each stage is tested alone.
 
+pub mod conditions;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
+pub mod import;
+pub mod intake;
 pub mod judge;
+pub mod lifecycle;
 pub mod limits;
 pub mod parse;
 pub mod plan;

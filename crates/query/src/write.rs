@@ -107,20 +107,25 @@ fn id_value(field: &Field, value: &Value) -> Result<Option<String>, FieldError> 
     }
 }
 
+/// A JSON value as a cell of the field's type, within the field's rules
+/// (`Field::value_problem`, which spreadsheet rows are checked by too).
 fn typed(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
+    let cell = of_type(field, value)?;
+    match field.value_problem(&cell) {
+        None => Ok(cell),
+        Some(message) => Err(FieldError {
+            field: field.path.clone(),
+            message,
+            index: None,
+        }),
+    }
+}
+
+fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
     Ok(match field.ty {
         FieldType::Text => match value {
             Value::Null => Cell::Text(String::new()),
-            Value::String(text) => {
-                if let Some(message) = field.length_problem(text) {
-                    return Err(FieldError {
-                        field: field.path.clone(),
-                        message,
-                        index: None,
-                    });
-                }
-                Cell::Text(text.clone())
-            }
+            Value::String(text) => Cell::Text(text.clone()),
             other => return Err(kind_error(field, "text", other)),
         },
         FieldType::Id => id_value(field, value)?.map_or(Cell::Null, Cell::Text),
@@ -290,10 +295,23 @@ pub fn parse_object(
     object: &serde_json::Map<String, Value>,
     viewer: &Viewer,
 ) -> ApiResult<WriteValues> {
-    let writable: &[&str] = match mode {
-        WriteMode::Create => &resource.writes.create,
-        WriteMode::Update => &resource.writes.update,
+    let (writable, required): (&[&str], &[&str]) = match mode {
+        WriteMode::Create => (&resource.writes.create, &resource.writes.create_required),
+        WriteMode::Update => (&resource.writes.update, &[]),
     };
+    parse_fields(resource, mode, writable, required, object, viewer)
+}
+
+/// [`parse_object`] with the writable and required fields given by the caller: an order's
+/// lines are written only within an order intake, with the fields its lifecycle names.
+pub fn parse_fields(
+    resource: &'static Resource,
+    mode: WriteMode,
+    writable: &[&str],
+    required: &[&str],
+    object: &serde_json::Map<String, Value>,
+    viewer: &Viewer,
+) -> ApiResult<WriteValues> {
     let mut pending = Vec::new();
     flatten("", object, &mut pending);
     let mut values = WriteValues::default();
@@ -343,7 +361,7 @@ pub fn parse_object(
         }
     }
     if mode == WriteMode::Create {
-        for path in &resource.writes.create_required {
+        for path in required {
             let given =
                 values.cell(path).is_some_and(|c| !c.is_unset()) || values.list(path).is_some();
             if !given && !errors.iter().any(|e| e.field == *path) {
@@ -363,7 +381,10 @@ pub fn parse_object(
 }
 
 /// A 422 listing every problem of a write.
-pub fn validation_failed(errors: Vec<FieldError>) -> ApiError {
+pub fn validation_failed(mut errors: Vec<FieldError>) -> ApiError {
+    // By record, then field: the same body always lists its problems in the same order,
+    // whatever order its keys came in.
+    errors.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
     let summary: Vec<String> = errors
         .iter()
         .map(|e| format!("{} {}", e.field, e.message))

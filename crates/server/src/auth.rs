@@ -18,6 +18,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
 use brandhub_store::accounts::AUTH_TABLES;
+use brandhub_store::accounts::sessions::{SESSION_IDLE_MILLIS, session_of};
 use brandhub_store::{Caller, Store, Timing, Versions};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -38,8 +39,9 @@ pub struct Authenticated {
     pub versions: Arc<Versions>,
 }
 
-/// (lower-cased user name, secret) → (auth stamp when checked, the caller).
-type Remembered = HashMap<(String, String), (i64, Arc<Caller>)>;
+/// (lower-cased user name, secret) → (auth stamp when checked, the caller, when it was last
+/// used by the store's clock: a session idle too long is checked again, and then fails).
+type Remembered = HashMap<(String, String), (i64, Arc<Caller>, i64)>;
 
 /// Checks keys and remembers the ones that passed while nothing they depend on changes.
 pub struct Authenticator {
@@ -105,15 +107,23 @@ impl Authenticator {
     }
 
     /// A caller already checked with these credentials, while nothing it depends on changed.
-    fn remembered(&self, user: &str, secret: &str, versions: &Versions) -> Option<Arc<Caller>> {
+    fn remembered(
+        &self,
+        user: &str,
+        secret: &str,
+        versions: &Versions,
+        now: i64,
+    ) -> Option<Arc<Caller>> {
         let stamp = versions.stamp(&AUTH_TABLES);
         let key = (user.to_lowercase(), secret.to_string());
-        self.remembered
-            .lock()
-            .expect("lock")
-            .get(&key)
-            .filter(|(at, _)| *at == stamp)
-            .map(|(_, caller)| caller.clone())
+        let mut remembered = self.remembered.lock().expect("lock");
+        let (at, caller, used) = remembered.get_mut(&key)?;
+        let idle = session_of(&caller.key_id).is_some() && now - *used >= SESSION_IDLE_MILLIS;
+        if *at != stamp || idle {
+            return None;
+        }
+        *used = now;
+        Some(caller.clone())
     }
 
     /// The caller a user name and secret identify, or 401. For an address past its failure
@@ -130,7 +140,8 @@ impl Authenticator {
     ) -> ApiResult<Arc<Caller>> {
         let stamp = versions.stamp(&AUTH_TABLES);
         let key = (user.to_lowercase(), secret.to_string());
-        let known = self.remembered(user, secret, versions);
+        let now = store.clock().now_millis();
+        let known = self.remembered(user, secret, versions, now);
         if known.is_none()
             && let Some(address) = blocked
             && self.blocked_checks.take(&address, Instant::now()).is_err()
@@ -145,7 +156,8 @@ impl Authenticator {
             None => {
                 let caller = store
                     .authenticate(user, secret, timing)
-                    .await?
+                    .await
+                    .map_err(crate::problem::from_store)?
                     .ok_or_else(|| {
                         ApiError::new(
                             Code::Unauthenticated,
@@ -157,12 +169,23 @@ impl Authenticator {
                 if remembered.len() >= MAX_REMEMBERED {
                     remembered.clear();
                 }
-                remembered.insert(key, (stamp, caller.clone()));
+                remembered.insert(key, (stamp, caller.clone(), now));
                 caller
             }
         };
         self.touch(&caller.key_id);
         Ok(caller)
+    }
+
+    /// How long an address must wait before its next failed authentication is even looked
+    /// at (sign-in checks a password, which must not be guessed faster than keys).
+    pub(crate) fn failure_wait(&self, address: IpAddr) -> Option<Duration> {
+        self.failures.check(&address, Instant::now()).err()
+    }
+
+    /// Counts a failed authentication (a wrong password or invitation token) of an address.
+    pub(crate) fn record_failure(&self, address: IpAddr) {
+        let _ = self.failures.take(&address, Instant::now());
     }
 
     fn touch(&self, key_id: &str) {
@@ -182,7 +205,7 @@ impl Authenticator {
 }
 
 /// The client's address: the peer, or what trusted proxies say of it (see `proxies`).
-fn client_address(parts: &Parts, proxies: &TrustedProxies) -> IpAddr {
+pub(crate) fn client_address(parts: &Parts, proxies: &TrustedProxies) -> IpAddr {
     let peer = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()

@@ -3,7 +3,8 @@
 //! with `BRANDHUB_UPDATE_DOCS=1` to rewrite the sections after changing the catalog.
 
 use brandhub_catalog::{
-    Field, FieldType, NoneAs, RelationKind, Resource, Scope, UserType, WriteAction, catalog,
+    Field, FieldDefault, FieldType, NoneAs, RelationKind, Resource, Scope, UserType, WriteAction,
+    catalog,
 };
 use brandhub_problem::Code;
 use brandhub_query::limits::{self, Stage};
@@ -35,6 +36,9 @@ fn notes(field: &Field) -> String {
     }
     if field.nullable_object {
         notes.push("Null when empty.".into());
+    }
+    if field.generated.is_some() {
+        notes.push("Computed by the database; read-only.".into());
     }
     if !field.hidden_from.is_empty() {
         let types: Vec<&str> = field.hidden_from.iter().map(|t| t.as_str()).collect();
@@ -176,6 +180,80 @@ pub fn authority_reference() -> String {
     out
 }
 
+/// The writes of the generic pipeline (CONTRACT §9), per resource: what a create sets (and
+/// must), what an update changes, the natural key and what the server sets itself.
+pub fn writes_reference() -> String {
+    let mut out = String::from(
+        "| resource | POST sets (* required; default) | PATCH changes | natural key | DELETE | set by the server |\n|---|---|---|---|---|---|\n",
+    );
+    let code = |paths: &[&str]| {
+        paths
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for resource in catalog().resources().iter().filter(|r| r.written_as_json()) {
+        let writes = &resource.writes;
+        let sets: Vec<String> = writes
+            .create
+            .iter()
+            .map(|p| {
+                let star = if writes.create_required.contains(p) {
+                    "*"
+                } else {
+                    ""
+                };
+                let default = match resource.field_at(p).and_then(|f| f.default) {
+                    Some(FieldDefault::Text(text)) => format!(" (`{text}`)"),
+                    Some(FieldDefault::Boolean(value)) => format!(" (`{value}`)"),
+                    Some(FieldDefault::Writer(anchor)) => format!(" ({})", anchor.describe()),
+                    None => String::new(),
+                };
+                format!("`{p}`{star}{default}")
+            })
+            .collect();
+        let mut key = match resource.natural_key_names().as_slice() {
+            [] => "none (an upsert creates)".to_string(),
+            [one] => format!("`{one}`"),
+            parts => format!("({})", code(parts)),
+        };
+        // A part kept as an internal shortcut, spelled out as the link it copies.
+        for (path, name) in writes.natural_key.iter().zip(resource.natural_key_names()) {
+            if let Some(from) = resource.field_named(path).and_then(|f| f.derived_from) {
+                let _ = write!(key, ": `{name}` is `{from}`");
+            }
+        }
+        let mut server: Vec<&str> = vec!["id"];
+        for field in resource.leaf_fields().filter(|f| !f.internal) {
+            if field.path == "createdDate" || field.stamped {
+                server.push(field.path.as_str());
+            }
+        }
+        let mut by_server = code(&server);
+        if let Some(secret) = writes.secret {
+            let _ = write!(
+                by_server,
+                "; `{}` (`{}…`, in the create's answer only)",
+                secret.shown_as, secret.prefix
+            );
+        }
+        let delete = match (writes.delete, writes.revoked_by) {
+            (false, _) => "—".to_string(),
+            (true, Some(flag)) => format!("sets `{flag}`"),
+            (true, None) => "removes".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {key} | {delete} | {by_server} |",
+            resource.name,
+            sets.join(", "),
+            code(&writes.update)
+        );
+    }
+    out
+}
+
 /// The error reference: every code with its status and title.
 pub fn error_reference() -> String {
     let mut out = String::from("| status | code | title |\n|---|---|---|\n");
@@ -233,6 +311,53 @@ fn thousands(n: usize) -> String {
     out
 }
 
+/// The order lifecycle (CONTRACT §11) from the catalog's transition table: a table of the
+/// steps and a Mermaid diagram of the statuses.
+pub fn lifecycle_reference() -> String {
+    use brandhub_catalog::lifecycle::TRANSITIONS;
+    let mut out = String::from(
+        "| step | from | to | who (and admin) | orderDispatch file | what it does |\n|---|---|---|---|---|---|\n",
+    );
+    for t in TRANSITIONS {
+        let list = |items: &[&str]| {
+            if items.is_empty() {
+                "—".to_string()
+            } else {
+                items
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        let who: Vec<&str> = t.who.iter().map(|u| u.as_str()).collect();
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            t.step.as_str(),
+            list(t.from),
+            list(t.to),
+            who.join(", "),
+            if t.by_file { "yes" } else { "no" },
+            t.effect
+        ));
+    }
+    out.push_str("\n```mermaid\nstateDiagram-v2\n");
+    for t in TRANSITIONS {
+        let from: Vec<&str> = if t.from.is_empty() {
+            vec!["[*]"]
+        } else {
+            t.from.to_vec()
+        };
+        for f in &from {
+            for to in t.to {
+                out.push_str(&format!("    {f} --> {to}: {}\n", t.step.as_str()));
+            }
+        }
+    }
+    out.push_str("```\n");
+    out
+}
+
 /// Replaces the text between `<!-- generated:NAME -->` and `<!-- end:NAME -->`.
 pub fn replace_section(document: &str, name: &str, content: &str) -> Option<String> {
     let begin = format!("<!-- generated:{name} -->\n");
@@ -258,8 +383,10 @@ mod tests {
             .and_then(|d| replace_section(&d, "errors", &error_reference()))
             .and_then(|d| replace_section(&d, "limits", &limits_reference()))
             .and_then(|d| replace_section(&d, "authority", &authority_reference()))
+            .and_then(|d| replace_section(&d, "writes", &writes_reference()))
+            .and_then(|d| replace_section(&d, "lifecycle", &lifecycle_reference()))
             .expect(
-                "docs/API.md has the generated:resources, errors, limits and authority markers",
+                "docs/API.md has the generated:resources, errors, limits, authority, writes and lifecycle markers",
             );
         if std::env::var("BRANDHUB_UPDATE_DOCS").is_ok_and(|v| v == "1") {
             std::fs::write(&path, &updated).expect("docs/API.md is writable");

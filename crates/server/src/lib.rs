@@ -8,6 +8,7 @@ pub mod health;
 pub mod lenient;
 pub mod metrics;
 pub mod observe;
+pub mod portal;
 pub mod problem;
 pub mod proxies;
 pub mod ratelimit;
@@ -153,15 +154,28 @@ fn ops_router(state: OpsState) -> Router {
 
 /// The routes of the API with their middleware.
 pub fn router(state: AppState, behind_proxy: bool) -> Router {
-    use handlers::{fallback, files, openapi, read, write};
+    use handlers::{fallback, files, openapi, read, session, write};
     let mut router = Router::new()
         .route("/api/openapi.json", get(openapi::openapi))
+        .route(
+            "/api/session",
+            get(session::current)
+                .post(session::sign_in)
+                .delete(session::sign_out),
+        )
+        .route("/api/invitation", post(session::invite))
+        .route("/api/invitation/{token}", post(session::accept))
+        .route("/", get(portal::index))
+        .route("/assets/{hash}/{*path}", get(portal::asset))
         .route("/api/{resource}", get(read::list).post(write::create))
         .route("/api/{resource}/count", get(read::count).post(read::count))
         .route("/api/{resource}/query", post(read::list))
         .route(
             "/api/{resource}/{id}",
-            get(read::by_id).patch(write::update).delete(write::delete),
+            get(read::by_id)
+                .patch(write::update)
+                .delete(write::delete)
+                .post(handlers::orders::action),
         )
         .route("/api/{resource}/{id}/{sub}", get(files::nested))
         .route(lenient::TOO_LONG_TARGET, any(fallback::uri_too_long))
@@ -182,6 +196,7 @@ pub fn router(state: AppState, behind_proxy: bool) -> Router {
     let metrics = state.metrics.clone();
     router
         .merge(health)
+        .layer(middleware::from_fn(portal::quiet_challenge))
         .layer(middleware::from_fn_with_state(metrics, metrics::track))
         .layer(middleware::from_fn(observe::observe))
         .with_state(state)

@@ -4,6 +4,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_problem::{ApiError, Code};
+use brandhub_store::StoreError;
 
 /// An [`ApiError`] on its way to the client.
 #[derive(Debug)]
@@ -49,3 +50,40 @@ impl IntoResponse for Problem {
 
 /// Shorthand for handler results.
 pub type Answer<T> = Result<T, Problem>;
+
+/// How each thing that can go wrong in the store is answered (CONTRACT §10): the one place a
+/// store error meets an HTTP status.
+impl From<StoreError> for Problem {
+    fn from(error: StoreError) -> Problem {
+        Problem(from_store(error))
+    }
+}
+
+/// The problem a store error is answered with.
+pub(crate) fn from_store(error: StoreError) -> ApiError {
+    let detail = error.to_string();
+    {
+        match error {
+            StoreError::Request(error) => error,
+            StoreError::Invalid { problems, .. } => {
+                let mut refused = ApiError::new(Code::ValidationFailed, detail);
+                refused.errors = problems;
+                refused
+            }
+            StoreError::NotFound(_) => ApiError::new(Code::NotFound, detail),
+            StoreError::Refused(_) => ApiError::new(Code::Forbidden, detail),
+            StoreError::Conflict { field, .. } => {
+                let conflict = ApiError::new(Code::Conflict, detail);
+                match field {
+                    Some(field) => conflict.with_field(field),
+                    None => conflict,
+                }
+            }
+            StoreError::Stale(_) => {
+                ApiError::new(Code::PreconditionFailed, detail).with_field("If-Match")
+            }
+            StoreError::Transition(_) => ApiError::new(Code::InvalidTransition, detail),
+            StoreError::Config(_) | StoreError::Internal => ApiError::internal(),
+        }
+    }
+}

@@ -6,9 +6,9 @@
 //! database's write lock.
 
 use crate::db::{Backend, Kind, Pool, Store, Timing, on_pool};
+use crate::error::StoreResult;
 use crate::versions::Versions;
 use brandhub_catalog::{Cell, Resource};
-use brandhub_problem::ApiResult;
 use brandhub_query::plan::{CountPlan, Predicate};
 use brandhub_query::sql::{CountStrategy, count_statement, filter_drives, is_rare, tables_read};
 use sea_query::{Alias, Expr, ExprTrait, OnConflict, Query, SelectStatement, SqliteQueryBuilder};
@@ -148,10 +148,10 @@ impl Store {
     pub async fn count_request(
         &self,
         request: String,
-        plan: impl FnOnce() -> ApiResult<CountPlan>,
+        plan: impl FnOnce() -> brandhub_problem::ApiResult<CountPlan>,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<u64> {
+    ) -> StoreResult<u64> {
         if let Some(route) = self.count_routes.get(&request)
             && let Some((at, count)) = self.counts.get(&route.key)
             && at == versions.stamp(&route.tables)
@@ -172,7 +172,7 @@ impl Store {
         plan: &CountPlan,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<u64> {
+    ) -> StoreResult<u64> {
         let (key, cached) = self.cached_count(plan, versions, timing).await?;
         if let Some(count) = cached {
             return Ok(count);
@@ -193,7 +193,7 @@ impl Store {
         plan: &CountPlan,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<CountStrategy> {
+    ) -> StoreResult<CountStrategy> {
         if plan.scope.is_always() || plan.filter.is_always() {
             return Ok(CountStrategy::Plain);
         }
@@ -229,7 +229,7 @@ impl Store {
         visible: u64,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<bool> {
+    ) -> StoreResult<bool> {
         if plan.scope.is_always() || plan.filter.is_always() {
             return Ok(false);
         }
@@ -266,7 +266,7 @@ impl Store {
         visible: u64,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<bool> {
+    ) -> StoreResult<bool> {
         let total = self
             .plain_count(&CountPlan::everything(resource), versions, timing)
             .await?;
@@ -279,7 +279,7 @@ impl Store {
         plan: &CountPlan,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<u64> {
+    ) -> StoreResult<u64> {
         let (key, cached) = self.cached_count(plan, versions, timing).await?;
         match cached {
             Some(count) => Ok(count),
@@ -297,7 +297,7 @@ impl Store {
         plan: &CountPlan,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<(CountKey, Option<u64>)> {
+    ) -> StoreResult<(CountKey, Option<u64>)> {
         let CountRoute { key, tables } = CountRoute::of(plan);
         let stamp = versions.stamp(&tables);
         if let Some((at, count)) = self.counts.get(&key)
@@ -327,7 +327,7 @@ impl Store {
         CountKey { key, stamp }: CountKey,
         strategy: CountStrategy,
         timing: &Timing,
-    ) -> ApiResult<u64> {
+    ) -> StoreResult<u64> {
         let count = self
             .fetch_integer(&count_statement(plan, strategy), timing)
             .await?;

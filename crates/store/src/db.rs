@@ -2,8 +2,8 @@
 //! run a sea-query statement, decode rows into [`Cell`]s by catalog type, time it, and write in
 //! a transaction that bumps the written tables' versions.
 
+use crate::error::{StoreError, StoreResult};
 use brandhub_catalog::{Cell, FieldType};
-use brandhub_problem::{ApiError, ApiResult};
 use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
 use sea_query_sqlx::SqlxBinder;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -94,9 +94,9 @@ impl Timing {
 }
 
 /// Logs a database failure with its cause and returns the client-facing 500.
-pub(crate) fn internal(context: &str, error: impl Display) -> ApiError {
+pub(crate) fn internal(context: &str, error: impl Display) -> StoreError {
     tracing::error!(%error, "{context}");
-    ApiError::internal()
+    StoreError::Internal
 }
 
 /// How a column decodes, by the catalog type of its field.
@@ -190,7 +190,7 @@ macro_rules! on_tx {
 
 impl Store {
     /// Connects (creating an SQLite file if needed) with the settings each backend wants.
-    pub async fn connect(options: &StoreOptions) -> ApiResult<Store> {
+    pub async fn connect(options: &StoreOptions) -> StoreResult<Store> {
         let url = options.url.as_str();
         let pool = if url.starts_with("sqlite:") {
             let connect = SqliteConnectOptions::from_str(url)
@@ -239,10 +239,9 @@ impl Store {
                     .map_err(|e| internal("cannot connect to PostgreSQL", e))?,
             )
         } else {
-            return Err(ApiError::new(
-                brandhub_problem::Code::InvalidParameter,
-                format!("database URL '{url}' is neither sqlite:// nor postgres://"),
-            ));
+            return Err(StoreError::Config(format!(
+                "database URL '{url}' is neither sqlite:// nor postgres://"
+            )));
         };
         let count_writer = Some(crate::count::start_writer(pool.clone()));
         Ok(Store {
@@ -288,7 +287,7 @@ impl Store {
         statement: &sea_query::SelectStatement,
         kinds: &[Kind],
         timing: &Timing,
-    ) -> ApiResult<Vec<Vec<Cell>>> {
+    ) -> StoreResult<Vec<Vec<Cell>>> {
         let started = Instant::now();
         let rows = on_pool!(&self.pool, |pool, builder| {
             let (sql, values) = statement.build_sqlx(builder);
@@ -317,7 +316,7 @@ impl Store {
         &self,
         statement: &sea_query::SelectStatement,
         timing: &Timing,
-    ) -> ApiResult<i64> {
+    ) -> StoreResult<i64> {
         let rows = self.fetch(statement, &[Kind::Integer], timing).await?;
         match rows.first().and_then(|r| r.first()) {
             Some(Cell::Integer(n)) => Ok(*n),
@@ -327,7 +326,7 @@ impl Store {
 
     /// Runs a write on a bookkeeping table outside any transaction (a job's heartbeat): no
     /// version is bumped, because no cache depends on those tables. Returns the rows affected.
-    pub async fn execute_untracked<S>(&self, table: &str, statement: &S) -> ApiResult<u64>
+    pub async fn execute_untracked<S>(&self, table: &str, statement: &S) -> StoreResult<u64>
     where
         S: SqlxBinder,
     {
@@ -343,7 +342,7 @@ impl Store {
     }
 
     /// Runs plain SQL without results (schema statements); `sql` must not contain input.
-    pub(crate) async fn execute_raw(&self, sql: &str) -> ApiResult<()> {
+    pub(crate) async fn execute_raw(&self, sql: &str) -> StoreResult<()> {
         on_pool!(&self.pool, |pool, _builder| {
             sqlx::raw_sql(AssertSqlSafe(sql.to_string()))
                 .execute(pool)
@@ -357,7 +356,10 @@ impl Store {
     /// holding the advisory lock `key`; `None` on SQLite. The lock lasts until the session is
     /// closed or dropped, which also happens if the process dies, so it can never be left
     /// behind on a pooled connection.
-    pub(crate) async fn pg_session_lock(&self, key: i64) -> ApiResult<Option<sqlx::PgConnection>> {
+    pub(crate) async fn pg_session_lock(
+        &self,
+        key: i64,
+    ) -> StoreResult<Option<sqlx::PgConnection>> {
         let Pool::Postgres(pool) = &self.pool else {
             return Ok(None);
         };
@@ -380,7 +382,7 @@ impl Store {
 
     /// Starts a write transaction. On SQLite it takes the write lock at once (`BEGIN
     /// IMMEDIATE`), so two writers never deadlock upgrading read locks.
-    pub async fn begin(&self) -> ApiResult<WriteTx> {
+    pub async fn begin(&self) -> StoreResult<WriteTx> {
         let tx = match &self.pool {
             Pool::Sqlite(pool) => Tx::Sqlite(
                 pool.begin_with("BEGIN IMMEDIATE")
@@ -418,7 +420,7 @@ pub struct WriteTx {
 
 impl WriteTx {
     /// Runs an insert, update or delete on `table`; returns the rows affected.
-    pub async fn execute<S>(&mut self, table: &'static str, statement: &S) -> ApiResult<u64>
+    pub async fn execute<S>(&mut self, table: &'static str, statement: &S) -> StoreResult<u64>
     where
         S: SqlxBinder,
     {
@@ -439,7 +441,7 @@ impl WriteTx {
         &mut self,
         table: &'static str,
         statement: &S,
-    ) -> ApiResult<u64>
+    ) -> StoreResult<u64>
     where
         S: SqlxBinder,
     {
@@ -459,7 +461,7 @@ impl WriteTx {
         &mut self,
         statement: &sea_query::SelectStatement,
         kinds: &[Kind],
-    ) -> ApiResult<Vec<Vec<Cell>>> {
+    ) -> StoreResult<Vec<Vec<Cell>>> {
         self.fetch_rows(statement, kinds, |e| {
             internal("a read in a write failed", e)
         })
@@ -472,8 +474,8 @@ impl WriteTx {
         &mut self,
         statement: &S,
         kinds: &[Kind],
-        failed: impl FnOnce(sqlx::Error) -> ApiError,
-    ) -> ApiResult<Vec<Vec<Cell>>>
+        failed: impl FnOnce(sqlx::Error) -> StoreError,
+    ) -> StoreResult<Vec<Vec<Cell>>>
     where
         S: SqlxBinder,
     {
@@ -498,7 +500,7 @@ impl WriteTx {
         table: Option<&'static str>,
         statement: &S,
         kinds: &[Kind],
-    ) -> ApiResult<Vec<Vec<Cell>>>
+    ) -> StoreResult<Vec<Vec<Cell>>>
     where
         S: SqlxBinder,
     {
@@ -511,7 +513,7 @@ impl WriteTx {
     }
 
     /// Bumps the versions of the written tables, then commits.
-    pub async fn commit(mut self) -> ApiResult<()> {
+    pub async fn commit(mut self) -> StoreResult<()> {
         if !self.touched.is_empty() {
             let bump = crate::versions::bump_statement(&self.touched);
             let tables = std::mem::take(&mut self.touched);
@@ -527,21 +529,21 @@ impl WriteTx {
 }
 
 /// A constraint violation is the client's conflict; anything else is ours.
-fn write_error(table: &str, error: sqlx::Error) -> ApiError {
+fn write_error(table: &str, error: sqlx::Error) -> StoreError {
     if let sqlx::Error::Database(db) = &error {
         if db.is_unique_violation() {
-            return ApiError::new(
-                brandhub_problem::Code::Conflict,
-                format!("A {table} record with the same unique values exists already."),
-            );
+            return StoreError::Conflict {
+                detail: format!("A {table} record with the same unique values exists already."),
+                field: None,
+            };
         }
         if db.is_foreign_key_violation() {
-            return ApiError::new(
-                brandhub_problem::Code::Conflict,
-                format!(
+            return StoreError::Conflict {
+                detail: format!(
                     "The {table} change refers to a record that does not exist, or is still referred to."
                 ),
-            );
+                field: None,
+            };
         }
     }
     internal(&format!("a write to {table} failed"), error)

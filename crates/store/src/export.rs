@@ -5,9 +5,9 @@
 //! ([`crate::table`]).
 
 use crate::db::{Backend, Kind, Store, Timing};
+use crate::error::StoreResult;
 use crate::read::NodeData;
 use brandhub_catalog::{Cell, FieldType};
-use brandhub_problem::ApiResult;
 use brandhub_query::plan::{Operand, ReadPlan, Viewer};
 use brandhub_query::sql::{Keyset, export_statement, node_columns};
 
@@ -48,7 +48,7 @@ impl Store {
         after: Option<&Keyset>,
         limit: u64,
         timing: &Timing,
-    ) -> ApiResult<ExportChunk> {
+    ) -> StoreResult<ExportChunk> {
         let columns = node_columns(&plan.selection, None);
         let mut kinds: Vec<Kind> = columns.iter().map(|f| Kind::of(f.ty)).collect();
         kinds.extend(plan.order.iter().map(|key| key_kind(key.path.field.ty)));

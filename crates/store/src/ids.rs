@@ -22,6 +22,15 @@ pub fn now_timestamp() -> String {
     Utc::now().format("%Y-%m-%dT%H:%M:%S").to_string()
 }
 
+/// A moment (milliseconds since the Unix epoch, as [`crate::clock::Clock`] tells it) as a
+/// record timestamp: writes stamp `updatedDate` from their store's clock, so tests set it.
+pub fn timestamp_at(millis: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(millis)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S")
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,13 +5,15 @@
 //! the parts joined by `/` (`"fk_store": "SHOPCO/WEB"`: the store `WEB` of the host `SHOPCO`).
 
 use crate::db::{Kind, Store, WriteTx};
+use crate::error::{StoreError, StoreResult};
 use crate::ids::looks_like_id;
-use crate::records::create_in;
+use crate::records::{Writer, create_in};
 use brandhub_catalog::{FieldType, RelationKind, Resource, catalog};
-use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_problem::FieldError;
+use brandhub_query::import::parse_document;
 use brandhub_query::plan::Viewer;
 use brandhub_query::text::fold;
-use brandhub_query::write::{WriteMode, parse_object, validation_failed};
+use brandhub_query::write::{WriteMode, parse_object};
 use sea_query::{Alias, Condition, Expr, ExprTrait, Query};
 use serde_json::Value;
 
@@ -21,10 +23,6 @@ pub struct Imported {
     pub resource: &'static str,
     pub created: usize,
     pub updated: usize,
-}
-
-fn invalid(detail: String) -> ApiError {
-    ApiError::new(Code::InvalidValue, detail)
 }
 
 /// The resource a foreign key of `resource` points to.
@@ -44,7 +42,7 @@ fn resolve<'a>(
     tx: &'a mut WriteTx,
     target: &'static Resource,
     text: &'a str,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Option<String>>> + Send + 'a>> {
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = StoreResult<Option<String>>> + Send + 'a>> {
     Box::pin(async move {
         let key = &target.writes.natural_key;
         let parts: Vec<&str> = text.splitn(key.len().max(1), '/').collect();
@@ -89,52 +87,15 @@ fn resolve<'a>(
 impl Store {
     /// Applies a set-up document in one transaction (everything or nothing), resources in
     /// the catalog's order so that links may name records created earlier in the document.
-    pub async fn import(&self, text: &[u8]) -> ApiResult<Vec<Imported>> {
-        let document: Value = serde_json::from_slice(text)
-            .map_err(|e| invalid(format!("The import document is not JSON: {e}.")))?;
-        let Value::Object(sections) = &document else {
-            return Err(invalid(
-                "An import document is a JSON object of arrays by resource name.".into(),
-            ));
-        };
-        for name in sections.keys() {
-            if !catalog().resource(name).is_some_and(|r| r.writes.generic) {
-                let importable: Vec<&str> = catalog()
-                    .resources()
-                    .iter()
-                    .filter(|r| r.writes.generic)
-                    .map(|r| r.name)
-                    .collect();
-                return Err(ApiError::unknown_field(
-                    "An import section",
-                    name,
-                    importable,
-                ));
-            }
-        }
+    pub async fn import(&self, text: &[u8]) -> StoreResult<Vec<Imported>> {
+        let sections = parse_document(text)?;
         let admin = Viewer::admin();
         let mut tx = self.begin().await?;
         let mut done = Vec::new();
-        for resource in catalog().resources().iter().filter(|r| r.writes.generic) {
-            let Some(section) = sections.get(resource.name) else {
-                continue;
-            };
-            let Value::Array(items) = section else {
-                return Err(invalid(format!(
-                    "The import section {} must be an array of records.",
-                    resource.name
-                )));
-            };
+        for (resource, items) in sections {
             let mut values = Vec::with_capacity(items.len());
             let mut problems = Vec::new();
-            for (index, item) in items.iter().enumerate() {
-                let Value::Object(object) = item else {
-                    return Err(invalid(format!(
-                        "{}[{index}] must be a JSON object, not {item}.",
-                        resource.name
-                    )));
-                };
-                let mut object = object.clone();
+            for (index, mut object) in items.into_iter().enumerate() {
                 for (name, value) in object.iter_mut() {
                     let (Some(target), Value::String(text)) = (target_of(resource, name), &value)
                     else {
@@ -150,7 +111,7 @@ impl Store {
                             message: format!(
                                 "no {} has the {} '{text}'",
                                 target.name,
-                                target.writes.natural_key.join("/")
+                                target.natural_key_names().join("/")
                             ),
                             index: Some(index),
                         }),
@@ -173,17 +134,12 @@ impl Store {
                 }
                 values.push(parsed);
             }
-            let named = |mut error: ApiError| {
-                error.detail = format!("{}: {}", resource.name, error.detail);
-                error
-            };
             if !problems.is_empty() {
-                problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
-                return Err(named(validation_failed(problems)));
+                return Err(StoreError::invalid(problems).about(resource.name));
             }
-            let written = create_in(&mut tx, resource, &values, &admin, true, true)
+            let written = create_in(&mut tx, resource, &values, &Writer::of(&admin), true, true)
                 .await
-                .map_err(named)?;
+                .map_err(|error| error.about(resource.name))?;
             let created = written.iter().filter(|w| w.created).count();
             done.push(Imported {
                 resource: resource.name,

@@ -15,9 +15,9 @@
 //! (the system clock of the process that writes them, or a test's).
 
 use crate::db::{Kind, Store, Timing, WriteTx};
+use crate::error::StoreResult;
 use crate::write::{records_of, select_records};
 use brandhub_catalog::{Cell, Record, Resource, catalog};
-use brandhub_problem::ApiResult;
 use sea_query::{
     Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query, UpdateStatement,
 };
@@ -101,7 +101,7 @@ fn file_resource() -> &'static Resource {
 
 impl WriteTx {
     /// Queues the job of a new file; call it in the transaction that inserts the file record.
-    pub async fn enqueue_job(&mut self, file_id: &str) -> ApiResult<()> {
+    pub async fn enqueue_job(&mut self, file_id: &str) -> StoreResult<()> {
         let now = self.clock.now_millis();
         let insert = Query::insert()
             .into_table(Alias::new(JOB_TABLE))
@@ -122,7 +122,7 @@ impl WriteTx {
     /// applies the file: it takes the job's row lock (on PostgreSQL no other worker can claim
     /// it until the transaction ends), and `false` means another worker took the job over, so
     /// this one must roll back.
-    pub async fn finish_job(&mut self, file_id: &str, worker: &str) -> ApiResult<bool> {
+    pub async fn finish_job(&mut self, file_id: &str, worker: &str) -> StoreResult<bool> {
         let update = held_job(file_id, worker)
             .value(Alias::new("state"), DONE)
             .value(Alias::new("heartbeat_at"), self.clock.now_millis())
@@ -134,7 +134,7 @@ impl WriteTx {
     /// still lets other transactions insert records referring to it; SQLite's write
     /// transaction already excludes other writers). Files of one brand are applied one after
     /// the other this way, so two workers never insert the same new product or barcode.
-    pub async fn lock_record(&mut self, table: &'static str, id: &str) -> ApiResult<bool> {
+    pub async fn lock_record(&mut self, table: &'static str, id: &str) -> StoreResult<bool> {
         let select = Query::select()
             .column(Alias::new("id"))
             .from(Alias::new(table))
@@ -148,7 +148,7 @@ impl WriteTx {
     }
 
     /// Sets the status (and other cells) of a file record, by catalog path.
-    pub async fn update_file(&mut self, file_id: &str, values: &[(&str, Cell)]) -> ApiResult<()> {
+    pub async fn update_file(&mut self, file_id: &str, values: &[(&str, Cell)]) -> StoreResult<()> {
         let resource = file_resource();
         let mut update = Query::update();
         update
@@ -166,6 +166,7 @@ impl WriteTx {
                 update.value(Alias::new(folded), crate::write::folded_value(cell));
             }
         }
+        crate::write::stamp_update(&mut update, resource, &self.now_timestamp());
         self.execute(resource.table, &update).await?;
         Ok(())
     }
@@ -173,18 +174,18 @@ impl WriteTx {
 
 impl Store {
     /// Stores a new file record and queues its job, in one transaction.
-    pub async fn create_file(&self, record: Record) -> ApiResult<()> {
+    pub async fn create_file(&self, record: Record) -> StoreResult<()> {
         let resource = file_resource();
         let id = record.id().to_string();
         let mut tx = self.begin().await?;
-        tx.insert_records(resource, &[record]).await?;
+        tx.insert_records(resource, &mut [record]).await?;
         tx.enqueue_job(&id).await?;
         tx.commit().await
     }
 
     /// Whether some job could be claimed now: a cheap read, so idle workers do not take the
     /// write lock (on SQLite) just to find the queue empty.
-    pub async fn has_claimable_job(&self, stale_after_ms: i64) -> ApiResult<bool> {
+    pub async fn has_claimable_job(&self, stale_after_ms: i64) -> StoreResult<bool> {
         let now = self.clock.now_millis();
         let select = Query::select()
             .column(Alias::new("file_id"))
@@ -205,7 +206,7 @@ impl Store {
         &self,
         worker: &str,
         stale_after_ms: i64,
-    ) -> ApiResult<Option<ClaimedJob>> {
+    ) -> StoreResult<Option<ClaimedJob>> {
         let claim = claim_statement(worker, self.clock.now_millis(), stale_after_ms);
         let mut tx = self.begin().await?;
         let rows = tx
@@ -226,7 +227,7 @@ impl Store {
     }
 
     /// Renews a claimed job's heartbeat; `false` when `worker` no longer holds it.
-    pub async fn heartbeat_job(&self, file_id: &str, worker: &str) -> ApiResult<bool> {
+    pub async fn heartbeat_job(&self, file_id: &str, worker: &str) -> StoreResult<bool> {
         let update = held_job(file_id, worker)
             .value(Alias::new("heartbeat_at"), self.clock.now_millis())
             .to_owned();
@@ -240,7 +241,7 @@ impl Store {
         file_id: &str,
         worker: &str,
         available_at: i64,
-    ) -> ApiResult<()> {
+    ) -> StoreResult<()> {
         let update = held_job(file_id, worker)
             .value(Alias::new("state"), PENDING)
             .value(Alias::new("claimed_by"), Option::<String>::None)
@@ -255,7 +256,7 @@ impl Store {
     }
 
     /// A whole file record by id (every stored column), for the worker that processes it.
-    pub async fn file_record(&self, file_id: &str) -> ApiResult<Option<Record>> {
+    pub async fn file_record(&self, file_id: &str) -> StoreResult<Option<Record>> {
         let file = file_resource();
         let (select, kinds) = select_records(file, Cond::all().add(col("id").eq(file_id)));
         let rows = self.fetch(&select, &kinds, &Timing::default()).await?;
@@ -264,7 +265,7 @@ impl Store {
 
     /// A file's status (`pending`, `processing`, `processed`, `failed`), or `None` if there
     /// is no such file; for answers that wait until processing ends.
-    pub async fn file_status(&self, file_id: &str) -> ApiResult<Option<String>> {
+    pub async fn file_status(&self, file_id: &str) -> StoreResult<Option<String>> {
         let select = Query::select()
             .column(Alias::new("status"))
             .from(Alias::new(file_resource().table))

@@ -6,9 +6,9 @@
 //! another process's write made stale.
 
 use crate::db::{Store, Timing};
+use crate::error::StoreResult;
 use crate::render::render_envelope;
 use crate::versions::Versions;
-use brandhub_problem::ApiResult;
 use brandhub_query::plan::{ReadPlan, Viewer};
 use brandhub_query::sql::{PageStrategy, page_statement, page_tables};
 use sea_query::SqliteQueryBuilder;
@@ -72,7 +72,7 @@ impl Store {
         viewer: &Viewer,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<RenderedPage> {
+    ) -> StoreResult<RenderedPage> {
         let stamp = versions.stamp(&page_tables(plan, viewer));
         let key = page_key(plan, viewer);
         if let Some(cached) = self.pages.get(&key)

@@ -3,9 +3,9 @@
 //! statement per record.
 
 use crate::db::{Backend, Kind, Store, Timing};
+use crate::error::StoreResult;
 use crate::versions::Versions;
 use brandhub_catalog::{Cell, Field, FieldType, RelationKind, catalog};
-use brandhub_problem::ApiResult;
 use brandhub_query::plan::{CountPlan, ReadPlan, Selection, Viewer};
 use brandhub_query::sql::{
     PageStrategy, list_statement, node_columns, page_statement, related_statement,
@@ -66,7 +66,7 @@ fn distinct_texts(rows: &[Vec<Cell>], column: usize) -> Vec<String> {
     keys
 }
 
-type Loading<'a> = Pin<Box<dyn Future<Output = ApiResult<()>> + Send + 'a>>;
+type Loading<'a> = Pin<Box<dyn Future<Output = StoreResult<()>> + Send + 'a>>;
 
 impl Store {
     /// One text (or id) field of a record, ignoring scope: `Some(None)` when the record
@@ -78,7 +78,7 @@ impl Store {
         resource: &str,
         field: &str,
         id: &str,
-    ) -> ApiResult<Option<Option<String>>> {
+    ) -> StoreResult<Option<Option<String>>> {
         let resource = catalog()
             .resource(resource)
             .unwrap_or_else(|| panic!("callers name a resource, not {resource}"));
@@ -106,7 +106,7 @@ impl Store {
         viewer: &Viewer,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<PageData> {
+    ) -> StoreResult<PageData> {
         let found = self
             .count(
                 &CountPlan {
@@ -148,7 +148,7 @@ impl Store {
         found: u64,
         versions: &Versions,
         timing: &Timing,
-    ) -> ApiResult<PageStrategy> {
+    ) -> StoreResult<PageStrategy> {
         let visible = self
             .count(
                 &CountPlan::visible(plan.resource, plan.scope.clone()),
@@ -251,7 +251,7 @@ impl Store {
         selection: &Selection,
         node: &mut NodeData,
         timing: &Timing,
-    ) -> ApiResult<()> {
+    ) -> StoreResult<()> {
         let owners = distinct_texts(&node.rows, 0);
         for field in selection.leaf_fields() {
             if field.ty != FieldType::List {

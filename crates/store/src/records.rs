@@ -5,20 +5,27 @@
 //! resource. Every problem of a write is gathered before anything is written, and each write
 //! runs in one [`WriteTx`], so table versions are bumped and caches stay correct.
 
+use crate::accounts::grants::Grant;
 use crate::db::{Kind, Store, WriteTx};
-use crate::ids::{new_id, now_timestamp};
+use crate::error::{StoreError, StoreResult};
+use crate::idempotency::KeptAnswer;
+use crate::ids::new_id;
+use crate::policy;
 use crate::rights::outcomes;
-use crate::write::{cell_value, folded_value};
+use crate::write::cell_of;
 use brandhub_catalog::{
-    Cell, Field, FieldType, Record, RelationKind, Resource, Scope, UserType, WriteAction, catalog,
-    record::stored_fields,
+    Cell, Field, FieldDefault, FieldType, Record, RelationKind, Resource, Scope, SecretKept,
+    UserType, WriteAction, catalog,
+    record::{list_fields, stored_fields},
 };
-use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_problem::FieldError;
+use brandhub_query::conditions::IdempotencyKey;
+use brandhub_query::conditions::IfMatch;
 use brandhub_query::judge::{Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
 use brandhub_query::text::fold;
-use brandhub_query::write::{WriteValues, validation_failed};
+use brandhub_query::write::WriteValues;
 use sea_query::{Alias, Condition, Expr, ExprTrait, Query};
 use std::collections::{HashMap, HashSet};
 
@@ -28,6 +35,36 @@ pub struct Written {
     pub id: String,
     /// `false` when an upsert changed an existing record instead.
     pub created: bool,
+    /// The record's new secret (`Writes::secret`), for the create's answer only: it is kept
+    /// nowhere in the clear.
+    pub secret: Option<String>,
+}
+
+/// Who writes: the caller's view of the data and, for a write through the API, the grants of
+/// its key (a key never makes or revokes a key wider than itself). Set-up commands write as
+/// an admin without a key.
+#[derive(Debug, Clone, Copy)]
+pub struct Writer<'a> {
+    pub viewer: &'a Viewer,
+    pub key_grants: Option<&'a [Grant]>,
+}
+
+impl<'a> Writer<'a> {
+    /// A writer bounded by its view alone (an admin's set-up, or a check without a key).
+    pub fn of(viewer: &'a Viewer) -> Writer<'a> {
+        Writer {
+            viewer,
+            key_grants: None,
+        }
+    }
+
+    /// A writer through the API: its view and its key's grants.
+    pub fn with_key(viewer: &'a Viewer, key_grants: &'a [Grant]) -> Writer<'a> {
+        Writer {
+            viewer,
+            key_grants: Some(key_grants),
+        }
+    }
 }
 
 /// The resource a foreign key field points to.
@@ -51,11 +88,8 @@ fn links(resource: &'static Resource) -> Vec<(&'static Field, &'static Resource)
         .collect()
 }
 
-fn not_found(resource: &Resource, id: &str) -> ApiError {
-    ApiError::new(
-        Code::NotFound,
-        format!("There is no {} with id '{id}'.", resource.name),
-    )
+fn not_found(resource: &Resource, id: &str) -> StoreError {
+    StoreError::NotFound(format!("There is no {} with id '{id}'.", resource.name))
 }
 
 /// A problem of the record at `index` (array writes only carry it).
@@ -67,20 +101,62 @@ fn problem(field: &str, message: String, index: Option<usize>) -> FieldError {
     }
 }
 
-/// The record a create makes of its values: a new id, `createdDate` now where the resource
-/// has one, the given values, and every other field unset.
-fn new_record(resource: &'static Resource, values: &WriteValues) -> Record {
+/// The record a create makes of its values: a new id, `createdDate` and stamped fields now,
+/// the given values, the catalog's defaults for what was not given, and every other field
+/// unset (derived fields are filled later, from the database: [`WriteTx::fill_derived`]).
+fn new_record(
+    resource: &'static Resource,
+    values: &WriteValues,
+    now: &str,
+    viewer: &Viewer,
+) -> Record {
     let mut record = Record::empty(resource);
     for (field, cell) in stored_fields(resource).into_iter().zip(&mut record.cells) {
         if field.path == "id" {
             *cell = Cell::Text(new_id());
-        } else if field.path == "createdDate" {
-            *cell = Cell::Text(now_timestamp());
+        } else if field.path == "createdDate" || field.stamped {
+            *cell = Cell::Text(now.to_string());
         } else if let Some(given) = values.cell(&field.path) {
             *cell = given.clone();
+        } else if let Some(default) = field.default {
+            *cell = match default {
+                FieldDefault::Text(text) => Cell::Text(text.to_string()),
+                FieldDefault::Boolean(value) => Cell::Boolean(value),
+                FieldDefault::Writer(anchor) => viewer
+                    .anchor_ids(anchor)
+                    .into_iter()
+                    .next()
+                    .map_or(Cell::Null, Cell::Text),
+            };
+        }
+    }
+    for (field, list) in list_fields(resource).into_iter().zip(&mut record.lists) {
+        if let Some(given) = values.list(&field.path) {
+            list.clone_from(given);
         }
     }
     record
+}
+
+/// Problems of fields a new record must have that neither the write nor a default gave.
+fn unset_problems(
+    resource: &'static Resource,
+    record: &Record,
+    values: &WriteValues,
+    index: Option<usize>,
+) -> Vec<FieldError> {
+    stored_fields(resource)
+        .into_iter()
+        .zip(&record.cells)
+        .filter(|(field, cell)| {
+            field.required
+                && cell.is_unset()
+                && field.derived_from.is_none()
+                && field.generated.is_none()
+                && !values.has_problem(&field.path)
+        })
+        .map(|(field, _)| problem(&field.path, "is required".into(), index))
+        .collect()
 }
 
 /// The values of a record's ids, for judging a rule on it (its own id left unset when new).
@@ -94,16 +170,8 @@ fn known_of(resource: &'static Resource, record: &Record, own_id: Option<&str>) 
     known
 }
 
-/// The value of a field in a record.
-fn cell_of<'r>(resource: &Resource, record: &'r Record, path: &str) -> Option<&'r Cell> {
-    stored_fields(resource)
-        .into_iter()
-        .position(|f| f.path == path)
-        .map(|i| &record.cells[i])
-}
-
-/// The natural key of a record as comparable text (text folded, ids upper-cased); `None`
-/// when the resource has none or a part is unset.
+/// The natural key of a record as the values its columns compare with (text folded, ids
+/// upper-cased, timestamps as stored); `None` when the resource has none or a part is unset.
 fn key_of(resource: &'static Resource, record: &Record) -> Option<Vec<String>> {
     let key = &resource.writes.natural_key;
     if key.is_empty() {
@@ -112,9 +180,24 @@ fn key_of(resource: &'static Resource, record: &Record) -> Option<Vec<String>> {
     key.iter()
         .map(|path| {
             let text = cell_of(resource, record, path)?.as_text()?;
-            (!text.is_empty()).then(|| fold(text))
+            let ty = resource.field_at(path).map(|f| f.ty);
+            (!text.is_empty()).then(|| match ty {
+                Some(FieldType::Text) => fold(text),
+                Some(FieldType::Id) => text.to_ascii_uppercase(),
+                _ => text.to_string(),
+            })
         })
         .collect()
+}
+
+/// The natural key as messages name it (`brand and barcode`).
+fn key_name(resource: &Resource) -> String {
+    resource.natural_key_names().join(" and ")
+}
+
+/// The index of a stored field.
+fn position_of(resource: &Resource, path: &str) -> Option<usize> {
+    stored_fields(resource).iter().position(|f| f.path == path)
 }
 
 /// Reads a rule's verdict on a record about to be written, as problems (nothing when it
@@ -127,7 +210,7 @@ async fn rule_problems(
     known: &Known,
     why: &str,
     index: Option<usize>,
-) -> ApiResult<Vec<FieldError>> {
+) -> StoreResult<Vec<FieldError>> {
     let judgement = judge(resource, rule, viewer, known);
     let outcomes = outcomes(tx, &judgement).await?;
     if judgement.verdict(&outcomes) == Verdict::Yes {
@@ -138,8 +221,14 @@ async fn rule_problems(
         .into_iter()
         .filter(|term| term.path != "id")
         .map(|term| {
+            // A rule through a link is the problem of the foreign key that feeds it.
+            let first = term.path.split('.').next().unwrap_or(term.path);
+            let field = resource
+                .relation(first)
+                .and_then(|r| resource.fk_field(r))
+                .map_or(first, |f| f.name);
             problem(
-                term.path.split('.').next().unwrap_or(term.path),
+                field,
                 format!("is not {}: {why}", term.anchor.describe()),
                 index,
             )
@@ -158,7 +247,7 @@ impl WriteTx {
         resource: &'static Resource,
         ids: &[String],
         viewer: &Viewer,
-    ) -> ApiResult<HashSet<String>> {
+    ) -> StoreResult<HashSet<String>> {
         if ids.is_empty() {
             return Ok(HashSet::new());
         }
@@ -178,7 +267,7 @@ impl WriteTx {
         resource: &'static Resource,
         records: &[(Option<usize>, &WriteValues)],
         viewer: &Viewer,
-    ) -> ApiResult<Vec<FieldError>> {
+    ) -> StoreResult<Vec<FieldError>> {
         let mut problems = Vec::new();
         for (field, target) in links(resource) {
             let given: Vec<(Option<usize>, String)> = records
@@ -195,11 +284,12 @@ impl WriteTx {
             let found = self.visible_ids(target, &ids, viewer).await?;
             for (index, id) in given {
                 if !found.contains(&id) {
-                    problems.push(problem(
-                        &field.path,
-                        format!("no {} with id '{id}' exists for the caller", target.name),
-                        index,
-                    ));
+                    let message = if viewer.user_type() == UserType::Admin {
+                        format!("no {} has id '{id}'", target.name)
+                    } else {
+                        format!("no {} the caller sees has id '{id}'", target.name)
+                    };
+                    problems.push(problem(&field.path, message, index));
                 }
             }
         }
@@ -214,7 +304,7 @@ impl WriteTx {
         own_id: Option<&str>,
         viewer: &Viewer,
         index: Option<usize>,
-    ) -> ApiResult<Vec<FieldError>> {
+    ) -> StoreResult<Vec<FieldError>> {
         if viewer.user_type() == UserType::Admin {
             return Ok(Vec::new());
         }
@@ -241,19 +331,14 @@ impl WriteTx {
         resource: &'static Resource,
         key: &[String],
         except: Option<&str>,
-    ) -> ApiResult<Option<String>> {
+    ) -> StoreResult<Option<String>> {
         let mut condition = Condition::all();
         for (path, value) in resource.writes.natural_key.iter().zip(key) {
             let field = resource.field_at(path).expect("natural keys are fields");
             let column = field
                 .folded_column()
                 .unwrap_or_else(|| field.column.clone());
-            let value = if field.ty == FieldType::Id {
-                value.to_ascii_uppercase()
-            } else {
-                value.clone()
-            };
-            condition = condition.add(Expr::col(Alias::new(column)).eq(value));
+            condition = condition.add(Expr::col(Alias::new(column)).eq(value.as_str()));
         }
         if let Some(except) = except {
             condition = condition.add(Expr::col(Alias::new("id")).ne(except));
@@ -271,12 +356,12 @@ impl WriteTx {
     }
 
     /// Whether the caller sees and may write the existing record `id`.
-    async fn may_write(
+    pub(crate) async fn may_write(
         &mut self,
         resource: &'static Resource,
         id: &str,
         viewer: &Viewer,
-    ) -> ApiResult<(bool, bool)> {
+    ) -> StoreResult<(bool, bool)> {
         let ids = [id.to_string()];
         let sees = !self.visible_ids(resource, &ids, viewer).await?.is_empty();
         if !sees {
@@ -291,47 +376,58 @@ impl WriteTx {
         Ok((true, writes))
     }
 
-    /// Sets the given fields (and their folded copies) of the record `id`.
-    async fn update_cells(
+    /// Problems of the catalog's agreements (`Writes::agreements`) in records about to be
+    /// written: the value reached through a path differs from the record's own field.
+    async fn agreement_problems(
         &mut self,
         resource: &'static Resource,
-        id: &str,
-        cells: &[(&'static Field, Cell)],
-    ) -> ApiResult<()> {
-        if cells.is_empty() {
-            return Ok(());
-        }
-        let mut update = Query::update();
-        update.table(Alias::new(resource.table));
-        for (field, cell) in cells {
-            update.value(Alias::new(field.column.as_str()), cell_value(field, cell));
-            if let Some(folded) = field.folded_column() {
-                update.value(Alias::new(folded), folded_value(cell));
+        records: &[Record],
+        indexes: &[Option<usize>],
+    ) -> StoreResult<Vec<FieldError>> {
+        let mut problems = Vec::new();
+        for (path, own) in &resource.writes.agreements {
+            let reached = self.follow(resource, records, path).await?;
+            let link = path.split('.').next().unwrap_or(path);
+            let link_field = resource
+                .relation(link)
+                .and_then(|r| resource.fk_field(r))
+                .map_or(*path, |f| f.name);
+            for ((record, value), index) in records.iter().zip(reached).zip(indexes) {
+                let mine = cell_of(resource, record, own).and_then(Cell::as_text);
+                if let (Some(value), Some(mine)) = (value, mine)
+                    && !value.eq_ignore_ascii_case(mine)
+                {
+                    problems.push(problem(
+                        link_field,
+                        format!("belongs to another {own} ('{value}', not '{mine}')"),
+                        *index,
+                    ));
+                }
             }
         }
-        update.and_where(Expr::col(Alias::new("id")).eq(id));
-        self.execute(resource.table, &update).await?;
-        Ok(())
+        Ok(problems)
     }
 }
 
 /// 409 for a natural key taken by another record.
-fn key_taken(resource: &Resource, holder: &str, index: Option<usize>) -> ApiError {
+fn key_taken(resource: &Resource, holder: &str, index: Option<usize>) -> StoreError {
     let at = index.map(|i| format!(" (element {i})")).unwrap_or_default();
-    ApiError::new(
-        Code::Conflict,
+    StoreError::conflict(
         format!(
             "A {} with the same {} exists already{at}: id '{holder}'. Send ?upsert=true to change it instead.",
             resource.name,
-            resource.writes.natural_key.join(" and ")
+            key_name(resource)
         ),
+        resource.writes.natural_key.join(","),
     )
-    .with_field(resource.writes.natural_key.join(","))
 }
 
-fn sorted(mut problems: Vec<FieldError>) -> ApiError {
+/// One 422 with the problems in order, one per field of a record (the first found: a link
+/// naming no record is not also outside the write rules).
+fn sorted(mut problems: Vec<FieldError>) -> StoreError {
     problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
-    validation_failed(problems)
+    problems.dedup_by(|later, first| later.index == first.index && later.field == first.field);
+    StoreError::invalid(problems)
 }
 
 impl Store {
@@ -342,14 +438,51 @@ impl Store {
         &self,
         resource: &'static Resource,
         items: &[WriteValues],
-        viewer: &Viewer,
+        writer: &Writer<'_>,
         upsert: bool,
         indexed: bool,
-    ) -> ApiResult<Vec<Written>> {
-        let mut tx = self.begin().await?;
-        let written = create_in(&mut tx, resource, items, viewer, upsert, indexed).await?;
-        tx.commit().await?;
-        Ok(written)
+    ) -> StoreResult<Vec<Written>> {
+        for _ in 0..RACE_ATTEMPTS {
+            let mut tx = self.begin().await?;
+            if let Some(written) =
+                try_create_in(&mut tx, resource, items, writer, upsert, indexed).await?
+            {
+                tx.commit().await?;
+                return Ok(written);
+            }
+        }
+        Err(raced(resource))
+    }
+
+    /// [`Store::create_records`] applied once per `key` (CONTRACT §9 idempotency): the key is
+    /// claimed in the write's own transaction; when the same request came first, nothing is
+    /// written and its kept answer is returned instead (`Err` 409 when another request did).
+    pub async fn create_records_once(
+        &self,
+        resource: &'static Resource,
+        items: &[WriteValues],
+        writer: &Writer<'_>,
+        upsert: bool,
+        indexed: bool,
+        key: &IdempotencyKey,
+    ) -> StoreResult<Result<Vec<Written>, KeptAnswer>> {
+        for _ in 0..RACE_ATTEMPTS {
+            let mut tx = self.begin().await?;
+            if let Some(kept) = tx.claim_key(key).await? {
+                return Ok(Err(kept));
+            }
+            let Some(written) =
+                try_create_in(&mut tx, resource, items, writer, upsert, indexed).await?
+            else {
+                continue;
+            };
+            let pairs: Vec<(String, bool)> =
+                written.iter().map(|w| (w.id.clone(), w.created)).collect();
+            tx.keep_written(key, &pairs).await?;
+            tx.commit().await?;
+            return Ok(Ok(written));
+        }
+        Err(raced(resource))
     }
 
     /// Changes the given fields of the record `id`: 404 outside the caller's scope, 403 when
@@ -359,12 +492,34 @@ impl Store {
         resource: &'static Resource,
         id: &str,
         values: &WriteValues,
-        viewer: &Viewer,
-    ) -> ApiResult<()> {
+        writer: &Writer<'_>,
+    ) -> StoreResult<()> {
+        self.update_record_if(resource, id, values, writer, None)
+            .await
+            .map(|_| ())
+    }
+
+    /// [`Store::update_record`] under an `If-Match` precondition (412 when the record's
+    /// version is not one it names), checked with the record's row locked; returns the
+    /// record's version after the write.
+    pub async fn update_record_if(
+        &self,
+        resource: &'static Resource,
+        id: &str,
+        values: &WriteValues,
+        writer: &Writer<'_>,
+        if_match: Option<&IfMatch>,
+    ) -> StoreResult<i64> {
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin().await?;
-        update_in(&mut tx, resource, &id, values, viewer).await?;
-        tx.commit().await
+        tx.lock_version(resource, &id).await?;
+        if if_match.is_some() {
+            precondition_in(&mut tx, resource, &id, writer, if_match).await?;
+        }
+        update_in(&mut tx, resource, &id, values, writer).await?;
+        let version = tx.version_of(resource, &id).await?.unwrap_or_default();
+        tx.commit().await?;
+        Ok(version)
     }
 
     /// Removes the record `id`: 404 outside the caller's scope, 403 when the caller may not
@@ -373,14 +528,33 @@ impl Store {
         &self,
         resource: &'static Resource,
         id: &str,
-        viewer: &Viewer,
-    ) -> ApiResult<()> {
+        writer: &Writer<'_>,
+    ) -> StoreResult<()> {
+        self.delete_record_if(resource, id, writer, None).await
+    }
+
+    /// [`Store::delete_record`] under an `If-Match` precondition (412 when the record's
+    /// version is not one it names), checked with the record's row locked.
+    pub async fn delete_record_if(
+        &self,
+        resource: &'static Resource,
+        id: &str,
+        writer: &Writer<'_>,
+        if_match: Option<&IfMatch>,
+    ) -> StoreResult<()> {
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin().await?;
-        match tx.may_write(resource, &id, viewer).await? {
-            (false, _) => return Err(not_found(resource, &id)),
-            (true, false) => return Err(forbidden(resource, viewer)),
-            (true, true) => {}
+        tx.lock_version(resource, &id).await?;
+        precondition_in(&mut tx, resource, &id, writer, if_match).await?;
+        policy::before_removal(&mut tx, resource, writer, &id).await?;
+        if let Some(flag) = resource.writes.revoked_by {
+            // Revoked, not removed: the record stays listed with its flag set.
+            let field = resource
+                .field_at(flag)
+                .expect("the catalog checks the flag");
+            tx.update_cells(resource, &id, &[(field, Cell::Boolean(true))])
+                .await?;
+            return tx.commit().await;
         }
         let mut referrers = Vec::new();
         for other in catalog().resources() {
@@ -408,14 +582,17 @@ impl Store {
             }
         }
         if !referrers.is_empty() {
-            return Err(ApiError::new(
-                Code::Conflict,
-                format!(
+            return Err(StoreError::Conflict {
+                detail: format!(
                     "The {} '{id}' is still referred to by {}; change or delete those first.",
                     resource.name,
                     referrers.join(", ")
                 ),
-            ));
+                field: None,
+            });
+        }
+        for field in list_fields(resource) {
+            tx.replace_list(field, &id, &[]).await?;
         }
         let delete = Query::delete()
             .from_table(Alias::new(resource.table))
@@ -426,15 +603,65 @@ impl Store {
     }
 }
 
-fn forbidden(resource: &Resource, viewer: &Viewer) -> ApiError {
-    ApiError::new(
-        Code::Forbidden,
-        format!(
-            "A {} user may not write this {} (see who writes what in the API reference).",
-            viewer.user_type().as_str(),
+/// Inside a write of the record `id` (its row locked): 404 outside the caller's scope, 403
+/// when the caller may not write it, then 412 when `if_match` does not name its version. The
+/// scope comes first, so a precondition never tells whether a record exists.
+async fn precondition_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    id: &str,
+    writer: &Writer<'_>,
+    if_match: Option<&IfMatch>,
+) -> StoreResult<()> {
+    match tx.may_write(resource, id, writer.viewer).await? {
+        (false, _) => return Err(not_found(resource, id)),
+        (true, false) => return Err(forbidden(resource, writer.viewer)),
+        (true, true) => {}
+    }
+    tx.check_precondition(resource, id, if_match).await
+}
+
+/// 403 for a record the caller sees but may not write, saying what the catalog's rule for
+/// its user type asks.
+fn forbidden(resource: &Resource, viewer: &Viewer) -> StoreError {
+    let user_type = viewer.user_type();
+    let rule = match resource.authority_of(WriteAction::Write, user_type) {
+        Scope::AnyOf(groups) if !groups.is_empty() => {
+            let groups: Vec<String> = groups
+                .iter()
+                .map(|group| {
+                    group
+                        .iter()
+                        .map(|term| format!("{} is {}", term.path, term.anchor.describe()))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                })
+                .collect();
+            format!("it writes those whose {}", groups.join(", or whose "))
+        }
+        _ => format!("it writes no {}", resource.name),
+    };
+    StoreError::Refused(format!(
+        "A {} user may not write this {}: {rule}.",
+        user_type.as_str(),
+        resource.name
+    ))
+}
+
+/// How many times a create runs when concurrent writes keep taking its natural keys between
+/// its check and its insert (each attempt then sees their records).
+const RACE_ATTEMPTS: usize = 4;
+
+/// 409 for a create that lost the race for its natural keys [`RACE_ATTEMPTS`] times.
+fn raced(resource: &Resource) -> StoreError {
+    StoreError::Conflict {
+        detail: format!(
+            "Concurrent writes kept taking the {} of these {} records; send the write again.",
+            resource.writes.natural_key.join(" and "),
             resource.name
         ),
-    )
+        field: None,
+    }
 }
 
 /// [`Store::create_records`] inside a transaction of the caller's (the import command runs
@@ -443,10 +670,26 @@ pub async fn create_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
     items: &[WriteValues],
-    viewer: &Viewer,
+    writer: &Writer<'_>,
     upsert: bool,
     indexed: bool,
-) -> ApiResult<Vec<Written>> {
+) -> StoreResult<Vec<Written>> {
+    try_create_in(tx, resource, items, writer, upsert, indexed)
+        .await?
+        .ok_or_else(|| raced(resource))
+}
+
+/// [`create_in`], or `None` when a concurrent write took a natural key between the check and
+/// the insert (the unique index on natural keys refuses the second record; the caller rolls
+/// back and tries again, and then finds the other write's record).
+async fn try_create_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    items: &[WriteValues],
+    writer: &Writer<'_>,
+    upsert: bool,
+    indexed: bool,
+) -> StoreResult<Option<Vec<Written>>> {
     let index = |i: usize| indexed.then_some(i);
     let mut problems: Vec<FieldError> = items.iter().flat_map(|v| v.problems.clone()).collect();
     let given: Vec<(Option<usize>, &WriteValues)> = items
@@ -454,8 +697,18 @@ pub async fn create_in(
         .enumerate()
         .map(|(i, v)| (index(i), v))
         .collect();
-    problems.extend(tx.link_problems(resource, &given, viewer).await?);
-    let records: Vec<Record> = items.iter().map(|v| new_record(resource, v)).collect();
+    problems.extend(tx.link_problems(resource, &given, writer.viewer).await?);
+    let now = tx.now_timestamp();
+    let mut records: Vec<Record> = items
+        .iter()
+        .map(|v| new_record(resource, v, &now, writer.viewer))
+        .collect();
+    for (i, (record, values)) in records.iter().zip(items).enumerate() {
+        problems.extend(unset_problems(resource, record, values, index(i)));
+    }
+    tx.fill_derived(resource, &mut records).await?;
+    let indexes: Vec<Option<usize>> = (0..items.len()).map(index).collect();
+    problems.extend(tx.agreement_problems(resource, &records, &indexes).await?);
     // Natural keys: taken by an existing record, or repeated within the write.
     let mut holders: Vec<Option<String>> = vec![None; items.len()];
     let mut seen: HashMap<Vec<String>, usize> = HashMap::new();
@@ -466,21 +719,21 @@ pub async fn create_in(
         if let Some(first) = seen.insert(key.clone(), i) {
             problems.push(problem(
                 resource.writes.natural_key.last().copied().unwrap_or("id"),
-                format!(
-                    "repeats the {} of element {first}",
-                    resource.writes.natural_key.join(" and ")
-                ),
+                format!("repeats the {} of element {first}", key_name(resource)),
                 index(i),
             ));
             continue;
         }
         holders[i] = tx.holder_of(resource, &key, None).await?;
     }
-    for (i, record) in records.iter().enumerate() {
+    for (i, record) in records.iter_mut().enumerate() {
         if holders[i].is_none() {
             problems.extend(
-                tx.authority_problems(resource, record, None, viewer, index(i))
+                tx.authority_problems(resource, record, None, writer.viewer, index(i))
                     .await?,
+            );
+            problems.extend(
+                policy::problems(tx, resource, writer, record, None, &items[i], index(i)).await?,
             );
         }
     }
@@ -495,6 +748,7 @@ pub async fn create_in(
                 written.push(Written {
                     id: record.id().to_string(),
                     created: true,
+                    secret: None,
                 });
                 fresh.push(record);
             }
@@ -502,26 +756,61 @@ pub async fn create_in(
             Some(holder) => {
                 let mut values = items[i].clone();
                 values.problems.clear();
-                update_in(tx, resource, holder, &values, viewer)
+                update_in(tx, resource, holder, &values, writer)
                     .await
-                    .map_err(|mut error| {
-                        if let Some(i) = index(i) {
-                            error.detail = format!("Element {i}: {}", error.detail);
-                            for problem in &mut error.errors {
-                                problem.index = Some(i);
-                            }
-                        }
-                        error
+                    .map_err(|error| match index(i) {
+                        Some(i) => error.at_element(i),
+                        None => error,
                     })?;
                 written.push(Written {
                     id: holder.clone(),
                     created: false,
+                    secret: None,
                 });
             }
         }
     }
-    tx.insert_records(resource, &fresh).await?;
-    Ok(written)
+    policy::before_insert(tx, resource, &fresh).await?;
+    let mut secrets = issue_secrets(resource, &mut fresh).into_iter();
+    for written in written.iter_mut().filter(|w| w.created) {
+        written.secret = secrets.next().flatten();
+    }
+    if !tx.insert_new_records(resource, &mut fresh).await? {
+        return Ok(None);
+    }
+    Ok(Some(written))
+}
+
+/// Gives every new record of a resource with a secret (`Writes::secret`) a fresh one: kept
+/// as the catalog says (its hash, or itself, in an internal field; its first characters where
+/// declared) and returned, in the records' order, for the create's answer.
+fn issue_secrets(resource: &'static Resource, records: &mut [Record]) -> Vec<Option<String>> {
+    let Some(secret) = resource.writes.secret else {
+        return vec![None; records.len()];
+    };
+    let (kept_in, hashed) = match secret.kept {
+        SecretKept::HashIn(field) => (field, true),
+        SecretKept::In(field) => (field, false),
+    };
+    let kept_at = position_of(resource, kept_in).expect("the catalog checks secret fields");
+    let start_at = secret
+        .start_in
+        .map(|field| position_of(resource, field).expect("the catalog checks secret fields"));
+    records
+        .iter_mut()
+        .map(|record| {
+            let text = crate::accounts::new_secret(secret.prefix);
+            record.cells[kept_at] = Cell::Text(if hashed {
+                crate::accounts::secret_hash(&text)
+            } else {
+                text.clone()
+            });
+            if let Some(at) = start_at {
+                record.cells[at] = Cell::Text(text.chars().take(8).collect());
+            }
+            Some(text)
+        })
+        .collect()
 }
 
 /// [`Store::update_record`] inside a transaction of the caller's.
@@ -530,17 +819,19 @@ async fn update_in(
     resource: &'static Resource,
     id: &str,
     values: &WriteValues,
-    viewer: &Viewer,
-) -> ApiResult<()> {
-    match tx.may_write(resource, id, viewer).await? {
+    writer: &Writer<'_>,
+) -> StoreResult<()> {
+    match tx.may_write(resource, id, writer.viewer).await? {
         (false, _) => return Err(not_found(resource, id)),
-        (true, false) => return Err(forbidden(resource, viewer)),
+        (true, false) => return Err(forbidden(resource, writer.viewer)),
         (true, true) => {}
     }
     let condition = Condition::all().add(Expr::col(Alias::new("id")).eq(id));
     let Some(mut record) = tx.load_records(resource, condition).await?.pop() else {
         return Err(not_found(resource, id));
     };
+    tx.load_lists(resource, std::slice::from_mut(&mut record))
+        .await?;
     // Fields an update may not change are refused by the parse; an upsert's body may repeat
     // the natural key and its fixed links unchanged.
     let changes: Vec<(&'static Field, Cell)> = values
@@ -549,8 +840,22 @@ async fn update_in(
         .filter(|(field, cell)| cell_of(resource, &record, &field.path) != Some(cell))
         .cloned()
         .collect();
+    let list_changes: Vec<(usize, &'static Field, Vec<String>)> = list_fields(resource)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, field)| {
+            values
+                .list(&field.path)
+                .filter(|given| **given != record.lists[i])
+                .map(|given| (i, field, given.clone()))
+        })
+        .collect();
     let mut problems = values.problems.clone();
-    for (field, _) in &changes {
+    let changed_paths = changes
+        .iter()
+        .map(|(field, _)| *field)
+        .chain(list_changes.iter().map(|(_, field, _)| *field));
+    for field in changed_paths {
         if !resource.writes.update.contains(&field.path.as_str())
             && !values.has_problem(&field.path)
         {
@@ -558,20 +863,62 @@ async fn update_in(
         }
     }
     problems.extend(
-        tx.link_problems(resource, &[(None, values)], viewer)
+        tx.link_problems(resource, &[(None, values)], writer.viewer)
             .await?,
     );
+    let before = record.clone();
     for (field, cell) in &changes {
-        if let Some(i) = stored_fields(resource)
-            .iter()
-            .position(|f| f.path == field.path)
-        {
+        if let Some(i) = position_of(resource, &field.path) {
             record.cells[i] = cell.clone();
         }
     }
+    for (i, _, given) in &list_changes {
+        record.lists[*i].clone_from(given);
+    }
+    let mut changes = changes;
+    // Derived fields follow a changed link; stamped fields record every write.
+    let relinked = changes.iter().any(|(field, _)| {
+        stored_fields(resource).iter().any(|f| {
+            f.derived_from
+                .and_then(|path| path.split('.').next())
+                .and_then(|link| resource.relation(link))
+                .is_some_and(|r| r.kind == (RelationKind::ToOne { fk: field.name }))
+        })
+    });
+    if relinked {
+        tx.fill_derived(resource, std::slice::from_mut(&mut record))
+            .await?;
+    }
+    let now = tx.now_timestamp();
+    for (i, field) in stored_fields(resource).into_iter().enumerate() {
+        if field.stamped {
+            record.cells[i] = Cell::Text(now.clone());
+        }
+        if (field.stamped || record.cells[i] != before.cells[i])
+            && !changes.iter().any(|(f, _)| f.path == field.path)
+        {
+            changes.push((field, record.cells[i].clone()));
+        }
+    }
     problems.extend(
-        tx.authority_problems(resource, &record, Some(id), viewer, None)
+        tx.agreement_problems(resource, std::slice::from_ref(&record), &[None])
             .await?,
+    );
+    problems.extend(
+        tx.authority_problems(resource, &record, Some(id), writer.viewer, None)
+            .await?,
+    );
+    problems.extend(
+        policy::problems(
+            tx,
+            resource,
+            writer,
+            &mut record,
+            Some(&before),
+            values,
+            None,
+        )
+        .await?,
     );
     if !problems.is_empty() {
         return Err(sorted(problems));
@@ -581,7 +928,11 @@ async fn update_in(
     {
         return Err(key_taken(resource, &holder, None));
     }
-    tx.update_cells(resource, id, &changes).await
+    tx.update_cells(resource, id, &changes).await?;
+    for (_, field, given) in &list_changes {
+        tx.replace_list(field, id, given).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -605,6 +956,8 @@ mod tests {
         let record = new_record(
             company,
             &parsed(company, r#"{"name": "Acme", "code": "AcMe"}"#),
+            "2026-01-02T03:04:05",
+            &Viewer::admin(),
         );
         assert!(crate::ids::looks_like_id(record.id()));
         let created = cell_of(company, &record, "createdDate").and_then(Cell::as_text);
@@ -616,17 +969,63 @@ mod tests {
     #[test]
     fn natural_keys_of_several_parts_need_every_part() {
         let store = catalog().resource("store").unwrap();
-        let host = "0123456789abcdef0123456789abcdef";
+        let host = "0123456789ABCDEF0123456789ABCDEF";
         let whole = new_record(
             store,
             &parsed(store, &format!(r#"{{"fk_host": "{host}", "code": "UK"}}"#)),
+            "2026-01-02T03:04:05",
+            &Viewer::admin(),
         );
         assert_eq!(
             key_of(store, &whole),
             Some(vec![host.to_string(), "uk".to_string()])
         );
-        let partial = new_record(store, &parsed(store, r#"{"code": "UK"}"#));
+        let partial = new_record(
+            store,
+            &parsed(store, r#"{"code": "UK"}"#),
+            "2026-01-02T03:04:05",
+            &Viewer::admin(),
+        );
         assert_eq!(key_of(store, &partial), None);
+    }
+
+    #[test]
+    fn natural_keys_compare_as_their_columns_store_them() {
+        let price = catalog().resource("price").unwrap();
+        let variant = "0123456789abcdef0123456789abcdef";
+        let host = "FEDCBA9876543210FEDCBA9876543210";
+        let body = format!(
+            r#"{{"fk_variant": "{variant}", "fk_host": "{host}", "price": 1, "startDate": "2026-01-02T03:04:05"}}"#
+        );
+        let record = new_record(
+            price,
+            &parsed(price, &body),
+            "2026-01-01T00:00:00",
+            &Viewer::admin(),
+        );
+        assert_eq!(
+            key_of(price, &record),
+            Some(vec![
+                variant.to_ascii_uppercase(),
+                host.to_string(),
+                "2026-01-02T03:04:05".to_string()
+            ]),
+            "ids upper-cased, timestamps as stored (not folded)"
+        );
+        let variant = catalog().resource("variant").unwrap();
+        assert_eq!(key_name(variant), "brand and barcode");
+        let stock = catalog().resource("stock").unwrap();
+        let record = new_record(
+            stock,
+            &WriteValues::default(),
+            "2026-01-01T00:00:00",
+            &Viewer::admin(),
+        );
+        assert_eq!(
+            cell_of(stock, &record, "lastUpdate").and_then(Cell::as_text),
+            Some("2026-01-01T00:00:00"),
+            "stamped fields take the time of the write"
+        );
     }
 
     #[test]

@@ -4,12 +4,12 @@
 //! [`verdict`] of a rule judged by `brandhub_query::judge`, whose record checks run here.
 
 use crate::db::{Kind, Store, Timing, WriteTx};
+use crate::error::{StoreError, StoreResult};
 use brandhub_catalog::{Cell, Resource, UserType, WriteAction};
-use brandhub_problem::{ApiError, ApiResult, FieldError};
+use brandhub_problem::FieldError;
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
-use brandhub_query::write::validation_failed;
 use sea_query::{Alias, Expr, ExprTrait, Query, SelectStatement};
 use std::future::Future;
 
@@ -21,7 +21,7 @@ pub trait Reads: Send {
         &mut self,
         statement: &SelectStatement,
         kinds: &[Kind],
-    ) -> impl Future<Output = ApiResult<Vec<Vec<Cell>>>> + Send;
+    ) -> impl Future<Output = StoreResult<Vec<Vec<Cell>>>> + Send;
 }
 
 impl Reads for &Store {
@@ -29,7 +29,7 @@ impl Reads for &Store {
         &mut self,
         statement: &SelectStatement,
         kinds: &[Kind],
-    ) -> ApiResult<Vec<Vec<Cell>>> {
+    ) -> StoreResult<Vec<Vec<Cell>>> {
         self.fetch(statement, kinds, &Timing::default()).await
     }
 }
@@ -39,7 +39,7 @@ impl Reads for WriteTx {
         &mut self,
         statement: &SelectStatement,
         kinds: &[Kind],
-    ) -> ApiResult<Vec<Vec<Cell>>> {
+    ) -> StoreResult<Vec<Vec<Cell>>> {
         self.fetch(statement, kinds).await
     }
 }
@@ -84,7 +84,7 @@ fn texts(rows: Vec<Vec<Cell>>) -> Vec<String> {
 }
 
 /// The user with this id as it is now; `None` when there is none (or its type is unknown).
-pub async fn principal<R: Reads>(reader: &mut R, user_id: &str) -> ApiResult<Option<Principal>> {
+pub async fn principal<R: Reads>(reader: &mut R, user_id: &str) -> StoreResult<Option<Principal>> {
     let user_id = user_id.to_ascii_uppercase();
     let user = Query::select()
         .columns(
@@ -149,13 +149,13 @@ pub async fn principal<R: Reads>(reader: &mut R, user_id: &str) -> ApiResult<Opt
 }
 
 /// What a judged rule says, once its record checks have run (one statement each).
-pub async fn verdict<R: Reads>(reader: &mut R, judgement: &Judgement) -> ApiResult<Verdict> {
+pub async fn verdict<R: Reads>(reader: &mut R, judgement: &Judgement) -> StoreResult<Verdict> {
     Ok(judgement.verdict(&outcomes(reader, judgement).await?))
 }
 
 /// The outcomes of a judgement's record checks, in order (for [`Judgement::verdict`] and
 /// [`Judgement::refused`]).
-pub async fn outcomes<R: Reads>(reader: &mut R, judgement: &Judgement) -> ApiResult<Vec<bool>> {
+pub async fn outcomes<R: Reads>(reader: &mut R, judgement: &Judgement) -> StoreResult<Vec<bool>> {
     let mut outcomes = Vec::new();
     for (resource, id, predicate) in judgement.record_checks() {
         let statement = satisfying_ids(resource, &[id.to_string()], predicate);
@@ -166,7 +166,7 @@ pub async fn outcomes<R: Reads>(reader: &mut R, judgement: &Judgement) -> ApiRes
 
 /// The refusal of a new record by a rule: 422 naming each term found false (a term on the
 /// new record's own `id` names nothing the caller sent, so it is not listed).
-fn refusal(resource: &Resource, judgement: &Judgement, outcomes: &[bool], why: &str) -> ApiError {
+fn refusal(resource: &Resource, judgement: &Judgement, outcomes: &[bool], why: &str) -> StoreError {
     let mut errors: Vec<FieldError> = judgement
         .refused(outcomes)
         .into_iter()
@@ -184,7 +184,7 @@ fn refusal(resource: &Resource, judgement: &Judgement, outcomes: &[bool], why: &
             index: None,
         });
     }
-    validation_failed(errors)
+    StoreError::invalid(errors)
 }
 
 /// 422 unless `viewer` may write a new record of `resource` of which `known` is known (the
@@ -194,7 +194,7 @@ pub async fn require_writable<R: Reads>(
     resource: &'static Resource,
     known: &Known,
     viewer: &Viewer,
-) -> ApiResult<()> {
+) -> StoreResult<()> {
     let rule = resource.authority_of(WriteAction::Write, viewer.user_type());
     let judgement = judge(resource, &rule, viewer, known);
     let outcomes = outcomes(reader, &judgement).await?;
@@ -217,7 +217,7 @@ pub async fn require_visible<R: Reads>(
     resource: &'static Resource,
     known: &Known,
     viewer: &Viewer,
-) -> ApiResult<()> {
+) -> StoreResult<()> {
     let judgement = judge(
         resource,
         &resource.scope_of(viewer.user_type()),
@@ -244,7 +244,7 @@ impl Store {
         id: &str,
         viewer: &Viewer,
         action: WriteAction,
-    ) -> ApiResult<bool> {
+    ) -> StoreResult<bool> {
         let predicate = viewer.authority(resource, action);
         let statement = satisfying_ids(resource, &[id.to_string()], &predicate);
         Ok(!self

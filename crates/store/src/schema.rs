@@ -11,10 +11,10 @@
 //! column on a filled table) stops with a message naming it.
 
 use crate::db::{Backend, Store, internal, on_pool};
+use crate::error::{StoreError, StoreResult};
 use brandhub_catalog::{
-    Field, FieldType, Resource, catalog, naming::folded_column, record::stored_fields,
+    Field, FieldType, Generated, Resource, catalog, naming::folded_column, record::stored_fields,
 };
-use brandhub_problem::{ApiError, ApiResult, Code};
 use sqlx::AssertSqlSafe;
 
 fn quote(identifier: &str) -> String {
@@ -49,10 +49,58 @@ fn folded_type(backend: Backend) -> &'static str {
     }
 }
 
-/// Every column of a resource's table: (name, type), folded copies right after their source.
+/// The column holding a record's version: 1 when inserted, one more with every write of the
+/// record (`ETag`, `If-Match`: CONTRACT §9 concurrency). Storage, like the folded copies: it
+/// is no field of the API.
+pub const ROW_VERSION: &str = "row_version";
+
+/// The type of a column the database computes ([`Generated`]): PostgreSQL stores it, SQLite
+/// computes it when read (SQLite cannot add a stored one to a filled table); both index it.
+fn generated_type(resource: &Resource, how: Generated, backend: Backend) -> String {
+    let column = |path: &str| {
+        quote(
+            &resource
+                .field_at(path)
+                .expect("generated columns name fields of their resource")
+                .column,
+        )
+    };
+    match how {
+        Generated::ClampedDifference {
+            minuend,
+            subtrahend,
+        } => {
+            let (a, b) = (column(minuend), column(subtrahend));
+            match backend {
+                Backend::Postgres => format!(
+                    "BIGINT GENERATED ALWAYS AS (GREATEST(0, COALESCE({a}, 0) - COALESCE({b}, 0))) STORED"
+                ),
+                Backend::Sqlite => format!(
+                    "BIGINT GENERATED ALWAYS AS (max(0, coalesce({a}, 0) - coalesce({b}, 0))) VIRTUAL"
+                ),
+            }
+        }
+    }
+}
+
+/// Every column of a resource's table: (name, type), folded copies right after their source,
+/// the record version last.
 pub fn table_columns(resource: &Resource, backend: Backend) -> Vec<(String, String)> {
+    let mut columns = table_field_columns(resource, backend);
+    columns.push((
+        ROW_VERSION.to_string(),
+        "BIGINT NOT NULL DEFAULT 1".to_string(),
+    ));
+    columns
+}
+
+fn table_field_columns(resource: &Resource, backend: Backend) -> Vec<(String, String)> {
     let mut columns = Vec::new();
     for field in stored_fields(resource) {
+        if let Some(how) = field.generated {
+            columns.push((field.column.clone(), generated_type(resource, how, backend)));
+            continue;
+        }
         let mut ty = column_type(field, backend);
         if let Some(relation) = field.relation.and_then(|r| resource.relation(r)) {
             let target = catalog().target(relation);
@@ -180,7 +228,51 @@ pub fn resource_statements(resource: &Resource, backend: Backend) -> Vec<String>
                 .join(", ")
         ));
     }
+    statements.extend(natural_key_index(resource, backend));
     statements
+}
+
+/// The unique index of a resource's natural key (CONTRACT §9), unless a declared unique index
+/// says the same: two writers creating one key at once (two requests, or a request and a
+/// file) cannot both insert it. Records whose key is partly unset are not named by it, and
+/// are left out.
+pub fn natural_key_index(resource: &Resource, backend: Backend) -> Option<String> {
+    let key = &resource.writes.natural_key;
+    if key.is_empty()
+        || resource
+            .indexes
+            .iter()
+            .any(|index| index.unique && index.paths == *key)
+    {
+        return None;
+    }
+    let fields: Vec<&Field> = key
+        .iter()
+        .map(|path| resource.field_at(path).expect("natural keys are fields"))
+        .collect();
+    let name = fields
+        .iter()
+        .map(|f| f.column.as_str())
+        .collect::<Vec<_>>()
+        .join("_");
+    let set: Vec<String> = fields
+        .iter()
+        .map(|field| match field.folded_column() {
+            Some(folded) => format!("{} <> ''", quote(&folded)),
+            None => format!("{} IS NOT NULL", quote(&field.column)),
+        })
+        .collect();
+    Some(format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({}) WHERE {}",
+        quote(&format!("nk_{}_{name}", resource.table)),
+        quote(resource.table),
+        fields
+            .iter()
+            .map(|f| index_column(f, backend))
+            .collect::<Vec<_>>()
+            .join(", "),
+        set.join(" AND ")
+    ))
 }
 
 /// The bookkeeping tables: table versions (for cached counts), the count cache, and facts
@@ -190,6 +282,8 @@ pub fn bookkeeping_statements() -> Vec<String> {
         "CREATE TABLE IF NOT EXISTS \"bh_table_version\" (\"table_name\" TEXT PRIMARY KEY, \"version\" BIGINT NOT NULL)".to_string(),
         "CREATE TABLE IF NOT EXISTS \"bh_count_cache\" (\"cache_key\" TEXT PRIMARY KEY, \"stamp\" BIGINT NOT NULL, \"record_count\" BIGINT NOT NULL, \"created_at\" BIGINT NOT NULL)".to_string(),
         "CREATE TABLE IF NOT EXISTS \"bh_meta\" (\"name\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)".to_string(),
+        // Counters drawn in write transactions (`brandOrderRef` numbers, `orders::intake`).
+        "CREATE TABLE IF NOT EXISTS \"bh_counter\" (\"name\" TEXT PRIMARY KEY, \"value\" BIGINT NOT NULL)".to_string(),
     ];
     for table in versioned_tables() {
         statements.push(format!(
@@ -259,6 +353,26 @@ pub fn derived_fill_statement(resource: &Resource, column: &str) -> Option<Strin
     ))
 }
 
+/// For a new stamped column (`updatedDate`), the statement giving every existing row a value:
+/// its `createdDate` where the resource has one, else `now` (the time of the migration).
+pub fn stamped_fill_statement(resource: &Resource, column: &str, now: &str) -> Option<String> {
+    let field = resource.stamped_fields().find(|f| f.column == column)?;
+    let value = match resource.field_named("createdDate") {
+        Some(created) => format!(
+            "COALESCE({}, '{}')",
+            quote(&created.column),
+            now.replace('\'', "")
+        ),
+        None => format!("'{}'", now.replace('\'', "")),
+    };
+    Some(format!(
+        "UPDATE {} SET {} = {value} WHERE {} IS NULL",
+        quote(resource.table),
+        quote(&field.column),
+        quote(&field.column)
+    ))
+}
+
 /// Every table whose writes are versioned: resource tables and list tables.
 pub fn versioned_tables() -> Vec<&'static str> {
     let mut tables = Vec::new();
@@ -277,10 +391,10 @@ pub fn versioned_tables() -> Vec<&'static str> {
 const MIGRATION_LOCK: i64 = 4_242_001;
 
 impl Store {
-    async fn existing_columns(&self, table: &str) -> ApiResult<Vec<String>> {
+    async fn existing_columns(&self, table: &str) -> StoreResult<Vec<String>> {
         let columns: Vec<String> = on_pool!(&self.pool, |pool, _builder| {
             let sql = match self.backend() {
-                Backend::Sqlite => "SELECT name FROM pragma_table_info($1)",
+                Backend::Sqlite => "SELECT name FROM pragma_table_xinfo($1)",
                 Backend::Postgres => {
                     "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1"
                 }
@@ -298,12 +412,12 @@ impl Store {
     /// stock.available"`), empty when migrations are applied: every resource's table with every
     /// column, its list tables, the bookkeeping tables and the job queue. One statement, so
     /// it also says whether the database answers; for readiness checks.
-    pub async fn schema_gaps(&self) -> ApiResult<Vec<String>> {
+    pub async fn schema_gaps(&self) -> StoreResult<Vec<String>> {
         let backend = self.backend();
         let pairs: Vec<(String, String)> = on_pool!(&self.pool, |pool, _builder| {
             let sql = match backend {
                 Backend::Sqlite => {
-                    "SELECT m.name, p.name FROM sqlite_schema AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'"
+                    "SELECT m.name, p.name FROM sqlite_schema AS m, pragma_table_xinfo(m.name) AS p WHERE m.type = 'table'"
                 }
                 Backend::Postgres => {
                     "SELECT table_name::text, column_name::text FROM information_schema.columns WHERE table_schema = current_schema()"
@@ -333,7 +447,11 @@ impl Store {
             "bh_count_cache",
             "bh_meta",
             crate::jobs::JOB_TABLE,
-        ] {
+            crate::idempotency::IDEMPOTENCY_TABLE,
+        ]
+        .into_iter()
+        .chain(crate::accounts::sessions::TABLES)
+        {
             need_table(table, &mut gaps);
         }
         for resource in catalog().resources() {
@@ -354,7 +472,7 @@ impl Store {
     }
 
     /// Brings the database to the catalog's schema (see the module docs).
-    pub async fn migrate(&self) -> ApiResult<()> {
+    pub async fn migrate(&self) -> StoreResult<()> {
         let backend = self.backend();
         // Several servers may start together: one migrates while the others wait. (SQLite's
         // write transactions already serialise them.)
@@ -370,7 +488,7 @@ impl Store {
         result
     }
 
-    async fn migrate_locked(&self, backend: Backend) -> ApiResult<()> {
+    async fn migrate_locked(&self, backend: Backend) -> StoreResult<()> {
         for statement in bookkeeping_statements() {
             self.execute_raw(&statement).await?;
         }
@@ -382,13 +500,13 @@ impl Store {
                         continue;
                     }
                     if ty.contains("NOT NULL") && !ty.contains("DEFAULT") {
-                        return Err(ApiError::new(
-                            Code::Conflict,
-                            format!(
+                        return Err(StoreError::Conflict {
+                            detail: format!(
                                 "table {} lacks the required column {name}; add it with a value for every row, then migrate again",
                                 resource.table
                             ),
-                        ));
+                            field: None,
+                        });
                     }
                     self.execute_raw(&format!(
                         "ALTER TABLE {} ADD COLUMN {} {}",
@@ -397,7 +515,10 @@ impl Store {
                         ty
                     ))
                     .await?;
-                    if let Some(fill) = derived_fill_statement(resource, &name) {
+                    let now = crate::ids::timestamp_at(self.clock.now_millis());
+                    let fill = derived_fill_statement(resource, &name)
+                        .or_else(|| stamped_fill_statement(resource, &name, &now));
+                    if let Some(fill) = fill {
                         // A fill touches every row: no statement timeout for it.
                         let fill = match backend {
                             Backend::Postgres => {
@@ -416,19 +537,28 @@ impl Store {
         for statement in queue_statements(backend) {
             self.execute_raw(&statement).await?;
         }
+        for statement in crate::idempotency::idempotency_statements() {
+            self.execute_raw(&statement).await?;
+        }
+        for statement in crate::accounts::sessions::statements(backend) {
+            self.execute_raw(&statement).await?;
+        }
         Ok(())
     }
 
     /// Drops everything brandhub created (tests and `demo --fresh` only).
-    pub async fn drop_everything(&self) -> ApiResult<()> {
+    pub async fn drop_everything(&self) -> StoreResult<()> {
         let mut tables: Vec<&str> = versioned_tables();
         // The queue refers to files: it goes first (the list is dropped from its end).
         tables.extend([
             "bh_table_version",
             "bh_count_cache",
             "bh_meta",
+            crate::orders::intake::COUNTER_TABLE,
             crate::jobs::JOB_TABLE,
+            crate::idempotency::IDEMPOTENCY_TABLE,
         ]);
+        tables.extend(crate::accounts::sessions::TABLES);
         for table in tables.iter().rev() {
             let cascade = if self.backend() == Backend::Postgres {
                 " CASCADE"
@@ -442,7 +572,7 @@ impl Store {
     }
 
     /// Updates the planner's statistics after a bulk load.
-    pub async fn analyze(&self) -> ApiResult<()> {
+    pub async fn analyze(&self) -> StoreResult<()> {
         match self.backend() {
             Backend::Sqlite => self.execute_raw("ANALYZE").await,
             Backend::Postgres => {
@@ -471,6 +601,43 @@ mod tests {
             "UPDATE \"stock\" SET \"fk_scope_brand\" = (SELECT (SELECT \"fk_brand\" FROM \"product\" WHERE \"product\".\"id\" = \"variant\".\"fk_product\") FROM \"variant\" WHERE \"variant\".\"id\" = \"stock\".\"fk_variant\")"
         );
         assert!(derived_fill_statement(stock, "fk_variant").is_none());
+    }
+
+    #[test]
+    fn updated_dates_are_filled_from_the_creation_date_or_the_time_of_migration() {
+        let company = catalog().resource("company").unwrap();
+        assert_eq!(
+            stamped_fill_statement(company, "updated_date", "2026-05-01T10:00:00").unwrap(),
+            "UPDATE \"company\" SET \"updated_date\" = COALESCE(\"created_date\", '2026-05-01T10:00:00') WHERE \"updated_date\" IS NULL"
+        );
+        let stock = catalog().resource("stock").unwrap();
+        assert_eq!(
+            stamped_fill_statement(stock, "updated_date", "2026-05-01T10:00:00").unwrap(),
+            "UPDATE \"stock\" SET \"updated_date\" = '2026-05-01T10:00:00' WHERE \"updated_date\" IS NULL"
+        );
+        assert!(stamped_fill_statement(stock, "in_stock", "x").is_none());
+        let columns = table_columns(stock, Backend::Sqlite);
+        assert_eq!(
+            columns.last().unwrap(),
+            &(
+                ROW_VERSION.to_string(),
+                "BIGINT NOT NULL DEFAULT 1".to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn natural_keys_are_unique_where_they_are_set() {
+        let store = catalog().resource("store").unwrap();
+        assert_eq!(
+            natural_key_index(store, Backend::Sqlite).unwrap(),
+            "CREATE UNIQUE INDEX IF NOT EXISTS \"nk_store_fk_host_code\" ON \"store\" (\"fk_host\", \"code_ci\") WHERE \"fk_host\" IS NOT NULL AND \"code_ci\" <> ''"
+        );
+        // A declared unique index of the same fields serves already.
+        let brand_store = catalog().resource("brandStore").unwrap();
+        assert!(natural_key_index(brand_store, Backend::Postgres).is_none());
+        let order = catalog().resource("file").unwrap();
+        assert!(natural_key_index(order, Backend::Postgres).is_none());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! itself depends on no metrics library.
 
 use crate::db::{Store, internal, on_pool};
-use brandhub_problem::ApiResult;
+use crate::error::StoreResult;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One cache's tallies.
@@ -96,7 +96,7 @@ impl Store {
     }
 
     /// How many jobs of the file queue wait or run, over every process on the database.
-    pub async fn queue_depth(&self) -> ApiResult<QueueDepth> {
+    pub async fn queue_depth(&self) -> StoreResult<QueueDepth> {
         let sql = format!(
             "SELECT \"state\", count(*) FROM \"{}\" WHERE \"state\" IN ('{}', '{}') GROUP BY \"state\"",
             crate::jobs::JOB_TABLE,

@@ -6,8 +6,8 @@
 //! versions live in the database, so this holds across server processes.
 
 use crate::db::{Kind, Store, Timing};
+use crate::error::StoreResult;
 use brandhub_catalog::Cell;
-use brandhub_problem::ApiResult;
 use sea_query::{Alias, Expr, ExprTrait, Query, UpdateStatement};
 use std::collections::HashMap;
 
@@ -49,7 +49,7 @@ impl Versions {
 
 impl Store {
     /// Reads every table's version (one small statement per request).
-    pub async fn versions(&self, timing: &Timing) -> ApiResult<Versions> {
+    pub async fn versions(&self, timing: &Timing) -> StoreResult<Versions> {
         let statement = Query::select()
             .column(Alias::new("table_name"))
             .column(Alias::new("version"))

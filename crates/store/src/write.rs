@@ -2,13 +2,18 @@
 //! tables, and rows are sent in multi-row statements sized to the backends' parameter limits.
 
 use crate::db::{Kind, WriteTx};
+use crate::error::StoreResult;
+use crate::schema::ROW_VERSION;
 use brandhub_catalog::{
-    Cell, Field, FieldType, Record, Resource,
+    Cell, Field, FieldType, Record, Resource, catalog,
     record::{list_fields, stored_fields},
 };
-use brandhub_problem::ApiResult;
 use brandhub_query::text::fold;
-use sea_query::{Alias, Condition, OnConflict, Order, Query, SelectStatement, Value};
+use sea_query::{
+    Alias, Condition, Expr, ExprTrait, LockType, OnConflict, Order, Query, SelectStatement,
+    UpdateStatement, Value,
+};
+use std::collections::{HashMap, HashSet};
 
 /// The most bound parameters one statement carries (SQLite allows 32766, PostgreSQL 65535).
 const MAX_PARAMETERS: usize = 30_000;
@@ -34,7 +39,7 @@ pub fn cell_value(field: &Field, cell: &Cell) -> Value {
 /// The column names a record's values go to, folded copies right after their source.
 fn insert_columns(resource: &Resource) -> Vec<String> {
     let mut columns = Vec::new();
-    for field in stored_fields(resource) {
+    for field in written_fields(resource) {
         columns.push(field.column.clone());
         if let Some(folded) = field.folded_column() {
             columns.push(folded);
@@ -48,9 +53,43 @@ pub(crate) fn folded_value(cell: &Cell) -> Value {
     Value::String(Some(fold(cell.as_text().unwrap_or_default())))
 }
 
-fn row_values(fields: &[&Field], record: &Record) -> Vec<Value> {
+/// The value of a field in a record.
+pub(crate) fn cell_of<'r>(resource: &Resource, record: &'r Record, path: &str) -> Option<&'r Cell> {
+    stored_fields(resource)
+        .into_iter()
+        .position(|f| f.path == path)
+        .map(|i| &record.cells[i])
+}
+
+/// The stored fields brandhub writes: all but those the database computes.
+fn written_fields(resource: &Resource) -> Vec<&Field> {
+    stored_fields(resource)
+        .into_iter()
+        .filter(|f| f.generated.is_none())
+        .collect()
+}
+
+/// How a write treats the stamped field (`updatedDate`) of the records it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    /// The time of the write where the record has none (the demo brings its own).
+    IfUnset,
+    /// Always the time of the write.
+    Always,
+}
+
+fn row_values(fields: &[&Field], record: &Record, stamp: Stamp, now: &str) -> Vec<Value> {
     let mut values = Vec::with_capacity(fields.len() * 2);
+    let now = Cell::Text(now.to_string());
     for (field, cell) in fields.iter().zip(&record.cells) {
+        if field.generated.is_some() {
+            continue;
+        }
+        let cell = if field.stamped && (stamp == Stamp::Always || cell.is_unset()) {
+            &now
+        } else {
+            cell
+        };
         values.push(cell_value(field, cell));
         if field.folded_column().is_some() {
             values.push(folded_value(cell));
@@ -76,6 +115,19 @@ pub(crate) fn select_records(
     (select, kinds)
 }
 
+/// Adds what every change of a resource's records also sets: the stamped field
+/// (`updatedDate`) to `now` and the record version one up. Every UPDATE of a resource table
+/// goes through here, so `ETag`s and `updatedDate` move with every write.
+pub fn stamp_update(update: &mut UpdateStatement, resource: &Resource, now: &str) {
+    for field in resource.stamped_fields() {
+        update.value(Alias::new(field.column.as_str()), now);
+    }
+    update.value(
+        Alias::new(ROW_VERSION),
+        Expr::col(Alias::new(ROW_VERSION)).add(1),
+    );
+}
+
 /// Rows of [`select_records`] as records (list fields left empty).
 pub(crate) fn records_of(resource: &Resource, rows: Vec<Vec<Cell>>) -> Vec<Record> {
     let lists = list_fields(resource).len();
@@ -88,14 +140,21 @@ pub(crate) fn records_of(resource: &Resource, rows: Vec<Vec<Cell>>) -> Vec<Recor
 }
 
 impl WriteTx {
+    /// The time of this write as a record timestamp, from the store's clock.
+    pub fn now_timestamp(&self) -> String {
+        crate::ids::timestamp_at(self.clock.now_millis())
+    }
+
     /// Inserts records of one resource (and their list elements) in as few statements as the
-    /// parameter limits allow.
+    /// parameter limits allow, their derived fields filled from their declarations.
     pub async fn insert_records(
         &mut self,
         resource: &'static Resource,
-        records: &[Record],
-    ) -> ApiResult<()> {
-        self.insert_rows(resource, records, None).await?;
+        records: &mut [Record],
+    ) -> StoreResult<()> {
+        self.fill_derived(resource, records).await?;
+        self.insert_rows(resource, records, None, Stamp::IfUnset)
+            .await?;
         for (list_index, field) in list_fields(resource).into_iter().enumerate() {
             let elements: Vec<(&str, usize, &str)> = records
                 .iter()
@@ -111,35 +170,79 @@ impl WriteTx {
         Ok(())
     }
 
+    /// Inserts new records of one resource, skipping any whose unique values (a natural key)
+    /// a concurrent write took meanwhile; `false` when one was skipped, so that the caller
+    /// rolls back and tries again, now seeing the other write's record.
+    pub async fn insert_new_records(
+        &mut self,
+        resource: &'static Resource,
+        records: &mut [Record],
+    ) -> StoreResult<bool> {
+        self.fill_derived(resource, records).await?;
+        let skip = OnConflict::new().do_nothing().to_owned();
+        let inserted = self
+            .insert_rows(resource, records, Some(skip), Stamp::IfUnset)
+            .await?;
+        if inserted < records.len() as u64 {
+            return Ok(false);
+        }
+        for (list_index, field) in list_fields(resource).into_iter().enumerate() {
+            let elements: Vec<(&str, usize, &str)> = records
+                .iter()
+                .flat_map(|record| {
+                    record.lists[list_index]
+                        .iter()
+                        .enumerate()
+                        .map(move |(position, value)| (record.id(), position, value.as_str()))
+                })
+                .collect();
+            self.insert_list_elements(field, &elements).await?;
+        }
+        Ok(true)
+    }
+
     /// Reads whole records of a resource (every stored column, list fields left empty) that
     /// satisfy `condition`, inside the transaction, ordered by id: file processors compare
-    /// them with a file's rows and write back only the ones that change.
+    /// them with a file's rows and write back only the ones that change. The rows are locked
+    /// until the transaction ends (`FOR NO KEY UPDATE` on PostgreSQL, in id order; SQLite's
+    /// write transactions run one at a time): a read-modify-write never overwrites a change
+    /// committed after its read (CONTRACT §9: two writers never lose each other's changes).
     pub async fn load_records(
         &mut self,
         resource: &'static Resource,
         condition: Condition,
-    ) -> ApiResult<Vec<Record>> {
-        let (select, kinds) = select_records(resource, condition);
-        let rows = self.fetch(&select, &kinds).await?;
+    ) -> StoreResult<Vec<Record>> {
+        let (mut select, kinds) = select_records(resource, condition);
+        select.lock(LockType::NoKeyUpdate);
+        let rows = self.fetch_returning(None, &select, &kinds).await?;
         Ok(records_of(resource, rows))
     }
 
     /// Writes records by id in multi-row statements: new ids are inserted, existing ones have
-    /// every stored column (and folded copy) overwritten. List fields are not written, so this
+    /// every stored column (and folded copy) overwritten, their version one up, their derived
+    /// fields filled from their declarations. Every record given is stamped with the time of
+    /// the write (callers pass changed records only). List fields are not written, so this
     /// serves resources without lists (products, variants, stock, prices, images, orders).
     pub async fn upsert_records(
         &mut self,
         resource: &'static Resource,
-        records: &[Record],
-    ) -> ApiResult<()> {
+        records: &mut [Record],
+    ) -> StoreResult<()> {
+        self.fill_derived(resource, records).await?;
         let updated = insert_columns(resource)
             .into_iter()
             .filter(|c| c.as_str() != "id")
             .map(|c| Alias::new(c.as_str()));
         let overwrite = OnConflict::column(Alias::new("id"))
             .update_columns(updated)
+            .value(
+                Alias::new(ROW_VERSION),
+                Expr::col((Alias::new(resource.table), Alias::new(ROW_VERSION))).add(1),
+            )
             .to_owned();
-        self.insert_rows(resource, records, Some(overwrite)).await
+        self.insert_rows(resource, records, Some(overwrite), Stamp::Always)
+            .await?;
+        Ok(())
     }
 
     /// The stored columns of `records` in multi-row INSERTs within the parameter limits, each
@@ -149,8 +252,11 @@ impl WriteTx {
         resource: &'static Resource,
         records: &[Record],
         on_conflict: Option<OnConflict>,
-    ) -> ApiResult<()> {
+        stamp: Stamp,
+    ) -> StoreResult<u64> {
+        let mut affected = 0;
         let fields = stored_fields(resource);
+        let now = self.now_timestamp();
         let columns = insert_columns(resource);
         let rows_per_statement = (MAX_PARAMETERS / columns.len()).clamp(1, MAX_ROWS);
         for chunk in records.chunks(rows_per_statement) {
@@ -159,14 +265,275 @@ impl WriteTx {
                 .into_table(Alias::new(resource.table))
                 .columns(columns.iter().map(|c| Alias::new(c.as_str())));
             for record in chunk {
-                insert.values_panic(row_values(&fields, record).into_iter().map(Into::into));
+                insert.values_panic(
+                    row_values(&fields, record, stamp, &now)
+                        .into_iter()
+                        .map(Into::into),
+                );
             }
             if let Some(on_conflict) = &on_conflict {
                 insert.on_conflict(on_conflict.clone());
             }
-            self.execute(resource.table, &insert).await?;
+            affected += self.execute(resource.table, &insert).await?;
+        }
+        Ok(affected)
+    }
+
+    /// The value at a to-one `path` (links, then an id field) of each record: one statement
+    /// per link after the first, for all records at once.
+    pub(crate) async fn follow(
+        &mut self,
+        resource: &'static Resource,
+        records: &[Record],
+        path: &str,
+    ) -> StoreResult<Vec<Option<String>>> {
+        let segments: Vec<&str> = path.split('.').collect();
+        let (last, hops) = segments.split_last().expect("split yields one part");
+        let own = |name: &str| -> Vec<Option<String>> {
+            records
+                .iter()
+                .map(|r| {
+                    cell_of(resource, r, name)
+                        .and_then(Cell::as_text)
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_string)
+                })
+                .collect()
+        };
+        let Some((first, further)) = hops.split_first() else {
+            return Ok(own(last));
+        };
+        let relation = resource.relation(first).expect("checked to-one path");
+        let fk = resource.fk_field(relation).expect("checked to-one path");
+        let mut values = own(fk.name);
+        let mut current = catalog().target(relation);
+        // (the resource reached, the column of it that leads on), then the final field.
+        let mut steps = Vec::new();
+        for hop in further {
+            let relation = current.relation(hop).expect("checked to-one path");
+            let fk = current.fk_field(relation).expect("checked to-one path");
+            steps.push((current, fk.column.clone()));
+            current = catalog().target(relation);
+        }
+        let field = current.field_at(last).expect("checked to-one path");
+        steps.push((current, field.column.clone()));
+        for (table_of, column) in steps {
+            let ids: Vec<String> = values
+                .iter()
+                .flatten()
+                .cloned()
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect();
+            let mut found: HashMap<String, String> = HashMap::new();
+            for chunk in ids.chunks(1_000) {
+                let statement = Query::select()
+                    .column(Alias::new("id"))
+                    .column(Alias::new(column.as_str()))
+                    .from(Alias::new(table_of.table))
+                    .and_where(Expr::col(Alias::new("id")).is_in(chunk.iter().cloned()))
+                    .to_owned();
+                for row in self.fetch(&statement, &[Kind::Text, Kind::Text]).await? {
+                    if let (Some(id), Some(value)) = (row[0].as_text(), row[1].as_text()) {
+                        found.insert(id.to_string(), value.to_string());
+                    }
+                }
+            }
+            values = values
+                .into_iter()
+                .map(|v| v.and_then(|id| found.get(&id).cloned()))
+                .collect();
+        }
+        Ok(values)
+    }
+
+    /// Sets every derived field of the records (`Field::derived`: a shortcut equal to the
+    /// value at its path) from what the database holds along that path.
+    pub(crate) async fn fill_derived(
+        &mut self,
+        resource: &'static Resource,
+        records: &mut [Record],
+    ) -> StoreResult<()> {
+        for (i, field) in stored_fields(resource).into_iter().enumerate() {
+            let Some(path) = field.derived_from else {
+                continue;
+            };
+            let values = self.follow(resource, records, path).await?;
+            for (record, value) in records.iter_mut().zip(values) {
+                record.cells[i] = value.map_or(Cell::Null, Cell::Text);
+            }
         }
         Ok(())
+    }
+
+    /// Sets the given fields (and their folded copies) of the record `id`, column by column (a
+    /// concurrent change of other columns is kept), its stamped fields to now and its version
+    /// one up.
+    pub async fn update_cells(
+        &mut self,
+        resource: &'static Resource,
+        id: &str,
+        cells: &[(&'static Field, Cell)],
+    ) -> StoreResult<()> {
+        if cells.is_empty() {
+            return Ok(());
+        }
+        let mut update = Query::update();
+        update.table(Alias::new(resource.table));
+        // The stamped field is set by `stamp_update` alone: PostgreSQL refuses a column
+        // assigned twice in one UPDATE.
+        for (field, cell) in cells.iter().filter(|(field, _)| !field.stamped) {
+            update.value(Alias::new(field.column.as_str()), cell_value(field, cell));
+            if let Some(folded) = field.folded_column() {
+                update.value(Alias::new(folded), folded_value(cell));
+            }
+        }
+        stamp_update(&mut update, resource, &self.now_timestamp());
+        update.and_where(Expr::col(Alias::new("id")).eq(id));
+        self.execute(resource.table, &update).await?;
+        Ok(())
+    }
+
+    /// Adds to counters of records found by a key, creating those the key finds none of (a
+    /// stock record for a variant its warehouse never had): each record's `add` fields are
+    /// added to the stored ones (unset counting as 0), its stamped fields set to now and its
+    /// version one up, in one `INSERT … ON CONFLICT (key) DO UPDATE` per record, so that
+    /// concurrent writers never lose each other's additions. Records are taken in key order,
+    /// so concurrent transactions lock rows in the same order.
+    pub async fn add_to_records(
+        &mut self,
+        resource: &'static Resource,
+        key: &[&str],
+        add: &[&str],
+        records: &mut [Record],
+    ) -> StoreResult<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.fill_derived(resource, records).await?;
+        let fields = stored_fields(resource);
+        let key_at: Vec<usize> = key
+            .iter()
+            .map(|path| {
+                fields
+                    .iter()
+                    .position(|f| f.path == *path)
+                    .expect("the key names stored fields")
+            })
+            .collect();
+        records.sort_by(|a, b| {
+            let of = |r: &Record| -> Vec<String> {
+                key_at
+                    .iter()
+                    .map(|i| r.cells[*i].as_text().unwrap_or_default().to_string())
+                    .collect()
+            };
+            of(a).cmp(&of(b))
+        });
+        let column = |field: &Field| {
+            Expr::col((
+                Alias::new(resource.table),
+                Alias::new(field.column.as_str()),
+            ))
+        };
+        let excluded =
+            |field: &Field| Expr::col((Alias::new("excluded"), Alias::new(field.column.as_str())));
+        let mut on_conflict = OnConflict::columns(key.iter().map(|path| {
+            Alias::new(
+                resource
+                    .field_at(path)
+                    .expect("the key names fields")
+                    .column
+                    .as_str(),
+            )
+        }));
+        for path in add {
+            let field = resource.field_at(path).expect("added fields exist");
+            on_conflict.value(
+                Alias::new(field.column.as_str()),
+                sea_query::Func::coalesce([column(field), Expr::val(0)]).add(excluded(field)),
+            );
+        }
+        for field in resource.stamped_fields() {
+            on_conflict.value(Alias::new(field.column.as_str()), excluded(field));
+        }
+        on_conflict.value(
+            Alias::new(ROW_VERSION),
+            Expr::col((Alias::new(resource.table), Alias::new(ROW_VERSION))).add(1),
+        );
+        for record in records.iter() {
+            self.insert_rows(
+                resource,
+                std::slice::from_ref(record),
+                Some(on_conflict.clone()),
+                Stamp::Always,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the list fields of records (each record's elements in their order), inside the
+    /// transaction.
+    pub async fn load_lists(
+        &mut self,
+        resource: &'static Resource,
+        records: &mut [Record],
+    ) -> StoreResult<()> {
+        let ids: Vec<String> = records.iter().map(|r| r.id().to_string()).collect();
+        for (list_index, field) in list_fields(resource).into_iter().enumerate() {
+            let Some(list) = &field.list else {
+                continue;
+            };
+            let mut found: std::collections::HashMap<String, Vec<String>> =
+                std::collections::HashMap::new();
+            for chunk in ids.chunks(MAX_ROWS) {
+                let select = Query::select()
+                    .columns([Alias::new(list.owner_column), Alias::new(list.value_column)])
+                    .from(Alias::new(list.table))
+                    .and_where(
+                        Expr::col(Alias::new(list.owner_column)).is_in(chunk.iter().cloned()),
+                    )
+                    .order_by(Alias::new(list.owner_column), Order::Asc)
+                    .order_by(Alias::new("position"), Order::Asc)
+                    .to_owned();
+                for row in self.fetch(&select, &[Kind::Text, Kind::Text]).await? {
+                    if let (Some(owner), Some(value)) = (row[0].as_text(), row[1].as_text()) {
+                        found
+                            .entry(owner.to_string())
+                            .or_default()
+                            .push(value.to_string());
+                    }
+                }
+            }
+            for record in records.iter_mut() {
+                record.lists[list_index] = found.remove(record.id()).unwrap_or_default();
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the elements of a list field of the record `owner` with `values`.
+    pub async fn replace_list(
+        &mut self,
+        field: &'static Field,
+        owner: &str,
+        values: &[String],
+    ) -> StoreResult<()> {
+        let Some(list) = &field.list else {
+            return Ok(());
+        };
+        let delete = Query::delete()
+            .from_table(Alias::new(list.table))
+            .and_where(Expr::col(Alias::new(list.owner_column)).eq(owner))
+            .to_owned();
+        self.execute(list.table, &delete).await?;
+        let elements: Vec<(&str, usize, &str)> = values
+            .iter()
+            .enumerate()
+            .map(|(position, value)| (owner, position, value.as_str()))
+            .collect();
+        self.insert_list_elements(field, &elements).await
     }
 
     /// Inserts `(owner, position, value)` elements of a list field.
@@ -174,7 +541,7 @@ impl WriteTx {
         &mut self,
         field: &'static Field,
         elements: &[(&str, usize, &str)],
-    ) -> ApiResult<()> {
+    ) -> StoreResult<()> {
         let Some(list) = &field.list else {
             return Ok(());
         };

@@ -111,7 +111,7 @@ async fn queued_file(store: &Store, id: &str) {
         let catalog = catalog();
         tx.insert_records(
             catalog.resource("company").unwrap(),
-            &[record(
+            &mut [record(
                 "company",
                 COMPANY,
                 &[("name", "Acme".into()), ("createdDate", created())],
@@ -121,7 +121,7 @@ async fn queued_file(store: &Store, id: &str) {
         .unwrap();
         tx.insert_records(
             catalog.resource("brand").unwrap(),
-            &[record(
+            &mut [record(
                 "brand",
                 BRAND,
                 &[("fk_company", COMPANY.into()), ("name", "Acme".into())],
@@ -131,7 +131,7 @@ async fn queued_file(store: &Store, id: &str) {
         .unwrap();
         tx.insert_records(
             catalog.resource("user").unwrap(),
-            &[record(
+            &mut [record(
                 "user",
                 USER,
                 &[

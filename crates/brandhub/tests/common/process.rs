@@ -84,7 +84,7 @@ impl Brandhub {
             .filter_map(|line| {
                 let words: Vec<&str> = line.split_whitespace().collect();
                 match words.as_slice() {
-                    [user_type, email, ":", key] => {
+                    [user_type, email, ":", key, ":", _password] => {
                         Some((user_type.to_string(), email.to_string(), key.to_string()))
                     }
                     _ => None,

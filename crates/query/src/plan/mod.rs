@@ -327,15 +327,29 @@ pub fn plan_by_id(
     request: &ReadRequest,
     viewer: &Viewer,
 ) -> ApiResult<ReadPlan> {
+    plan_by_ids(resource, &[id.to_string()], request, viewer)
+}
+
+/// Plans the records of some ids in one page (ordered by id): what a write answers with.
+pub fn plan_by_ids(
+    resource: &'static Resource,
+    ids: &[String],
+    request: &ReadRequest,
+    viewer: &Viewer,
+) -> ApiResult<ReadPlan> {
     let mut plan = plan_read(resource, request, viewer)?;
     let id_path = resolve(resource, "id", viewer, PathUse::Filter)?;
     let by_id = Predicate::Leaf(Box::new(Leaf {
         path: id_path,
-        test: Test::OneOf(vec![Operand::Text(id.to_ascii_uppercase())]),
+        test: Test::OneOf(
+            ids.iter()
+                .map(|id| Operand::Text(id.to_ascii_uppercase()))
+                .collect(),
+        ),
     }));
     plan.filter = by_id.and(plan.filter);
     plan.page = 1;
-    plan.page_size = 1;
+    plan.page_size = ids.len().max(1) as u64;
     Ok(plan)
 }
 

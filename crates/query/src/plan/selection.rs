@@ -589,13 +589,17 @@ mod tests {
         let s = select(resource("stock"), None, &[], &Viewer::admin()).unwrap();
         let shown = names(&s).join(" ");
         assert!(
-            shown.contains("stock_warehouse{id,fk_company,code,name,detail,warehouse_company=key}"),
+            shown.contains(
+                "stock_warehouse{id,fk_company,code,name,detail,updatedDate,warehouse_company=key}"
+            ),
             "{shown}"
         );
         assert!(shown.contains("stock_variant{id,fk_product,"), "{shown}");
         assert!(shown.contains("variant_product{id,fk_brand,"), "{shown}");
         assert!(
-            shown.contains("product_brand{id,fk_company,name,detail,code,brand_company=key}"),
+            shown.contains(
+                "product_brand{id,fk_company,name,detail,code,updatedDate,brand_company=key}"
+            ),
             "{shown}"
         );
         assert!(
@@ -608,7 +612,7 @@ mod tests {
     fn order_template_has_items_with_a_partial_variant() {
         let s = select(resource("order"), None, &[], &Viewer::admin()).unwrap();
         let shown = names(&s).join(" ");
-        assert!(shown.contains("order_brandStore{id,fk_brand,fk_store,fk_warehouse,detail,brandStore_brand=key,brandStore_store=key,brandStore_warehouse=key}"), "{shown}");
+        assert!(shown.contains("order_brandStore{id,fk_brand,fk_store,fk_warehouse,detail,updatedDate,brandStore_brand=key,brandStore_store=key,brandStore_warehouse=key}"), "{shown}");
         assert!(shown.contains("orderItem_order=key"), "{shown}");
         assert!(
             shown.contains(
@@ -655,7 +659,7 @@ mod tests {
         )
         .unwrap();
         let shown = names(&s).join(" ");
-        assert!(shown.contains("file_brand{id,fk_company,name,detail,code,brand_company{id,name,code,fk_sponsor,detail,createdDate,company_sponsor=key}}"), "{shown}");
+        assert!(shown.contains("file_brand{id,fk_company,name,detail,code,updatedDate,brand_company{id,name,code,fk_sponsor,detail,createdDate,updatedDate,company_sponsor=key}}"), "{shown}");
         assert!(shown.contains("file_user{"), "{shown}");
     }
 
@@ -721,7 +725,8 @@ mod tests {
                 "fileType",
                 "fileName",
                 "createdDate",
-                "status"
+                "status",
+                "updatedDate"
             ]
         );
         let s = select(

@@ -234,7 +234,7 @@ async fn next_chunk(
     {
         Ok(chunk) => Some(chunk),
         Err(error) => {
-            tracing::error!(detail = %error.detail, "an export stopped: a chunk could not be read");
+            tracing::error!(%error, "an export stopped: a chunk could not be read");
             None
         }
     }

@@ -6,7 +6,9 @@ pub mod export;
 pub mod fallback;
 pub mod files;
 pub mod openapi;
+pub mod orders;
 pub mod read;
+pub mod session;
 pub mod write;
 
 use crate::problem::{Answer, Problem};

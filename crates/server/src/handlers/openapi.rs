@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use brandhub_catalog::{Field, FieldType, RelationKind, Resource, catalog};
 use brandhub_problem::Code;
+use brandhub_query::limits;
 use brandhub_query::parse::RESERVED_PARAMETERS;
 use serde_json::{Map, Value, json};
 use std::sync::LazyLock;
@@ -62,7 +63,8 @@ fn record_schema(resource: &Resource) -> Value {
     }
     for relation in resource.public_relations() {
         let target = catalog().target(relation);
-        let one = json!({"oneOf": [
+        // anyOf, not oneOf: a `{"__KEY": …}` stub is also a valid (sparse) record.
+        let one = json!({"anyOf": [
             {"$ref": "#/components/schemas/Key"},
             {"$ref": format!("#/components/schemas/{}", schema_name(target))},
             {"type": "null"}
@@ -76,16 +78,133 @@ fn record_schema(resource: &Resource) -> Value {
     json!({"type": "object", "description": resource.doc, "properties": properties})
 }
 
-fn parameters() -> Value {
+/// The leaf properties of a record a filter or an order key can name (objects by their
+/// subfields), without internal ones.
+fn leaf_fields(fields: &[Field]) -> Vec<&Field> {
+    let mut leaves = Vec::new();
+    for field in fields.iter().filter(|f| !f.internal) {
+        match field.ty {
+            FieldType::Object => leaves.extend(leaf_fields(&field.subfields)),
+            _ => leaves.push(field),
+        }
+    }
+    leaves
+}
+
+/// A regular-expression alternative of a resource's names: `leaves` (with their dots
+/// escaped), and each public relation followed by a dotted path into its target.
+fn names_pattern(resource: &Resource, leaves: &[String]) -> String {
+    let mut alternatives: Vec<String> = leaves.iter().map(|p| p.replace('.', "\\.")).collect();
+    for relation in resource.public_relations() {
+        alternatives.push(format!(
+            "{}(\\.[A-Za-z_][A-Za-z0-9_]*){{0,{}}}",
+            relation.name,
+            limits::PATH_NAMES.max - 1
+        ));
+    }
+    format!("(?:{})", alternatives.join("|"))
+}
+
+/// What a filter value of a field's type may be: anything for text and ids (no match is an
+/// empty page, not an error), the number, boolean and timestamp forms the planner reads
+/// (dates with days up to 28 and times within a day, so that every value the pattern allows
+/// is a real moment).
+fn filter_value_schema(field: &Field) -> Value {
+    let element = match (field.ty, &field.list) {
+        (FieldType::List, Some(list)) => list.element,
+        (ty, _) => ty,
+    };
+    match element {
+        FieldType::Integer | FieldType::Number => {
+            json!({"type": "string", "pattern": "^(-?[0-9]{1,15}(\\.[0-9]{1,6})?)?$"})
+        }
+        FieldType::Boolean => json!({"type": "string", "enum": ["", "true", "false", "1", "0"]}),
+        FieldType::Timestamp | FieldType::PreciseTimestamp => json!({"type": "string",
+            "pattern": "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])?)?$"}),
+        _ => json!({"type": "string"}),
+    }
+}
+
+/// The read parameters of a resource's lists and counts. Names are given as patterns of the
+/// resource's own properties and relations (a path past a relation is checked when the
+/// request is planned), so that a client, or a conformance tool, can tell a valid request
+/// from an invalid one; properties restricted for a user type (`x-hidden-from`) are unknown
+/// to that type.
+fn parameters(resource: &Resource) -> Value {
+    let leaves = leaf_fields(&resource.fields);
+    let sortable: Vec<String> = leaves
+        .iter()
+        .filter(|f| f.ty != FieldType::List)
+        .map(|f| f.path.clone())
+        .collect();
+    let mut selectable: Vec<String> = leaves.iter().map(|f| f.path.clone()).collect();
+    selectable.extend(
+        resource
+            .fields
+            .iter()
+            .filter(|f| !f.internal && f.ty == FieldType::Object)
+            .map(|f| f.path.clone()),
+    );
+    selectable.push("\\*".into());
+    let key = names_pattern(resource, &sortable);
+    let order_item = format!("(?:[<>]?{key}|{key}[<>])");
+    let order_by = format!(
+        "^{order_item}(?:;{order_item}){{0,{}}}$",
+        limits::ORDER_KEYS.max - 1
+    );
+    let name = names_pattern(resource, &selectable);
+    let name_list = |limit: &limits::Limit| format!("^{name}(?:,{name}){{0,{}}}$", limit.max - 1);
+    let mut filters = Map::new();
+    for field in &leaves {
+        filters.insert(field.path.clone(), filter_value_schema(field));
+    }
+    let mut through = Map::new();
+    for relation in resource.public_relations() {
+        through.insert(
+            format!("^{}\\..+$", relation.name),
+            json!({"type": "string"}),
+        );
+    }
     json!([
-        {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "Page to return (default 1)."},
+        {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": limits::PAGE.max}, "description": "Page to return (default 1)."},
         {"name": "pageSize", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "Records per page (default 100; above 1000 clamped to 1000)."},
-        {"name": "order_by", "in": "query", "schema": {"type": "string"}, "description": "path[;path…], each with > (ascending) or < (descending) before or after it."},
-        {"name": "fields", "in": "query", "schema": {"type": "string"}, "description": "Comma-separated properties and relations (dotted for sub-selection); * is the default template."},
-        {"name": "exclude", "in": "query", "schema": {"type": "string"}, "description": "Comma-separated names to remove; @ is a wildcard."},
-        {"name": "filters", "in": "query", "style": "form", "explode": true, "schema": {"type": "object", "additionalProperties": {"type": "string"}},
-         "description": "Any other parameter <path>=<value> is an equality filter; @ is a wildcard in text; repeat a parameter for any of several values."}
+        {"name": "order_by", "in": "query", "schema": {"type": "string", "pattern": order_by}, "description": "path[;path…], each with > (ascending) or < (descending) before or after it."},
+        {"name": "fields", "in": "query", "schema": {"type": "string", "pattern": name_list(&limits::FIELDS_ITEMS)}, "description": "Comma-separated properties and relations (dotted for sub-selection); * is the default template."},
+        {"name": "exclude", "in": "query", "schema": {"type": "string", "pattern": name_list(&limits::EXCLUDE_ITEMS)}, "description": "Comma-separated names to remove."},
+        {"name": "filters", "in": "query", "style": "form", "explode": true,
+         "schema": {"type": "object", "properties": filters, "patternProperties": through, "additionalProperties": false},
+         "description": "Any other parameter <path>=<value> is an equality filter (paths through relations are dotted); @ is a wildcard in text; repeat a parameter for any of several values."}
     ])
+}
+
+/// The JSON body of a complex query over a resource (CONTRACT §7): its conditions name the
+/// resource's properties and relations; the first condition of a list takes no conjunction;
+/// `query` and `querywitharray` exclude each other; a `null` list is an absent one.
+fn complex_query_schema(resource: &Resource) -> Value {
+    let leaves: Vec<String> = leaf_fields(&resource.fields)
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    let field =
+        json!({"type": "string", "pattern": format!("^{}$", names_pattern(resource, &leaves))});
+    let condition = |conjunction: bool| {
+        let mut properties = json!({"field": field.clone(), "operator": {"enum": ["=", "#", "<", "<=", ">", ">="]},
+            "value": {"type": ["string", "number", "boolean", "null"], "maxLength": limits::VALUE_BYTES.max / 4}});
+        if conjunction {
+            properties["conjunction"] = json!({"enum": ["&", "|", "#"]});
+        }
+        json!({"type": "object", "required": ["field", "operator"], "additionalProperties": false, "properties": properties})
+    };
+    let conditions = json!({"type": ["array", "null"], "prefixItems": [condition(false)],
+        "items": condition(true), "maxItems": limits::CONDITIONS.max});
+    let values = json!({"type": ["object", "null"], "required": ["field", "values"], "additionalProperties": false, "properties": {
+        "field": field, "values": {"type": "array", "maxItems": limits::VALUES.max,
+            "items": {"type": ["string", "number", "boolean"], "maxLength": limits::VALUE_BYTES.max / 4}},
+        "operator": {"enum": ["=", "#"]}}});
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "query": conditions.clone(), "queryselection": conditions,
+        "querywitharray": values.clone(), "queryselectionwitharray": values},
+        "not": {"required": ["query", "querywitharray"]}})
 }
 
 fn responses(ok: Value) -> Value {
@@ -126,7 +245,28 @@ fn write_body(resource: &Resource, paths: &[&str], required: &[&str]) -> Value {
         let mut parts = path.split('.').peekable();
         while let Some(part) = parts.next() {
             if parts.peek().is_none() {
-                at["properties"][part] = field_schema(field);
+                let mut schema = field_schema(field);
+                if field.ty == FieldType::Text {
+                    // A write may send `null` for text: it stores "" (unset text, CONTRACT §3).
+                    schema["type"] = json!(["string", "null"]);
+                    if required.contains(path) {
+                        schema["type"] = json!("string");
+                        schema["minLength"] = json!(1);
+                    }
+                }
+                if let Some(max) = field.max_chars {
+                    schema["maxLength"] = json!(max);
+                }
+                if let Some(words) = field.domain.and_then(|d| d.words()) {
+                    let mut allowed = json!(words);
+                    if !required.contains(path)
+                        && let Some(list) = allowed.as_array_mut()
+                    {
+                        list.push(Value::Null);
+                    }
+                    schema["enum"] = allowed;
+                }
+                at["properties"][part] = schema;
             } else {
                 if at["properties"].get(part).is_none() {
                     at["properties"][part] = json!({"type": "object", "properties": {}});
@@ -164,6 +304,79 @@ fn add_write_paths(resource: &Resource, list: &mut Value, by_id: &mut Value, env
             "summary": format!("Delete (for keys: revoke) a {name} record"), "tags": [name],
             "parameters": id,
             "responses": responses_with(json!({"description": "Done; no body."}), "204")});
+    }
+}
+
+/// A resource that moves through a lifecycle (orders, CONTRACT §11): its create is an intake
+/// with lines, its PATCH an action, and each declared action a `POST` of an array of actions.
+fn add_lifecycle_paths(
+    paths: &mut Map<String, Value>,
+    resource: &Resource,
+    list: &mut Value,
+    by_id: &mut Value,
+    envelope: &Value,
+) {
+    let Some(lifecycle) = resource.lifecycle else {
+        return;
+    };
+    let name = resource.name;
+    let relation = resource
+        .relation(lifecycle.lines)
+        .expect("the catalog checks that a lifecycle names its lines");
+    let line = catalog().target(relation);
+    let with_lines = |mut body: Value, line_body: Value, min_items: u64| {
+        let schema = &mut body["content"]["application/json"]["schema"];
+        schema["properties"][lifecycle.lines] = json!({"type": "array", "minItems": min_items, "items": line_body["content"]["application/json"]["schema"]});
+        body
+    };
+    let mut intake_line = write_body(line, lifecycle.line_intake, lifecycle.line_required);
+    intake_line["content"]["application/json"]["schema"]["properties"]["barcode"] = json!({
+        "type": "string", "description": "Names the variant (of the brand store's brand) when fk_variant is absent."});
+    let intake = with_lines(
+        write_body(
+            resource,
+            &resource.writes.create,
+            &resource.writes.create_required,
+        ),
+        intake_line,
+        1,
+    );
+    if let Some(post) = list.get_mut("post") {
+        post["requestBody"] = intake;
+    }
+    // An action field the record lacks is set on the lines it names (`returnDate`).
+    let (own, on_lines): (Vec<&str>, Vec<&str>) = lifecycle
+        .action
+        .iter()
+        .partition(|path| resource.field_at(path).is_some());
+    let mut action = with_lines(
+        write_body(resource, &own, &[lifecycle.status]),
+        write_body(line, lifecycle.line_action, &["id"]),
+        0,
+    );
+    for path in on_lines {
+        let field = line
+            .field_at(path)
+            .expect("the catalog checks that actions name fields of the record or its lines");
+        action["content"]["application/json"]["schema"]["properties"][path] = field_schema(field);
+    }
+    by_id["patch"] = json!({
+        "summary": format!("A lifecycle action on a {name} record: the new status and what the step needs"),
+        "tags": [name],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "requestBody": action.clone(),
+        "responses": responses(envelope.clone())});
+    let mut one = action["content"]["application/json"]["schema"].clone();
+    one["properties"]["id"] = json!({"type": "string", "pattern": "^[0-9A-Fa-f]{32}$"});
+    one["required"] = json!(["id"]);
+    for (action, step) in lifecycle.actions {
+        paths.insert(format!("/api/{name}/{action}"), json!({"post": {
+            "summary": format!("The {} of up to 1,000 {name} records, each applied or refused on its own", step.as_str()),
+            "tags": [name],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                "type": "array", "minItems": 1, "maxItems": 1000, "items": one}}}},
+            "responses": responses(json!({"description": "The outcome of each element, in order.",
+                "content": {"application/json": {"schema": {"type": "object"}}}}))}}));
     }
 }
 
@@ -212,9 +425,10 @@ fn document() -> Value {
                 name: {"type": "array", "items": {"$ref": format!("#/components/schemas/{schema}")}}}}}}}}});
         let count = json!({"description": "The number of records found.", "content": {"application/json": {"schema": {
             "type": "object", "properties": {"count": {"type": "integer"}}}}}});
-        let body = json!({"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ComplexQuery"}}}});
+        schemas.insert(format!("{schema}Query"), complex_query_schema(resource));
+        let body = json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}Query")}}}});
         let mut list = json!({"get": {
-            "summary": format!("List {name} records"), "tags": [name], "parameters": parameters(), "responses": responses(envelope.clone())}});
+            "summary": format!("List {name} records"), "tags": [name], "parameters": parameters(resource), "responses": responses(envelope.clone())}});
         let mut by_id = json!({"get": {
             "summary": format!("One {name} record"), "tags": [name],
             "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
@@ -223,26 +437,15 @@ fn document() -> Value {
             add_upload_paths(&mut paths, &mut list, name, &envelope);
         }
         add_write_paths(resource, &mut list, &mut by_id, &envelope);
+        add_lifecycle_paths(&mut paths, resource, &mut list, &mut by_id, &envelope);
         paths.insert(format!("/api/{name}"), list);
         paths.insert(format!("/api/{name}/{{id}}"), by_id);
         paths.insert(format!("/api/{name}/count"), json!({
-            "get": {"summary": format!("Count {name} records"), "tags": [name], "parameters": parameters(), "responses": responses(count.clone())},
+            "get": {"summary": format!("Count {name} records"), "tags": [name], "parameters": parameters(resource), "responses": responses(count.clone())},
             "post": {"summary": format!("Count {name} records of a complex query"), "tags": [name], "requestBody": body.clone(), "responses": responses(count)}}));
         paths.insert(format!("/api/{name}/query"), json!({"post": {
-            "summary": format!("Complex query over {name}"), "tags": [name], "parameters": parameters(), "requestBody": body, "responses": responses(envelope)}}));
+            "summary": format!("Complex query over {name}"), "tags": [name], "parameters": parameters(resource), "requestBody": body, "responses": responses(envelope)}}));
     }
-    let condition = json!({"type": "object", "required": ["field", "operator"], "additionalProperties": false, "properties": {
-        "field": {"type": "string"}, "operator": {"enum": ["=", "#", "<", "<=", ">", ">="]},
-        "value": {"type": ["string", "number", "boolean", "null"]}, "conjunction": {"enum": ["&", "|", "#"]}}});
-    let values = json!({"type": "object", "required": ["field", "values"], "additionalProperties": false, "properties": {
-        "field": {"type": "string"}, "values": {"type": "array", "maxItems": 10000}, "operator": {"enum": ["=", "#"]}}});
-    schemas.insert(
-        "ComplexQuery".into(),
-        json!({"type": "object", "additionalProperties": false, "properties": {
-        "query": {"type": "array", "items": condition.clone(), "maxItems": 100},
-        "queryselection": {"type": "array", "items": condition, "maxItems": 100},
-        "querywitharray": values.clone(), "queryselectionwitharray": values}}),
-    );
     schemas.insert("Key".into(), json!({"type": "object", "properties": {"__KEY": {"type": "string"}}, "required": ["__KEY"]}));
     let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
     schemas.insert("Problem".into(), json!({"type": "object", "properties": {
@@ -292,8 +495,12 @@ mod tests {
         assert!(doc["paths"]["/api/file"]["post"]["responses"]["201"].is_object());
         assert!(doc["paths"]["/api/file/{id}/content"]["get"].is_object());
         assert!(doc["paths"]["/api/file/template/{fileType}"]["get"].is_object());
-        assert!(doc["paths"]["/api/stock"].get("post").is_none());
-        assert!(doc["paths"]["/api/stock/{id}"].get("patch").is_none());
+        assert!(doc["paths"]["/api/stock"]["post"].is_object());
+        let stock = &doc["paths"]["/api/stock/{id}"]["patch"]["requestBody"]["content"]["application/json"]
+            ["schema"]["properties"];
+        assert!(stock["inStock"].is_object() && stock.get("lastUpdate").is_none());
+        assert!(doc["paths"]["/api/orderItem"].get("post").is_none());
+        assert!(doc["paths"]["/api/orderItem/{id}"].get("patch").is_none());
         // Writes come from the catalog's declarations.
         for resource in catalog().resources() {
             let list = &doc["paths"][format!("/api/{}", resource.name)];

@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Resource;
 use brandhub_problem::{ApiError, Code};
+use brandhub_query::conditions::etag;
 use brandhub_query::parse::parse_request;
 use brandhub_query::plan::{Viewer, plan_by_id, plan_count, plan_read};
 use brandhub_query::request::{Format, ReadRequest};
@@ -96,6 +97,13 @@ pub async fn by_id(
     export::only_json(&request)?;
     let viewer = viewer(&caller);
     let plan = plan_by_id(resource, &id, &request, &viewer)?;
+    // The record's version first, then the table versions again and the record: its ETag
+    // may be older than the body (a later If-Match fails, the client reads again), never newer.
+    let version = state.store.version_of(resource, &id).await?;
+    let versions = match version {
+        Some(_) => Arc::new(state.store.versions(&timing).await?),
+        None => versions,
+    };
     let page = state
         .store
         .render_page(&plan, &viewer, &versions, &timing)
@@ -106,7 +114,15 @@ pub async fn by_id(
             format!("There is no {} with id '{id}'.", resource.name),
         )));
     }
-    Ok(page_answer(page))
+    Ok(with_etag(page_answer(page), version))
+}
+
+/// Adds the `ETag` of a record at `version` (CONTRACT §9 concurrency) to an answer.
+pub(crate) fn with_etag(mut response: Response, version: Option<i64>) -> Response {
+    if let Some(value) = version.and_then(|v| HeaderValue::from_str(&etag(v)).ok()) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
 }
 
 /// `GET /api/<resource>/count` and `POST /api/<resource>/count`: `{"count": n}`.

@@ -6,7 +6,7 @@
 //! new record must be one the caller will see, refused before anything is written. The answer
 //! is the record as it now is, read back through the read pipeline.
 
-use super::read::viewer;
+use super::read::{viewer, with_etag};
 use super::{MAX_QUERY_BODY, read_body, require_grant, resource};
 use crate::AppState;
 use crate::auth::Authenticated;
@@ -16,12 +16,15 @@ use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use brandhub_catalog::{Resource, WriteAction};
-use brandhub_problem::{ApiError, Code, FieldError};
-use brandhub_query::plan::{Viewer, plan_by_id};
+use brandhub_catalog::Resource;
+use brandhub_problem::{ApiError, Code};
+use brandhub_query::conditions::{IdempotencyKey, IfMatch, etag};
+use brandhub_query::plan::{Viewer, plan_by_id, plan_by_ids};
 use brandhub_query::request::ReadRequest;
-use brandhub_query::write::{WriteMode, parse_write, parse_writes, validation_failed};
-use brandhub_store::{Caller, RenderedPage, Timing};
+use brandhub_query::write::{WriteMode, parse_write, parse_writes};
+use brandhub_store::records::{Writer, Written};
+use brandhub_store::{Caller, KeptAnswer, RenderedPage, Timing};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// 405 for a method the resource does not accept, with the methods it does.
@@ -90,56 +93,26 @@ fn not_found(resource: &Resource, id: &str) -> Problem {
     ))
 }
 
-/// 403 unless the key to revoke allows no more than the caller's own key: a key never
-/// manages keys wider than itself (a `brand:GET` key cannot revoke a `*:*` one).
-async fn require_no_wider_key(state: &AppState, caller: &Caller, key_id: &str) -> Answer<()> {
-    let Some(grants) = state.store.key_grants(key_id).await? else {
-        return Ok(());
+/// The `If-Match` precondition of a `PATCH` or `DELETE`, if any (400 when malformed).
+fn if_match(headers: &HeaderMap) -> Answer<Option<IfMatch>> {
+    let Some(value) = headers.get(header::IF_MATCH) else {
+        return Ok(None);
     };
-    if grants.iter().all(|g| g.is_within(&caller.grants)) {
-        return Ok(());
-    }
-    let show = |grants: &[brandhub_store::Grant]| {
-        grants
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    Err(Problem(ApiError::new(
-        Code::Forbidden,
-        format!(
-            "This key ({}) may not revoke a key that allows more than it does ({}).",
-            show(&caller.grants),
-            show(&grants)
-        ),
-    )))
+    let text = value.to_str().map_err(|_| {
+        Problem(
+            ApiError::new(
+                Code::InvalidParameter,
+                "If-Match must be * or entity tags in quotes, as ETag sends them.",
+            )
+            .with_field("If-Match"),
+        )
+    })?;
+    Ok(Some(IfMatch::parse(text)?))
 }
 
-/// 403 unless the catalog's write rules let the caller `action` this record (which it sees).
-async fn require_authority(
-    state: &AppState,
-    resource: &'static Resource,
-    id: &str,
-    viewer: &Viewer,
-    action: WriteAction,
-) -> Answer<()> {
-    if state.store.may(resource, id, viewer, action).await? {
-        return Ok(());
-    }
-    Err(Problem(ApiError::new(
-        Code::Forbidden,
-        format!(
-            "A {} user may not {} this {} (see who writes what in the API reference).",
-            viewer.user_type().as_str(),
-            action.as_str(),
-            resource.name
-        ),
-    )))
-}
-
-/// `POST /api/<resource>`: creates a record; 201 with `Location` and the new record. Files
-/// are created by uploading them ([`super::files::upload`]).
+/// `POST /api/<resource>`: creates records; 201 with `Location` and the new record. Files
+/// are created by uploading them ([`super::files::upload`]), orders by an intake
+/// ([`super::orders::intake`]); everything else goes through the write pipeline.
 pub async fn create(
     State(state): State<AppState>,
     Path(name): Path<String>,
@@ -160,56 +133,60 @@ pub async fn create(
     require_grant(&caller, resource, "POST")?;
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
-    if resource.writes.generic {
-        return create_generic(&state, resource, &viewer, &timing, query.as_deref(), &bytes).await;
+    let key = idempotency_key(&headers, &caller, resource, query.as_deref(), &bytes)?;
+    if resource.lifecycle.is_some() {
+        return super::orders::intake(&state, resource, &viewer, &timing, &bytes).await;
     }
-    let values = parse_write(resource, WriteMode::Create, &bytes, &viewer)?;
-    let (id, secret) = match resource.name {
-        "user" => (state.store.create_user_from(&values, &viewer).await?, None),
-        "apiKey" => {
-            let values = values.checked()?;
-            let owner = values
-                .text("fk_user")
-                .unwrap_or_else(|| caller.user_id.clone());
-            let key = state
-                .store
-                .create_key(
-                    &owner,
-                    values.text("name").as_deref(),
-                    values.list("grants").map(Vec::as_slice),
-                    Some((&viewer, caller.grants.as_slice())),
-                )
-                .await
-                .map_err(|error| match error.code {
-                    Code::NotFound => Problem(validation_failed(vec![FieldError {
-                        field: "fk_user".into(),
-                        message: format!("no user has id '{owner}'"),
-                        index: None,
-                    }])),
-                    _ => Problem(error),
-                })?;
-            (key.id, Some(key.secret))
-        }
-        _ => return Err(not_accepted(resource, "POST", false)),
+    if key.is_some() && !resource.writes.replayable() {
+        // The answer shows a secret that is never kept, so it could not be given again.
+        return Err(Problem(
+            ApiError::new(
+                Code::InvalidParameter,
+                format!(
+                    "Idempotency-Key is not accepted on {} creates, whose answer shows a secret only once; send the request without it.",
+                    resource.name
+                ),
+            )
+            .with_field("Idempotency-Key"),
+        ));
+    }
+    let writer = Writer::with_key(&viewer, &caller.grants);
+    create_records(
+        &state,
+        resource,
+        &writer,
+        &timing,
+        query.as_deref(),
+        &bytes,
+        key,
+    )
+    .await
+}
+
+/// The header a create's idempotency key comes in (CONTRACT §9).
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// The header that marks an answer given again for an idempotency key.
+const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+/// The create's `Idempotency-Key`, if any, with the fingerprint of the request (resource,
+/// parameters, body): per user, so one user's keys never meet another's.
+fn idempotency_key(
+    headers: &HeaderMap,
+    caller: &Caller,
+    resource: &Resource,
+    query: Option<&str>,
+    bytes: &[u8],
+) -> Answer<Option<IdempotencyKey>> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
     };
-    let page = read_one(&state, resource, &id, &viewer, &timing)
-        .await?
-        .ok_or_else(|| not_found(resource, &id))?;
-    let body = match secret {
-        // The secret is shown in this answer only: added to the record, never stored.
-        Some(secret) => {
-            let mut envelope: serde_json::Value =
-                serde_json::from_slice(&page.body).map_err(|_| Problem(ApiError::internal()))?;
-            envelope["response"][resource.name][0]["secret"] = serde_json::Value::String(secret);
-            serde_json::to_vec(&envelope).map_err(|_| Problem(ApiError::internal()))?
-        }
-        None => page.body.to_vec(),
-    };
-    Ok(answer(
-        StatusCode::CREATED,
-        body,
-        Some(format!("/api/{}/{id}", resource.name)),
-    ))
+    let key = value.to_str().unwrap_or("\u{0}");
+    let request: [&[u8]; 3] = [
+        resource.name.as_bytes(),
+        query.unwrap_or_default().as_bytes(),
+        bytes,
+    ];
+    Ok(Some(IdempotencyKey::new(&caller.user_id, key, &request)?))
 }
 
 /// `?upsert=true` (or `false`, the default): the one parameter a create takes.
@@ -240,58 +217,148 @@ fn upsert_parameter(query: Option<&str>) -> Answer<bool> {
     Ok(upsert)
 }
 
-/// A create through the generic write pipeline: one record (201 with `Location`, or 200 when
-/// an upsert changed an existing one) or an array of them (201 when anything was created,
-/// the envelope with every record in the body's order).
-async fn create_generic(
+/// A create through the write pipeline: one record (201 with `Location`, or 200 when an
+/// upsert changed an existing one) or an array of them (201 when anything was created, the
+/// envelope with every record in the body's order). A new record's secret, where the
+/// resource has one, is added to the answer: it is shown this once.
+async fn create_records(
     state: &AppState,
     resource: &'static Resource,
-    viewer: &Viewer,
+    writer: &Writer<'_>,
     timing: &Timing,
     query: Option<&str>,
     bytes: &[u8],
+    key: Option<IdempotencyKey>,
 ) -> Answer<Response> {
+    let viewer = writer.viewer;
     let upsert = upsert_parameter(query)?;
     let (items, array) = parse_writes(resource, bytes, viewer)?;
-    let written = state
-        .store
-        .create_records(resource, &items, viewer, upsert, array)
-        .await?;
+    let (written, replay): (Vec<Written>, Option<KeptAnswer>) = match &key {
+        None => (
+            state
+                .store
+                .create_records(resource, &items, writer, upsert, array)
+                .await?,
+            None,
+        ),
+        Some(key) => match state
+            .store
+            .create_records_once(resource, &items, writer, upsert, array, key)
+            .await?
+        {
+            Ok(written) => (written, None),
+            Err(kept) => (
+                kept.written
+                    .iter()
+                    .map(|(id, created)| Written {
+                        id: id.clone(),
+                        created: *created,
+                        secret: None,
+                    })
+                    .collect(),
+                Some(kept),
+            ),
+        },
+    };
     let status = if written.iter().any(|w| w.created) {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    let mut envelope: Option<serde_json::Value> = None;
-    let mut records = Vec::with_capacity(written.len());
-    for record in &written {
-        let page = read_one(state, resource, &record.id, viewer, timing)
-            .await?
-            .ok_or_else(|| not_found(resource, &record.id))?;
-        let mut body: serde_json::Value =
-            serde_json::from_slice(&page.body).map_err(|_| Problem(ApiError::internal()))?;
-        if let Some(serde_json::Value::Array(mut found)) = body["response"]
-            .get_mut(resource.name)
-            .map(serde_json::Value::take)
-        {
-            records.append(&mut found);
+    let location = match written.as_slice() {
+        [one] if one.created && !array => Some(format!("/api/{}/{}", resource.name, one.id)),
+        _ => None,
+    };
+    if let Some(KeptAnswer {
+        body: Some(body),
+        etag,
+        ..
+    }) = &replay
+    {
+        let mut response = answer(status, body.clone(), location);
+        if let Some(etag) = etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
+            response.headers_mut().insert(header::ETAG, etag);
         }
-        envelope.get_or_insert(body);
+        return Ok(replayed(response));
     }
-    let mut envelope = envelope.ok_or_else(|| Problem(ApiError::internal()))?;
+    // One record written: its ETag, read before the record (see `read::by_id`).
+    let version = match written.as_slice() {
+        [one] if !array => state.store.version_of(resource, &one.id).await?,
+        _ => None,
+    };
+    let body = render_written(state, resource, &written, viewer, timing).await?;
+    let etag = version.map(etag);
+    match (&key, &replay) {
+        (Some(key), None) => state.store.keep_answer(key, &body, etag.as_deref()).await?,
+        // Replayed before the first answer was kept: the same records, rendered again.
+        (Some(_), Some(_)) => {
+            return Ok(replayed(with_etag(answer(status, body, location), version)));
+        }
+        _ => {}
+    }
+    Ok(with_etag(answer(status, body, location), version))
+}
+
+/// Marks an answer given again for an idempotency key.
+fn replayed(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    response
+}
+
+/// The records a create wrote, as the caller sees them, in the body's order, in one
+/// envelope: one read of all of them (one statement, plus one per expanded relation), each
+/// new record's secret added where the resource has one.
+async fn render_written(
+    state: &AppState,
+    resource: &'static Resource,
+    written: &[Written],
+    viewer: &Viewer,
+    timing: &Timing,
+) -> Answer<Vec<u8>> {
+    let internal = |_| Problem(ApiError::internal());
+    let mut ids: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    let versions = state.store.versions(timing).await?;
+    let plan = plan_by_ids(resource, &ids, &ReadRequest::default(), viewer)?;
+    let page = state
+        .store
+        .render_page(&plan, viewer, &versions, timing)
+        .await?;
+    let mut envelope: serde_json::Value = serde_json::from_slice(&page.body).map_err(internal)?;
+    let mut found: HashMap<String, serde_json::Value> = match envelope["response"]
+        .get_mut(resource.name)
+        .map(serde_json::Value::take)
+    {
+        Some(serde_json::Value::Array(records)) => records
+            .into_iter()
+            .filter_map(|r| Some((r["id"].as_str()?.to_string(), r)))
+            .collect(),
+        _ => HashMap::new(),
+    };
+    let mut records = Vec::with_capacity(written.len());
+    for one in written {
+        let mut record = found
+            .get(&one.id)
+            .cloned()
+            .ok_or_else(|| not_found(resource, &one.id))?;
+        if let (Some(secret), Some(shown)) = (&one.secret, resource.writes.secret) {
+            record[shown.shown_as] = serde_json::Value::String(secret.clone());
+        }
+        records.push(record);
+    }
+    found.clear();
     let count = records.len();
     envelope["response"][resource.name] = serde_json::Value::Array(records);
     envelope["response"]["recordsSent"] = count.into();
     envelope["response"]["recordsFound"] = count.into();
-    let body = serde_json::to_vec(&envelope).map_err(|_| Problem(ApiError::internal()))?;
-    let location = match written.as_slice() {
-        [one] if !array && one.created => Some(format!("/api/{}/{}", resource.name, one.id)),
-        _ => None,
-    };
-    Ok(answer(status, body, location))
+    serde_json::to_vec(&envelope).map_err(internal)
 }
 
 /// `PATCH /api/<resource>/<id>`: changes a record in scope; 200 with the record as it now is.
+/// A record that moves through a lifecycle changes by a step ([`super::orders::step`]).
 pub async fn update(
     State(state): State<AppState>,
     Path((name, id)): Path<(String, String)>,
@@ -301,7 +368,7 @@ pub async fn update(
     body: Body,
 ) -> Answer<Response> {
     let resource = resource(&name)?;
-    if resource.writes.update.is_empty() {
+    if resource.writes.update.is_empty() && resource.lifecycle.is_none() {
         return Err(not_accepted(resource, "PATCH", true));
     }
     require_grant(&caller, resource, "PATCH")?;
@@ -313,36 +380,33 @@ pub async fn update(
     {
         return Err(not_found(resource, &id));
     }
+    if resource.lifecycle.is_some() {
+        return super::orders::step(&state, resource, &id, &viewer, &timing, &bytes).await;
+    }
     let values = parse_write(resource, WriteMode::Update, &bytes, &viewer)?;
-    if resource.writes.generic {
-        state
-            .store
-            .update_record(resource, &id, &values, &viewer)
-            .await?;
-        let page = read_one(&state, resource, &id, &viewer, &timing)
-            .await?
-            .ok_or_else(|| not_found(resource, &id))?;
-        return Ok(answer(StatusCode::OK, page.body.to_vec(), None));
-    }
-    let updated = match resource.name {
-        "user" => state.store.update_user(&id, &values, &viewer).await?,
-        _ => return Err(not_accepted(resource, "PATCH", true)),
-    };
-    if updated.is_none() {
-        return Err(not_found(resource, &id));
-    }
+    let if_match = if_match(&headers)?;
+    let writer = Writer::with_key(&viewer, &caller.grants);
+    let version = state
+        .store
+        .update_record_if(resource, &id, &values, &writer, if_match.as_ref())
+        .await?;
     let page = read_one(&state, resource, &id, &viewer, &timing)
         .await?
         .ok_or_else(|| not_found(resource, &id))?;
-    Ok(answer(StatusCode::OK, page.body.to_vec(), None))
+    Ok(with_etag(
+        answer(StatusCode::OK, page.body.to_vec(), None),
+        Some(version),
+    ))
 }
 
-/// `DELETE /api/<resource>/<id>`: removes (for keys: revokes) a record in scope; 204.
+/// `DELETE /api/<resource>/<id>`: removes a record in scope (or, where the catalog says so,
+/// revokes it: keys); 204.
 pub async fn delete(
     State(state): State<AppState>,
     Path((name, id)): Path<(String, String)>,
     Authenticated { caller, .. }: Authenticated,
     Extension(timing): Extension<Arc<Timing>>,
+    headers: HeaderMap,
 ) -> Answer<Response> {
     let resource = resource(&name)?;
     if !resource.writes.delete {
@@ -356,17 +420,11 @@ pub async fn delete(
     {
         return Err(not_found(resource, &id));
     }
-    require_authority(&state, resource, &id, &viewer, WriteAction::Write).await?;
-    if resource.writes.generic {
-        state.store.delete_record(resource, &id, &viewer).await?;
-        return Ok(StatusCode::NO_CONTENT.into_response());
-    }
-    match resource.name {
-        "apiKey" => {
-            require_no_wider_key(&state, &caller, &id).await?;
-            state.store.revoke_key(&id).await?
-        }
-        _ => return Err(not_accepted(resource, "DELETE", true)),
-    }
+    let if_match = if_match(&headers)?;
+    let writer = Writer::with_key(&viewer, &caller.grants);
+    state
+        .store
+        .delete_record_if(resource, &id, &writer, if_match.as_ref())
+        .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

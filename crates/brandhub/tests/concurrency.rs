@@ -1,0 +1,456 @@
+//! Concurrent writers (CONTRACT §9 concurrency and idempotency): `updatedDate` moves with every
+//! write (JSON and files), `ETag`s and `If-Match` (412 when the record changed; of many
+//! writers holding one ETag exactly one wins), `Idempotency-Key` replays, concurrent upserts
+//! of one natural key, and a file applied while a PATCH changes the same record.
+
+mod common;
+
+use common::{BOUNDARY, Part, multipart, row, xlsx};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A value no other test (or earlier run) uses.
+fn unique() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    (nanos / 1000 % 10_000_000_000) * 10 + NEXT.fetch_add(1, Ordering::Relaxed) % 10
+}
+
+/// A new 13-digit barcode that no demo variant has.
+fn new_barcode() -> String {
+    format!("28{:011}", unique() % 100_000_000_000)
+}
+
+/// A request as a demo user of `user_type` with extra headers and an optional JSON body.
+async fn call(
+    fx: &common::Fixture,
+    method: reqwest::Method,
+    path: &str,
+    user_type: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> common::Response {
+    let credential = fx.credential(user_type);
+    let mut request = fx
+        .client()
+        .request(method, format!("{}{path}", fx.base))
+        .basic_auth(&credential.email, Some(&credential.secret));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    common::Response::read(request.send().await.expect("the server answers")).await
+}
+
+fn text(value: &Value) -> String {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("not text: {value}"))
+        .to_string()
+}
+
+fn body(response: &common::Response) -> String {
+    String::from_utf8_lossy(&response.body).to_string()
+}
+
+/// Creates a company as the admin; its record and ETag.
+async fn new_company(fx: &common::Fixture) -> (Value, String) {
+    let code = format!("CC{}", unique());
+    let response = call(
+        fx,
+        reqwest::Method::POST,
+        "/api/company",
+        "admin",
+        &[],
+        Some(&json!({"name": format!("Concurrent {code}"), "code": code})),
+    )
+    .await;
+    assert_eq!(response.status, 201, "{}", body(&response));
+    let etag = response
+        .header("etag")
+        .expect("a created record has an ETag");
+    (response.records("company")[0].clone(), etag)
+}
+
+/// Sets a record's `updatedDate` to a long-gone moment behind the API's back, so that a
+/// later write is seen to move it without waiting for the clock.
+async fn age(fx: &common::Fixture, table: &'static str, id: &str) {
+    let store = fx.store.clone();
+    let id = id.to_string();
+    fx.on_server(async move {
+        use sea_query::{Alias, Expr, ExprTrait, Query};
+        let update = Query::update()
+            .table(Alias::new(table))
+            .value(Alias::new("updated_date"), "2001-01-01T00:00:00")
+            .and_where(Expr::col(Alias::new("id")).eq(id))
+            .to_owned();
+        let mut tx = store.begin().await.expect("a transaction");
+        assert_eq!(tx.execute(table, &update).await.expect("the update"), 1);
+        tx.commit().await.expect("the commit");
+    })
+    .await;
+}
+
+/// A brand of the demo company user.
+async fn own_brand(fx: &common::Fixture) -> String {
+    let brands = call(
+        fx,
+        reqwest::Method::GET,
+        "/api/brand?pageSize=1&fields=id",
+        "company",
+        &[],
+        None,
+    )
+    .await
+    .records("brand");
+    text(&brands[0]["id"])
+}
+
+/// Uploads a product file for `brand` as the company user and waits until it is processed.
+async fn upload_products(fx: &common::Fixture, brand: &str, rows: &[Vec<String>]) -> Value {
+    let part = format!("product,{brand}");
+    let bytes = xlsx(rows);
+    let parts: [Part<'_>; 1] = [(part.as_str(), Some("products.xlsx"), bytes.as_slice())];
+    let credential = fx.credential("company");
+    let response = fx
+        .client()
+        .post(format!("{}/api/file?wait=60", fx.base))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .basic_auth(&credential.email, Some(&credential.secret))
+        .body(multipart(&parts))
+        .send()
+        .await
+        .expect("the server answers");
+    let response = common::Response::read(response).await;
+    assert_eq!(response.status, 201, "{}", body(&response));
+    let file = response.records("file")[0].clone();
+    assert_eq!(file["status"], "processed", "{file}");
+    file
+}
+
+/// The product of a brand with this code, as the admin sees it, with its ETag.
+async fn product(fx: &common::Fixture, code: &str) -> (Value, String) {
+    let found = fx
+        .get(&format!("/api/product?code={code}&fields=id"))
+        .await
+        .records("product");
+    assert_eq!(found.len(), 1, "{code}: {found:?}");
+    let id = text(&found[0]["id"]);
+    let response = fx.get(&format!("/api/product/{id}")).await;
+    assert_eq!(response.status, 200, "{}", body(&response));
+    let etag = response.header("etag").expect("a by-id read has an ETag");
+    (response.records("product")[0].clone(), etag)
+}
+
+/// A second server on the fixture's database with a store (pool, caches) of its own, as
+/// another process would have: its base URL, a client trusting it, and the running server.
+async fn second_server(fx: &common::Fixture) -> (String, reqwest::Client, impl Send) {
+    let url = fx.database_url.clone();
+    let uploads = fx.side_uploads();
+    let dir = tempfile::tempdir().unwrap();
+    let tls = dir.path().join("tls");
+    let (address, certificate, running) = fx
+        .on_server(async move {
+            let store = brandhub_store::Store::connect(&brandhub_store::StoreOptions {
+                url,
+                max_connections: 4,
+                page_cache_bytes: 1 << 20,
+                matches_first_limit: 40,
+                pg_settings: Vec::new(),
+            })
+            .await
+            .expect("a second store opens");
+            let settings = brandhub_server::Settings::new(
+                "127.0.0.1:0".parse().unwrap(),
+                Some(brandhub_server::tls::TlsSource::SelfSigned { dir: tls }),
+                uploads,
+            );
+            let running = brandhub_server::start(settings, store)
+                .await
+                .expect("a second server starts");
+            (
+                running.address,
+                running.certificate_pem.clone().unwrap(),
+                running,
+            )
+        })
+        .await;
+    (
+        format!("https://{address}"),
+        common::client_trusting(&certificate),
+        (running, dir),
+    )
+}
+
+/// A POST of a JSON body as the demo admin to `base`, with an optional idempotency key.
+async fn post_at(
+    client: &reqwest::Client,
+    base: &str,
+    admin: &brandhub_demo::DemoCredential,
+    path: &str,
+    key: Option<&str>,
+    body: &Value,
+) -> common::Response {
+    let mut request = client
+        .post(format!("{base}{path}"))
+        .basic_auth(&admin.email, Some(&admin.secret))
+        .json(body);
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    common::Response::read(request.send().await.expect("the server answers")).await
+}
+
+on_both_backends! { "concurrency";
+
+async fn updated_date_is_set_on_create_and_moved_by_a_patch(fx) {
+    let (company, etag) = new_company(fx).await;
+    let id = text(&company["id"]);
+    let created = text(&company["updatedDate"]);
+    assert_eq!(created.len(), 19, "{company}");
+    assert_eq!(created, text(&company["createdDate"]), "a new record was last written when created");
+    age(fx, "company", &id).await;
+    let read = fx.get(&format!("/api/company/{id}")).await;
+    assert_eq!(read.records("company")[0]["updatedDate"], "2001-01-01T00:00:00");
+    assert_eq!(read.header("etag").as_deref(), Some(etag.as_str()), "the version moves with writes through brandhub only");
+
+    let patched = call(fx, reqwest::Method::PATCH, &format!("/api/company/{id}"), "admin", &[], Some(&json!({"name": "Renamed"}))).await;
+    assert_eq!(patched.status, 200, "{}", body(&patched));
+    let record = &patched.records("company")[0];
+    assert!(text(&record["updatedDate"]) >= created, "{record}");
+    assert_ne!(patched.header("etag").unwrap(), etag, "a write changes the ETag");
+    // updatedDate is a timestamp like any other: filtered and sorted.
+    let day = &text(&record["updatedDate"])[..10];
+    let since = fx.get(&format!("/api/company?id={id}&updatedDate={day}&order_by=<updatedDate")).await;
+    assert_eq!(since.records("company").len(), 1, "{}", body(&since));
+    let old = fx.get(&format!("/api/company/count?id={id}&updatedDate=2001-01-01")).await;
+    assert_eq!(old.json()["count"], 0, "{}", body(&old));
+    // And read-only.
+    let refused = call(fx, reqwest::Method::PATCH, &format!("/api/company/{id}"), "admin", &[], Some(&json!({"updatedDate": "2030-01-01T00:00:00"}))).await;
+    refused.assert_problem(422, "validation_failed");
+}
+
+async fn a_product_file_moves_updated_date_and_the_etag_of_what_it_changes_only(fx) {
+    let brand = own_brand(fx).await;
+    let code = format!("UD{}", unique());
+    let (a, b) = (format!("{code}-A"), format!("{code}-B"));
+    let (ba, bb) = (new_barcode(), new_barcode());
+    upload_products(fx, &brand, &[
+        row(&["Product Code", "Title", "Barcode"]),
+        row(&[&a, "Plain Mug", &ba]),
+        row(&[&b, "Plain Bowl", &bb]),
+    ]).await;
+    let (first_a, _) = product(fx, &a).await;
+    let (first_b, _) = product(fx, &b).await;
+    assert_eq!(text(&first_a["updatedDate"]).len(), 19);
+    age(fx, "product", &text(&first_a["id"])).await;
+    age(fx, "product", &text(&first_b["id"])).await;
+    let (_, etag_a) = product(fx, &a).await;
+    let (_, etag_b) = product(fx, &b).await;
+
+    upload_products(fx, &brand, &[
+        row(&["Product Code", "Title", "Barcode"]),
+        row(&[&a, "Plain Mug", &ba]),
+        row(&[&b, "Glazed Bowl", &bb]),
+    ]).await;
+    let (then_a, then_etag_a) = product(fx, &a).await;
+    let (then_b, then_etag_b) = product(fx, &b).await;
+    assert_eq!(then_a["updatedDate"], "2001-01-01T00:00:00", "an unchanged product is not written");
+    assert_eq!(then_etag_a, etag_a);
+    assert_eq!(then_b["title"], "Glazed Bowl");
+    assert!(text(&then_b["updatedDate"]).as_str() > "2001-01-01T00:00:00", "{then_b}");
+    assert_ne!(then_etag_b, etag_b, "a file's write changes the ETag");
+}
+
+async fn if_match_guards_patch_and_delete(fx) {
+    let (company, etag) = new_company(fx).await;
+    let id = text(&company["id"]);
+    let path = format!("/api/company/{id}");
+    let read = fx.get(&path).await;
+    assert_eq!(read.header("etag").as_deref(), Some(etag.as_str()), "the create's ETag is the record's");
+
+    let first = call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", &etag)], Some(&json!({"name": "First"}))).await;
+    assert_eq!(first.status, 200, "{}", body(&first));
+    let newer = first.header("etag").unwrap();
+    assert_ne!(newer, etag);
+    assert_eq!(fx.get(&path).await.header("etag").as_deref(), Some(newer.as_str()));
+
+    // The old ETag no longer matches: 412, nothing written.
+    let stale = call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", &etag)], Some(&json!({"name": "Second"}))).await;
+    let problem = stale.assert_problem(412, "precondition_failed");
+    assert!(problem["detail"].as_str().unwrap().contains(&newer), "{problem}");
+    assert_eq!(fx.get(&path).await.records("company")[0]["name"], "First");
+    // A list naming the current one matches; so does *.
+    let listed = format!("\"999999\", {newer}");
+    let second = call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", &listed)], Some(&json!({"name": "Second"}))).await;
+    assert_eq!(second.status, 200, "{}", body(&second));
+    let star = call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", "*")], Some(&json!({"name": "Third"}))).await;
+    assert_eq!(star.status, 200, "{}", body(&star));
+    // A weak tag never matches; a malformed one is 400.
+    let weak = format!("W/{}", star.header("etag").unwrap());
+    call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", &weak)], Some(&json!({"name": "Weak"}))).await.assert_problem(412, "precondition_failed");
+    call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", "3")], Some(&json!({"name": "Bad"}))).await.assert_problem(400, "invalid_parameter");
+
+    // DELETE: the stale ETag is 412 and the record stays; the current one deletes it.
+    call(fx, reqwest::Method::DELETE, &path, "admin", &[("if-match", &newer)], None).await.assert_problem(412, "precondition_failed");
+    assert_eq!(fx.get(&path).await.status, 200);
+    let current = fx.get(&path).await.header("etag").unwrap();
+    let deleted = call(fx, reqwest::Method::DELETE, &path, "admin", &[("if-match", &current)], None).await;
+    assert_eq!(deleted.status, 204, "{}", body(&deleted));
+    assert_eq!(fx.get(&path).await.status, 404);
+}
+
+async fn if_match_guards_users_and_keys_too(fx) {
+    let user = fx.credential("company").user_id.clone();
+    let path = format!("/api/user/{user}");
+    let read = call(fx, reqwest::Method::GET, &path, "admin", &[], None).await;
+    let etag = read.header("etag").expect("users have ETags");
+    let lang = read.records("user")[0]["detail"]["lang"].clone();
+    let changed = call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", &etag)], Some(&json!({"detail": {"lang": lang}}))).await;
+    assert_eq!(changed.status, 200, "{}", body(&changed));
+    let stale = call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", "\"123456789\"")], Some(&json!({"detail": {"lang": "fr"}}))).await;
+    stale.assert_problem(412, "precondition_failed");
+    assert_eq!(fx.get(&path).await.records("user")[0]["detail"]["lang"], lang);
+
+    // A key: created (with its ETag), revoked only with its current one.
+    let created = call(fx, reqwest::Method::POST, "/api/apiKey", "admin", &[], Some(&json!({"name": format!("etag {}", unique())}))).await;
+    assert_eq!(created.status, 201, "{}", body(&created));
+    let key_etag = created.header("etag").expect("a created key has an ETag");
+    let key = text(&created.records("apiKey")[0]["id"]);
+    let key_path = format!("/api/apiKey/{key}");
+    call(fx, reqwest::Method::DELETE, &key_path, "admin", &[("if-match", "\"123456789\"")], None).await.assert_problem(412, "precondition_failed");
+    let revoked = call(fx, reqwest::Method::DELETE, &key_path, "admin", &[("if-match", &key_etag)], None).await;
+    assert_eq!(revoked.status, 204, "{}", body(&revoked));
+}
+
+async fn of_many_concurrent_patches_with_one_etag_exactly_one_wins(fx) {
+    let (company, etag) = new_company(fx).await;
+    let id = text(&company["id"]);
+    let path = format!("/api/company/{id}");
+    let writers = 12;
+    let mut tasks = Vec::new();
+    for i in 0..writers {
+        let (client, base, etag, path) = (fx.client(), fx.base.clone(), etag.clone(), path.clone());
+        let admin = fx.credential("admin").clone();
+        tasks.push(tokio::spawn(async move {
+            let response = client
+                .patch(format!("{base}{path}"))
+                .basic_auth(&admin.email, Some(&admin.secret))
+                .header("if-match", etag)
+                .json(&json!({"name": format!("Writer {i}")}))
+                .send()
+                .await
+                .expect("the server answers");
+            (i, common::Response::read(response).await)
+        }));
+    }
+    let mut winners = Vec::new();
+    for task in tasks {
+        let (i, response) = task.await.unwrap();
+        match response.status {
+            200 => winners.push(i),
+            412 => {
+                response.assert_problem(412, "precondition_failed");
+            }
+            other => panic!("writer {i}: {other} {}", body(&response)),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one writer wins: {winners:?}");
+    let name = fx.get(&path).await.records("company")[0]["name"].clone();
+    assert_eq!(name, format!("Writer {}", winners[0]).as_str());
+}
+
+async fn an_idempotency_key_applies_a_create_once_in_every_server(fx) {
+    let admin = fx.credential("admin").clone();
+    let code = format!("IK{}", unique());
+    let key = format!("key-{code}");
+    let request = json!({"name": "Once", "code": code});
+    let first = post_at(&fx.client(), &fx.base, &admin, "/api/company", Some(&key), &request).await;
+    assert_eq!(first.status, 201, "{}", body(&first));
+    assert_eq!(first.header("idempotent-replayed"), None);
+    let again = post_at(&fx.client(), &fx.base, &admin, "/api/company", Some(&key), &request).await;
+    assert_eq!(again.status, 201, "{}", body(&again));
+    assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
+    assert_eq!(again.body, first.body, "the first answer again");
+    assert_eq!(again.header("etag"), first.header("etag"));
+    assert_eq!(again.header("location"), first.header("location"));
+    // Another server process on the same database knows the key too.
+    let (side, side_client, _running) = second_server(fx).await;
+    let there = post_at(&side_client, &side, &admin, "/api/company", Some(&key), &request).await;
+    assert_eq!(there.status, 201, "{}", body(&there));
+    assert_eq!(there.header("idempotent-replayed").as_deref(), Some("true"));
+    assert_eq!(there.body, first.body);
+    let count = fx.get(&format!("/api/company/count?code={code}")).await.json()["count"].clone();
+    assert_eq!(count, 1, "applied once");
+    // The same key with another body is a conflict, on either server; nothing written.
+    let other = json!({"name": "Twice", "code": code});
+    post_at(&fx.client(), &fx.base, &admin, "/api/company", Some(&key), &other).await.assert_problem(409, "conflict");
+    post_at(&side_client, &side, &admin, "/api/company", Some(&key), &other).await.assert_problem(409, "conflict");
+    assert_eq!(fx.get(&format!("/api/company?code={code}")).await.records("company")[0]["name"], "Once");
+    // A malformed key is 400.
+    post_at(&fx.client(), &fx.base, &admin, "/api/company", Some("tab\there"), &request).await.assert_problem(400, "invalid_parameter");
+}
+
+async fn concurrent_requests_with_one_idempotency_key_apply_once(fx) {
+    let admin = fx.credential("admin").clone();
+    let code = format!("IC{}", unique());
+    let key = format!("key-{code}");
+    let request = json!({"name": "Raced", "code": code});
+    let (side, side_client, _running) = second_server(fx).await;
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let (client, base) = if i % 2 == 0 { (fx.client(), fx.base.clone()) } else { (side_client.clone(), side.clone()) };
+        let (admin, key, request) = (admin.clone(), key.clone(), request.clone());
+        tasks.push(tokio::spawn(async move { post_at(&client, &base, &admin, "/api/company", Some(&key), &request).await }));
+    }
+    let mut ids = std::collections::HashSet::new();
+    let mut fresh = 0;
+    for task in tasks {
+        let response = task.await.unwrap();
+        assert_eq!(response.status, 201, "{}", body(&response));
+        if response.header("idempotent-replayed").is_none() {
+            fresh += 1;
+        }
+        ids.insert(text(&response.records("company")[0]["id"]));
+    }
+    assert_eq!(fresh, 1, "one request applied, the others replayed it");
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_eq!(fx.get(&format!("/api/company/count?code={code}")).await.json()["count"], 1);
+}
+
+async fn concurrent_upserts_of_one_natural_key_create_one_record(fx) {
+    let admin = fx.credential("admin").clone();
+    let code = format!("UP{}", unique());
+    let (side, side_client, _running) = second_server(fx).await;
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let (client, base) = if i % 2 == 0 { (fx.client(), fx.base.clone()) } else { (side_client.clone(), side.clone()) };
+        let admin = admin.clone();
+        let request = json!({"name": format!("Upsert {i}"), "code": code});
+        tasks.push(tokio::spawn(async move { post_at(&client, &base, &admin, "/api/company?upsert=true", None, &request).await }));
+    }
+    let mut created = 0;
+    for task in tasks {
+        let response = task.await.unwrap();
+        match response.status {
+            201 => created += 1,
+            200 => {}
+            other => panic!("{other}: {}", body(&response)),
+        }
+    }
+    assert_eq!(created, 1, "exactly one upsert created the record");
+    assert_eq!(fx.get(&format!("/api/company/count?code={code}")).await.json()["count"], 1);
+    // Without upsert, the key taken is a conflict naming the holder.
+    let taken = post_at(&fx.client(), &fx.base, &admin, "/api/company", None, &json!({"name": "Again", "code": code})).await;
+    taken.assert_problem(409, "conflict");
+}
+
+}

@@ -1,0 +1,408 @@
+//! Orders (CONTRACT §11) through the API as the demo host, warehouse and company users: an
+//! order's whole life (intake, partial acknowledgement, partial and full dispatch by API,
+//! by dispatch array and by spreadsheet, delivery, return, cancellation), each step read
+//! back with the stock it moved; every refused transition; a duplicate push; scope; and
+//! concurrent intakes of one variant that must not lose a unit of demand.
+
+mod common;
+
+use common::{BOUNDARY, multipart, row, xlsx};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A reference no other test (or earlier run) uses.
+fn unique(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{nanos}-{}", NEXT.fetch_add(1, Ordering::SeqCst))
+}
+
+async fn call(
+    fx: &common::Fixture,
+    method: reqwest::Method,
+    path: &str,
+    user_type: &str,
+    body: Option<Value>,
+) -> common::Response {
+    let credential = fx.credential(user_type);
+    let mut request = fx
+        .client()
+        .request(method, format!("{}{path}", fx.base))
+        .basic_auth(&credential.email, Some(&credential.secret));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    common::Response::read(request.send().await.expect("the server answers")).await
+}
+
+async fn get(fx: &common::Fixture, user_type: &str, path: &str) -> common::Response {
+    call(fx, reqwest::Method::GET, path, user_type, None).await
+}
+
+async fn patch(fx: &common::Fixture, user_type: &str, id: &str, body: Value) -> common::Response {
+    call(
+        fx,
+        reqwest::Method::PATCH,
+        &format!("/api/order/{id}"),
+        user_type,
+        Some(body),
+    )
+    .await
+}
+
+fn ok(response: &common::Response, status: u16) -> Value {
+    assert_eq!(
+        response.status,
+        status,
+        "{}",
+        String::from_utf8_lossy(&response.body)
+    );
+    response
+        .records("order")
+        .first()
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+fn text(value: &Value) -> String {
+    value.as_str().unwrap_or_default().to_string()
+}
+
+/// (inStock, demand, available) of a variant in a warehouse, as the admin reads them.
+async fn stock(fx: &common::Fixture, warehouse: &str, variant: &str) -> (i64, i64, i64) {
+    let found = fx
+        .get(&format!("/api/stock?fk_warehouse={warehouse}&fk_variant={variant}&fields=inStock,demand,available"))
+        .await
+        .records("stock");
+    let s = &found[0];
+    let n = |name: &str| s[name].as_i64().unwrap_or(0);
+    (n("inStock"), n("demand"), n("available"))
+}
+
+/// A brand store every demo user (host, warehouse, company) sees, with three of its brand's
+/// variants that have stock in its warehouse.
+struct Place {
+    brand_store: String,
+    brand: String,
+    warehouse: String,
+    variants: Vec<(String, String)>,
+}
+
+/// `slot` keeps tests that run at the same time on variants of their own.
+async fn place(fx: &common::Fixture, slot: usize) -> Place {
+    let seen = |user: &'static str| async move {
+        get(
+            fx,
+            user,
+            "/api/brandStore?pageSize=1000&fields=id,fk_brand,fk_warehouse",
+        )
+        .await
+        .records("brandStore")
+    };
+    let (host, warehouse, company) = (
+        seen("host").await,
+        seen("warehouse").await,
+        seen("company").await,
+    );
+    let ids = |list: &Vec<Value>| list.iter().map(|b| text(&b["id"])).collect::<Vec<_>>();
+    let (warehouse_ids, company_ids) = (ids(&warehouse), ids(&company));
+    let chosen = host
+        .iter()
+        .find(|b| warehouse_ids.contains(&text(&b["id"])) && company_ids.contains(&text(&b["id"])))
+        .expect("the demo has a brand store of the host's, shipped from the warehouse user's warehouse, of the company user's brands");
+    let brand = text(&chosen["fk_brand"]);
+    let warehouse = text(&chosen["fk_warehouse"]);
+    let stocked = fx
+        .get(&format!("/api/stock?fk_warehouse={warehouse}&stock_variant.variant_product.fk_brand={brand}&order_by=id&page={}&pageSize=3&fields=fk_variant,stock_variant.barcode", slot + 1))
+        .await
+        .records("stock");
+    assert_eq!(stocked.len(), 3, "the brand has stocked variants");
+    Place {
+        brand_store: text(&chosen["id"]),
+        brand,
+        warehouse,
+        variants: stocked
+            .iter()
+            .map(|s| (text(&s["fk_variant"]), text(&s["stock_variant"]["barcode"])))
+            .collect(),
+    }
+}
+
+fn intake_body(p: &Place, reference: &str) -> Value {
+    json!({
+        "fk_brandStore": p.brand_store,
+        "hostOrderRef": reference,
+        "shipAddress": {"forename": "Ada", "surname": "Lovelace", "line1": "1 Analytical Row", "town": "London", "postcode": "N1 1AA", "countryCode": "GB"},
+        "detail": {"shippingGross": 4.95, "shippingTax": 0.83, "customerMessage": "Leave at the door"},
+        "order_orderItem": [
+            {"fk_variant": p.variants[0].0, "orderQty": 2, "itemPrice": 10.5, "lineTax": 3.5, "hostItemRef": "L1"},
+            {"barcode": p.variants[1].1, "orderQty": 1, "itemPrice": 20.0, "lineGross": 20.004, "hostItemRef": "L2"},
+            {"fk_variant": p.variants[2].0, "orderQty": 3, "itemPrice": 1.0, "hostItemRef": "L3"}
+        ]
+    })
+}
+
+/// The order's lines by hostItemRef, as `user` sees them.
+async fn lines(fx: &common::Fixture, user: &str, id: &str) -> Vec<Value> {
+    let mut found = get(
+        fx,
+        user,
+        &format!("/api/orderItem?fk_order={id}&order_by=hostItemRef&pageSize=10"),
+    )
+    .await
+    .records("orderItem");
+    found.sort_by_key(|l| text(&l["hostItemRef"]));
+    found
+}
+
+async fn upload_dispatch(
+    fx: &common::Fixture,
+    user: &str,
+    brand: &str,
+    rows: &[Vec<String>],
+) -> Value {
+    let part = format!("orderDispatch,{brand}");
+    let bytes = xlsx(rows);
+    let credential = fx.credential(user);
+    let response = fx
+        .client()
+        .post(format!("{}/api/file?wait=60", fx.base))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .body(multipart(&[(&part, Some("dispatch.xlsx"), &bytes)]))
+        .basic_auth(&credential.email, Some(&credential.secret))
+        .send()
+        .await
+        .expect("the server answers");
+    let response = common::Response::read(response).await;
+    assert_eq!(
+        response.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&response.body)
+    );
+    response.records("file")[0].clone()
+}
+
+on_both_backends! { "orders";
+
+async fn an_order_lives_its_whole_life_and_stock_follows(fx) {
+    let p = place(fx, 0).await;
+    let before: Vec<(i64, i64, i64)> = {
+        let mut all = Vec::new();
+        for (v, _) in &p.variants { all.push(stock(fx, &p.warehouse, v).await); }
+        all
+    };
+    let reference = unique("LIFE");
+
+    // Intake by the host: amounts computed and checked, refs and statuses set, demand grows.
+    let order = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(intake_body(&p, &reference))).await, 201);
+    let id = text(&order["id"]);
+    assert_eq!(order["status"], "new");
+    assert!(text(&order["brandOrderRef"]).starts_with("BO-"), "{order}");
+    assert_eq!(order["fk_warehouse"]["__KEY"].as_str().or(order["fk_warehouse"].as_str()), Some(p.warehouse.as_str()));
+    assert_eq!(order["detail"]["gross"], json!(44.0));
+    assert_eq!(order["detail"]["vat"], json!(3.5));
+    assert_eq!(order["detail"]["net"], json!(40.5));
+    let items = lines(fx, "host", &id).await;
+    assert_eq!(items.len(), 3);
+    assert!(items.iter().all(|l| l["status"] == "ACC" && l["shipQty"] == 0));
+    assert_eq!(items[1]["fk_variant"], json!(p.variants[1].0), "the barcode named the variant");
+    assert_eq!(items[0]["lineNet"], json!(17.5));
+    for (i, qty) in [2, 1, 3].into_iter().enumerate() {
+        let now = stock(fx, &p.warehouse, &p.variants[i].0).await;
+        assert_eq!(now.1, before[i].1 + qty, "demand of line {i}");
+        assert_eq!(now.2, (now.0 - now.1).max(0), "available of line {i}");
+    }
+
+    // The same push again: 409 naming the order.
+    let again = call(fx, reqwest::Method::POST, "/api/order", "host", Some(intake_body(&p, &reference))).await;
+    let problem = again.assert_problem(409, "conflict");
+    assert!(text(&problem["detail"]).contains(&id), "{problem}");
+
+    // Steps the table refuses from `new`.
+    let refused = patch(fx, "warehouse", &id, json!({"status": "dispatched"})).await.assert_problem(409, "invalid_transition");
+    assert!(text(&refused["detail"]).contains("'new'") && text(&refused["detail"]).contains("'dispatched'"), "{refused}");
+    patch(fx, "host", &id, json!({"status": "delivered"})).await.assert_problem(409, "invalid_transition");
+    patch(fx, "host", &id, json!({"status": "accepted"})).await.assert_problem(403, "forbidden");
+    patch(fx, "warehouse", &id, json!({"status": "accepted", "order_orderItem": [{"id": text(&items[2]["id"]), "status": "REJ", "detail": {"reason": "TOO_LATE"}}]})).await.assert_problem(422, "validation_failed");
+
+    // Partial acknowledgement by the warehouse: line 3 rejected, its demand given back; the
+    // warehouse never sees money.
+    let answer = patch(fx, "warehouse", &id, json!({"status": "accepted", "order_orderItem": [{"id": text(&items[2]["id"]), "status": "REJ", "detail": {"reason": "OUT_OF_STOCK"}}]})).await;
+    let order = ok(&answer, 200);
+    assert_eq!(order["status"], "accepted");
+    assert!(!text(&order["sentToWH"]).is_empty());
+    assert!(order["detail"].get("gross").is_none() && order["detail"].get("net").is_none(), "{order}");
+    let shown = String::from_utf8_lossy(&answer.body).to_string();
+    assert!(!shown.contains("itemPrice") && !shown.contains("lineGross"), "{shown}");
+    let items = lines(fx, "warehouse", &id).await;
+    assert!(items[0].get("itemPrice").is_none());
+    assert_eq!(items[2]["status"], "REJ");
+    assert_eq!(items[2]["detail"]["reason"], "OUT_OF_STOCK");
+    assert_eq!(stock(fx, &p.warehouse, &p.variants[2].0).await.1, before[2].1);
+
+    // 422: more than ordered, or a line that is not accepted.
+    let wrong = patch(fx, "warehouse", &id, json!({"status": "partDispatched", "order_orderItem": [{"id": text(&items[1]["id"]), "shipQty": 5}, {"id": text(&items[2]["id"]), "shipQty": 1}]})).await;
+    let body = wrong.assert_problem(422, "validation_failed");
+    assert_eq!(body["errors"].as_array().unwrap().len(), 2, "{body}");
+
+    // Partial dispatch by API (line 1, one of two), then by spreadsheet (line 1 in full).
+    let order = ok(&patch(fx, "warehouse", &id, json!({"status": "partDispatched", "carrier": "DPD", "trackingRef": "T-1", "order_orderItem": [{"id": text(&items[0]["id"]), "shipQty": 1}]})).await, 200);
+    assert_eq!(order["status"], "partDispatched");
+    assert_eq!(order["carrier"], "DPD");
+    assert!(!text(&order["shipDate"]).is_empty());
+    let s0 = stock(fx, &p.warehouse, &p.variants[0].0).await;
+    assert_eq!((s0.0, s0.1), (before[0].0 - 1, before[0].1 + 1));
+    let brand_order_ref = text(&get(fx, "host", &format!("/api/order/{id}?fields=brandOrderRef")).await.records("order")[0]["brandOrderRef"]);
+    let file = upload_dispatch(fx, "company", &p.brand, &[
+        row(&["Order Ref", "Item Ref", "Ship Qty"]),
+        row(&[&brand_order_ref, "L1", "2"]),
+        row(&[&brand_order_ref, "L3", "1"]),
+    ]).await;
+    assert_eq!(file["status"], "processed", "{file}");
+    assert_eq!(file["detail"]["rowsApplied"], 1, "{file}");
+    assert!(text(&file["detail"]["error"]).contains("not accepted"), "{file}");
+    let items = lines(fx, "host", &id).await;
+    assert_eq!((items[0]["shipQty"].clone(), items[0]["status"].clone()), (json!(2), json!("DSP")));
+    let s0 = stock(fx, &p.warehouse, &p.variants[0].0).await;
+    assert_eq!((s0.0, s0.1), (before[0].0 - 2, before[0].1));
+    assert_eq!(get(fx, "host", &format!("/api/order/{id}?fields=status")).await.records("order")[0]["status"], "partDispatched");
+
+    // Full dispatch by a dispatch array: each element applied or refused on its own.
+    let answer = call(fx, reqwest::Method::POST, "/api/order/dispatch", "warehouse", Some(json!([
+        {"id": id, "status": "dispatched", "carrier": "DHL", "trackingRef": "T-2"},
+        {"id": "0123456789ABCDEF0123456789ABCDEF", "order_orderItem": []},
+        {"id": id, "status": "delivered"}
+    ]))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let outcomes = answer.json()["response"]["dispatch"].clone();
+    assert_eq!(outcomes[0]["status"], 200, "{outcomes}");
+    assert_eq!(outcomes[0]["orderStatus"], "dispatched");
+    assert_eq!(outcomes[1]["status"], 404);
+    assert_eq!(outcomes[2]["code"], "invalid_transition");
+    let s1 = stock(fx, &p.warehouse, &p.variants[1].0).await;
+    assert_eq!((s1.0, s1.1), (before[1].0 - 1, before[1].1));
+    let order = get(fx, "host", &format!("/api/order/{id}?fields=status,carrier,trackingRef")).await.records("order")[0].clone();
+    assert_eq!((order["status"].clone(), order["carrier"].clone()), (json!("dispatched"), json!("DHL")));
+
+    // Delivery and return by the host; cancelling now is refused.
+    let order = ok(&patch(fx, "host", &id, json!({"status": "delivered"})).await, 200);
+    assert!(!text(&order["deliveryDate"]).is_empty());
+    patch(fx, "host", &id, json!({"status": "cancelled"})).await.assert_problem(409, "invalid_transition");
+    patch(fx, "host", &id, json!({"status": "returned", "order_orderItem": [{"id": text(&items[0]["id"]), "returnQty": 3}]})).await.assert_problem(422, "validation_failed");
+    let order = ok(&patch(fx, "host", &id, json!({"status": "returned", "order_orderItem": [{"id": text(&items[0]["id"]), "returnQty": 1}]})).await, 200);
+    assert_eq!(order["status"], "returned");
+    let items = lines(fx, "host", &id).await;
+    assert_eq!((items[0]["returnQty"].clone(), items[0]["status"].clone()), (json!(1), json!("RET")));
+    assert!(!text(&items[0]["returnDate"]).is_empty());
+    let s0 = stock(fx, &p.warehouse, &p.variants[0].0).await;
+    assert_eq!((s0.0, s0.1), (before[0].0 - 1, before[0].1));
+    for (status, who) in [("new", "host"), ("accepted", "warehouse"), ("dispatched", "company")] {
+        patch(fx, who, &id, json!({"status": status})).await.assert_problem(409, "invalid_transition");
+    }
+}
+
+async fn orders_are_rejected_or_cancelled_and_give_their_demand_back(fx) {
+    let p = place(fx, 1).await;
+    let before = stock(fx, &p.warehouse, &p.variants[0].0).await;
+    let push = |reference: String| {
+        let mut body = intake_body(&p, &reference);
+        body["order_orderItem"] = json!([{"fk_variant": p.variants[0].0, "orderQty": 4, "itemPrice": 2.5}]);
+        body
+    };
+    let first = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(push(unique("REJ")))).await, 201);
+    let id = text(&first["id"]);
+    assert_eq!(stock(fx, &p.warehouse, &p.variants[0].0).await.1, before.1 + 4);
+    let order = ok(&patch(fx, "company", &id, json!({"status": "rejected"})).await, 200);
+    assert_eq!(order["status"], "rejected");
+    assert_eq!(lines(fx, "host", &id).await[0]["status"], "REJ");
+    assert_eq!(stock(fx, &p.warehouse, &p.variants[0].0).await.1, before.1);
+    patch(fx, "host", &id, json!({"status": "cancelled"})).await.assert_problem(409, "invalid_transition");
+
+    let second = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(push(unique("CAN")))).await, 201);
+    let id = text(&second["id"]);
+    ok(&patch(fx, "company", &id, json!({"status": "accepted"})).await, 200);
+    patch(fx, "warehouse", &id, json!({"status": "cancelled"})).await.assert_problem(403, "forbidden");
+    let order = ok(&patch(fx, "host", &id, json!({"status": "cancelled"})).await, 200);
+    assert_eq!(order["status"], "cancelled");
+    assert_eq!(lines(fx, "host", &id).await[0]["status"], "CAN");
+    assert_eq!(stock(fx, &p.warehouse, &p.variants[0].0).await, before);
+    patch(fx, "warehouse", &id, json!({"status": "partDispatched"})).await.assert_problem(409, "invalid_transition");
+}
+
+async fn intake_gathers_every_problem_and_keeps_to_scope(fx) {
+    let p = place(fx, 2).await;
+    // Every problem at once, with the line's index.
+    let body = json!({
+        "fk_brandStore": p.brand_store,
+        "order_orderItem": [
+            {"fk_variant": "0123456789ABCDEF0123456789ABCDEF", "orderQty": 1, "itemPrice": 1},
+            {"fk_variant": p.variants[0].0, "itemPrice": 2, "lineGross": 9},
+            {"barcode": "NO-SUCH-BARCODE", "orderQty": 1, "itemPrice": 1}
+        ]
+    });
+    let problem = call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await.assert_problem(422, "validation_failed");
+    let found: Vec<(Value, String)> = problem["errors"].as_array().unwrap().iter().map(|e| (e["index"].clone(), text(&e["field"]))).collect();
+    for expected in [
+        (Value::Null, "hostOrderRef".to_string()),
+        (Value::Null, "shipAddress".to_string()),
+        (json!(0), "order_orderItem.fk_variant".to_string()),
+        (json!(1), "order_orderItem.orderQty".to_string()),
+        (json!(2), "order_orderItem.barcode".to_string()),
+    ] {
+        assert!(found.contains(&expected), "{expected:?} in {problem}");
+    }
+    call(fx, reqwest::Method::POST, "/api/order", "host", Some(json!({"fk_brandStore": p.brand_store, "colour": "red"}))).await.assert_problem(400, "unknown_field");
+
+    // Another host's brand store does not exist for this host.
+    let own: Vec<String> = get(fx, "host", "/api/brandStore?pageSize=1000&fields=id").await.ids("brandStore");
+    let theirs = fx.get("/api/brandStore?pageSize=1000&fields=id").await.ids("brandStore").into_iter().find(|b| !own.contains(b)).expect("another host's brand store");
+    let mut body = intake_body(&p, &unique("SCOPE"));
+    body["fk_brandStore"] = json!(theirs);
+    let problem = call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await.assert_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "fk_brandStore", "{problem}");
+    // Company and warehouse users do not push orders.
+    call(fx, reqwest::Method::POST, "/api/order", "company", Some(intake_body(&p, &unique("CO")))).await.assert_problem(403, "forbidden");
+    call(fx, reqwest::Method::POST, "/api/order", "warehouse", Some(intake_body(&p, &unique("WH")))).await.assert_problem(403, "forbidden");
+
+    // A warehouse cannot act on another warehouse's order: it does not exist for it.
+    let mine = get(fx, "warehouse", "/api/order?pageSize=1000&fields=id").await.ids("order");
+    let other = fx.get("/api/order?status=accepted&pageSize=1000&fields=id").await.ids("order").into_iter().find(|o| !mine.contains(o)).expect("an order of another warehouse");
+    patch(fx, "warehouse", &other, json!({"status": "dispatched"})).await.assert_problem(404, "not_found");
+    let answer = call(fx, reqwest::Method::POST, "/api/order/dispatch", "warehouse", Some(json!([{"id": other, "status": "dispatched"}]))).await;
+    assert_eq!(answer.json()["response"]["dispatch"][0]["status"], 404);
+    assert_eq!(fx.get(&format!("/api/order/{other}?fields=status")).await.records("order")[0]["status"], "accepted");
+}
+
+async fn concurrent_orders_of_one_variant_never_lose_demand(fx) {
+    let p = place(fx, 3).await;
+    let variant = p.variants[1].0.clone();
+    let before = stock(fx, &p.warehouse, &variant).await;
+    let mut pushes = Vec::new();
+    for _ in 0..12 {
+        let mut body = intake_body(&p, &unique("RACE"));
+        body["order_orderItem"] = json!([{"fk_variant": variant, "orderQty": 1, "itemPrice": 3}]);
+        pushes.push(tokio::spawn(async move { call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await }));
+    }
+    let mut answers = Vec::new();
+    for push in pushes {
+        answers.push(push.await.expect("the push ran"));
+    }
+    let mut refs: Vec<String> = answers.iter().map(|a| text(&ok(a, 201)["brandOrderRef"])).collect();
+    refs.sort();
+    refs.dedup();
+    assert_eq!(refs.len(), 12, "every order has its own brandOrderRef");
+    assert_eq!(stock(fx, &p.warehouse, &variant).await.1, before.1 + 12);
+    // `available` is a number like any: filtered and sorted.
+    let low = fx.get(&format!("/api/stock?fk_warehouse={}&available=0&order_by=available&pageSize=5&fields=available", p.warehouse)).await.records("stock");
+    assert!(low.iter().all(|s| s["available"] == 0), "{low:?}");
+    fx.get("/api/stock?order_by=available<&pageSize=2").await.records("stock");
+}
+
+}

@@ -1,0 +1,291 @@
+//! A lifecycle action read from JSON, before anything touches the database (an order PATCH, or one element of a dispatch array):
+//! `{"status", "carrier", "trackingRef", "shipDate", "deliveryDate", "returnDate",
+//! "order_orderItem": [{"id", "status", "shipQty", "returnQty", "detail": {"reason"}}]}`.
+//! A name the action does not know is 400 `unknown_field`; every wrong value is gathered into
+//! one 422.
+
+use crate::write::validation_failed;
+use brandhub_catalog::lifecycle::ORDER_LIFECYCLE;
+use brandhub_catalog::{Resource, catalog};
+use brandhub_problem::{ApiError, ApiResult, FieldError};
+use chrono::NaiveDateTime;
+use serde_json::{Map, Value};
+
+/// What a caller asks of one line (each part only where the step uses it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineAsk {
+    pub id: String,
+    pub status: Option<String>,
+    pub reason: Option<String>,
+    pub ship_qty: Option<i64>,
+    pub return_qty: Option<i64>,
+}
+
+/// A lifecycle action: the status asked for and what it needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ask {
+    pub status: String,
+    pub lines: Vec<LineAsk>,
+    pub carrier: Option<String>,
+    pub tracking_ref: Option<String>,
+    pub ship_date: Option<String>,
+    pub delivery_date: Option<String>,
+    pub return_date: Option<String>,
+}
+
+/// Every name an action object may carry: the lifecycle's action fields, the record's id
+/// (a many-record action) and its lines.
+fn order_names() -> Vec<&'static str> {
+    let lifecycle = &ORDER_LIFECYCLE;
+    let mut names = vec!["id"];
+    names.extend(lifecycle.action);
+    names.push(lifecycle.lines);
+    names
+}
+
+fn order() -> &'static Resource {
+    catalog()
+        .resource("order")
+        .expect("orders are in the catalog")
+}
+
+struct Reader {
+    problems: Vec<FieldError>,
+    index: Option<usize>,
+}
+
+impl Reader {
+    fn problem(&mut self, field: &str, message: String) {
+        self.problems.push(FieldError {
+            field: field.to_string(),
+            message,
+            index: self.index,
+        });
+    }
+
+    fn text(
+        &mut self,
+        resource: &Resource,
+        field: &str,
+        path: &str,
+        value: &Value,
+    ) -> Option<String> {
+        match value {
+            Value::Null => None,
+            Value::String(text) => {
+                let too_long = resource.field_at(path).and_then(|f| f.length_problem(text));
+                if let Some(message) = too_long {
+                    self.problem(field, message);
+                    return None;
+                }
+                Some(text.clone())
+            }
+            other => {
+                self.problem(field, format!("expected text, got {other}"));
+                None
+            }
+        }
+    }
+
+    fn stamp(&mut self, field: &str, value: &Value) -> Option<String> {
+        match value {
+            Value::Null => None,
+            Value::String(text) if text.is_empty() => None,
+            Value::String(text) => {
+                match NaiveDateTime::parse_from_str(
+                    text.trim_end_matches('Z'),
+                    "%Y-%m-%dT%H:%M:%S%.f",
+                ) {
+                    Ok(t) => Some(t.format("%Y-%m-%dT%H:%M:%S").to_string()),
+                    Err(_) => {
+                        self.problem(
+                            field,
+                            format!("expected a timestamp YYYY-MM-DDTHH:MM:SS, got {value}"),
+                        );
+                        None
+                    }
+                }
+            }
+            other => {
+                self.problem(field, format!("expected a timestamp, got {other}"));
+                None
+            }
+        }
+    }
+
+    fn quantity(&mut self, field: &str, value: &Value) -> Option<i64> {
+        match value.as_i64() {
+            Some(n) if n >= 0 => Some(n),
+            _ if value.is_null() => None,
+            _ => {
+                self.problem(
+                    field,
+                    format!("expected a whole number of at least 0, got {value}"),
+                );
+                None
+            }
+        }
+    }
+}
+
+fn unknown(name: &str, known: &[&str], within: &str) -> ApiError {
+    let mut error = ApiError::unknown_field(
+        &format!("{within} has no field '{name}': the name"),
+        name,
+        known.iter().copied(),
+    );
+    error.field = Some(name.to_string());
+    error
+}
+
+/// Reads one action object. `index` is its position in a many-order body (problems carry
+/// it there); `default_status` is the status asked when the object names none (a dispatch
+/// array's own step), or `None` when `status` is required.
+pub fn read_ask(
+    object: &Map<String, Value>,
+    default_status: Option<&str>,
+) -> ApiResult<(Option<String>, Ask)> {
+    let order = order();
+    let item = catalog()
+        .resource("orderItem")
+        .expect("order items are in the catalog");
+    let mut reader = Reader {
+        problems: Vec::new(),
+        index: None,
+    };
+    let mut ask = Ask::default();
+    let mut id = None;
+    for (name, value) in object {
+        match name.as_str() {
+            "id" => id = reader.text(order, "id", "id", value),
+            "status" => {
+                ask.status = reader
+                    .text(order, "status", "status", value)
+                    .unwrap_or_default()
+            }
+            "carrier" => ask.carrier = reader.text(order, "carrier", "carrier", value),
+            "trackingRef" => {
+                ask.tracking_ref = reader.text(order, "trackingRef", "trackingRef", value)
+            }
+            "shipDate" => ask.ship_date = reader.stamp("shipDate", value),
+            "deliveryDate" => ask.delivery_date = reader.stamp("deliveryDate", value),
+            "returnDate" => ask.return_date = reader.stamp("returnDate", value),
+            "order_orderItem" => {
+                let Value::Array(lines) = value else {
+                    reader.problem(
+                        "order_orderItem",
+                        format!("expected an array of lines, got {value}"),
+                    );
+                    continue;
+                };
+                for (i, line) in lines.iter().enumerate() {
+                    let Value::Object(line) = line else {
+                        reader.problem(
+                            "order_orderItem",
+                            format!("line {i} must be an object, not {line}"),
+                        );
+                        continue;
+                    };
+                    let mut asked = LineAsk::default();
+                    for (name, value) in line {
+                        let field = format!("order_orderItem.{name}");
+                        match name.as_str() {
+                            "id" => {
+                                asked.id =
+                                    reader.text(item, &field, "id", value).unwrap_or_default()
+                            }
+                            "status" => asked.status = reader.text(item, &field, "status", value),
+                            "shipQty" => asked.ship_qty = reader.quantity(&field, value),
+                            "returnQty" => asked.return_qty = reader.quantity(&field, value),
+                            "detail" => match value {
+                                Value::Object(detail) => {
+                                    for (name, value) in detail {
+                                        if name != "reason" {
+                                            return Err(unknown(
+                                                &format!("order_orderItem.detail.{name}"),
+                                                &["order_orderItem.detail.reason"],
+                                                "An order line action",
+                                            ));
+                                        }
+                                        asked.reason = reader.text(
+                                            item,
+                                            "order_orderItem.detail.reason",
+                                            "detail.reason",
+                                            value,
+                                        );
+                                    }
+                                }
+                                other => reader.problem(
+                                    "order_orderItem.detail",
+                                    format!("expected an object, got {other}"),
+                                ),
+                            },
+                            _ => {
+                                let known: Vec<String> = ORDER_LIFECYCLE
+                                    .line_action
+                                    .iter()
+                                    .map(|n| format!("order_orderItem.{n}"))
+                                    .collect();
+                                let known: Vec<&str> = known.iter().map(String::as_str).collect();
+                                return Err(unknown(&field, &known, "An order line action"));
+                            }
+                        }
+                    }
+                    if asked.id.is_empty() {
+                        reader.problem("order_orderItem.id", format!("line {i} names no line id"));
+                    }
+                    ask.lines.push(asked);
+                }
+            }
+            _ => return Err(unknown(name, &order_names(), "An order action")),
+        }
+    }
+    if ask.status.is_empty() {
+        match default_status {
+            Some(status) => ask.status = status.to_string(),
+            None => reader.problem("status", "is required: it names the lifecycle step".into()),
+        }
+    }
+    if !reader.problems.is_empty() {
+        return Err(validation_failed(reader.problems));
+    }
+    Ok((id, ask))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brandhub_problem::Code;
+
+    fn object(text: &str) -> Map<String, Value> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn an_action_reads_its_lines() {
+        let (_, ask) = read_ask(
+            &object(r#"{"status": "accepted", "order_orderItem": [{"id": "A", "status": "REJ", "detail": {"reason": "OTHER"}}]}"#),
+            None,
+        )
+        .unwrap();
+        assert_eq!(ask.status, "accepted");
+        assert_eq!(ask.lines[0].reason.as_deref(), Some("OTHER"));
+    }
+
+    #[test]
+    fn unknown_names_are_400_and_bad_values_422() {
+        let error = read_ask(&object(r#"{"status": "x", "colour": 1}"#), None).unwrap_err();
+        assert_eq!(error.code, Code::UnknownField);
+        let error = read_ask(
+            &object(r#"{"shipDate": "soon", "order_orderItem": [{"id": "A", "shipQty": -1}]}"#),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(error.code, Code::ValidationFailed);
+        let fields: Vec<&str> = error.errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec!["order_orderItem.shipQty", "shipDate", "status"]
+        );
+    }
+}

@@ -1,0 +1,138 @@
+// The portal: sign-in, the shell with its sections, and a hash router. Every datum comes
+// from /api with the session key; sections show only when the user's grants allow them.
+import { api, session, saveSession, whenSignedOut } from './api.js';
+import { t, setLanguage } from './i18n.js';
+import { el, field, errorSlot, busy, heading } from './ui.js';
+import * as dashboard from './views/dashboard.js';
+import * as browse from './views/browse.js';
+import * as files from './views/files.js';
+import * as orders from './views/orders.js';
+import * as admin from './views/admin.js';
+
+const root = document.getElementById('app');
+
+/** Whether a grant list allows method on resource (grants are resource:METHODS). */
+export function may(me, resource, method) {
+  return me.grants.some((grant) => {
+    const [res, methods] = grant.split(':');
+    return (res === '*' || res === resource) && (methods === '*' || methods.split(',').includes(method));
+  });
+}
+
+const SECTIONS = [
+  { id: 'dashboard', view: dashboard, shown: () => true },
+  { id: 'browse', view: browse, shown: (me) => me.grants.some((g) => /:(\*|.*GET)/.test(g)) },
+  { id: 'files', view: files, shown: (me) => may(me, 'file', 'POST') },
+  { id: 'orders', view: orders, shown: (me) => may(me, 'order', 'GET') },
+  { id: 'admin', view: admin, shown: (me) => may(me, 'apiKey', 'GET') },
+];
+
+let me = null;
+
+const iconHref = () => document.querySelector('link[rel=icon]').getAttribute('href');
+
+async function loadMe() {
+  const who = await api('/session');
+  let lang = 'en';
+  let name = who.email;
+  try {
+    const user = (await api(`/user/${who.user}`)).response.user[0];
+    lang = (user.detail && user.detail.lang) || 'en';
+    name = user.name || who.email;
+  } catch { /* the user's own record may be outside a narrow key's grants */ }
+  setLanguage(lang);
+  return { ...who, name, lang };
+}
+
+function signInView(message) {
+  const email = el('input', { type: 'email', name: 'email', autocomplete: 'username', required: true });
+  const password = el('input', { type: 'password', name: 'password', autocomplete: 'current-password', required: true });
+  const button = el('button', { type: 'submit' }, t('signIn'));
+  const slot = errorSlot();
+  const form = el('form', { class: 'signin card', novalidate: true },
+    el('div', { class: 'brand-mark' }, el('img', { src: iconHref(), alt: '' }), t('appName')),
+    el('h1', {}, t('signInTitle')),
+    el('p', { class: 'muted' }, t('signInIntro')),
+    message ? el('p', { class: 'notice', role: 'status' }, message) : null,
+    field(t('email'), email), field(t('password'), password), slot, button);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    busy(button, slot, async () => {
+      const answer = await api('/session', { method: 'POST', auth: false, json: { email: email.value, password: password.value } });
+      saveSession({ email: answer.email, key: answer.key });
+      me = null;
+      location.hash = '#/dashboard';
+      await route();
+    });
+  });
+  root.replaceChildren(el('main', { class: 'signin-page' }, form));
+  email.focus();
+}
+
+function invitationView(token) {
+  const password = el('input', { type: 'password', autocomplete: 'new-password', required: true, minlength: '10' });
+  const button = el('button', { type: 'submit' }, t('setPassword'));
+  const slot = errorSlot();
+  const form = el('form', { class: 'signin card' }, el('h1', {}, t('setPasswordTitle')), field(t('newPassword'), password), slot, button);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    busy(button, slot, async () => {
+      await api(`/invitation/${encodeURIComponent(token)}`, { method: 'POST', auth: false, json: { password: password.value } });
+      location.hash = '#/signin';
+      signInView(t('passwordSet'));
+    });
+  });
+  root.replaceChildren(el('main', { class: 'signin-page' }, form));
+}
+
+async function signOut() {
+  try { await api('/session', { method: 'DELETE' }); } catch { /* ended already */ }
+  saveSession(null);
+  me = null;
+  location.hash = '#/signin';
+  signInView();
+}
+
+function shell(active) {
+  const nav = el('nav', { 'aria-label': 'Sections' }, SECTIONS.filter((s) => s.shown(me)).map((s) =>
+    el('a', { href: `#/${s.id}`, class: s.id === active ? 'active' : '', 'aria-current': s.id === active ? 'page' : false }, t(s.id))));
+  const main = el('main', { id: 'main' });
+  const header = el('header', { class: 'topbar' },
+    el('a', { class: 'brand-mark', href: '#/dashboard' }, el('img', { src: iconHref(), alt: '' }), t('appName')),
+    nav,
+    el('div', { class: 'who' }, el('span', { class: 'who-name', title: me.email }, `${me.name} · ${me.type}`),
+      el('button', { type: 'button', class: 'secondary', onclick: signOut }, t('signOut'))));
+  root.replaceChildren(el('a', { class: 'skip', href: '#main' }, 'Skip to content'), header, main);
+  return main;
+}
+
+async function route() {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const [path, query = ''] = hash.split('?');
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'invitation' && parts[1]) return invitationView(parts[1]);
+  if (!session()) return signInView();
+  if (!me) {
+    try { me = await loadMe(); } catch (error) { saveSession(null); return signInView(error.message); }
+  }
+  const section = SECTIONS.find((s) => s.id === (parts[0] || 'dashboard') && s.shown(me));
+  if (!section) {
+    const main = shell('');
+    main.append(heading(t('notFound')));
+    return;
+  }
+  const main = shell(section.id);
+  main.append(el('p', { class: 'muted' }, t('loading')));
+  try {
+    await section.view.render(main, { me, parts: parts.slice(1), query: new URLSearchParams(query), may: (r, m) => may(me, r, m) });
+  } catch (error) {
+    const { problemBox } = await import('./ui.js');
+    main.replaceChildren(problemBox(error));
+  }
+  const h1 = main.querySelector('h1');
+  if (h1 && document.activeElement === document.body) h1.focus({ preventScroll: true });
+}
+
+whenSignedOut(() => { me = null; signInView(); });
+window.addEventListener('hashchange', route);
+route();

@@ -1,0 +1,42 @@
+// Dashboard: files pending, processing and failed; orders by status; recent activity.
+import { api, records } from '../api.js';
+import { t, number, dateTime } from '../i18n.js';
+import { el, heading, badge } from '../ui.js';
+import { ORDER_STATUSES } from './orders.js';
+
+async function count(path) {
+  try { return (await api(path)).count; } catch { return null; }
+}
+
+function tile(label, value, href) {
+  return el('a', { class: 'tile', href }, el('span', { class: 'tile-value' }, value === null ? '—' : number(value)), el('span', { class: 'tile-label' }, label));
+}
+
+export async function render(main, { may }) {
+  const parts = [heading(t('dashboard'))];
+  if (may('file', 'GET')) {
+    const [pending, processing, failed] = await Promise.all(['pending', 'processing', 'failed'].map((s) => count(`/file/count?status=${s}`)));
+    parts.push(el('section', { 'aria-label': t('files') }, el('div', { class: 'tiles' },
+      tile(t('filesPending'), pending, '#/browse/file?status=pending'),
+      tile(t('filesProcessing'), processing, '#/browse/file?status=processing'),
+      tile(t('filesFailed'), failed, '#/browse/file?status=failed'))));
+  }
+  if (may('order', 'GET')) {
+    const counts = await Promise.all(ORDER_STATUSES.map((s) => count(`/order/count?status=${s}`)));
+    parts.push(el('section', {}, el('h2', {}, t('ordersByStatus')), el('div', { class: 'tiles small' },
+      ORDER_STATUSES.map((s, i) => tile(s, counts[i], `#/orders/${s}`)))));
+  }
+  const recent = el('div', { class: 'columns' });
+  if (may('file', 'GET')) {
+    const list = records(await api('/file?order_by=createdDate<&pageSize=6&fields=fileName,fileType,status,createdDate'), 'file');
+    recent.append(el('section', { class: 'card' }, el('h2', {}, t('recentFiles')), el('ul', { class: 'activity' }, list.map((f) =>
+      el('li', {}, el('a', { href: `#/browse/file/${f.id}` }, f.fileName), ' ', badge(f.status), el('span', { class: 'muted' }, ` ${f.fileType} · ${dateTime(f.createdDate)}`))))));
+  }
+  if (may('order', 'GET')) {
+    const list = records(await api('/order?order_by=orderDate<&pageSize=6&fields=brandOrderRef,hostOrderRef,status,orderDate'), 'order');
+    recent.append(el('section', { class: 'card' }, el('h2', {}, t('recentOrders')), el('ul', { class: 'activity' }, list.map((o) =>
+      el('li', {}, el('a', { href: `#/orders/o/${o.id}` }, o.brandOrderRef || o.hostOrderRef || o.id), ' ', badge(o.status), el('span', { class: 'muted' }, ` ${dateTime(o.orderDate)}`))))));
+  }
+  parts.push(recent);
+  main.replaceChildren(...parts);
+}

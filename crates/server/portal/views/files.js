@@ -1,0 +1,138 @@
+// Files: upload a spreadsheet with its type and arguments picked from lists, drag and drop,
+// processing followed through detail.rowsRead, status and warnings, the original file and
+// the templates to download. The file types and their arguments come from the description
+// of POST /api/file.
+import { api, records, schema, download } from '../api.js';
+import { t, number, dateTime } from '../i18n.js';
+import { el, field, heading, errorSlot, busy, badge, problemBox } from '../ui.js';
+
+/** [{type, args: [{name, optional}]}] from the multipart description of POST /api/file. */
+export async function fileTypes() {
+  const doc = await schema();
+  const body = doc.paths['/api/file'].post.requestBody.content['multipart/form-data'].schema;
+  const inner = /\(([^)]*)\)/.exec(body.description)[1];
+  return inner.split('|').map((s) => s.trim()).map((spec) => {
+    const [type] = spec.split(',');
+    const args = [];
+    const pattern = /(\[)?,<([^>]+)>/g;
+    let m;
+    while ((m = pattern.exec(spec))) args.push({ name: m[2], optional: Boolean(m[1]) });
+    return { type, args };
+  });
+}
+
+async function options(resource) {
+  const answer = await api(`/${resource}?pageSize=1000&fields=id,name,code&order_by=name`);
+  return records(answer, resource).map((r) => ({ id: r.id, label: `${r.name} (${r.code})` }));
+}
+
+/** DD/MM/YYYY from a date input's YYYY-MM-DD. */
+const contractDate = (value) => value.split('-').reverse().join('/');
+
+function statusBlock(file) {
+  const d = file.detail || {};
+  const done = file.status === 'processed' || file.status === 'failed';
+  const progress = el('progress', { max: '100', 'aria-label': t('status') });
+  if (done) progress.value = 100;
+  else if (d.rowsRead) progress.value = 60;
+  const warnings = (d.error || '').split('\n').filter(Boolean);
+  return el('div', { class: 'upload-status', 'data-status': file.status },
+    el('p', {}, el('strong', {}, file.fileName), ' ', badge(file.status)),
+    done ? null : progress,
+    el('dl', { class: 'counts' },
+      el('dt', {}, t('rowsRead')), el('dd', { 'data-count': 'rowsRead' }, number(d.rowsRead ?? 0)),
+      el('dt', {}, t('rowsApplied')), el('dd', { 'data-count': 'rowsApplied' }, number(d.rowsApplied ?? 0)),
+      el('dt', {}, t('rowsSkipped')), el('dd', { 'data-count': 'rowsSkipped' }, number(d.rowsSkipped ?? 0))),
+    warnings.length ? el('div', { class: 'warnings' }, el('h3', {}, t('warnings')), el('ul', {}, warnings.map((w) => el('li', {}, w)))) : null);
+}
+
+export async function render(main, { may }) {
+  const types = await fileTypes();
+  const lists = {};
+  const wanted = new Set(types.flatMap((ft) => ft.args.map((a) => a.name)));
+  for (const name of ['brand', 'warehouse', 'host']) {
+    if (wanted.has(name) && may(name, 'GET')) lists[name] = await options(name);
+  }
+  const typeSelect = el('select', { name: 'fileType' }, types.map((ft) => el('option', { value: ft.type }, ft.type)));
+  const argsHolder = el('div', { class: 'args' });
+  let argControls = [];
+  function drawArgs() {
+    const ft = types.find((x) => x.type === typeSelect.value);
+    let dates = 0;
+    argControls = ft.args.map((arg) => {
+      if (lists[arg.name]) {
+        const select = el('select', { name: arg.name }, lists[arg.name].map((o) => el('option', { value: o.id }, o.label)));
+        return { arg, control: select, wrap: field(t(arg.name), select) };
+      }
+      const input = el('input', { type: 'date', name: `date${dates}`, required: !arg.optional });
+      dates += 1;
+      return { arg, control: input, wrap: field(dates === 1 ? t('startDate') : t('endDate'), input), date: true };
+    });
+    argsHolder.replaceChildren(...argControls.map((a) => a.wrap));
+  }
+  typeSelect.addEventListener('change', drawArgs);
+  drawArgs();
+
+  const fileInput = el('input', { type: 'file', accept: '.xlsx,.xlsm,.xls,.ods,.csv', id: 'file-input' });
+  const chosen = el('span', { class: 'muted' });
+  const drop = el('label', { class: 'dropzone', for: 'file-input' }, el('span', {}, t('dropHere')), chosen);
+  let file = null;
+  const choose = (f) => { file = f; chosen.textContent = f ? t('chosen', { name: f.name }) : ''; };
+  fileInput.addEventListener('change', () => choose(fileInput.files[0]));
+  drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (e) => { e.preventDefault(); drop.classList.remove('over'); choose(e.dataTransfer.files[0]); });
+
+  const button = el('button', { type: 'submit' }, t('upload'));
+  const slot = errorSlot();
+  const status = el('div', { 'aria-live': 'polite' });
+  const form = el('form', { class: 'card upload' }, el('h2', {}, t('uploadTitle')),
+    el('div', { class: 'row' }, field(t('fileType'), typeSelect), argsHolder),
+    field(t('file'), fileInput), drop, slot, button, status);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    busy(button, slot, async () => {
+      const args = argControls.filter((a) => a.control.value).map((a) => (a.date ? contractDate(a.control.value) : a.control.value));
+      const name = [typeSelect.value, ...args].join(',');
+      const body = new FormData();
+      if (!file) throw { problem: { title: t('file'), detail: t('dropHere') } };
+      body.append(name, file, file.name);
+      let record = (await api('/file', { method: 'POST', body })).response.file[0];
+      status.replaceChildren(statusBlock(record));
+      while (record.status === 'pending' || record.status === 'processing') {
+        await new Promise((r) => setTimeout(r, 400));
+        record = records(await api(`/file/${record.id}`), 'file')[0];
+        status.replaceChildren(statusBlock(record));
+      }
+      await drawRecent();
+    });
+  });
+
+  const templates = el('section', { class: 'card' }, el('h2', {}, t('templates')), el('ul', { class: 'plain' }, types.map((ft) => {
+    const b = el('button', { type: 'button', class: 'link' }, t('templateOf', { type: ft.type }));
+    const s = errorSlot();
+    b.addEventListener('click', () => busy(b, s, () => download(`/file/template/${ft.type}`, `${ft.type}.xlsx`)));
+    return el('li', {}, b, s);
+  })));
+
+  const recent = el('section', { class: 'card' });
+  async function drawRecent() {
+    let list;
+    try { list = records(await api('/file?order_by=createdDate<&pageSize=15'), 'file'); } catch (e) { recent.replaceChildren(problemBox(e)); return; }
+    recent.replaceChildren(el('h2', {}, t('recentFiles')), el('div', { class: 'table-wrap' }, el('table', {},
+      el('thead', {}, el('tr', {}, [t('file'), t('fileType'), t('status'), t('rowsRead'), t('rowsApplied'), t('rowsSkipped'), t('uploaded'), ''].map((h) => el('th', { scope: 'col' }, h)))),
+      el('tbody', {}, list.map((f) => {
+        const d = f.detail || {};
+        const original = el('button', { type: 'button', class: 'link' }, t('original'));
+        const s = errorSlot();
+        original.addEventListener('click', () => busy(original, s, () => download(`/file/${f.id}/content`, f.fileName)));
+        return el('tr', {},
+          el('td', {}, el('a', { href: `#/browse/file/${f.id}` }, f.fileName), d.error ? el('div', { class: 'warn-text' }, d.error.split('\n')[0]) : null),
+          el('td', {}, f.fileType), el('td', {}, badge(f.status)),
+          el('td', { class: 'num' }, number(d.rowsRead ?? 0)), el('td', { class: 'num' }, number(d.rowsApplied ?? 0)), el('td', { class: 'num' }, number(d.rowsSkipped ?? 0)),
+          el('td', {}, dateTime(f.createdDate)), el('td', {}, original, s));
+      })))));
+  }
+  await drawRecent();
+  main.replaceChildren(heading(t('files')), el('div', { class: 'columns' }, form, templates), recent);
+}

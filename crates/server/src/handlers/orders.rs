@@ -1,0 +1,195 @@
+//! The order endpoints (CONTRACT §11), for resources the catalog declares as moving through
+//! a lifecycle: the intake (`POST /api/<resource>`), a lifecycle step (`PATCH
+//! /api/<resource>/<id>`) and the lifecycle's many-record actions (`POST
+//! /api/<resource>/<action>`, such as `dispatch`). The store's order engine decides; these
+//! only read bodies, check grants and answer with the records as the caller sees them (money
+//! fields hidden from warehouses, as in reads).
+
+use super::read::viewer;
+use super::write::{answer, read_one};
+use super::{MAX_QUERY_BODY, read_body, require_grant, resource};
+use crate::AppState;
+use crate::auth::Authenticated;
+use crate::problem::{Answer, Problem};
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use brandhub_catalog::Resource;
+use brandhub_catalog::lifecycle::transition;
+use brandhub_problem::{ApiError, Code};
+use brandhub_query::intake::parse_intake;
+use brandhub_query::lifecycle::read_ask;
+use brandhub_query::plan::Viewer;
+use brandhub_query::write::MAX_WRITE_RECORDS;
+use brandhub_store::Timing;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+fn not_found(resource: &Resource, id: &str) -> Problem {
+    Problem(ApiError::new(
+        Code::NotFound,
+        format!("There is no {} with id '{id}'.", resource.name),
+    ))
+}
+
+/// The intake: 201 with `Location` and the new order with its lines. The caller's grant for
+/// POST is checked by [`super::write::create`]. (An `Idempotency-Key` layer, where the server
+/// has one, wraps this call: it is one function from the body to the answer.)
+pub async fn intake(
+    state: &AppState,
+    resource: &'static Resource,
+    viewer: &Viewer,
+    timing: &Timing,
+    bytes: &[u8],
+) -> Answer<Response> {
+    let intake = parse_intake(resource, bytes, viewer)?;
+    let id = state.store.intake_order(&intake, viewer).await?;
+    let page = read_one(state, resource, &id, viewer, timing)
+        .await?
+        .ok_or_else(|| not_found(resource, &id))?;
+    Ok(answer(
+        StatusCode::CREATED,
+        page.body.to_vec(),
+        Some(format!("/api/{}/{id}", resource.name)),
+    ))
+}
+
+/// A lifecycle step on one record: 200 with the record as it now is.
+pub async fn step(
+    state: &AppState,
+    resource: &'static Resource,
+    id: &str,
+    viewer: &Viewer,
+    timing: &Timing,
+    bytes: &[u8],
+) -> Answer<Response> {
+    let object = one_object(bytes)?;
+    let (_, ask) = read_ask(&object, None)?;
+    state.store.order_step(id, &ask, viewer).await?;
+    let page = read_one(state, resource, id, viewer, timing)
+        .await?
+        .ok_or_else(|| not_found(resource, id))?;
+    Ok(answer(StatusCode::OK, page.body.to_vec(), None))
+}
+
+fn one_object(bytes: &[u8]) -> Answer<serde_json::Map<String, Value>> {
+    match serde_json::from_slice(bytes) {
+        Ok(Value::Object(object)) => Ok(object),
+        _ => Err(Problem(ApiError::new(
+            Code::InvalidValue,
+            "The body must be one JSON object naming the new status and what it needs.",
+        ))),
+    }
+}
+
+/// `POST /api/<resource>/<action>`: one lifecycle step (the action's) on each element of an
+/// array of up to 1,000, each applied or refused on its own; 200 with one outcome per
+/// element, in the body's order. A key needs PATCH on the resource: each element changes a
+/// record.
+pub async fn action(
+    State(state): State<AppState>,
+    Path((name, action)): Path<(String, String)>,
+    Authenticated { caller, .. }: Authenticated,
+    Extension(_timing): Extension<Arc<Timing>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    let resource = resource(&name)?;
+    let step = resource
+        .lifecycle
+        .and_then(|l| l.actions.iter().find(|(n, _)| *n == action))
+        .map(|(_, step)| *step);
+    let Some(step) = step else {
+        let mut error = ApiError::new(
+            Code::MethodNotAllowed,
+            format!(
+                "/api/{}/{action} does not accept POST; it accepts {}.",
+                resource.name,
+                resource.methods(true).join(", ")
+            ),
+        );
+        error.allow = Some(resource.methods(true).join(", "));
+        return Err(Problem(error));
+    };
+    require_grant(&caller, resource, "PATCH")?;
+    let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
+    let viewer = viewer(&caller);
+    let items = match serde_json::from_slice(&bytes) {
+        Ok(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_WRITE_RECORDS => items,
+        _ => {
+            return Err(Problem(ApiError::new(
+                Code::InvalidValue,
+                format!(
+                    "The body must be a JSON array of 1 to {MAX_WRITE_RECORDS} objects, one {action} per {}, each with its id.",
+                    resource.name
+                ),
+            )));
+        }
+    };
+    let row = transition(step);
+    let mut outcomes = Vec::with_capacity(items.len());
+    let (mut applied, mut refused) = (0, 0);
+    for (index, item) in items.iter().enumerate() {
+        let read = match item {
+            Value::Object(object) => read_ask(object, row.to.first().copied()).map_err(Problem),
+            _ => Err(Problem(ApiError::new(
+                Code::InvalidValue,
+                format!("Element {index} must be a JSON object."),
+            ))),
+        };
+        let result = match read {
+            Ok((Some(id), ask)) if row.to.contains(&ask.status.as_str()) => state
+                .store
+                .order_step(&id, &ask, &viewer)
+                .await
+                .map(|status| (id, status))
+                .map_err(Problem::from),
+            Ok((Some(id), ask)) => Err(Problem(
+                ApiError::new(
+                    Code::InvalidTransition,
+                    format!(
+                        "The {action} of order '{id}' cannot ask for status '{}': a {action} ends in {}.",
+                        ask.status,
+                        row.to.join(" or ")
+                    ),
+                )
+                .with_field("status"),
+            )),
+            Ok((None, _)) => Err(Problem(
+                brandhub_query::write::validation_failed(vec![brandhub_problem::FieldError::new(
+                    "id",
+                    "is required: it names the order",
+                )]),
+            )),
+            Err(error) => Err(error),
+        };
+        let id = item.get("id").cloned().unwrap_or(Value::Null);
+        outcomes.push(match result {
+            Ok((_, status)) => {
+                applied += 1;
+                json!({"index": index, "id": id, "status": 200, "orderStatus": status})
+            }
+            Err(Problem(error)) => {
+                refused += 1;
+                json!({
+                    "index": index,
+                    "id": id,
+                    "status": error.code.status(),
+                    "code": error.code.as_str(),
+                    "detail": error.detail,
+                    "errors": error.errors,
+                })
+            }
+        });
+    }
+    let body = json!({"response": {
+        "recordsSent": outcomes.len(),
+        "applied": applied,
+        "refused": refused,
+        action.as_str(): outcomes,
+    }});
+    let bytes = serde_json::to_vec(&body).map_err(|_| Problem(ApiError::internal()))?;
+    Ok(answer(StatusCode::OK, bytes, None))
+}

@@ -1,0 +1,168 @@
+//! What can go wrong in the store, in the store's own terms. The store says what happened (a
+//! record not found, a key taken, a version that moved on); the server decides how each is
+//! answered (`server::problem`), so no HTTP status is chosen down here.
+
+use brandhub_problem::{ApiError, FieldError};
+use std::fmt;
+
+/// A store operation that did not happen, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreError {
+    /// The request was refused by the stage that reads it (a body or a header parsed on the
+    /// store's behalf): passed through as that stage decided it.
+    Request(ApiError),
+    /// Values a write may not have: every problem at once, by record and field; `about`
+    /// names what was written when the caller wrote several kinds at once (an import).
+    Invalid {
+        problems: Vec<FieldError>,
+        about: Option<String>,
+    },
+    /// No such record, or none the caller sees: the same to the caller.
+    NotFound(String),
+    /// The caller sees the record but may not do this to it.
+    Refused(String),
+    /// The write conflicts with what is stored: a key taken, a record still referred to, a
+    /// limit reached, a race lost.
+    Conflict {
+        detail: String,
+        field: Option<String>,
+    },
+    /// The record changed since the version the caller named (`If-Match`).
+    Stale(String),
+    /// A lifecycle step the transition table does not allow from the record's status.
+    Transition(String),
+    /// The store cannot be opened as configured (a database URL of an unknown kind).
+    Config(String),
+    /// The database failed; the cause is in the log.
+    Internal,
+}
+
+/// Shorthand for store results.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+impl StoreError {
+    /// A conflict, with the field (or fields) it is about.
+    pub fn conflict(detail: impl Into<String>, field: impl Into<String>) -> StoreError {
+        StoreError::Conflict {
+            detail: detail.into(),
+            field: Some(field.into()),
+        }
+    }
+
+    /// Every problem of a write, listed by record then field.
+    pub fn invalid(mut problems: Vec<FieldError>) -> StoreError {
+        problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
+        StoreError::Invalid {
+            problems,
+            about: None,
+        }
+    }
+
+    /// The same error, about element `index` of an array write: its message says so and its
+    /// problems carry the index.
+    pub fn at_element(self, index: usize) -> StoreError {
+        let prefix = |detail: String| format!("Element {index}: {detail}");
+        match self {
+            StoreError::Invalid { problems, about } => StoreError::Invalid {
+                problems: problems
+                    .into_iter()
+                    .map(|p| FieldError {
+                        index: Some(index),
+                        ..p
+                    })
+                    .collect(),
+                about,
+            },
+            StoreError::NotFound(detail) => StoreError::NotFound(prefix(detail)),
+            StoreError::Refused(detail) => StoreError::Refused(prefix(detail)),
+            StoreError::Conflict { detail, field } => StoreError::Conflict {
+                detail: prefix(detail),
+                field,
+            },
+            StoreError::Stale(detail) => StoreError::Stale(prefix(detail)),
+            StoreError::Transition(detail) => StoreError::Transition(prefix(detail)),
+            other => other,
+        }
+    }
+
+    /// The same error, its message led by `what` (`company: …` in an import).
+    pub fn about(self, what: &str) -> StoreError {
+        let lead = |detail: String| format!("{what}: {detail}");
+        match self {
+            StoreError::Request(mut error) => {
+                error.detail = lead(error.detail);
+                StoreError::Request(error)
+            }
+            StoreError::NotFound(detail) => StoreError::NotFound(lead(detail)),
+            StoreError::Refused(detail) => StoreError::Refused(lead(detail)),
+            StoreError::Conflict { detail, field } => StoreError::Conflict {
+                detail: lead(detail),
+                field,
+            },
+            StoreError::Stale(detail) => StoreError::Stale(lead(detail)),
+            StoreError::Transition(detail) => StoreError::Transition(lead(detail)),
+            StoreError::Invalid { problems, .. } => StoreError::Invalid {
+                problems,
+                about: Some(what.to_string()),
+            },
+            other => other,
+        }
+    }
+}
+
+impl From<ApiError> for StoreError {
+    fn from(error: ApiError) -> StoreError {
+        StoreError::Request(error)
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Request(error) => write!(f, "{}", error.detail),
+            StoreError::Invalid { problems, about } => {
+                let listed: Vec<String> = problems
+                    .iter()
+                    .map(|p| format!("{} {}", p.field, p.message))
+                    .collect();
+                if let Some(about) = about {
+                    write!(f, "{about}: ")?;
+                }
+                write!(f, "The write was refused: {}.", listed.join("; "))
+            }
+            StoreError::NotFound(detail)
+            | StoreError::Refused(detail)
+            | StoreError::Stale(detail)
+            | StoreError::Transition(detail)
+            | StoreError::Config(detail)
+            | StoreError::Conflict { detail, .. } => f.write_str(detail),
+            StoreError::Internal => f.write_str("the store failed; the log has the cause"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_are_listed_by_record_then_field_and_carry_their_element() {
+        let error = StoreError::invalid(vec![
+            FieldError::new("name", "must not be empty"),
+            FieldError::new("code", "is required"),
+        ]);
+        let StoreError::Invalid { problems, .. } = error.clone().at_element(3) else {
+            panic!("still invalid")
+        };
+        assert_eq!(problems[0].field, "code");
+        assert!(problems.iter().all(|p| p.index == Some(3)));
+        assert_eq!(
+            error.to_string(),
+            "The write was refused: code is required; name must not be empty."
+        );
+        let conflict = StoreError::conflict("taken", "code").at_element(2);
+        assert_eq!(conflict.to_string(), "Element 2: taken");
+    }
+}

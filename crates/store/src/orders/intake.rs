@@ -1,0 +1,419 @@
+//! Order intake (CONTRACT §11): a host pushes an order with its lines in one request. Every
+//! problem (the order's fields, each line's, the brand store, the variants, the amounts) is
+//! gathered into one 422 before anything is written; a second push of the same (brand
+//! store, hostOrderRef) is 409 naming the order it already made. brandhub sets the id,
+//! `brandOrderRef` (from a counter row in the database, so every process draws distinct
+//! numbers), the warehouse, the statuses and the totals, and adds each line's quantity to
+//! the demand of its variant in that warehouse, all in one transaction.
+
+use super::machine::intake_moves;
+use super::resource;
+use crate::db::{Kind, Store, WriteTx};
+use crate::error::{StoreError, StoreResult};
+use crate::ids::{new_id, now_timestamp};
+use brandhub_catalog::lifecycle::{Step, transition};
+use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_problem::FieldError;
+use brandhub_query::intake::Intake;
+use brandhub_query::plan::Viewer;
+use brandhub_query::sql::satisfying_ids;
+use brandhub_query::text::fold;
+use brandhub_query::write::WriteValues;
+use sea_query::{Alias, Condition, Expr, ExprTrait, OnConflict, Query};
+
+/// The counter row `brandOrderRef` numbers are drawn from.
+const COUNTER: &str = "brandOrderRef";
+/// The bookkeeping table of counters (see `schema::bookkeeping_statements`).
+pub const COUNTER_TABLE: &str = "bh_counter";
+
+/// How far a given amount may be from the one brandhub computes.
+const TOLERANCE: f64 = 0.01;
+
+fn problem(
+    field: impl Into<String>,
+    message: impl Into<String>,
+    index: Option<usize>,
+) -> FieldError {
+    FieldError {
+        field: field.into(),
+        message: message.into(),
+        index,
+    }
+}
+
+fn number(values: &WriteValues, path: &str) -> Option<f64> {
+    match values.cell(path)? {
+        Cell::Number(n) => Some(*n),
+        Cell::Integer(n) => Some(*n as f64),
+        _ => None,
+    }
+}
+
+fn round(amount: f64) -> f64 {
+    (amount * 100.0).round() / 100.0
+}
+
+/// A line's amounts: (net, tax, gross), or the problems with the given ones.
+fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -> (f64, f64, f64) {
+    let qty = match values.cell("orderQty") {
+        Some(Cell::Integer(n)) => *n,
+        _ => 0,
+    };
+    if values.cell("orderQty").is_some() && qty < 1 {
+        problems.push(problem(
+            "order_orderItem.orderQty",
+            "must be at least 1",
+            Some(index),
+        ));
+    }
+    let price = number(values, "itemPrice").unwrap_or(0.0);
+    if price < 0.0 {
+        problems.push(problem(
+            "order_orderItem.itemPrice",
+            "must not be negative",
+            Some(index),
+        ));
+    }
+    let computed = round(qty as f64 * price);
+    let gross = match number(values, "lineGross") {
+        Some(given) if (given - computed).abs() > TOLERANCE + 1e-9 => {
+            problems.push(problem(
+                "order_orderItem.lineGross",
+                format!("{given} does not agree with orderQty × itemPrice = {computed:.2}"),
+                Some(index),
+            ));
+            given
+        }
+        Some(given) => given,
+        None => computed,
+    };
+    let (net, tax) = match (number(values, "lineNet"), number(values, "lineTax")) {
+        (Some(net), Some(tax)) => {
+            if (net + tax - gross).abs() > TOLERANCE + 1e-9 {
+                problems.push(problem(
+                    "order_orderItem.lineNet",
+                    format!(
+                        "lineNet {net} + lineTax {tax} does not agree with lineGross {gross:.2}"
+                    ),
+                    Some(index),
+                ));
+            }
+            (net, tax)
+        }
+        (Some(net), None) => (net, round(gross - net)),
+        (None, Some(tax)) => (round(gross - tax), tax),
+        (None, None) => (gross, 0.0),
+    };
+    (net, tax, gross)
+}
+
+impl WriteTx {
+    /// The next `brandOrderRef` number: one counter row, incremented in this transaction (its
+    /// row lock orders concurrent intakes; a rollback gives the number back). The first draw
+    /// starts past the highest `BO-` reference already stored (the demo's).
+    async fn next_order_number(&mut self) -> StoreResult<i64> {
+        let order = resource("order");
+        let highest = self
+            .fetch(
+                &Query::select()
+                    .expr(Expr::col(Alias::new("brand_order_ref_ci")).max())
+                    .from(Alias::new(order.table))
+                    .and_where(Expr::col(Alias::new("brand_order_ref_ci")).like("bo-%"))
+                    .to_owned(),
+                &[Kind::Text],
+            )
+            .await?;
+        let start = highest
+            .first()
+            .and_then(|row| row[0].as_text())
+            .and_then(|r| r.get(3..))
+            .and_then(|n| n.parse::<i64>().ok())
+            .unwrap_or(0)
+            + 1;
+        let mut on_conflict = OnConflict::column(Alias::new("name"));
+        on_conflict.value(
+            Alias::new("value"),
+            Expr::col((Alias::new(COUNTER_TABLE), Alias::new("value"))).add(1),
+        );
+        let statement = Query::insert()
+            .into_table(Alias::new(COUNTER_TABLE))
+            .columns([Alias::new("name"), Alias::new("value")])
+            .values_panic([COUNTER.into(), start.into()])
+            .on_conflict(on_conflict)
+            .returning_col(Alias::new("value"))
+            .to_owned();
+        let rows = self
+            .fetch_returning(None, &statement, &[Kind::Integer])
+            .await?;
+        match rows.first().map(|r| &r[0]) {
+            Some(Cell::Integer(n)) => Ok(*n),
+            _ => Err(StoreError::Internal),
+        }
+    }
+}
+
+impl Store {
+    /// Creates the order of an intake for `viewer` (see the module docs); returns its id.
+    /// (An `Idempotency-Key` replay, when the server keeps one, answers before this.)
+    pub async fn intake_order(&self, intake: &Intake, viewer: &Viewer) -> StoreResult<String> {
+        if !transition(Step::Intake).allows(viewer.user_type()) {
+            return Err(StoreError::Refused(format!(
+                "A {} user may not push orders: intake is for hosts (see the order lifecycle in the API reference).",
+                viewer.user_type().as_str()
+            )));
+        }
+        let (order, item) = (resource("order"), resource("orderItem"));
+        let (brand_store, store, variant) = (
+            resource("brandStore"),
+            resource("store"),
+            resource("variant"),
+        );
+        let mut problems: Vec<FieldError> = intake.order.problems.clone();
+        for line in &intake.lines {
+            problems.extend(line.values.problems.iter().cloned());
+        }
+        let mut tx = self.begin().await?;
+
+        // The brand store: one the caller sees (a host: of one of its stores).
+        let mut target = None;
+        if let Some(id) = intake.order.text("fk_brandStore") {
+            let seen = tx
+                .fetch(
+                    &satisfying_ids(
+                        brand_store,
+                        std::slice::from_ref(&id),
+                        &viewer.scope(brand_store),
+                    ),
+                    &[Kind::Text],
+                )
+                .await?;
+            let loaded = if seen.is_empty() {
+                Vec::new()
+            } else {
+                tx.load_records(
+                    brand_store,
+                    Condition::all().add(Expr::col(Alias::new("id")).eq(id.as_str())),
+                )
+                .await?
+            };
+            match loaded.into_iter().next() {
+                Some(record) => target = Some(record),
+                None => problems.push(problem(
+                    "fk_brandStore",
+                    format!("no brandStore with id '{id}' exists for the caller"),
+                    None,
+                )),
+            }
+        }
+        let bs = Layout::of(brand_store);
+        let brand = target
+            .as_ref()
+            .and_then(|r| r.cells[bs.cell("fk_brand")].as_text().map(str::to_string));
+        let warehouse = target.as_ref().and_then(|r| {
+            r.cells[bs.cell("fk_warehouse")]
+                .as_text()
+                .map(str::to_string)
+        });
+
+        // A second push of the same order.
+        if let (Some(target), Some(reference)) = (&target, intake.order.text("hostOrderRef")) {
+            let holder = tx
+                .fetch(
+                    &Query::select()
+                        .column(Alias::new("id"))
+                        .from(Alias::new(order.table))
+                        .and_where(Expr::col(Alias::new("fk_brand_store")).eq(target.id()))
+                        .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(&reference)))
+                        .limit(1)
+                        .to_owned(),
+                    &[Kind::Text],
+                )
+                .await?;
+            if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
+                return Err(StoreError::conflict(
+                    format!(
+                        "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
+                    ),
+                    "hostOrderRef",
+                ));
+            }
+        }
+
+        // The store's currency, for lines that give none.
+        let currency = match &target {
+            Some(record) => {
+                let store_id = record.cells[bs.cell("fk_store")]
+                    .as_text()
+                    .unwrap_or_default()
+                    .to_string();
+                let rows = tx
+                    .fetch(
+                        &Query::select()
+                            .column(Alias::new("currency"))
+                            .from(Alias::new(store.table))
+                            .and_where(Expr::col(Alias::new("id")).eq(store_id))
+                            .to_owned(),
+                        &[Kind::Text],
+                    )
+                    .await?;
+                rows.first()
+                    .and_then(|r| r[0].as_text())
+                    .unwrap_or_default()
+                    .to_string()
+            }
+            None => String::new(),
+        };
+
+        // The variants, by id or barcode, within the brand store's brand.
+        let mut variants: Vec<Option<String>> = vec![None; intake.lines.len()];
+        if let Some(brand) = &brand {
+            let ids: Vec<String> = intake
+                .lines
+                .iter()
+                .filter_map(|l| l.values.text("fk_variant"))
+                .collect();
+            let barcodes: Vec<String> = intake
+                .lines
+                .iter()
+                .filter_map(|l| l.barcode.as_deref().map(fold))
+                .collect();
+            let rows = tx
+                .fetch(
+                    &Query::select()
+                        .columns([Alias::new("id"), Alias::new("barcode_ci")])
+                        .from(Alias::new(variant.table))
+                        .and_where(Expr::col(Alias::new("fk_scope_brand")).eq(brand.as_str()))
+                        .cond_where(
+                            Condition::any()
+                                .add(Expr::col(Alias::new("id")).is_in(ids))
+                                .add(Expr::col(Alias::new("barcode_ci")).is_in(barcodes)),
+                        )
+                        .to_owned(),
+                    &[Kind::Text, Kind::Text],
+                )
+                .await?;
+            let found: Vec<(String, String)> = rows
+                .iter()
+                .map(|r| {
+                    (
+                        r[0].as_text().unwrap_or_default().to_string(),
+                        r[1].as_text().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect();
+            for (index, line) in intake.lines.iter().enumerate() {
+                let by_id = line.values.text("fk_variant");
+                let by_barcode = line.barcode.as_deref().map(fold);
+                let id_match = by_id
+                    .as_ref()
+                    .and_then(|id| found.iter().find(|(v, _)| v == id));
+                let code_match = by_barcode
+                    .as_ref()
+                    .and_then(|b| found.iter().find(|(_, c)| c == b));
+                match (&by_id, &by_barcode, id_match, code_match) {
+                    (None, None, _, _) => {
+                        if !line.values.has_problem("order_orderItem.fk_variant") {
+                            problems.push(problem(
+                                "order_orderItem.fk_variant",
+                                "is required (or barcode)",
+                                Some(index),
+                            ))
+                        }
+                    }
+                    (Some(id), _, None, _) => problems.push(problem(
+                        "order_orderItem.fk_variant",
+                        format!("no variant with id '{id}' exists in the brand store's brand"),
+                        Some(index),
+                    )),
+                    (_, Some(_), _, None) => problems.push(problem(
+                        "order_orderItem.barcode",
+                        format!(
+                            "no variant with barcode '{}' exists in the brand store's brand",
+                            line.barcode.as_deref().unwrap_or_default()
+                        ),
+                        Some(index),
+                    )),
+                    (Some(_), Some(_), Some(a), Some(b)) if a.0 != b.0 => problems.push(problem(
+                        "order_orderItem.barcode",
+                        "names another variant than fk_variant",
+                        Some(index),
+                    )),
+                    (_, _, a, b) => variants[index] = a.or(b).map(|(v, _)| v.clone()),
+                }
+            }
+        }
+
+        // Amounts and totals.
+        let mut line_amounts = Vec::with_capacity(intake.lines.len());
+        for (index, line) in intake.lines.iter().enumerate() {
+            line_amounts.push(amounts(&line.values, index, &mut problems));
+        }
+        if !problems.is_empty() {
+            problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
+            problems.dedup();
+            return Err(StoreError::invalid(problems));
+        }
+        let (Some(_), Some(warehouse)) = (target, warehouse) else {
+            return Err(StoreError::Internal);
+        };
+
+        // The records.
+        let now = now_timestamp();
+        let o = Layout::of(order);
+        let mut record = Record::empty(order);
+        record.cells[0] = Cell::Text(new_id());
+        for (field, cell) in &intake.order.cells {
+            record.cells[o.cell(&field.path)] = cell.clone();
+        }
+        let number = tx.next_order_number().await?;
+        record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
+        record.cells[o.cell("fk_warehouse")] = Cell::Text(warehouse.clone());
+        record.cells[o.cell("status")] = Cell::Text("new".into());
+        if record.cells[o.cell("orderDate")].is_unset() {
+            record.cells[o.cell("orderDate")] = Cell::Text(now.clone());
+        }
+        let (net, tax, gross) = line_amounts
+            .iter()
+            .fold((0.0, 0.0, 0.0), |(n, t, g), (a, b, c)| {
+                (n + a, t + b, g + c)
+            });
+        record.cells[o.cell("detail.net")] = Cell::Number(round(net));
+        record.cells[o.cell("detail.vat")] = Cell::Number(round(tax));
+        record.cells[o.cell("detail.gross")] = Cell::Number(round(gross));
+        let order_id = record.id().to_string();
+
+        let l = Layout::of(item);
+        let mut lines = Vec::with_capacity(intake.lines.len());
+        let mut demand = Vec::with_capacity(intake.lines.len());
+        for ((line, variant), (net, tax, gross)) in
+            intake.lines.iter().zip(&variants).zip(&line_amounts)
+        {
+            let mut r = Record::empty(item);
+            r.cells[0] = Cell::Text(new_id());
+            for (field, cell) in &line.values.cells {
+                r.cells[l.cell(&field.path)] = cell.clone();
+            }
+            let variant = variant.clone().unwrap_or_default();
+            r.cells[l.cell("fk_order")] = Cell::Text(order_id.clone());
+            r.cells[l.cell("fk_variant")] = Cell::Text(variant.clone());
+            r.cells[l.cell("lineNet")] = Cell::Number(*net);
+            r.cells[l.cell("lineTax")] = Cell::Number(*tax);
+            r.cells[l.cell("lineGross")] = Cell::Number(*gross);
+            r.cells[l.cell("shipQty")] = Cell::Integer(0);
+            r.cells[l.cell("returnQty")] = Cell::Integer(0);
+            r.cells[l.cell("status")] = Cell::Text("ACC".into());
+            if r.cells[l.cell("currency")].is_unset() {
+                r.cells[l.cell("currency")] = Cell::Text(currency.clone());
+            }
+            if let Cell::Integer(qty) = r.cells[l.cell("orderQty")] {
+                demand.push((variant, qty));
+            }
+            lines.push(r);
+        }
+        tx.insert_records(order, &mut [record]).await?;
+        tx.insert_records(item, &mut lines).await?;
+        tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
+        tx.commit().await?;
+        Ok(order_id)
+    }
+}

@@ -1,0 +1,784 @@
+//! The order state machine: what one lifecycle step does to an order, its lines and the stock
+//! they hold, decided from the catalog's transition table (`catalog::lifecycle`) without I/O.
+//! Order PATCHes, dispatch arrays and orderDispatch file rows all come here, so one piece of
+//! code decides what a dispatch (or any other step) does; the callers only load and write.
+
+use crate::error::StoreError;
+use brandhub_catalog::UserType;
+use brandhub_catalog::lifecycle::{REJECT_REASONS, Step, Transition, step_to};
+use brandhub_problem::FieldError;
+pub use brandhub_query::lifecycle::{Ask, LineAsk};
+
+/// One line of an order as the machine sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub id: String,
+    pub variant: String,
+    pub order_qty: i64,
+    pub ship_qty: i64,
+    pub return_qty: i64,
+    pub status: String,
+    pub reason: String,
+    pub return_date: Option<String>,
+}
+
+/// An order as the machine sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Order {
+    pub status: String,
+    pub lines: Vec<Line>,
+    pub carrier: String,
+    pub tracking_ref: String,
+    pub ship_date: Option<String>,
+    pub sent_to_wh: Option<String>,
+    pub delivery_date: Option<String>,
+}
+
+/// A change of stock of one variant in the order's warehouse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StockMove {
+    pub in_stock: i64,
+    pub demand: i64,
+}
+
+/// The result of a step: the order as it now is, and the stock moves, per variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub step: Step,
+    pub order: Order,
+    pub moves: Vec<(String, StockMove)>,
+}
+
+/// The statuses of lines still to be shipped (their quantity is demand).
+const OPEN: &str = "ACC";
+
+fn add_move(moves: &mut Vec<(String, StockMove)>, variant: &str, in_stock: i64, demand: i64) {
+    if in_stock == 0 && demand == 0 {
+        return;
+    }
+    match moves.iter_mut().find(|(v, _)| v == variant) {
+        Some((_, m)) => {
+            m.in_stock += in_stock;
+            m.demand += demand;
+        }
+        None => moves.push((variant.to_string(), StockMove { in_stock, demand })),
+    }
+}
+
+/// The stock moves of an intake: each line's quantity becomes demand.
+pub fn intake_moves(lines: &[(String, i64)]) -> Vec<(String, StockMove)> {
+    let mut moves = Vec::new();
+    for (variant, qty) in lines {
+        add_move(&mut moves, variant, 0, *qty);
+    }
+    moves
+}
+
+/// 409 `invalid_transition` naming the current and the asked status.
+pub fn invalid_transition(current: &str, asked: &str, why: &str) -> StoreError {
+    StoreError::Transition(format!(
+        "An order in status '{current}' cannot become '{asked}'{why}."
+    ))
+}
+
+fn problem(field: &str, message: impl Into<String>, index: Option<usize>) -> FieldError {
+    FieldError {
+        field: field.to_string(),
+        message: message.into(),
+        index,
+    }
+}
+
+/// Decides the step `ask` on `order` for a user of `who` at time `now` (a record
+/// timestamp): the order as it would be and the stock it moves, or the refusal (409
+/// `invalid_transition`, 403 for a step the user type may not take, 422 listing every
+/// problem of the lines with their position in `ask.lines`).
+pub fn decide(order: &Order, ask: &Ask, who: UserType, now: &str) -> Result<Outcome, StoreError> {
+    let Some(row) = step_to(&ask.status).filter(|t| t.step != Step::Intake) else {
+        return Err(invalid_transition(
+            &order.status,
+            &ask.status,
+            " (the lifecycle has no step to that status)",
+        ));
+    };
+    if !row.allowed_from(&order.status) {
+        return Err(invalid_transition(
+            &order.status,
+            &ask.status,
+            &format!(
+                " ({} is taken from {} only)",
+                row.step.as_str(),
+                row.from.join(", ")
+            ),
+        ));
+    }
+    if !row.allows(who) {
+        return Err(StoreError::Refused(format!(
+            "A {} user may not take the {} step of an order (see the order lifecycle in the API reference).",
+            who.as_str(),
+            row.step.as_str()
+        )));
+    }
+    let mut next = order.clone();
+    let mut moves = Vec::new();
+    let mut problems = Vec::new();
+    // Each asked line is one of the order's, named once.
+    let mut asked: Vec<Option<usize>> = Vec::with_capacity(ask.lines.len());
+    for (i, line) in ask.lines.iter().enumerate() {
+        let at = order
+            .lines
+            .iter()
+            .position(|l| l.id.eq_ignore_ascii_case(&line.id));
+        if at.is_none() {
+            problems.push(problem(
+                "order_orderItem.id",
+                format!("'{}' is not a line of this order", line.id),
+                Some(i),
+            ));
+        } else if asked.contains(&at) {
+            problems.push(problem(
+                "order_orderItem.id",
+                "names a line already named",
+                Some(i),
+            ));
+        }
+        asked.push(at);
+    }
+    match row.step {
+        Step::Acknowledge => {
+            acknowledge(row, ask, &asked, &mut next, &mut moves, &mut problems);
+            next.sent_to_wh = Some(now.into());
+        }
+        Step::Dispatch => dispatch(ask, &asked, &mut next, &mut moves, &mut problems, now),
+        Step::Deliver => {
+            refuse_lines(ask, &mut problems);
+            next.delivery_date = Some(ask.delivery_date.clone().unwrap_or_else(|| now.into()));
+            next.status = "delivered".into();
+        }
+        Step::Return => give_back(ask, &asked, &mut next, &mut moves, &mut problems, now),
+        Step::Cancel => {
+            refuse_lines(ask, &mut problems);
+            for line in &mut next.lines {
+                if line.status == OPEN {
+                    add_move(&mut moves, &line.variant, 0, line.ship_qty - line.order_qty);
+                    line.status = "CAN".into();
+                }
+            }
+            next.status = "cancelled".into();
+        }
+        Step::Intake => unreachable!("refused above"),
+    }
+    if !problems.is_empty() {
+        problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
+        return Err(StoreError::invalid(problems));
+    }
+    Ok(Outcome {
+        step: row.step,
+        order: next,
+        moves,
+    })
+}
+
+fn refuse_lines(ask: &Ask, problems: &mut Vec<FieldError>) {
+    if !ask.lines.is_empty() {
+        problems.push(problem(
+            "order_orderItem",
+            format!("the step to '{}' takes no lines", ask.status),
+            None,
+        ));
+    }
+}
+
+fn acknowledge(
+    row: &Transition,
+    ask: &Ask,
+    asked: &[Option<usize>],
+    next: &mut Order,
+    moves: &mut Vec<(String, StockMove)>,
+    problems: &mut Vec<FieldError>,
+) {
+    let reject_all = ask.status == "rejected";
+    for (i, line) in ask.lines.iter().enumerate() {
+        let Some(at) = asked[i] else { continue };
+        let status = line
+            .status
+            .as_deref()
+            .unwrap_or(if reject_all { "REJ" } else { "ACC" });
+        match status {
+            "ACC" => {
+                if line.reason.as_deref().is_some_and(|r| !r.is_empty()) {
+                    problems.push(problem(
+                        "order_orderItem.detail.reason",
+                        "is given only for a rejected line",
+                        Some(i),
+                    ));
+                }
+            }
+            "REJ" => {
+                let reason = line.reason.clone().unwrap_or_else(|| "OTHER".into());
+                if !REJECT_REASONS.contains(&reason.as_str()) {
+                    problems.push(problem(
+                        "order_orderItem.detail.reason",
+                        format!("must be one of {}", REJECT_REASONS.join(", ")),
+                        Some(i),
+                    ));
+                }
+                next.lines[at].status = "REJ".into();
+                next.lines[at].reason = reason;
+            }
+            other => problems.push(problem(
+                "order_orderItem.status",
+                format!("'{other}' is not an acknowledgement: ACC or REJ"),
+                Some(i),
+            )),
+        }
+        if line.ship_qty.is_some() || line.return_qty.is_some() {
+            problems.push(problem(
+                "order_orderItem",
+                "an acknowledgement ships and returns nothing",
+                Some(i),
+            ));
+        }
+    }
+    if reject_all {
+        for (at, line) in next.lines.iter_mut().enumerate() {
+            if !asked.contains(&Some(at)) {
+                line.status = "REJ".into();
+                line.reason = "OTHER".into();
+            }
+        }
+    }
+    for line in &next.lines {
+        if line.status == "REJ" {
+            add_move(moves, &line.variant, 0, -line.order_qty);
+        }
+    }
+    let all_rejected = next.lines.iter().all(|l| l.status == "REJ");
+    let became = if all_rejected { "rejected" } else { "accepted" };
+    if became != ask.status {
+        problems.push(problem(
+            "status",
+            format!(
+                "the lines make the order '{became}', not '{}' ({})",
+                ask.status, row.effect
+            ),
+            None,
+        ));
+    }
+    next.status = became.into();
+}
+
+fn dispatch(
+    ask: &Ask,
+    asked: &[Option<usize>],
+    next: &mut Order,
+    moves: &mut Vec<(String, StockMove)>,
+    problems: &mut Vec<FieldError>,
+    now: &str,
+) {
+    let mut shipped_now = 0;
+    for (i, line) in ask.lines.iter().enumerate() {
+        let Some(at) = asked[i] else { continue };
+        let current = &next.lines[at];
+        let Some(qty) = line.ship_qty else {
+            problems.push(problem("order_orderItem.shipQty", "is required", Some(i)));
+            continue;
+        };
+        if current.status != OPEN && !(current.status == "DSP" && qty == current.ship_qty) {
+            problems.push(problem(
+                "order_orderItem.status",
+                format!(
+                    "the line is {}, not accepted (ACC): it cannot be shipped",
+                    current.status
+                ),
+                Some(i),
+            ));
+            continue;
+        }
+        if qty > current.order_qty {
+            problems.push(problem(
+                "order_orderItem.shipQty",
+                format!("{qty} is more than the {} ordered", current.order_qty),
+                Some(i),
+            ));
+            continue;
+        }
+        if qty < current.ship_qty {
+            problems.push(problem(
+                "order_orderItem.shipQty",
+                format!(
+                    "{qty} is less than the {} shipped already (shipQty is the total shipped)",
+                    current.ship_qty
+                ),
+                Some(i),
+            ));
+            continue;
+        }
+        if line.status.is_some() || line.reason.is_some() || line.return_qty.is_some() {
+            problems.push(problem(
+                "order_orderItem",
+                "a dispatch sets shipQty only",
+                Some(i),
+            ));
+            continue;
+        }
+        shipped_now += qty - current.ship_qty;
+        ship(next, at, qty, moves);
+    }
+    if ask.status == "dispatched" {
+        // Asking for `dispatched` ships every accepted line not named in full.
+        for at in 0..next.lines.len() {
+            if next.lines[at].status == OPEN && !asked.contains(&Some(at)) {
+                let qty = next.lines[at].order_qty;
+                shipped_now += qty - next.lines[at].ship_qty;
+                ship(next, at, qty, moves);
+            }
+        }
+    }
+    let shippable = || {
+        next.lines
+            .iter()
+            .filter(|l| l.status == OPEN || l.status == "DSP")
+    };
+    let complete = shippable().all(|l| l.ship_qty >= l.order_qty);
+    let any = shippable().any(|l| l.ship_qty > 0);
+    if ask.status == "dispatched" && !complete && problems.is_empty() {
+        problems.push(problem(
+            "status",
+            "not every accepted line is shipped in full",
+            None,
+        ));
+    }
+    if !any && problems.is_empty() {
+        problems.push(problem(
+            "order_orderItem",
+            "the dispatch ships nothing",
+            None,
+        ));
+    }
+    if let Some(carrier) = &ask.carrier {
+        next.carrier = carrier.clone();
+    }
+    if let Some(tracking) = &ask.tracking_ref {
+        next.tracking_ref = tracking.clone();
+    }
+    match &ask.ship_date {
+        Some(date) => next.ship_date = Some(date.clone()),
+        None if shipped_now > 0 && next.ship_date.is_none() => next.ship_date = Some(now.into()),
+        None => {}
+    }
+    next.status = if complete {
+        "dispatched"
+    } else {
+        "partDispatched"
+    }
+    .into();
+}
+
+/// Sets line `at`'s total shipped to `qty`, moving the difference out of stock and demand.
+fn ship(next: &mut Order, at: usize, qty: i64, moves: &mut Vec<(String, StockMove)>) {
+    let line = &mut next.lines[at];
+    let delta = qty - line.ship_qty;
+    add_move(moves, &line.variant, -delta, -delta);
+    line.ship_qty = qty;
+    if qty >= line.order_qty {
+        line.status = "DSP".into();
+    }
+}
+
+fn give_back(
+    ask: &Ask,
+    asked: &[Option<usize>],
+    next: &mut Order,
+    moves: &mut Vec<(String, StockMove)>,
+    problems: &mut Vec<FieldError>,
+    now: &str,
+) {
+    let date = ask.return_date.clone().unwrap_or_else(|| now.into());
+    let mut targets: Vec<(usize, i64, Option<usize>)> = Vec::new();
+    if ask.lines.is_empty() {
+        // Everything shipped comes back.
+        for (at, line) in next.lines.iter().enumerate() {
+            if line.ship_qty > line.return_qty {
+                targets.push((at, line.ship_qty, None));
+            }
+        }
+    }
+    for (i, line) in ask.lines.iter().enumerate() {
+        let Some(at) = asked[i] else { continue };
+        let current = &next.lines[at];
+        let Some(qty) = line.return_qty else {
+            problems.push(problem("order_orderItem.returnQty", "is required", Some(i)));
+            continue;
+        };
+        if qty > current.ship_qty {
+            problems.push(problem(
+                "order_orderItem.returnQty",
+                format!("{qty} is more than the {} shipped", current.ship_qty),
+                Some(i),
+            ));
+        } else if qty < current.return_qty {
+            problems.push(problem(
+                "order_orderItem.returnQty",
+                format!(
+                    "{qty} is less than the {} returned already (returnQty is the total returned)",
+                    current.return_qty
+                ),
+                Some(i),
+            ));
+        } else if line.status.is_some() || line.ship_qty.is_some() || line.reason.is_some() {
+            problems.push(problem(
+                "order_orderItem",
+                "a return sets returnQty only",
+                Some(i),
+            ));
+        } else {
+            targets.push((at, qty, Some(i)));
+        }
+    }
+    let mut returned = 0;
+    for (at, qty, _) in targets {
+        let line = &mut next.lines[at];
+        let delta = qty - line.return_qty;
+        if delta == 0 {
+            continue;
+        }
+        returned += delta;
+        add_move(moves, &line.variant, delta, 0);
+        line.return_qty = qty;
+        line.status = "RET".into();
+        line.return_date = Some(date.clone());
+    }
+    if returned == 0 && problems.is_empty() {
+        problems.push(problem(
+            "order_orderItem",
+            "the return gives nothing back",
+            None,
+        ));
+    }
+    next.status = "returned".into();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, qty: i64) -> Line {
+        Line {
+            id: id.into(),
+            variant: format!("V{id}"),
+            order_qty: qty,
+            ship_qty: 0,
+            return_qty: 0,
+            status: "ACC".into(),
+            reason: String::new(),
+            return_date: None,
+        }
+    }
+
+    fn order(status: &str) -> Order {
+        Order {
+            status: status.into(),
+            lines: vec![line("A", 2), line("B", 3)],
+            carrier: String::new(),
+            tracking_ref: String::new(),
+            ship_date: None,
+            sent_to_wh: None,
+            delivery_date: None,
+        }
+    }
+
+    const NOW: &str = "2031-01-01T00:00:00";
+
+    #[test]
+    fn a_partial_rejection_accepts_the_order_and_gives_the_demand_back() {
+        let ask = Ask {
+            status: "accepted".into(),
+            lines: vec![LineAsk {
+                id: "b".into(),
+                status: Some("REJ".into()),
+                reason: Some("OUT_OF_STOCK".into()),
+                ..LineAsk::default()
+            }],
+            ..Ask::default()
+        };
+        let out = decide(&order("new"), &ask, UserType::Warehouse, NOW).unwrap();
+        assert_eq!(out.order.status, "accepted");
+        assert_eq!(out.order.lines[1].status, "REJ");
+        assert_eq!(
+            out.moves,
+            vec![(
+                "VB".into(),
+                StockMove {
+                    in_stock: 0,
+                    demand: -3
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let ask = Ask {
+            status: "dispatched".into(),
+            ..Ask::default()
+        };
+        let error = decide(&order("new"), &ask, UserType::Warehouse, NOW).unwrap_err();
+        let StoreError::Transition(detail) = error else {
+            panic!("{error:?}")
+        };
+        assert!(detail.contains("'new'") && detail.contains("'dispatched'"));
+        let error = decide(&order("accepted"), &ask, UserType::Host, NOW).unwrap_err();
+        assert!(matches!(error, StoreError::Refused(_)), "{error:?}");
+        let too_many = Ask {
+            status: "partDispatched".into(),
+            lines: vec![
+                LineAsk {
+                    id: "A".into(),
+                    ship_qty: Some(5),
+                    ..LineAsk::default()
+                },
+                LineAsk {
+                    id: "Z".into(),
+                    ship_qty: Some(1),
+                    ..LineAsk::default()
+                },
+            ],
+            ..Ask::default()
+        };
+        let error = decide(&order("accepted"), &too_many, UserType::Company, NOW).unwrap_err();
+        let StoreError::Invalid { problems, .. } = error else {
+            panic!("{error:?}")
+        };
+        let at: Vec<_> = problems.iter().map(|e| e.index).collect();
+        assert_eq!(at, vec![Some(0), Some(1)]);
+    }
+
+    #[test]
+    fn dispatch_in_parts_then_in_full_moves_stock_out() {
+        let part = Ask {
+            status: "partDispatched".into(),
+            lines: vec![LineAsk {
+                id: "A".into(),
+                ship_qty: Some(2),
+                ..LineAsk::default()
+            }],
+            carrier: Some("DHL".into()),
+            ..Ask::default()
+        };
+        let out = decide(&order("accepted"), &part, UserType::Warehouse, NOW).unwrap();
+        assert_eq!(out.order.status, "partDispatched");
+        assert_eq!(out.order.lines[0].status, "DSP");
+        assert_eq!(out.order.ship_date.as_deref(), Some(NOW));
+        assert_eq!(
+            out.moves,
+            vec![(
+                "VA".into(),
+                StockMove {
+                    in_stock: -2,
+                    demand: -2
+                }
+            )]
+        );
+        let full = Ask {
+            status: "dispatched".into(),
+            ..Ask::default()
+        };
+        let out = decide(&out.order, &full, UserType::Admin, NOW).unwrap();
+        assert_eq!(out.order.status, "dispatched");
+        assert_eq!(
+            out.moves,
+            vec![(
+                "VB".into(),
+                StockMove {
+                    in_stock: -3,
+                    demand: -3
+                }
+            )]
+        );
+        let back = Ask {
+            status: "returned".into(),
+            ..Ask::default()
+        };
+        let out = decide(&out.order, &back, UserType::Host, NOW).unwrap();
+        assert_eq!(out.order.lines.iter().map(|l| l.return_qty).sum::<i64>(), 5);
+        assert_eq!(out.moves.iter().map(|(_, m)| m.in_stock).sum::<i64>(), 5);
+    }
+}
+
+#[cfg(test)]
+mod model {
+    //! Random sequences of actions by random user types against the machine, checked
+    //! against an in-memory model of the stock: `demand` is always the unshipped quantity of
+    //! accepted lines, `inStock` the start less what shipped plus what came back, and every
+    //! step taken is one the lifecycle table allows to that user type.
+    use super::*;
+    use brandhub_catalog::lifecycle::TRANSITIONS;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    #[derive(Debug, Clone)]
+    enum Act {
+        Acknowledge {
+            reject: Vec<bool>,
+            all: bool,
+        },
+        Dispatch {
+            line: usize,
+            qty: i64,
+            complete: bool,
+        },
+        Deliver,
+        Return {
+            line: usize,
+            qty: i64,
+        },
+        Cancel,
+        Ask(&'static str),
+    }
+
+    fn act() -> impl Strategy<Value = Act> {
+        prop_oneof![
+            (proptest::collection::vec(any::<bool>(), 3), any::<bool>())
+                .prop_map(|(reject, all)| Act::Acknowledge { reject, all }),
+            (0usize..4, 0i64..5, any::<bool>()).prop_map(|(line, qty, complete)| Act::Dispatch {
+                line,
+                qty,
+                complete
+            }),
+            Just(Act::Deliver),
+            (0usize..4, 0i64..5).prop_map(|(line, qty)| Act::Return { line, qty }),
+            Just(Act::Cancel),
+            prop::sample::select(vec!["new", "accepted", "dispatched", "bogus", "returned"])
+                .prop_map(Act::Ask),
+        ]
+    }
+
+    fn who() -> impl Strategy<Value = UserType> {
+        prop::sample::select(UserType::ALL.to_vec())
+    }
+
+    fn ask_of(act: &Act, order: &Order) -> Ask {
+        let id = |i: usize| order.lines.get(i).map_or("X".to_string(), |l| l.id.clone());
+        match act {
+            Act::Acknowledge { reject, all } => Ask {
+                status: if *all { "rejected" } else { "accepted" }.into(),
+                lines: reject
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| **r)
+                    .map(|(i, _)| LineAsk {
+                        id: id(i),
+                        status: Some("REJ".into()),
+                        reason: Some("OTHER".into()),
+                        ..LineAsk::default()
+                    })
+                    .collect(),
+                ..Ask::default()
+            },
+            Act::Dispatch {
+                line,
+                qty,
+                complete,
+            } => Ask {
+                status: if *complete {
+                    "dispatched"
+                } else {
+                    "partDispatched"
+                }
+                .into(),
+                lines: vec![LineAsk {
+                    id: id(*line),
+                    ship_qty: Some(*qty),
+                    ..LineAsk::default()
+                }],
+                ..Ask::default()
+            },
+            Act::Deliver => Ask {
+                status: "delivered".into(),
+                ..Ask::default()
+            },
+            Act::Return { line, qty } => Ask {
+                status: "returned".into(),
+                lines: vec![LineAsk {
+                    id: id(*line),
+                    return_qty: Some(*qty),
+                    ..LineAsk::default()
+                }],
+                ..Ask::default()
+            },
+            Act::Cancel => Ask {
+                status: "cancelled".into(),
+                ..Ask::default()
+            },
+            Act::Ask(status) => Ask {
+                status: (*status).into(),
+                ..Ask::default()
+            },
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn stock_always_equals_the_model(
+            qtys in proptest::collection::vec(1i64..4, 1..4),
+            acts in proptest::collection::vec((act(), who()), 0..25),
+        ) {
+            let mut order = Order {
+                status: "new".into(),
+                lines: qtys.iter().enumerate().map(|(i, q)| Line {
+                    id: format!("L{i}"),
+                    variant: format!("V{}", i % 2),
+                    order_qty: *q,
+                    ship_qty: 0,
+                    return_qty: 0,
+                    status: "ACC".into(),
+                    reason: String::new(),
+                    return_date: None,
+                }).collect(),
+                carrier: String::new(),
+                tracking_ref: String::new(),
+                ship_date: None,
+                sent_to_wh: None,
+                delivery_date: None,
+            };
+            let start = 100;
+            let mut stock: HashMap<String, StockMove> = HashMap::new();
+            let intake: Vec<(String, i64)> = order.lines.iter().map(|l| (l.variant.clone(), l.order_qty)).collect();
+            for (variant, m) in intake_moves(&intake) {
+                let s = stock.entry(variant).or_default();
+                s.demand += m.demand;
+            }
+            for (act, who) in acts {
+                let ask = ask_of(&act, &order);
+                match decide(&order, &ask, who, "2031-01-01T00:00:00") {
+                    Ok(outcome) => {
+                        let allowed = TRANSITIONS.iter().any(|t| t.step == outcome.step
+                            && t.from.contains(&order.status.as_str())
+                            && t.to.contains(&outcome.order.status.as_str())
+                            && t.allows(who));
+                        prop_assert!(allowed, "{} -> {} by {:?}", order.status, outcome.order.status, who);
+                        for (variant, m) in &outcome.moves {
+                            let s = stock.entry(variant.clone()).or_default();
+                            s.in_stock += m.in_stock;
+                            s.demand += m.demand;
+                        }
+                        order = outcome.order;
+                    }
+                    Err(error) => { let expected = matches!(error, StoreError::Transition(_) | StoreError::Refused(_) | StoreError::Invalid { .. }); prop_assert!(expected, "{:?}", error) }
+                }
+                for variant in ["V0", "V1"] {
+                    let lines = order.lines.iter().filter(|l| l.variant == variant);
+                    let open: i64 = lines.clone().filter(|l| l.status == "ACC").map(|l| l.order_qty - l.ship_qty).sum();
+                    let moved: i64 = lines.clone().map(|l| l.return_qty - l.ship_qty).sum();
+                    let s = stock.get(variant).copied().unwrap_or_default();
+                    prop_assert_eq!(s.demand, open, "demand of {}", variant);
+                    prop_assert_eq!(start + s.in_stock, start + moved, "inStock of {}", variant);
+                    for l in order.lines.iter() {
+                        prop_assert!(l.ship_qty <= l.order_qty && l.return_qty <= l.ship_qty);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -68,8 +68,24 @@ write_seeds() {
     done
   done < <(cat "$ROOT"/crates/query/src/*.rs "$ROOT"/crates/query/src/plan/*.rs "$ROOT"/crates/brandhub/tests/*.rs |
     perl -0777 -ne 'while (/b?r(#+)"(\{.*?\})"\1/sg) { my $b = $2; print "$b\0" if $b =~ /query|witharray/ }')
-  printf '%s seeds for url_query, %s for query_body\n' \
-    "$(ls seeds/url_query | wc -l)" "$(ls seeds/query_body | wc -l)"
+  # The upload's part names and waits as the tests write them; the spreadsheet readers start
+  # from the fixtures of the sheet crate, each format from its own files.
+  mkdir -p seeds/part_name seeds/sheet_xlsx seeds/sheet_xls seeds/sheet_ods seeds/sheet_csv
+  n=0
+  while IFS= read -r name; do
+    n=$((n + 1))
+    printf '%s\nwait=%s' "$name" "$((n % 70))" > "seeds/part_name/test-$n"
+  done < <(grep -ohE '"(product|stock|price|image|orderDispatch|orderdispatch),[^"]*"' \
+    "$ROOT"/crates/sheet/src/*.rs "$ROOT"/crates/brandhub/tests/*.rs "$ROOT"/crates/brandhub/tests/*/*.rs 2> /dev/null |
+    tr -d '"' | sort -u)
+  local format
+  for format in xlsx xls ods csv; do
+    cp "$ROOT"/crates/sheet/tests/fixtures/*."$format" "seeds/sheet_$format/" 2> /dev/null || true
+  done
+  local target
+  for target in url_query query_body part_name sheet_xlsx sheet_xls sheet_ods sheet_csv; do
+    printf '%s seeds for %s\n' "$(ls "seeds/$target" | wc -l)" "$target"
+  done
 }
 
 write_seeds

@@ -59,7 +59,15 @@ async fn users_create_list_and_revoke_their_own_keys(fx) {
     let own_id = fx.credential("company").user_id.clone();
     let mine_ids: Vec<&str> = mine.iter().map(|k| k["id"].as_str().unwrap()).collect();
     assert!(mine_ids.contains(&key_id.as_str()) && mine_ids.contains(&fx.credential("company").key_id.as_str()), "{mine_ids:?}");
-    assert!(mine.iter().all(|k| k["fk_user"] == own_id.as_str()), "a user lists only its own keys");
+    // A company user sees its own keys and those of the users of its companies (whose keys
+    // it may write, CONTRACT §9); a host user only its own.
+    let colleagues: Vec<Value> = call(fx, reqwest::Method::GET, "/api/user?fields=id&pageSize=1000", email, secret, None).await.records("user").iter().map(|u| u["id"].clone()).collect();
+    assert!(colleagues.contains(&json!(own_id)));
+    assert!(mine.iter().all(|k| colleagues.contains(&k["fk_user"])), "a company user lists keys of its companies' users only");
+    let (host_email, host_secret) = user_of(fx, "host");
+    let host_keys = call(fx, reqwest::Method::GET, "/api/apiKey?fields=fk_user&pageSize=1000", host_email, host_secret, None).await.records("apiKey");
+    assert!(!host_keys.is_empty());
+    assert!(host_keys.iter().all(|k| k["fk_user"] == fx.credential("host").user_id.as_str()), "a host user lists only its own keys");
     let (admin_email, admin_secret) = user_of(fx, "admin");
     let all = call(fx, reqwest::Method::GET, "/api/apiKey/count", admin_email, admin_secret, None).await.json()["count"].as_u64().unwrap();
     assert!(all > mine.len() as u64, "an admin sees every key");
@@ -69,6 +77,49 @@ async fn users_create_list_and_revoke_their_own_keys(fx) {
     let revoked = call(fx, reqwest::Method::DELETE, &format!("/api/apiKey/{key_id}"), email, secret, None).await;
     assert_eq!(revoked.status, 204);
     call(fx, reqwest::Method::GET, "/api/stock", email, &new_secret, None).await.assert_problem(401, "unauthenticated");
+}
+
+async fn company_users_make_the_keys_of_the_users_of_their_companies(fx) {
+    let (email, secret) = user_of(fx, "company");
+    let own = fx.credential("company").user_id.clone();
+    let me = call(fx, reqwest::Method::GET, &format!("/api/user/{own}?fields=fk_company"), email, secret, None).await.records("user");
+    let company = me[0]["fk_company"].as_str().unwrap().to_string();
+    let colleague_email = format!("colleague-{}-{:?}@example.test", std::process::id(), fx.db).to_lowercase();
+    let colleague = call(fx, reqwest::Method::POST, "/api/user", email, secret,
+        Some(json!({"name": "Colleague", "email": colleague_email, "type": "company", "fk_company": company}))).await;
+    assert_eq!(colleague.status, 201, "{}", String::from_utf8_lossy(&colleague.body));
+    let colleague = colleague.records("user")[0]["id"].as_str().unwrap().to_string();
+
+    let key = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"fk_user": colleague, "name": "for a colleague", "grants": ["stock:GET"]}))).await;
+    assert_eq!(key.status, 201, "{}", String::from_utf8_lossy(&key.body));
+    let record = key.records("apiKey")[0].clone();
+    assert_eq!(record["fk_user"], colleague.as_str());
+    let key_id = record["id"].as_str().unwrap().to_string();
+    let key_secret = record["secret"].as_str().unwrap().to_string();
+    assert_eq!(call(fx, reqwest::Method::GET, "/api/stock?pageSize=1", &colleague_email, &key_secret, None).await.status, 200, "the key works for its user");
+    assert_eq!(call(fx, reqwest::Method::GET, &format!("/api/apiKey/{key_id}"), email, secret, None).await.status, 200);
+
+    // Never wider than the key making it; never for a user of another company; a host user
+    // makes keys for itself only.
+    let narrow = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"name": "key maker", "grants": ["apiKey:*", "stock:GET"]}))).await;
+    assert_eq!(narrow.status, 201, "{}", String::from_utf8_lossy(&narrow.body));
+    let narrow_secret = narrow.records("apiKey")[0]["secret"].as_str().unwrap().to_string();
+    let wide = call(fx, reqwest::Method::POST, "/api/apiKey", email, &narrow_secret, Some(json!({"fk_user": colleague, "grants": ["product:GET"]}))).await;
+    assert_eq!(wide.assert_problem(422, "validation_failed")["errors"][0]["field"], "grants");
+    let within = call(fx, reqwest::Method::POST, "/api/apiKey", email, &narrow_secret, Some(json!({"fk_user": colleague}))).await;
+    assert_eq!(within.status, 201, "{}", String::from_utf8_lossy(&within.body));
+    let grants = within.records("apiKey")[0]["grants"].clone();
+    assert!(grants.as_array().unwrap().contains(&json!("stock:GET")) && !grants.as_array().unwrap().contains(&json!("*:*")), "the defaults as far as the making key allows them: {grants}");
+    let admin_id = fx.credential("admin").user_id.clone();
+    let foreign = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"fk_user": admin_id}))).await;
+    assert_eq!(foreign.assert_problem(422, "validation_failed")["errors"][0]["field"], "fk_user");
+    let (host_email, host_secret) = user_of(fx, "host");
+    let by_host = call(fx, reqwest::Method::POST, "/api/apiKey", host_email, host_secret, Some(json!({"fk_user": colleague}))).await;
+    assert_eq!(by_host.assert_problem(422, "validation_failed")["errors"][0]["field"], "fk_user");
+    call(fx, reqwest::Method::DELETE, &format!("/api/apiKey/{key_id}"), host_email, host_secret, None).await.assert_problem(404, "not_found");
+
+    assert_eq!(call(fx, reqwest::Method::DELETE, &format!("/api/apiKey/{key_id}"), email, secret, None).await.status, 204);
+    call(fx, reqwest::Method::GET, "/api/stock", &colleague_email, &key_secret, None).await.assert_problem(401, "unauthenticated");
 }
 
 async fn a_key_is_never_wider_than_its_owner_may_have(fx) {

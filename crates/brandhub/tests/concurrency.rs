@@ -453,4 +453,62 @@ async fn concurrent_upserts_of_one_natural_key_create_one_record(fx) {
     taken.assert_problem(409, "conflict");
 }
 
+
+async fn a_file_and_patches_of_the_same_records_lose_neither_change(fx) {
+    // 300 products of the company's brand; then a file retitles all of them while PATCHes set
+    // the category of each, all at once. Row locks order each pair (docs/API.md "A file and a
+    // PATCH on the same record"): every product ends with the file's title and the PATCH's
+    // category, whichever committed first.
+    let brand = own_brand(fx).await;
+    let code = format!("FP{}", unique());
+    let codes: Vec<String> = (0..300).map(|n| format!("{code}-{n:03}")).collect();
+    let barcodes: Vec<String> = codes.iter().map(|_| new_barcode()).collect();
+    let sheet = |title: &str| {
+        let mut rows = vec![row(&["Product Code", "Title", "Barcode"])];
+        for (code, barcode) in codes.iter().zip(&barcodes) {
+            rows.push(row(&[code, title, barcode]));
+        }
+        rows
+    };
+    upload_products(fx, &brand, &sheet("Before")).await;
+    let listed = fx
+        .get(&format!("/api/product?code={code}-@&fields=id&pageSize=500"))
+        .await
+        .records("product");
+    assert_eq!(listed.len(), codes.len());
+    let ids: Vec<String> = listed.iter().map(|p| text(&p["id"])).collect();
+
+    let retitled = sheet("From the file");
+    let file = upload_products(fx, &brand, &retitled);
+    let patches = async {
+        let mut tasks = Vec::new();
+        for (n, id) in ids.iter().enumerate() {
+            let credential = fx.credential("company").clone();
+            let request = fx
+                .client()
+                .patch(format!("{}/api/product/{id}", fx.base))
+                .basic_auth(&credential.email, Some(&credential.secret))
+                .json(&json!({"category": format!("Patched {n}")}));
+            tasks.push(tokio::spawn(async move {
+                common::Response::read(request.send().await.expect("the server answers")).await
+            }));
+        }
+        for task in tasks {
+            let response = task.await.unwrap();
+            assert_eq!(response.status, 200, "{}", body(&response));
+        }
+    };
+    let (file, ()) = tokio::join!(file, patches);
+    assert_eq!(file["detail"]["rowsApplied"], codes.len() as u64, "{file}");
+    let after = fx
+        .get(&format!("/api/product?code={code}-@&fields=id,title,category&pageSize=500"))
+        .await
+        .records("product");
+    assert_eq!(after.len(), ids.len());
+    for product in &after {
+        let n = ids.iter().position(|id| *id == text(&product["id"])).unwrap();
+        assert_eq!(product["title"], "From the file", "{product}");
+        assert_eq!(product["category"], format!("Patched {n}"), "{product}");
+    }
+}
 }

@@ -133,6 +133,130 @@ async fn a_setup_document_is_imported(db: Db) {
     drop(server);
 }
 
+/// A set-up document of 10,000 records: the six records of a brand's set-up, then 1,998
+/// products, 4,000 variants and 3,996 stock records linked by natural key.
+fn ten_thousand_records() -> serde_json::Value {
+    let products: Vec<_> = (0..1_998)
+        .map(|n| json!({"fk_brand": "BULK-B", "code": format!("P{n:05}"), "title": format!("Product {n}")}))
+        .collect();
+    let variants: Vec<_> = (0..4_000)
+        .map(|n| {
+            let size = ["S", "M", "L"][n as usize % 3];
+            json!({"fk_product": format!("BULK-B/P{:05}", n % 1_998), "barcode": format!("{:013}", 4_000_000_000_000u64 + n), "size": size})
+        })
+        .collect();
+    let stock: Vec<_> = (0..3_996)
+        .map(|n| json!({"fk_warehouse": "BULK-W", "fk_variant": format!("BULK-B/{:013}", 4_000_000_000_000u64 + n), "inStock": n % 50}))
+        .collect();
+    json!({
+        "company": [{"name": "Bulk", "code": "BULK"}],
+        "brand": [{"fk_company": "BULK", "name": "Bulk", "code": "BULK-B"}],
+        "warehouse": [{"fk_company": "BULK", "name": "Bulk Leeds", "code": "BULK-W"}],
+        "host": [{"name": "Bulk Shop", "code": "BULKSHOP"}],
+        "store": [{"fk_host": "BULKSHOP", "name": "Bulk Shop UK", "code": "UK", "currency": "GBP"}],
+        "brandStore": [{"fk_brand": "BULK-B", "fk_store": "BULKSHOP/UK", "fk_warehouse": "BULK-W"}],
+        "product": products,
+        "variant": variants,
+        "stock": stock,
+    })
+}
+
+/// 10,000 records in one document: all created in one run, all updated by the same document
+/// again, and every one there afterwards (counts read over the API).
+async fn ten_thousand_records_are_imported(db: Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let (brandhub, _database) = match db {
+        Db::Sqlite => (Brandhub::new(dir.path()), None),
+        Db::Postgres => {
+            if common::postgres_or_skip().is_none() {
+                return;
+            }
+            let (url, keep) = common::fresh_database(db, "import_bulk").await;
+            (Brandhub::on(dir.path(), &url), Some(keep))
+        }
+    };
+    let document = ten_thousand_records();
+    let total: usize = document
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|items| items.as_array().unwrap().len())
+        .sum();
+    assert_eq!(total, 10_000);
+    let path = dir.path().join("bulk.json");
+    std::fs::write(&path, document.to_string()).unwrap();
+    let path = path.display().to_string();
+    let started = std::time::Instant::now();
+    let first = brandhub.run_ok(&["import", &path]);
+    let created_in = started.elapsed();
+    for line in [
+        "product: 1998 created, 0 updated",
+        "variant: 4000 created, 0 updated",
+        "stock: 3996 created, 0 updated",
+    ] {
+        assert!(first.contains(line), "{line} in {first}");
+    }
+    let started = std::time::Instant::now();
+    let again = brandhub.run_ok(&["import", &path]);
+    let updated_in = started.elapsed();
+    for line in [
+        "product: 0 created, 1998 updated",
+        "variant: 0 created, 4000 updated",
+        "stock: 0 created, 3996 updated",
+    ] {
+        assert!(again.contains(line), "{line} in {again}");
+    }
+    println!("{db:?}: 10,000 records imported in {created_in:?}, imported again in {updated_in:?}");
+
+    brandhub.run_ok(&[
+        "user",
+        "create",
+        "--email",
+        "bulk@example.test",
+        "--name",
+        "Bulk",
+        "--type",
+        "admin",
+    ]);
+    let secret = brandhub
+        .run_ok(&["key", "create", "--user", "bulk@example.test"])
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string();
+    let server = brandhub.serve(&[]);
+    let client = brandhub.client();
+    for (path, expected) in [
+        ("/api/product/count", 1_998),
+        ("/api/variant/count", 4_000),
+        ("/api/stock/count?inStock=49", 3_996 / 50),
+        ("/api/stock/count", 3_996),
+    ] {
+        let answer: serde_json::Value = client
+            .get(format!("{}{path}", server.base))
+            .basic_auth("bulk@example.test", Some(&secret))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(answer["count"], expected, "{path}: {answer}");
+    }
+    drop(server);
+}
+
+#[tokio::test]
+async fn ten_thousand_records_are_imported_on_sqlite() {
+    ten_thousand_records_are_imported(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn ten_thousand_records_are_imported_on_postgres() {
+    ten_thousand_records_are_imported(Db::Postgres).await;
+}
+
 #[tokio::test]
 async fn a_setup_document_is_imported_on_sqlite() {
     a_setup_document_is_imported(Db::Sqlite).await;

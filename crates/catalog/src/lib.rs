@@ -16,7 +16,9 @@ pub use model::{
     WriteAction, Writes, lengths, web_url_problem,
 };
 pub use record::{Cell, Layout, Record};
-pub use resources::{FILE_STATUSES, FILE_TYPES, UPDATED_DATE, USER_STATUSES};
+pub use resources::{
+    ADDRESS_PARTS, FILE_STATUSES, FILE_TYPES, FileStatus, UPDATED_DATE, USER_STATUSES, file_paths,
+};
 
 /// What a price file's `detail.endDate` (and a price's precise end) holds when the price has no
 /// end date: the contract's zero timestamp (CONTRACT §3).
@@ -554,11 +556,21 @@ mod tests {
             vec![("fk_sponsor", Anchor::Sponsor)]
         );
         assert_eq!(rule("company", Write, Company), Scope::Nothing);
-        // Keys: one's own; users: of one's companies, never of a wider type.
-        for user_type in [Sponsor, Company, Host, Warehouse] {
+        // Keys: one's own, and for company and sponsor users those of the users of their
+        // companies; users: of one's companies, never of a wider type.
+        for user_type in [Host, Warehouse] {
             assert_eq!(
                 rule_paths(&rule("apiKey", Write, user_type)).unwrap(),
                 vec![("fk_user", Anchor::Own)]
+            );
+        }
+        for user_type in [Sponsor, Company] {
+            assert_eq!(
+                rule_paths(&rule("apiKey", Write, user_type)).unwrap(),
+                vec![
+                    ("fk_user", Anchor::Own),
+                    ("apiKey_user.fk_company", Anchor::Companies)
+                ]
             );
         }
         assert_eq!(rule("user", Write, Host), Scope::Nothing);
@@ -616,5 +628,35 @@ mod tests {
         let hash = key.field_named("secretHash").unwrap();
         assert!(UserType::ALL.iter().all(|t| !hash.visible_to(*t)));
         assert!(hash.folded_column().is_none());
+    }
+
+    #[test]
+    fn the_file_paths_code_uses_are_fields_of_file() {
+        let file = catalog().resource("file").unwrap();
+        for path in file_paths::ALL {
+            let field = file.field_at(path);
+            assert!(field.is_some_and(|f| f.has_column()), "{path}");
+        }
+        let status = file.field_at(file_paths::STATUS).unwrap();
+        assert_eq!(
+            status.domain.and_then(|d| d.words()),
+            Some(&FILE_STATUSES[..])
+        );
+        for status in FileStatus::ALL {
+            assert_eq!(FileStatus::named(status.as_str()), Some(status));
+        }
+    }
+
+    #[test]
+    fn an_object_in_a_write_declaration_stands_for_its_parts() {
+        let order = catalog().resource("order").unwrap();
+        for object in ["shipAddress", "billAddress"] {
+            for part in ADDRESS_PARTS {
+                let path = format!("{object}.{part}");
+                assert!(order.writes.create.contains(&path.as_str()), "{path}");
+            }
+            assert!(!order.writes.create.contains(&object));
+        }
+        assert!(order.writes.create.contains(&"shipAddress.id"));
     }
 }

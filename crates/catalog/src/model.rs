@@ -901,14 +901,35 @@ impl Resource {
         update: &[&'static str],
         delete: bool,
     ) -> Self {
+        let create = self.leaf_paths(create);
+        let update = self.leaf_paths(update);
         self.writes = Writes {
-            create: create.to_vec(),
+            create,
             create_required: create_required.to_vec(),
-            update: update.to_vec(),
+            update,
             delete,
             ..std::mem::take(&mut self.writes)
         };
         self
+    }
+
+    /// The declared paths with every object among them replaced by the paths of its stored
+    /// leaves, so that a declaration names a whole address once instead of each of its parts.
+    /// The leaf paths are leaked once: the catalog is built once per process and lives as long.
+    fn leaf_paths(&self, paths: &[&'static str]) -> Vec<&'static str> {
+        let mut leaves = Vec::with_capacity(paths.len());
+        for path in paths {
+            match self.field_at(path) {
+                Some(field) if field.ty == FieldType::Object => leaves.extend(
+                    field
+                        .leaves()
+                        .into_iter()
+                        .map(|leaf| &*Box::leak(leaf.path.clone().into_boxed_str())),
+                ),
+                _ => leaves.push(*path),
+            }
+        }
+        leaves
     }
 
     /// Declares that DELETE sets the boolean `field` instead of removing the record.

@@ -13,8 +13,93 @@ use crate::lifecycle::{ITEM_STATUSES, ORDER_STATUSES, REJECT_REASONS};
 /// The kinds of spreadsheet an upload can be (CONTRACT §8), as `file.fileType` names them.
 pub const FILE_TYPES: [&str; 5] = ["product", "stock", "price", "image", "orderDispatch"];
 
-/// A file's way through processing: `pending` → `processing` → `processed` or `failed`.
-pub const FILE_STATUSES: [&str; 4] = ["pending", "processing", "processed", "failed"];
+/// A file's way through processing: `pending` → `processing` → `processed` or `failed`. Code
+/// that sets or tests a file's status names it by this type, never by a copy of the word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileStatus {
+    Pending,
+    Processing,
+    Processed,
+    Failed,
+}
+
+impl FileStatus {
+    /// Every status, in the order a file goes through them.
+    pub const ALL: [FileStatus; 4] = [
+        FileStatus::Pending,
+        FileStatus::Processing,
+        FileStatus::Processed,
+        FileStatus::Failed,
+    ];
+
+    /// The word `file.status` holds.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FileStatus::Pending => "pending",
+            FileStatus::Processing => "processing",
+            FileStatus::Processed => "processed",
+            FileStatus::Failed => "failed",
+        }
+    }
+
+    /// The status a stored word names.
+    pub fn named(word: &str) -> Option<FileStatus> {
+        FileStatus::ALL.into_iter().find(|s| s.as_str() == word)
+    }
+
+    /// Whether processing is over, so that nothing about the file changes any more (an
+    /// upload waiting with `?wait=` answers then).
+    pub const fn is_final(self) -> bool {
+        matches!(self, FileStatus::Processed | FileStatus::Failed)
+    }
+}
+
+/// The words of [`FileStatus`], as the `file.status` domain lists them.
+pub const FILE_STATUSES: [&str; 4] = [
+    FileStatus::Pending.as_str(),
+    FileStatus::Processing.as_str(),
+    FileStatus::Processed.as_str(),
+    FileStatus::Failed.as_str(),
+];
+
+/// The paths of the file record that code reads and writes besides the API (the upload that
+/// records a file, the worker that reports on it, the demo loader), named once; a catalog test
+/// checks that each is a field of `file`.
+pub mod file_paths {
+    pub const STATUS: &str = "status";
+    pub const FILE_TYPE: &str = "fileType";
+    pub const FILE_NAME: &str = "fileName";
+    pub const BRAND: &str = "fk_brand";
+    pub const USER: &str = "fk_user";
+    pub const CREATED: &str = "createdDate";
+    pub const MIME: &str = "detail.fileMime";
+    pub const HOST: &str = "detail.host";
+    pub const WAREHOUSE: &str = "detail.warehouse";
+    pub const START: &str = "detail.startDate";
+    pub const END: &str = "detail.endDate";
+    pub const ERROR: &str = "detail.error";
+    pub const ROWS_READ: &str = "detail.rowsRead";
+    pub const ROWS_APPLIED: &str = "detail.rowsApplied";
+    pub const ROWS_SKIPPED: &str = "detail.rowsSkipped";
+    /// Every path above, for the test that holds them to the declaration.
+    pub const ALL: [&str; 15] = [
+        STATUS,
+        FILE_TYPE,
+        FILE_NAME,
+        BRAND,
+        USER,
+        CREATED,
+        MIME,
+        HOST,
+        WAREHOUSE,
+        START,
+        END,
+        ERROR,
+        ROWS_READ,
+        ROWS_APPLIED,
+        ROWS_SKIPPED,
+    ];
+}
 
 /// The statuses of a user; a disabled user's keys all fail.
 pub const USER_STATUSES: [&str; 2] = ["active", "disabled"];
@@ -43,7 +128,7 @@ const HOST_CANNOT_SEE_IMPORTS: &[UserType] = &[UserType::Host];
 
 /// The fields an order intake sets (CONTRACT §11); the lines are `order_orderItem`, whose
 /// fields are [`crate::lifecycle::LINE_INTAKE`].
-const ORDER_INTAKE: [&str; 36] = [
+const ORDER_INTAKE: [&str; 11] = [
     "fk_brandStore",
     "hostOrderRef",
     "hostCustOrderRef",
@@ -53,33 +138,26 @@ const ORDER_INTAKE: [&str; 36] = [
     "detail.customerMessage",
     "detail.shippingGross",
     "detail.shippingTax",
-    "shipAddress.id",
-    "shipAddress.title",
-    "shipAddress.forename",
-    "shipAddress.surname",
-    "shipAddress.company",
-    "shipAddress.line1",
-    "shipAddress.line2",
-    "shipAddress.town",
-    "shipAddress.county",
-    "shipAddress.country",
-    "shipAddress.postcode",
-    "shipAddress.countryCode",
-    "shipAddress.phone",
-    "shipAddress.email",
-    "billAddress.title",
-    "billAddress.forename",
-    "billAddress.surname",
-    "billAddress.company",
-    "billAddress.line1",
-    "billAddress.line2",
-    "billAddress.town",
-    "billAddress.county",
-    "billAddress.country",
-    "billAddress.postcode",
-    "billAddress.countryCode",
-    "billAddress.phone",
-    "billAddress.email",
+    "shipAddress",
+    "billAddress",
+];
+
+/// The text parts of a postal address (an order's `shipAddress` and `billAddress`), in render
+/// order; code that fills addresses (the demo loader) takes the paths from here.
+pub const ADDRESS_PARTS: [&str; 13] = [
+    "title",
+    "forename",
+    "surname",
+    "company",
+    "line1",
+    "line2",
+    "town",
+    "county",
+    "country",
+    "postcode",
+    "countryCode",
+    "phone",
+    "email",
 ];
 
 fn address_fields(with_id: bool) -> Vec<crate::model::Field> {
@@ -87,15 +165,13 @@ fn address_fields(with_id: bool) -> Vec<crate::model::Field> {
     if with_id {
         fields.push(integer("id").doc("The host system's address id."));
     }
-    for name in [
-        "title", "forename", "surname", "company", "line1", "line2", "town", "county", "country",
-    ] {
-        fields.push(text(name));
+    for name in ADDRESS_PARTS {
+        fields.push(match name {
+            "postcode" | "countryCode" | "phone" => text(name).short(),
+            "email" => text(name).max_chars(lengths::EMAIL),
+            _ => text(name),
+        });
     }
-    for name in ["postcode", "countryCode", "phone"] {
-        fields.push(text(name).short());
-    }
-    fields.push(text("email").max_chars(lengths::EMAIL));
     fields
 }
 
@@ -619,8 +695,11 @@ fn declared() -> Vec<Resource> {
             })
             .policy(Policy::KeyGrants)
             .scope(EVERYONE, &[&[("fk_user", Own)]])
-            // Keys of other users are outside every non-admin's scope (CONTRACT §5), and a
-            // key's secret is shown only in the answer that creates it: only admins make them.
-            .writable_by(WRITE, SELF_SERVICE, &[&[("fk_user", Own)]]),
+            .writable_by(WRITE, SELF_SERVICE, &[&[("fk_user", Own)]])
+            // Company and sponsor users also make and revoke the keys of the users they may
+            // write (CONTRACT §9: users of their companies), so they see those keys too; the
+            // `KeyGrants` policy keeps every key within the writing key and the user's type.
+            .scope(COMPANY, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies)]])
+            .writable_by(WRITE, OWNERS, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies)]]),
     ]
 }

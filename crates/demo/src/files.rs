@@ -2,7 +2,7 @@
 //! upload, sometimes an earlier failed product upload. Products, variants, prices and images
 //! refer to the processed ones.
 
-use brandhub_catalog::Cell;
+use brandhub_catalog::{Cell, FileStatus, file_paths};
 
 use crate::barcode;
 use crate::emit::{Emitter, Table};
@@ -117,20 +117,20 @@ pub(crate) fn files(world: &mut World, out: &mut Emitter) {
         applied,
         skipped,
     ] = t.cells([
-        "fk_brand",
-        "fk_user",
-        "fileType",
-        "fileName",
-        "createdDate",
-        "status",
-        "detail.fileMime",
-        "detail.host",
-        "detail.startDate",
-        "detail.endDate",
-        "detail.error",
-        "detail.rowsRead",
-        "detail.rowsApplied",
-        "detail.rowsSkipped",
+        file_paths::BRAND,
+        file_paths::USER,
+        file_paths::FILE_TYPE,
+        file_paths::FILE_NAME,
+        file_paths::CREATED,
+        file_paths::STATUS,
+        file_paths::MIME,
+        file_paths::HOST,
+        file_paths::START,
+        file_paths::END,
+        file_paths::ERROR,
+        file_paths::ROWS_READ,
+        file_paths::ROWS_APPLIED,
+        file_paths::ROWS_SKIPPED,
     ]);
     let cells = Cells {
         fk_brand,
@@ -274,14 +274,14 @@ fn file_record(
         Kind::OrderDispatch => between(rng, 5, 400),
     };
     if upload.failed {
-        r.cells[c.status] = "failed".into();
+        r.cells[c.status] = FileStatus::Failed.as_str().into();
         r.cells[c.error] = (*pick(rng, names::FILE_FAILURES)).into();
         r.cells[c.read] = Cell::Integer(0);
         r.cells[c.applied] = Cell::Integer(0);
         r.cells[c.skipped] = Cell::Integer(0);
     } else {
         let (text, skipped) = warning(rng, upload.kind);
-        r.cells[c.status] = "processed".into();
+        r.cells[c.status] = FileStatus::Processed.as_str().into();
         r.cells[c.error] = text.into();
         r.cells[c.read] = Cell::Integer(rows + skipped);
         r.cells[c.applied] = Cell::Integer(rows);

@@ -1,7 +1,7 @@
 //! Orders and their items. Orders are generated first with a compact plan of their items (so
 //! the order's totals can be the sum of its lines), then the items from the plans.
 
-use brandhub_catalog::Cell;
+use brandhub_catalog::{ADDRESS_PARTS, Cell};
 
 use crate::emit::{Emitter, Table, money};
 use crate::ids::Id;
@@ -213,44 +213,29 @@ fn item_status(status: Status, item: &ItemPlan) -> &'static str {
     }
 }
 
-/// Writes an address into the 13 cells of `shipAddress` or `billAddress`.
+/// Writes an address into the cells of `shipAddress` or `billAddress`, one per part of
+/// [`ADDRESS_PARTS`] in its order.
 fn set_address(r: &mut brandhub_catalog::Record, cells: &[usize; 13], a: &Address) {
-    let values: [&str; 13] = [
-        a.title,
-        a.forename,
-        a.surname,
-        a.company,
-        &a.line1,
-        a.line2,
-        a.town,
-        a.county,
-        &a.postcode,
-        a.country.name,
-        a.country.code,
-        &a.phone,
-        &a.email,
-    ];
-    for (cell, value) in cells.iter().zip(values) {
+    for (cell, part) in cells.iter().zip(ADDRESS_PARTS) {
+        let value: &str = match part {
+            "title" => a.title,
+            "forename" => a.forename,
+            "surname" => a.surname,
+            "company" => a.company,
+            "line1" => &a.line1,
+            "line2" => a.line2,
+            "town" => a.town,
+            "county" => a.county,
+            "country" => a.country.name,
+            "postcode" => &a.postcode,
+            "countryCode" => a.country.code,
+            "phone" => &a.phone,
+            "email" => &a.email,
+            other => unreachable!("an address has no part {other}"),
+        };
         r.cells[*cell] = value.into();
     }
 }
-
-/// The text subfields of both address objects, in the order `set_address` writes them.
-const ADDRESS_PARTS: [&str; 13] = [
-    "title",
-    "forename",
-    "surname",
-    "company",
-    "line1",
-    "line2",
-    "town",
-    "county",
-    "postcode",
-    "country",
-    "countryCode",
-    "phone",
-    "email",
-];
 
 /// One order per five variants, spread over the period in order (so order references and
 /// dates rise together), each on a brand store whose brand has variants.

@@ -13,6 +13,7 @@ mod lookup;
 mod price;
 mod process;
 mod product;
+pub mod queue;
 mod report;
 mod stock;
 mod worker;

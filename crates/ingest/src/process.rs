@@ -8,7 +8,7 @@ use crate::authority::{Target, checked_per_record};
 use crate::report::Report;
 use crate::worker::{Context, Outcome};
 use crate::{dispatch, image, price, product, stock};
-use brandhub_catalog::{Cell, Layout, Record, catalog};
+use brandhub_catalog::{Cell, FileStatus, Layout, Record, catalog, file_paths};
 use brandhub_filestore::StoreError;
 use brandhub_query::judge::Verdict;
 use brandhub_query::plan::Viewer;
@@ -80,19 +80,19 @@ impl FileJob {
                 .filter(|t| !t.is_empty())
                 .map(str::to_string)
         };
-        let kind = text("fileType").unwrap_or_default();
+        let kind = text(file_paths::FILE_TYPE).unwrap_or_default();
         let file_type =
             FileType::parse(&kind).ok_or_else(|| format!("unknown file type \"{kind}\""))?;
         Ok(FileJob {
             id: record.id().to_string(),
-            brand: text("fk_brand").unwrap_or_default(),
-            user: text("fk_user").unwrap_or_default(),
+            brand: text(file_paths::BRAND).unwrap_or_default(),
+            user: text(file_paths::USER).unwrap_or_default(),
             file_type,
-            file_name: text("fileName").unwrap_or_default(),
-            warehouse: text("detail.warehouse"),
-            host: text("detail.host"),
-            start: record_timestamp(text("detail.startDate").as_deref()),
-            end: record_timestamp(text("detail.endDate").as_deref()),
+            file_name: text(file_paths::FILE_NAME).unwrap_or_default(),
+            warehouse: text(file_paths::WAREHOUSE),
+            host: text(file_paths::HOST),
+            start: record_timestamp(text(file_paths::START).as_deref()),
+            end: record_timestamp(text(file_paths::END).as_deref()),
         })
     }
 }
@@ -249,7 +249,10 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
     let mut tx = context.store.begin().await?;
     tx.update_file(
         &file.id,
-        &[("detail.rowsRead", Cell::Integer(rows_read(&table) as i64))],
+        &[(
+            file_paths::ROWS_READ,
+            Cell::Integer(rows_read(&table) as i64),
+        )],
     )
     .await?;
     tx.commit().await?;
@@ -290,15 +293,18 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
     tx.update_file(
         &file.id,
         &[
-            ("status", Cell::Text("processed".into())),
-            ("detail.error", Cell::Text(report.text())),
-            ("detail.rowsRead", Cell::Integer(report.rows_read as i64)),
+            (file_paths::STATUS, FileStatus::Processed.as_str().into()),
+            (file_paths::ERROR, Cell::Text(report.text())),
             (
-                "detail.rowsApplied",
+                file_paths::ROWS_READ,
+                Cell::Integer(report.rows_read as i64),
+            ),
+            (
+                file_paths::ROWS_APPLIED,
                 Cell::Integer(report.rows_applied as i64),
             ),
             (
-                "detail.rowsSkipped",
+                file_paths::ROWS_SKIPPED,
                 Cell::Integer(report.rows_skipped as i64),
             ),
         ],
@@ -383,11 +389,11 @@ async fn fail(
     tx.update_file(
         file_id,
         &[
-            ("status", Cell::Text("failed".into())),
-            ("detail.error", Cell::Text(error)),
-            ("detail.rowsRead", Cell::Integer(rows as i64)),
-            ("detail.rowsApplied", Cell::Integer(0)),
-            ("detail.rowsSkipped", Cell::Integer(0)),
+            (file_paths::STATUS, FileStatus::Failed.as_str().into()),
+            (file_paths::ERROR, Cell::Text(error)),
+            (file_paths::ROWS_READ, Cell::Integer(rows as i64)),
+            (file_paths::ROWS_APPLIED, Cell::Integer(0)),
+            (file_paths::ROWS_SKIPPED, Cell::Integer(0)),
         ],
     )
     .await?;

@@ -3,6 +3,7 @@
 //! file to finish. An upload in the same process wakes a worker at once; otherwise each idle
 //! worker looks at the queue every poll interval, with a cheap read before it takes any lock.
 
+use brandhub_catalog::FileStatus;
 use brandhub_filestore::FileStore;
 use brandhub_sheet::Limits;
 use brandhub_store::Store;
@@ -61,8 +62,8 @@ pub enum Outcome {
 impl Outcome {
     /// Every outcome, with the name metrics label it by.
     pub const ALL: [(Outcome, &'static str); 3] = [
-        (Outcome::Processed, "processed"),
-        (Outcome::Failed, "failed"),
+        (Outcome::Processed, FileStatus::Processed.as_str()),
+        (Outcome::Failed, FileStatus::Failed.as_str()),
         (Outcome::Retried, "retried"),
     ];
 }

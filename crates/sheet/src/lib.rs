@@ -18,6 +18,7 @@ mod limits;
 mod ods_check;
 mod table;
 mod template;
+mod upload_args;
 mod workbook;
 mod xls_check;
 mod xml_guard;
@@ -29,6 +30,7 @@ pub use format::Format;
 pub use limits::{Limits, MAX_CELL_CHARS};
 pub use table::{Row, SkippedRow, Table};
 pub use template::template;
+pub use upload_args::{ArgumentError, MAX_WAIT, PartName, parse_part_name, parse_wait};
 
 /// Reads the first sheet of an upload: its first non-empty row is the header, the rows below it
 /// are data rows numbered as a spreadsheet program shows them, fully empty rows left out.

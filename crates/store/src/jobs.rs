@@ -17,7 +17,7 @@
 use crate::db::{Kind, Store, Timing, WriteTx};
 use crate::error::StoreResult;
 use crate::write::{records_of, select_records};
-use brandhub_catalog::{Cell, Record, Resource, catalog};
+use brandhub_catalog::{Cell, FileStatus, Record, Resource, catalog, file_paths};
 use sea_query::{
     Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query, UpdateStatement,
 };
@@ -220,8 +220,11 @@ impl Store {
             },
             _ => return Ok(None),
         };
-        tx.update_file(&job.file_id, &[("status", "processing".into())])
-            .await?;
+        tx.update_file(
+            &job.file_id,
+            &[(file_paths::STATUS, FileStatus::Processing.as_str().into())],
+        )
+        .await?;
         tx.commit().await?;
         Ok(Some(job))
     }
@@ -249,8 +252,11 @@ impl Store {
             .to_owned();
         let mut tx = self.begin().await?;
         if tx.execute_untracked(JOB_TABLE, &update).await? == 1 {
-            tx.update_file(file_id, &[("status", "pending".into())])
-                .await?;
+            tx.update_file(
+                file_id,
+                &[(file_paths::STATUS, FileStatus::Pending.as_str().into())],
+            )
+            .await?;
         }
         tx.commit().await
     }
@@ -263,12 +269,16 @@ impl Store {
         Ok(records_of(file, rows).pop())
     }
 
-    /// A file's status (`pending`, `processing`, `processed`, `failed`), or `None` if there
-    /// is no such file; for answers that wait until processing ends.
-    pub async fn file_status(&self, file_id: &str) -> StoreResult<Option<String>> {
+    /// A file's status, or `None` if there is no such file; for answers that wait until
+    /// processing ends.
+    pub async fn file_status(&self, file_id: &str) -> StoreResult<Option<FileStatus>> {
+        let file = file_resource();
+        let status = file
+            .field_at(file_paths::STATUS)
+            .expect("files have a status");
         let select = Query::select()
-            .column(Alias::new("status"))
-            .from(Alias::new(file_resource().table))
+            .column(Alias::new(&status.column))
+            .from(Alias::new(file.table))
             .and_where(col("id").eq(file_id))
             .to_owned();
         let rows = self
@@ -277,7 +287,7 @@ impl Store {
         Ok(rows
             .first()
             .and_then(|row| row[0].as_text())
-            .map(str::to_string))
+            .and_then(FileStatus::named))
     }
 }
 

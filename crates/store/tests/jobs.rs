@@ -4,7 +4,7 @@
 //! heartbeat is too old is taken over by another worker. Time is a manual clock that the tests
 //! move: no test sleeps against a time-out.
 
-use brandhub_catalog::{Cell, Layout, Record, catalog};
+use brandhub_catalog::{Cell, FileStatus, Layout, Record, catalog};
 use brandhub_store::{Clock, Store, StoreOptions};
 use std::time::Duration;
 
@@ -179,7 +179,7 @@ async fn one_worker_holds_a_job_until_it_finishes_or_releases_it(db: Db) {
         .expect("a job");
     assert_eq!((job.file_id.as_str(), job.attempts), (id, 1));
     assert_eq!(
-        store.file_status(id).await.unwrap().as_deref(),
+        store.file_status(id).await.unwrap().map(FileStatus::as_str),
         Some("processing")
     );
     assert!(
@@ -202,7 +202,7 @@ async fn one_worker_holds_a_job_until_it_finishes_or_releases_it(db: Db) {
 
     store.release_job(id, "w1", START).await.unwrap();
     assert_eq!(
-        store.file_status(id).await.unwrap().as_deref(),
+        store.file_status(id).await.unwrap().map(FileStatus::as_str),
         Some("pending")
     );
     let again = store
@@ -224,7 +224,7 @@ async fn one_worker_holds_a_job_until_it_finishes_or_releases_it(db: Db) {
     );
     assert!(store.claim_job("w1", TIMEOUT_MS).await.unwrap().is_none());
     assert_eq!(
-        store.file_status(id).await.unwrap().as_deref(),
+        store.file_status(id).await.unwrap().map(FileStatus::as_str),
         Some("processed")
     );
 }

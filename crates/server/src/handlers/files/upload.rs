@@ -1,0 +1,360 @@
+//! `POST /api/file`: an upload checked (part name, scope, the right to write what the file
+//! writes, format, size), its bytes stored before the answer, and the file recorded and queued
+//! by the ingest side; with `?wait=` the answer comes once a worker has processed it.
+
+use super::visible;
+use crate::AppState;
+use crate::handlers::read::viewer;
+use crate::handlers::write::{answer, read_one};
+use crate::handlers::{DRAIN_LIMIT, drain, require_grant, resource};
+use crate::problem::{Answer, Problem};
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use brandhub_catalog::FileStatus;
+use brandhub_filestore::PutError;
+use brandhub_ingest::authority::Target;
+use brandhub_ingest::queue::{self, Upload};
+use brandhub_problem::{ApiError, Code};
+use brandhub_query::judge::Verdict;
+use brandhub_query::plan::Viewer;
+use brandhub_sheet::{ArgumentError, Format, PartName, parse_part_name, parse_wait};
+use brandhub_store::ids::{looks_like_id, new_id};
+use brandhub_store::{Caller, Timing};
+use std::time::Duration;
+
+/// How often a waiting upload looks at its file's status besides being woken by a worker of
+/// this process (a worker of another process cannot wake it).
+const WAIT_POLL: Duration = Duration::from_millis(200);
+/// Room for the multipart framing around a file of the largest accepted size.
+const FRAMING: u64 = 64 * 1024;
+/// The longest file name accepted.
+const MAX_FILE_NAME: usize = 255;
+
+fn invalid(message: impl Into<String>) -> Problem {
+    Problem(ApiError::new(Code::InvalidUpload, message))
+}
+
+fn too_large(limit: u64) -> Problem {
+    Problem(ApiError::new(
+        Code::PayloadTooLarge,
+        format!("The file is larger than the upload limit of {limit} bytes."),
+    ))
+}
+
+/// A refused argument as its problem: `code` says whether it was the part name (an invalid
+/// upload) or a query parameter.
+fn refused(code: Code, error: ArgumentError) -> Problem {
+    Problem(ApiError::new(code, error.message).with_field(&error.field))
+}
+
+fn missing(what: &str, id: &str, field: &str) -> Problem {
+    Problem(
+        ApiError::new(
+            Code::NotFound,
+            format!("There is no {what} with id '{id}' (the part name's {field})."),
+        )
+        .with_field(field),
+    )
+}
+
+/// The checks of the part's arguments (CONTRACT §8): the brand in the caller's scope, the
+/// warehouse in scope and of the brand's company, the host existing; then the right to
+/// write what the file writes (403 for a target the caller sees but may not write).
+async fn check_part(
+    state: &AppState,
+    viewer: &Viewer,
+    part: &PartName,
+    timing: &Timing,
+) -> Answer<()> {
+    if !visible(state, "brand", &part.brand, viewer, timing).await? {
+        return Err(missing("brand", &part.brand, "brand"));
+    }
+    if let Some(warehouse) = &part.warehouse {
+        if !visible(state, "warehouse", warehouse, viewer, timing).await? {
+            return Err(missing("warehouse", warehouse, "warehouse"));
+        }
+        let brand_company = state
+            .store
+            .text_field_of("brand", "fk_company", &part.brand)
+            .await?
+            .flatten();
+        let warehouse_company = state
+            .store
+            .text_field_of("warehouse", "fk_company", warehouse)
+            .await?
+            .flatten();
+        if brand_company != warehouse_company {
+            return Err(Problem(
+                ApiError::new(
+                    Code::InvalidUpload,
+                    format!(
+                        "The warehouse '{warehouse}' belongs to another company than the brand '{}'.",
+                        part.brand
+                    ),
+                )
+                .with_field("warehouse"),
+            ));
+        }
+    }
+    if let Some(host) = &part.host {
+        let exists = looks_like_id(host)
+            && state
+                .store
+                .text_field_of("host", "id", host)
+                .await?
+                .is_some();
+        if !exists {
+            return Err(missing("host", host, "host"));
+        }
+    }
+    let target = Target {
+        file_type: part.file_type,
+        brand: &part.brand,
+        warehouse: part.warehouse.as_deref(),
+        host: part.host.as_deref(),
+    };
+    if target.verdict(&mut &state.store, viewer).await? == Verdict::No {
+        let field = if part.warehouse.is_some() {
+            "warehouse"
+        } else {
+            "brand"
+        };
+        let mut reason = target.refusal(viewer);
+        if let Some(first) = reason.get(..1) {
+            reason.replace_range(..1, &first.to_uppercase());
+        }
+        return Err(Problem(
+            ApiError::new(Code::Forbidden, format!("{reason}.")).with_field(field),
+        ));
+    }
+    Ok(())
+}
+
+/// The last segment of a file name as a browser may send it (`C:\fakepath\stock.xlsx`).
+fn base_name(name: &str) -> &str {
+    name.rsplit(['/', '\\']).next().unwrap_or(name).trim()
+}
+
+/// Reads and discards what is left of a multipart body (bounded), so that an HTTP/1.1 client
+/// still sending reads the answer instead of a broken connection.
+async fn drain_parts(multipart: &mut multer::Multipart<'_>) {
+    let mut seen = 0;
+    while let Ok(Some(mut field)) = multipart.next_field().await {
+        while let Ok(Some(chunk)) = field.chunk().await {
+            seen += chunk.len();
+            if seen > DRAIN_LIMIT {
+                return;
+            }
+        }
+    }
+}
+
+/// Waits until the file is processed or failed, or `wait` has passed.
+async fn wait_until_done(state: &AppState, id: &str, wait: Duration) -> Answer<()> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let finished = state.signals.finished();
+        tokio::pin!(finished);
+        finished.as_mut().enable();
+        let status = state.store.file_status(id).await?;
+        if status.is_none_or(FileStatus::is_final) {
+            return Ok(());
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Ok(());
+        }
+        let nap = WAIT_POLL.min(deadline - now);
+        tokio::select! {
+            _ = &mut finished => {}
+            _ = tokio::time::sleep(nap) => {}
+        }
+    }
+}
+
+/// `POST /api/file`: checks the upload, stores its bytes, records the file (`pending`) with its
+/// job, and answers 201 with the record (after processing, with `?wait=`).
+pub async fn upload(
+    state: &AppState,
+    caller: &Caller,
+    timing: &Timing,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    let file = resource("file")?;
+    require_grant(caller, file, "POST")?;
+    let wait = parse_wait(query).map_err(|e| refused(Code::InvalidParameter, e))?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let boundary = multer::parse_boundary(content_type).map_err(|_| {
+        Problem(ApiError::new(
+            Code::UnsupportedMediaType,
+            format!(
+                "An upload is multipart/form-data (with a boundary) holding one file part, not '{content_type}'."
+            ),
+        ))
+    })?;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > state.max_upload.saturating_add(FRAMING)) {
+        drain(body, DRAIN_LIMIT).await;
+        return Err(too_large(state.max_upload));
+    }
+    let mut multipart = multer::Multipart::new(body.into_data_stream(), boundary);
+    let outcome = receive(state, caller, timing, &mut multipart, wait).await;
+    if outcome.is_err() {
+        // A refused upload may still be arriving: read it away, so the client gets the answer.
+        drain_parts(&mut multipart).await;
+    }
+    outcome
+}
+
+/// The part of [`upload`] that reads the multipart body.
+async fn receive(
+    state: &AppState,
+    caller: &Caller,
+    timing: &Timing,
+    multipart: &mut multer::Multipart<'_>,
+    wait: Duration,
+) -> Answer<Response> {
+    let file = resource("file")?;
+    let field = match multipart.next_field().await {
+        Ok(Some(field)) => field,
+        Ok(None) => {
+            return Err(invalid(
+                "The upload has no file part: send one part named <fileType>,<arguments> with a filename.",
+            ));
+        }
+        Err(error) => {
+            return Err(invalid(format!(
+                "The multipart body cannot be read: {error}."
+            )));
+        }
+    };
+    let part_name = field.name().unwrap_or_default().trim().to_string();
+    let file_name = field
+        .file_name()
+        .map(base_name)
+        .unwrap_or_default()
+        .to_string();
+    if part_name.is_empty() {
+        return Err(invalid(
+            "The file part has no name: name it <fileType>,<arguments>, such as product,<brand>.",
+        ));
+    }
+    if file_name.is_empty() {
+        return Err(invalid(format!(
+            "The part '{part_name}' has no filename: the file part needs one (its extension tells the format)."
+        )));
+    }
+    if file_name.chars().count() > MAX_FILE_NAME {
+        return Err(invalid(format!(
+            "The filename is longer than {MAX_FILE_NAME} characters."
+        )));
+    }
+    let part = parse_part_name(&part_name).map_err(|e| refused(Code::InvalidUpload, e))?;
+    let viewer = viewer(caller);
+    check_part(state, &viewer, &part, timing).await?;
+    let format = Format::from_file_name(&file_name).ok_or_else(|| {
+        Problem(ApiError::new(
+            Code::UnsupportedMediaType,
+            format!(
+                "'{file_name}' is not an accepted spreadsheet: send .xlsx, .xlsm, .xls, .ods or .csv."
+            ),
+        ))
+    })?;
+
+    // The bytes are stored before the answer (CONTRACT §8), under the new file's id.
+    let id = new_id();
+    match state.files.put_stream(&id, field, state.max_upload).await {
+        Ok(_) => {}
+        Err(PutError::TooLarge { limit }) => return Err(too_large(limit)),
+        Err(PutError::Body(error)) => {
+            return Err(invalid(format!("The upload broke off: {error}.")));
+        }
+        Err(PutError::Store(error)) => {
+            tracing::error!(%error, "an upload could not be stored");
+            return Err(Problem(ApiError::internal()));
+        }
+    }
+    let extra = match multipart.next_field().await {
+        Ok(None) => None,
+        Ok(Some(other)) => Some(format!(
+            "The upload has more than one part ('{}' after '{part_name}'): send exactly one file part.",
+            other.name().unwrap_or_default()
+        )),
+        Err(error) => Some(format!(
+            "The multipart body cannot be read after the file part: {error}."
+        )),
+    };
+    if let Some(message) = extra {
+        if let Err(error) = state.files.delete(&id).await {
+            tracing::warn!(%error, file = %id, "a refused upload's bytes were not removed");
+        }
+        return Err(invalid(message));
+    }
+    let upload = Upload {
+        id: &id,
+        user: &caller.user_id,
+        part: &part,
+        file_name: &file_name,
+        format,
+    };
+    if let Err(error) = queue::enqueue(&state.store, &upload).await {
+        if let Err(error) = state.files.delete(&id).await {
+            tracing::warn!(%error, file = %id, "an unrecorded upload's bytes were not removed");
+        }
+        return Err(error.into());
+    }
+    if !wait.is_zero() {
+        state.signals.notify_queued();
+        wait_until_done(state, &id, wait).await?;
+    }
+    let page = read_one(state, file, &id, &viewer, timing)
+        .await?
+        .ok_or_else(|| {
+            Problem(ApiError::new(
+                Code::NotFound,
+                format!("There is no file with id '{id}'."),
+            ))
+        })?;
+    // Without a wait the answer shows the file as queued; only then is a worker woken.
+    if wait.is_zero() {
+        state.signals.notify_queued();
+    }
+    Ok(answer(
+        StatusCode::CREATED,
+        page.body.to_vec(),
+        Some(format!("/api/file/{id}")),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_lose_their_folders() {
+        assert_eq!(base_name("C:\\fakepath\\stock.xlsx"), "stock.xlsx");
+        assert_eq!(base_name("a/b/prices.csv"), "prices.csv");
+    }
+
+    #[test]
+    fn refusals_keep_their_argument() {
+        let error = parse_part_name("stock,b1").unwrap_err();
+        let problem = refused(Code::InvalidUpload, error);
+        assert_eq!(problem.0.code, Code::InvalidUpload);
+        assert_eq!(problem.0.field.as_deref(), Some("warehouse"));
+        let problem = refused(
+            Code::InvalidParameter,
+            parse_wait(Some("wait=x")).unwrap_err(),
+        );
+        assert_eq!(problem.0.field.as_deref(), Some("wait"));
+    }
+}

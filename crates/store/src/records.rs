@@ -11,7 +11,6 @@ use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::new_id;
 use crate::policy;
-use crate::rights::outcomes;
 use crate::write::cell_of;
 use brandhub_catalog::{
     Cell, Field, FieldDefault, FieldType, Record, RelationKind, Resource, Scope, SecretKept,
@@ -21,7 +20,7 @@ use brandhub_catalog::{
 use brandhub_problem::FieldError;
 use brandhub_query::conditions::IdempotencyKey;
 use brandhub_query::conditions::IfMatch;
-use brandhub_query::judge::{Known, Verdict, judge};
+use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
 use brandhub_query::text::fold;
@@ -200,8 +199,37 @@ fn position_of(resource: &Resource, path: &str) -> Option<usize> {
     stored_fields(resource).iter().position(|f| f.path == path)
 }
 
+/// The outcomes of the record checks of rules already read within one write, by check: the
+/// 1,000 variants of one product in an array ask the same question of that product once.
+/// Kept for the checks before anything of the write is inserted, so no answer goes stale.
+type RuleMemo = HashMap<String, bool>;
+
+/// [`outcomes`] through a [`RuleMemo`].
+async fn remembered_outcomes(
+    tx: &mut WriteTx,
+    judgement: &Judgement,
+    memo: &mut RuleMemo,
+) -> StoreResult<Vec<bool>> {
+    let mut found = Vec::new();
+    for (resource, id, predicate) in judgement.record_checks() {
+        let key = format!("{}\u{0}{id}\u{0}{predicate:?}", resource.name);
+        let holds = match memo.get(&key) {
+            Some(holds) => *holds,
+            None => {
+                let statement = satisfying_ids(resource, &[id.to_string()], predicate);
+                let holds = !tx.fetch(&statement, &[Kind::Text]).await?.is_empty();
+                memo.insert(key, holds);
+                holds
+            }
+        };
+        found.push(holds);
+    }
+    Ok(found)
+}
+
 /// Reads a rule's verdict on a record about to be written, as problems (nothing when it
 /// holds). `why` says what the rule is.
+#[allow(clippy::too_many_arguments)]
 async fn rule_problems(
     tx: &mut WriteTx,
     resource: &'static Resource,
@@ -210,9 +238,10 @@ async fn rule_problems(
     known: &Known,
     why: &str,
     index: Option<usize>,
+    memo: &mut RuleMemo,
 ) -> StoreResult<Vec<FieldError>> {
     let judgement = judge(resource, rule, viewer, known);
-    let outcomes = outcomes(tx, &judgement).await?;
+    let outcomes = remembered_outcomes(tx, &judgement, memo).await?;
     if judgement.verdict(&outcomes) == Verdict::Yes {
         return Ok(Vec::new());
     }
@@ -304,6 +333,7 @@ impl WriteTx {
         own_id: Option<&str>,
         viewer: &Viewer,
         index: Option<usize>,
+        memo: &mut RuleMemo,
     ) -> StoreResult<Vec<FieldError>> {
         if viewer.user_type() == UserType::Admin {
             return Ok(Vec::new());
@@ -313,16 +343,82 @@ impl WriteTx {
         let why = format!("a {kind} user may not write such a {}", resource.name);
         let rule = resource.authority_of(WriteAction::Write, viewer.user_type());
         let mut problems =
-            rule_problems(self, resource, &rule, viewer, &known, &why, index).await?;
+            rule_problems(self, resource, &rule, viewer, &known, &why, index, memo).await?;
         if problems.is_empty() {
             let why = format!(
                 "the {} would be outside what the caller sees",
                 resource.name
             );
             let scope = resource.scope_of(viewer.user_type());
-            problems = rule_problems(self, resource, &scope, viewer, &known, &why, index).await?;
+            problems =
+                rule_problems(self, resource, &scope, viewer, &known, &why, index, memo).await?;
         }
         Ok(problems)
+    }
+
+    /// The ids of the records holding each of many natural keys, in a few statements: keys
+    /// are grouped by all their parts but the last (a brand, a warehouse), and each group is
+    /// one `… AND last IN (…)` lookup per 500 keys, served by the natural key's unique index.
+    /// Keys whose last part is not text or an id are looked up one by one.
+    async fn holders_of(
+        &mut self,
+        resource: &'static Resource,
+        keys: &[Vec<String>],
+    ) -> StoreResult<HashMap<Vec<String>, String>> {
+        const KEYS_PER_STATEMENT: usize = 500;
+        let mut found = HashMap::new();
+        let columns: Vec<(String, FieldType)> = resource
+            .writes
+            .natural_key
+            .iter()
+            .map(|path| {
+                let field = resource.field_at(path).expect("natural keys are fields");
+                let column = field
+                    .folded_column()
+                    .unwrap_or_else(|| field.column.clone());
+                (column, field.ty)
+            })
+            .collect();
+        let Some(((last, last_type), prefix)) = columns.split_last() else {
+            return Ok(found);
+        };
+        if !matches!(last_type, FieldType::Text | FieldType::Id) {
+            for key in keys {
+                if let Some(holder) = self.holder_of(resource, key, None).await? {
+                    found.insert(key.clone(), holder);
+                }
+            }
+            return Ok(found);
+        }
+        let mut groups: HashMap<&[String], Vec<&str>> = HashMap::new();
+        for key in keys {
+            let (tail, head) = key.split_last().expect("a key has every part");
+            groups.entry(head).or_default().push(tail.as_str());
+        }
+        for (head, tails) in groups {
+            for chunk in tails.chunks(KEYS_PER_STATEMENT) {
+                let mut condition = Condition::all();
+                for ((column, _), value) in prefix.iter().zip(head) {
+                    condition = condition.add(Expr::col(Alias::new(column)).eq(value.as_str()));
+                }
+                condition = condition
+                    .add(Expr::col(Alias::new(last)).is_in(chunk.iter().map(|t| t.to_string())));
+                let statement = Query::select()
+                    .column(Alias::new("id"))
+                    .column(Alias::new(last))
+                    .from(Alias::new(resource.table))
+                    .cond_where(condition)
+                    .to_owned();
+                for row in self.fetch(&statement, &[Kind::Text, Kind::Text]).await? {
+                    if let (Some(id), Some(tail)) = (row[0].as_text(), row[1].as_text()) {
+                        let mut key = head.to_vec();
+                        key.push(tail.to_string());
+                        found.insert(key, id.to_string());
+                    }
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// The id of the record that holds a natural key, other than `except`.
@@ -712,6 +808,7 @@ async fn try_create_in(
     // Natural keys: taken by an existing record, or repeated within the write.
     let mut holders: Vec<Option<String>> = vec![None; items.len()];
     let mut seen: HashMap<Vec<String>, usize> = HashMap::new();
+    let mut keyed: Vec<(usize, Vec<String>)> = Vec::new();
     for (i, record) in records.iter().enumerate() {
         let Some(key) = key_of(resource, record) else {
             continue;
@@ -724,12 +821,18 @@ async fn try_create_in(
             ));
             continue;
         }
-        holders[i] = tx.holder_of(resource, &key, None).await?;
+        keyed.push((i, key));
     }
+    let keys: Vec<Vec<String>> = keyed.iter().map(|(_, key)| key.clone()).collect();
+    let mut held = tx.holders_of(resource, &keys).await?;
+    for (i, key) in keyed {
+        holders[i] = held.remove(&key);
+    }
+    let mut memo = RuleMemo::new();
     for (i, record) in records.iter_mut().enumerate() {
         if holders[i].is_none() {
             problems.extend(
-                tx.authority_problems(resource, record, None, writer.viewer, index(i))
+                tx.authority_problems(resource, record, None, writer.viewer, index(i), &mut memo)
                     .await?,
             );
             problems.extend(
@@ -905,8 +1008,15 @@ async fn update_in(
             .await?,
     );
     problems.extend(
-        tx.authority_problems(resource, &record, Some(id), writer.viewer, None)
-            .await?,
+        tx.authority_problems(
+            resource,
+            &record,
+            Some(id),
+            writer.viewer,
+            None,
+            &mut RuleMemo::new(),
+        )
+        .await?,
     );
     problems.extend(
         policy::problems(

@@ -389,8 +389,17 @@ pub fn visible(world: &World, viewer: &Viewer) -> Visible {
             sets.insert("user", own.clone());
         }
     }
-    // Everyone sees their own keys (admins all, above); nobody else's.
-    sets.insert("apiKey", world.ids_where_in("apiKey", "fk_user", &own));
+    // Everyone sees their own keys (admins all, above); company and sponsor users also the
+    // keys of the users whose `fk_company` is one of their companies (they may write those,
+    // CONTRACT §9); nobody else's.
+    let mut key_owners = own.clone();
+    if matches!(viewer.user_type, UserType::Company | UserType::Sponsor) {
+        key_owners.extend(world.ids_where_in("user", "fk_company", &viewer.companies));
+    }
+    sets.insert(
+        "apiKey",
+        world.ids_where_in("apiKey", "fk_user", &key_owners),
+    );
     Visible { sets }
 }
 

@@ -197,6 +197,13 @@ impl Store {
         if plan.scope.is_always() || plan.filter.is_always() {
             return Ok(CountStrategy::Plain);
         }
+        if plan.filter.pins_ids() {
+            // Found by the primary key: the filter drives, the scope judges what it found.
+            return Ok(match self.backend() {
+                Backend::Sqlite => CountStrategy::ProbeScope,
+                _ => CountStrategy::MatchesFirst,
+            });
+        }
         let visible = self
             .plain_count(
                 &CountPlan::visible(plan.resource, plan.scope.clone()),

@@ -149,6 +149,14 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<PageStrategy> {
+        if plan.filter.pins_ids() {
+            // Found by the primary key (a by-id read, a write's answer): the filter drives
+            // and the scope judges, without counting the scope or the table first.
+            return Ok(match self.backend() {
+                Backend::Sqlite => PageStrategy::SortMatches { probe_scope: true },
+                _ => PageStrategy::MatchesFirst { probe_scope: true },
+            });
+        }
         let visible = self
             .count(
                 &CountPlan::visible(plan.resource, plan.scope.clone()),

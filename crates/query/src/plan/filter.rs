@@ -33,6 +33,22 @@ impl Predicate {
         Predicate::All(Vec::new())
     }
 
+    /// Whether it admits only records of a few given ids (an `id` equality among its
+    /// top-level conditions), as a by-id read or a write's answer asks: such a filter finds
+    /// its records by the primary key, so how to find them needs no counts of the table or
+    /// the scope, which every write of the table would make stale.
+    pub fn pins_ids(&self) -> bool {
+        match self {
+            Predicate::All(items) => items.iter().any(Predicate::pins_ids),
+            Predicate::Leaf(leaf) => {
+                leaf.path.hops.is_empty()
+                    && leaf.path.field.path == "id"
+                    && matches!(leaf.test, Test::OneOf(_))
+            }
+            Predicate::Any(_) | Predicate::Not(_) => false,
+        }
+    }
+
     /// The predicate no record satisfies.
     pub fn never() -> Predicate {
         Predicate::Any(Vec::new())

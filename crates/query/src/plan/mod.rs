@@ -414,6 +414,35 @@ mod tests {
     }
 
     #[test]
+    fn by_id_reads_pin_their_ids_and_other_filters_do_not() {
+        let viewer = Viewer::admin();
+        let stock = catalog().resource("stock").unwrap();
+        let id = "0190AAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let by_id = plan_by_id(stock, id, &ReadRequest::default(), &viewer).unwrap();
+        assert!(by_id.filter.pins_ids());
+        assert!(
+            plan("stock", &format!("id={id}&inStock=3"), "")
+                .unwrap()
+                .filter
+                .pins_ids()
+        );
+        assert!(!plan("stock", "inStock=3", "").unwrap().filter.pins_ids());
+        assert!(
+            !plan("stock", &format!("id={}@", &id[..10]), "")
+                .unwrap()
+                .filter
+                .pins_ids()
+        );
+        assert!(
+            !plan("stock", &format!("stock_variant.id={id}"), "")
+                .unwrap()
+                .filter
+                .pins_ids()
+        );
+        assert!(!plan("stock", "", "").unwrap().filter.pins_ids());
+    }
+
+    #[test]
     fn repeated_url_filters_gather_into_one_in_list() {
         let p = plan("file", "status=processed&status=failed", "").unwrap();
         let Predicate::Leaf(leaf) = &p.filter else {

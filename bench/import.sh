@@ -49,7 +49,7 @@ section "Writing the set-up document ($RECORDS records)"
 DOC=$WORK/setup.json
 awk -v total="$RECORDS" 'BEGIN {
   rest = total - 6
-  products = int(rest / 5); variants = products * 2; stock = rest - products - variants
+  products = int(rest / 5); stock = int(rest * 2 / 5); variants = rest - products - stock
   printf "{\"company\": [{\"name\": \"Bench\", \"code\": \"BENCH\"}],\n"
   printf " \"brand\": [{\"fk_company\": \"BENCH\", \"name\": \"Bench\", \"code\": \"BENCH-B\"}],\n"
   printf " \"warehouse\": [{\"fk_company\": \"BENCH\", \"name\": \"Bench Leeds\", \"code\": \"BENCH-W\"}],\n"

@@ -16,6 +16,7 @@ use brandhub_query::text::fold;
 use brandhub_query::write::{WriteMode, parse_object};
 use sea_query::{Alias, Condition, Expr, ExprTrait, Query};
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// What an import did with one resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,14 +37,23 @@ fn target_of(resource: &'static Resource, name: &str) -> Option<&'static Resourc
         })
 }
 
+/// Links already resolved in this import, by target and text: a document names its brand in
+/// every product and its products in every variant. Only found ids are kept (records are
+/// never removed during an import, while a missing one may be created by a later section).
+type Resolved = HashMap<(&'static str, String), String>;
+
 /// The id of the record of `target` whose natural key is `text` (parts joined by `/`, a
 /// part that is itself a link resolved the same way); `None` when there is none.
 fn resolve<'a>(
     tx: &'a mut WriteTx,
     target: &'static Resource,
     text: &'a str,
+    resolved: &'a mut Resolved,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = StoreResult<Option<String>>> + Send + 'a>> {
     Box::pin(async move {
+        if let Some(id) = resolved.get(&(target.name, text.to_string())) {
+            return Ok(Some(id.clone()));
+        }
         let key = &target.writes.natural_key;
         let parts: Vec<&str> = text.splitn(key.len().max(1), '/').collect();
         if key.is_empty() || parts.len() != key.len() {
@@ -57,7 +67,7 @@ fn resolve<'a>(
                     Some(part.to_ascii_uppercase())
                 } else {
                     match target_of(target, path) {
-                        Some(next) => resolve(tx, next, part).await?,
+                        Some(next) => resolve(tx, next, part, resolved).await?,
                         None => None,
                     }
                 };
@@ -77,10 +87,14 @@ fn resolve<'a>(
             .limit(2)
             .to_owned();
         let rows = tx.fetch(&statement, &[Kind::Text]).await?;
-        Ok(match rows.as_slice() {
+        let found = match rows.as_slice() {
             [one] => one[0].as_text().map(str::to_string),
             _ => None,
-        })
+        };
+        if let Some(id) = &found {
+            resolved.insert((target.name, text.to_string()), id.clone());
+        }
+        Ok(found)
     })
 }
 
@@ -92,6 +106,7 @@ impl Store {
         let admin = Viewer::admin();
         let mut tx = self.begin().await?;
         let mut done = Vec::new();
+        let mut resolved = Resolved::new();
         for (resource, items) in sections {
             let mut values = Vec::with_capacity(items.len());
             let mut problems = Vec::new();
@@ -104,7 +119,7 @@ impl Store {
                     if text.is_empty() || looks_like_id(text) {
                         continue;
                     }
-                    match resolve(&mut tx, target, text).await? {
+                    match resolve(&mut tx, target, text, &mut resolved).await? {
                         Some(id) => *value = Value::String(id),
                         None => problems.push(FieldError {
                             field: name.clone(),

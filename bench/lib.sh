@@ -173,6 +173,28 @@ start_server() {
   die "the server did not answer within 120 s"
 }
 
+# Makes sure wrk is on PATH: installs it with apt-get (as root, or with sudo -n) when missing
+# and possible; logs to $WORK/apt.log.
+ensure_wrk() {
+  command -v wrk >/dev/null && return 0
+  if command -v apt-get >/dev/null; then
+    local sudo=()
+    if [ "$(id -u)" != 0 ]; then
+      if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo=(sudo -n)
+      else
+        die "wrk is missing and apt-get needs root: install wrk (apt-get install wrk)"
+      fi
+    fi
+    say "installing wrk with apt-get"
+    ${sudo[@]+"${sudo[@]}"} apt-get update -qq >"$WORK/apt.log" 2>&1 ||
+      { cat "$WORK/apt.log" >&2; die "apt-get update failed"; }
+    ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >>"$WORK/apt.log" 2>&1 ||
+      { cat "$WORK/apt.log" >&2; die "apt-get install wrk failed"; }
+  fi
+  command -v wrk >/dev/null || die "wrk is needed (https://github.com/wg/wrk, or your distribution's package)"
+}
+
 # A memory figure of the server in MB, by its /proc status key: VmRSS (now) or VmHWM (peak).
 rss_mb() {
   awk -v k="$1:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status" 2>/dev/null || echo "?"

@@ -77,25 +77,6 @@ tail -n 1 "$WORK/build.log"
 # ---------------------------------------------------------------------------------------------
 # 2. The load tool
 
-ensure_wrk() {
-  command -v wrk >/dev/null && return 0
-  if command -v apt-get >/dev/null; then
-    local sudo=()
-    if [ "$(id -u)" != 0 ]; then
-      if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-        sudo=(sudo -n)
-      else
-        die "wrk is missing and apt-get needs root: install wrk (apt-get install wrk)"
-      fi
-    fi
-    say "installing wrk with apt-get"
-    ${sudo[@]+"${sudo[@]}"} apt-get update -qq >"$WORK/apt.log" 2>&1 ||
-      { cat "$WORK/apt.log" >&2; die "apt-get update failed"; }
-    ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >>"$WORK/apt.log" 2>&1 ||
-      { cat "$WORK/apt.log" >&2; die "apt-get install wrk failed"; }
-  fi
-  command -v wrk >/dev/null || die "wrk is needed (https://github.com/wg/wrk, or your distribution's package)"
-}
 ensure_wrk
 WRK_VERSION=$( (wrk -v 2>&1 || true) | sed -n '1p')
 
@@ -386,7 +367,7 @@ for backend in $BACKENDS; do
     if [ -s "$dir/server.err" ]; then
       say "server log: $(wc -l <"$dir/server.err") lines at level warn or above; distinct messages, most frequent first:"
       sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9]{4}-[0-9T:.+-]+Z? +//' "$dir/server.err" |
-        sort | uniq -c | sort -rn | head -n 20 | indent
+        sort | uniq -c | sort -rn | awk 'NR <= 20' | indent
     else
       say "server log: empty at level warn"
     fi

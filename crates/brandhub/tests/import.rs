@@ -22,17 +22,41 @@ const SETUP: &str = r#"{
   "price": [{"fk_variant": "ACME-B/5000000000017", "fk_host": "SHOPCO", "price": 12.5, "startDate": "2026-01-01T00:00:00"}]
 }"#;
 
+/// A `brandhub` of its own in `dir`: on SQLite there, or on a fresh PostgreSQL database
+/// (kept while the second value lives); `None` when PostgreSQL is missing outside CI.
+async fn installation(
+    db: Db,
+    dir: &tempfile::TempDir,
+    name: &str,
+) -> Option<(Brandhub, Option<tempfile::TempDir>)> {
+    match db {
+        Db::Sqlite => Some((Brandhub::new(dir.path()), None)),
+        Db::Postgres => {
+            common::postgres_or_skip()?;
+            let (url, keep) = common::fresh_database(db, name).await;
+            Some((Brandhub::on(dir.path(), &url), Some(keep)))
+        }
+    }
+}
+
+/// Creates an admin user from the command line and answers its new key's secret.
+fn admin_key(brandhub: &Brandhub, email: &str, name: &str) -> String {
+    brandhub.run_ok(&[
+        "user", "create", "--email", email, "--name", name, "--type", "admin",
+    ]);
+    brandhub
+        .run_ok(&["key", "create", "--user", email])
+        .lines()
+        .last()
+        .expect("key create prints the secret on its last line")
+        .trim()
+        .to_string()
+}
+
 async fn a_setup_document_is_imported(db: Db) {
     let dir = tempfile::tempdir().unwrap();
-    let (brandhub, _database) = match db {
-        Db::Sqlite => (Brandhub::new(dir.path()), None),
-        Db::Postgres => {
-            if common::postgres_or_skip().is_none() {
-                return;
-            }
-            let (url, keep) = common::fresh_database(db, "import").await;
-            (Brandhub::on(dir.path(), &url), Some(keep))
-        }
+    let Some((brandhub, _database)) = installation(db, &dir, "import").await else {
+        return;
     };
     let file = |name: &str, text: &str| {
         let path = dir.path().join(name);
@@ -81,23 +105,7 @@ async fn a_setup_document_is_imported(db: Db) {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("Valid names: company, brand"));
 
-    brandhub.run_ok(&[
-        "user",
-        "create",
-        "--email",
-        "ops@example.test",
-        "--name",
-        "Ops",
-        "--type",
-        "admin",
-    ]);
-    let secret = brandhub
-        .run_ok(&["key", "create", "--user", "ops@example.test"])
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
+    let secret = admin_key(&brandhub, "ops@example.test", "Ops");
     let server = brandhub.serve(&[]);
     let client = brandhub.client();
     let get = |path: String| {
@@ -165,15 +173,8 @@ fn ten_thousand_records() -> serde_json::Value {
 /// again, and every one there afterwards (counts read over the API).
 async fn ten_thousand_records_are_imported(db: Db) {
     let dir = tempfile::tempdir().unwrap();
-    let (brandhub, _database) = match db {
-        Db::Sqlite => (Brandhub::new(dir.path()), None),
-        Db::Postgres => {
-            if common::postgres_or_skip().is_none() {
-                return;
-            }
-            let (url, keep) = common::fresh_database(db, "import_bulk").await;
-            (Brandhub::on(dir.path(), &url), Some(keep))
-        }
+    let Some((brandhub, _database)) = installation(db, &dir, "import_bulk").await else {
+        return;
     };
     let document = ten_thousand_records();
     let total: usize = document
@@ -208,23 +209,7 @@ async fn ten_thousand_records_are_imported(db: Db) {
     }
     println!("{db:?}: 10,000 records imported in {created_in:?}, imported again in {updated_in:?}");
 
-    brandhub.run_ok(&[
-        "user",
-        "create",
-        "--email",
-        "bulk@example.test",
-        "--name",
-        "Bulk",
-        "--type",
-        "admin",
-    ]);
-    let secret = brandhub
-        .run_ok(&["key", "create", "--user", "bulk@example.test"])
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
+    let secret = admin_key(&brandhub, "bulk@example.test", "Bulk");
     let server = brandhub.serve(&[]);
     let client = brandhub.client();
     for (path, expected) in [

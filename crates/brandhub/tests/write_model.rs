@@ -89,6 +89,37 @@ struct Model {
     gone_variants: BTreeMap<String, String>,
 }
 
+impl Model {
+    /// The id of the product with this folded code, live or deleted in this case.
+    fn product_id(&self, key: &str) -> Option<String> {
+        self.products
+            .get(key)
+            .map(|p| p.id.clone())
+            .or_else(|| self.gone_products.get(key).cloned())
+    }
+
+    /// The id of the variant with this barcode, live or deleted in this case.
+    fn variant_id(&self, barcode: &str) -> Option<String> {
+        self.variants
+            .get(barcode)
+            .map(|v| v.id.clone())
+            .or_else(|| self.gone_variants.get(barcode).cloned())
+    }
+}
+
+/// Whether a problem's detail names the record `id` (a 409 names the key's holder).
+fn names(answer: &Value, id: &str) -> bool {
+    answer["detail"].as_str().unwrap_or_default().contains(id)
+}
+
+/// The id of the first record of a create's answer.
+fn created_id(answer: &Value, resource: &str) -> String {
+    answer["response"][resource][0]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a created {resource} has an id: {answer}"))
+        .to_string()
+}
+
 #[derive(Debug, Clone)]
 struct Product {
     id: String,
@@ -159,21 +190,11 @@ impl Case<'_> {
                     }
                     Some(existing) => {
                         prop_assert_eq!(status, 409, "{:?}: {}", op, answer);
-                        prop_assert!(
-                            answer["detail"]
-                                .as_str()
-                                .unwrap_or_default()
-                                .contains(&existing.id),
-                            "{}",
-                            answer
-                        );
+                        prop_assert!(names(&answer, &existing.id), "{}", answer);
                     }
                     None => {
                         prop_assert_eq!(status, 201, "{:?}: {}", op, answer);
-                        let id = answer["response"]["product"][0]["id"]
-                            .as_str()
-                            .unwrap()
-                            .to_string();
+                        let id = created_id(&answer, "product");
                         model.products.insert(
                             fold(code),
                             Product {
@@ -216,12 +237,7 @@ impl Case<'_> {
             }
             Op::PatchProduct { code, title } => {
                 let key = fold(CODES[*code]);
-                let Some(id) = model
-                    .products
-                    .get(&key)
-                    .map(|p| p.id.clone())
-                    .or_else(|| model.gone_products.get(&key).cloned())
-                else {
+                let Some(id) = model.product_id(&key) else {
                     return Ok(());
                 };
                 let title = WORDS[*title];
@@ -242,12 +258,7 @@ impl Case<'_> {
             }
             Op::DeleteProduct { code } => {
                 let key = fold(CODES[*code]);
-                let Some(id) = model
-                    .products
-                    .get(&key)
-                    .map(|p| p.id.clone())
-                    .or_else(|| model.gone_products.get(&key).cloned())
-                else {
+                let Some(id) = model.product_id(&key) else {
                     return Ok(());
                 };
                 let (status, answer) = self
@@ -286,21 +297,11 @@ impl Case<'_> {
                 match model.variants.get(barcode) {
                     Some(existing) => {
                         prop_assert_eq!(status, 409, "{:?}: {}", op, answer);
-                        prop_assert!(
-                            answer["detail"]
-                                .as_str()
-                                .unwrap_or_default()
-                                .contains(&existing.id),
-                            "{}",
-                            answer
-                        );
+                        prop_assert!(names(&answer, &existing.id), "{}", answer);
                     }
                     None => {
                         prop_assert_eq!(status, 201, "{:?}: {}", op, answer);
-                        let id = answer["response"]["variant"][0]["id"]
-                            .as_str()
-                            .unwrap()
-                            .to_string();
+                        let id = created_id(&answer, "variant");
                         model.variants.insert(
                             barcode.to_string(),
                             Variant {
@@ -314,12 +315,7 @@ impl Case<'_> {
             }
             Op::PatchVariant { barcode, size } => {
                 let barcode = BARCODES[*barcode];
-                let Some(id) = model
-                    .variants
-                    .get(barcode)
-                    .map(|v| v.id.clone())
-                    .or_else(|| model.gone_variants.get(barcode).cloned())
-                else {
+                let Some(id) = model.variant_id(barcode) else {
                     return Ok(());
                 };
                 let size = WORDS[*size];
@@ -340,12 +336,7 @@ impl Case<'_> {
             }
             Op::DeleteVariant { barcode } => {
                 let barcode = BARCODES[*barcode];
-                let Some(id) = model
-                    .variants
-                    .get(barcode)
-                    .map(|v| v.id.clone())
-                    .or_else(|| model.gone_variants.get(barcode).cloned())
-                else {
+                let Some(id) = model.variant_id(barcode) else {
                     return Ok(());
                 };
                 let (status, answer) = self

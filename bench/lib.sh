@@ -250,3 +250,32 @@ bench_cleanup() {
   fi
   exit "$rc"
 }
+
+# A helper process of the run (a background writer, an order flow), stopped before the
+# clean-up: set BACKGROUND_PID when starting one and `trap background_cleanup EXIT`.
+BACKGROUND_PID=""
+stop_background() {
+  local pid=$BACKGROUND_PID
+  BACKGROUND_PID=""
+  [ -n "$pid" ] || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+background_cleanup() {
+  local rc=$?
+  set +e
+  stop_background
+  (exit "$rc")
+  bench_cleanup
+}
+
+# Builds the release binary (further arguments go to cargo), logging to $WORK/build.log.
+build_release() {
+  section "Building (cargo build --release -p brandhub $*)"
+  if ! cargo build --release -p brandhub "$@" >"$WORK/build.log" 2>&1; then
+    tail -n 60 "$WORK/build.log" >&2
+    die "the release build failed"
+  fi
+  tail -n 1 "$WORK/build.log"
+  [ -x "$BIN" ] || die "no binary at $BIN after the build"
+}

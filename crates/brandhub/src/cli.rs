@@ -4,9 +4,11 @@ use brandhub_ingest::WorkerSettings;
 use brandhub_server::proxies::Network;
 use brandhub_server::timeouts::Timeouts;
 use brandhub_sheet::Limits;
+use brandhub_webhooks::WebhookSettings;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// brandhub: the commerce-data platform API.
 #[derive(Debug, Parser)]
@@ -170,6 +172,54 @@ pub struct ServeArgs {
     /// with a longer cell is skipped with the reason, the cell never read whole.
     #[arg(long, env = "BRANDHUB_MAX_CELL_CHARS", default_value_t = Limits::default().max_cell_chars as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_cell_chars: u64,
+    /// Webhook sender tasks in this process (0: none; other processes on the same database
+    /// then deliver).
+    #[arg(long, env = "BRANDHUB_WEBHOOK_SENDERS", default_value_t = WebhookSettings::default().senders)]
+    pub webhook_senders: usize,
+    /// How long a webhook receiver may take to answer (a duration such as 10s or 500ms).
+    #[arg(long, env = "BRANDHUB_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub webhook_timeout: Duration,
+    /// The wait after a webhook's first failed attempt; each further failure doubles it, up to
+    /// --webhook-retry-longest.
+    #[arg(long, env = "BRANDHUB_WEBHOOK_RETRY_FIRST", default_value = "30s", value_parser = parse_duration)]
+    pub webhook_retry_first: Duration,
+    /// The longest wait between two attempts of a webhook delivery.
+    #[arg(long, env = "BRANDHUB_WEBHOOK_RETRY_LONGEST", default_value = "1h", value_parser = parse_duration)]
+    pub webhook_retry_longest: Duration,
+    /// How long a webhook delivery is retried before it is given up as failed.
+    #[arg(long, env = "BRANDHUB_WEBHOOK_RETRY_FOR", default_value = "24h", value_parser = parse_duration)]
+    pub webhook_retry_for: Duration,
+    /// How often idle webhook senders look for other processes' events and retries due.
+    #[arg(long, env = "BRANDHUB_WEBHOOK_POLL", default_value = "1s", value_parser = parse_duration)]
+    pub webhook_poll: Duration,
+    /// Accept webhook URLs of plain http to this machine (127.0.0.1, localhost, [::1]), for
+    /// tests with a local receiver. Never on a server others use.
+    #[arg(long, env = "BRANDHUB_WEBHOOK_ALLOW_INSECURE_LOCALHOST")]
+    pub webhook_allow_insecure_localhost: bool,
+}
+
+/// A duration such as `500ms`, `30s`, `5m`, `24h` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration such as 500ms, 30s, 5m or 24h"))?;
+    let millis: u64 = match unit.trim() {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        other => return Err(format!("'{other}' is not a unit: use ms, s, m or h")),
+    };
+    number
+        .checked_mul(millis)
+        .filter(|n| *n > 0)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("'{text}' is not a duration above 0"))
 }
 
 /// A size such as `50MiB`, `512K` or `1048576` (units are powers of 1024).
@@ -197,7 +247,18 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Cli, Command, Limits, ServeArgs, parse_size};
+    use super::{Cli, Command, Limits, ServeArgs, parse_duration, parse_size};
+    use std::time::Duration;
+
+    #[test]
+    fn durations_have_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5 days").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
     use clap::Parser;
 
     fn serve_args(args: &[&str]) -> Result<ServeArgs, clap::Error> {

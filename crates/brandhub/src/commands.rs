@@ -14,6 +14,8 @@ use brandhub_server::tls::TlsSource;
 use brandhub_server::{Settings, Uploads, start};
 use brandhub_sheet::Limits;
 use brandhub_store::{Backend, NewUser, Store, StoreError, StoreOptions};
+use brandhub_webhooks::WebhookSettings;
+use brandhub_webhooks::schedule::RetrySchedule;
 use std::fmt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -260,6 +262,11 @@ fn tls_source(data_dir: &Path, args: &ServeArgs) -> Option<TlsSource> {
 
 async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
     let store = open_store(cli).await?;
+    if args.webhook_allow_insecure_localhost {
+        tracing::warn!(
+            "webhook URLs of plain http to this machine are accepted (--webhook-allow-insecure-localhost)"
+        );
+    }
     if args.demo {
         let options = DemoOptions {
             scale: args.demo_scale,
@@ -308,6 +315,17 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
         (4.0 * args.auth_failure_limit).max(20.0),
     );
     settings.metrics_listen = args.metrics_listen;
+    settings.webhooks = WebhookSettings {
+        senders: args.webhook_senders,
+        timeout: args.webhook_timeout,
+        poll_interval: args.webhook_poll,
+        retry: RetrySchedule {
+            first: args.webhook_retry_first,
+            longest: args.webhook_retry_longest,
+            period: args.webhook_retry_for,
+        },
+        allow_insecure_localhost: args.webhook_allow_insecure_localhost,
+    };
     settings.trusted_proxies = TrustedProxies::new(args.trusted_proxies.clone());
     settings.timeouts = Timeouts {
         tls_handshake: Duration::from_secs(args.tls_handshake_timeout),

@@ -11,13 +11,15 @@ pub mod record;
 mod resources;
 
 pub use model::{
-    Anchor, Domain, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage, NoneAs,
-    Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept, UserType,
-    WriteAction, Writes, lengths, web_url_problem,
+    Anchor, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage,
+    NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept,
+    UserType, WriteAction, Writes, is_insecure_loopback_url, lengths, secure_url_problem,
+    web_url_problem,
 };
 pub use record::{Cell, Layout, Record};
 pub use resources::{
-    ADDRESS_PARTS, FILE_STATUSES, FILE_TYPES, FileStatus, UPDATED_DATE, USER_STATUSES, file_paths,
+    ADDRESS_PARTS, DELIVERY_STATUSES, DeliveryStatus, EVENT_TYPES, FILE_STATUSES, FILE_TYPES,
+    FileStatus, UPDATED_DATE, USER_STATUSES, file_paths,
 };
 
 /// What a price file's `detail.endDate` (and a price's precise end) holds when the price has no
@@ -429,6 +431,39 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_types_are_what_resources_and_files_announce() {
+        let mut announced: Vec<&str> = catalog()
+            .resources()
+            .iter()
+            .filter_map(|r| r.events)
+            .flat_map(|e| [e.created, e.updated])
+            .chain(FileStatus::ALL.into_iter().filter_map(FileStatus::event))
+            .collect();
+        announced.sort();
+        announced.dedup();
+        let mut declared = EVENT_TYPES.to_vec();
+        declared.sort();
+        assert_eq!(announced, declared);
+    }
+
+    #[test]
+    fn webhook_urls_are_https_or_loopback_http() {
+        assert_eq!(secure_url_problem("https://example.com/hook"), None);
+        assert_eq!(secure_url_problem("http://127.0.0.1:8080/hook"), None);
+        assert_eq!(secure_url_problem("http://[::1]/hook"), None);
+        assert_eq!(
+            secure_url_problem("http://example.com/hook"),
+            Some("is not an https URL")
+        );
+        assert_eq!(
+            secure_url_problem("http://127.0.0.1.example.com/"),
+            Some("is not an https URL")
+        );
+        assert!(is_insecure_loopback_url("http://localhost:9/x"));
+        assert!(!is_insecure_loopback_url("https://127.0.0.1/"));
+    }
 
     #[test]
     fn the_catalog_is_consistent_and_has_every_contract_resource() {

@@ -174,6 +174,10 @@ pub struct Field {
 pub enum Domain {
     /// An absolute http or https URL with a host and without spaces: what a client can fetch.
     WebUrl,
+    /// An absolute https URL (a webhook's receiver, CONTRACT §11), or an http URL on the
+    /// loopback address, which only a server started to allow it accepts
+    /// ([`is_insecure_loopback_url`]).
+    SecureUrl,
     /// One of these words, exactly (statuses, types, reasons).
     OneOf(&'static [&'static str]),
 }
@@ -184,6 +188,7 @@ impl Domain {
         match self {
             _ if text.is_empty() => None,
             Domain::WebUrl => web_url_problem(text).map(str::to_string),
+            Domain::SecureUrl => secure_url_problem(text).map(str::to_string),
             Domain::OneOf(words) if words.contains(&text) => None,
             Domain::OneOf(words) => Some(format!("'{text}' is not one of {}", words.join(", "))),
         }
@@ -193,7 +198,7 @@ impl Domain {
     pub fn words(self) -> Option<&'static [&'static str]> {
         match self {
             Domain::OneOf(words) => Some(words),
-            Domain::WebUrl => None,
+            Domain::WebUrl | Domain::SecureUrl => None,
         }
     }
 }
@@ -225,6 +230,39 @@ pub fn web_url_problem(url: &str) -> Option<&'static str> {
         return Some("contains spaces");
     }
     None
+}
+
+/// Why `url` is not an https URL (or an http one on the loopback address), if it is not.
+pub fn secure_url_problem(url: &str) -> Option<&'static str> {
+    if let Some(problem) = web_url_problem(url) {
+        return Some(problem);
+    }
+    let secure = url.to_ascii_lowercase().starts_with("https://");
+    (!secure && !is_insecure_loopback_url(url)).then_some("is not an https URL")
+}
+
+/// Whether `url` is plain http to this machine's loopback address (`127.0.0.1`, `localhost`,
+/// `[::1]`): allowed for webhooks only by a server started with
+/// `--webhook-allow-insecure-localhost`, for tests.
+pub fn is_insecure_loopback_url(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    let Some(rest) = lower.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "::1")
+}
+
+/// What a change of a resource's records is announced as (CONTRACT §11 events): the event
+/// type of a create and of any later change. Deletes announce nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Events {
+    pub created: &'static str,
+    pub updated: &'static str,
 }
 
 /// How the database computes a generated column from other fields of the same record.
@@ -765,6 +803,8 @@ pub struct Resource {
     /// Records move through a lifecycle (orders, CONTRACT §11): creates, changes and the
     /// lifecycle's actions go to the order engine instead of the generic pipeline.
     pub lifecycle: Option<&'static crate::lifecycle::Lifecycle>,
+    /// The events a change of a record is announced as to webhooks, if any.
+    pub events: Option<Events>,
 }
 
 impl Resource {
@@ -784,7 +824,15 @@ impl Resource {
             writes: Writes::default(),
             uploads: false,
             lifecycle: None,
+            events: None,
         }
+    }
+
+    /// Declares that a create is announced as the event `created` and every later change as
+    /// `updated` (both must be among [`crate::EVENT_TYPES`]).
+    pub fn announces(mut self, created: &'static str, updated: &'static str) -> Self {
+        self.events = Some(Events { created, updated });
+        self
     }
 
     /// Declares that records move through `lifecycle` (after [`Resource::writable`], which

@@ -101,6 +101,67 @@ pub mod file_paths {
     ];
 }
 
+// The events a webhook may subscribe to (CONTRACT §11), each named once.
+const ORDER_CREATED: &str = "order.created";
+const ORDER_UPDATED: &str = "order.updated";
+const STOCK_UPDATED: &str = "stock.updated";
+const PRICE_UPDATED: &str = "price.updated";
+const PRODUCT_UPDATED: &str = "product.updated";
+
+impl FileStatus {
+    /// The event a file reaching this status is announced as, if any.
+    pub const fn event(self) -> Option<&'static str> {
+        match self {
+            FileStatus::Processed => Some("file.processed"),
+            FileStatus::Failed => Some("file.failed"),
+            FileStatus::Pending | FileStatus::Processing => None,
+        }
+    }
+}
+
+/// Every event type (CONTRACT §11): the `webhook.events` domain. A catalog test holds it to
+/// what the resources announce and what files announce.
+pub const EVENT_TYPES: [&str; 7] = [
+    ORDER_CREATED,
+    ORDER_UPDATED,
+    "file.processed",
+    "file.failed",
+    STOCK_UPDATED,
+    PRICE_UPDATED,
+    PRODUCT_UPDATED,
+];
+
+/// A webhook delivery's way: `pending` (not tried yet), `retrying` (an attempt failed, the
+/// next is due at `nextTry`), `delivered` (a 2xx answer) or `failed` (no 2xx answer within the
+/// retry period).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryStatus {
+    Pending,
+    Retrying,
+    Delivered,
+    Failed,
+}
+
+impl DeliveryStatus {
+    /// The word `webhookDelivery.status` holds.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Retrying => "retrying",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+}
+
+/// The words of [`DeliveryStatus`], as the `webhookDelivery.status` domain lists them.
+pub const DELIVERY_STATUSES: [&str; 4] = [
+    DeliveryStatus::Pending.as_str(),
+    DeliveryStatus::Retrying.as_str(),
+    DeliveryStatus::Delivered.as_str(),
+    DeliveryStatus::Failed.as_str(),
+];
+
 /// The statuses of a user; a disabled user's keys all fail.
 pub const USER_STATUSES: [&str; 2] = ["active", "disabled"];
 
@@ -351,6 +412,7 @@ fn declared() -> Vec<Resource> {
         .scope(HOST, &[&[("brandStore_store.fk_host", Host)]])
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]]),
         Resource::new("product", "product", "A product of a brand; its variants carry barcodes.")
+            .announces(PRODUCT_UPDATED, PRODUCT_UPDATED)
             .relation_fk(fk("fk_brand", "product_brand"), "brand")
             .field(text("code").indexed().short().doc("The brand's product code."))
             .field(text("title").indexed())
@@ -423,6 +485,7 @@ fn declared() -> Vec<Resource> {
             .scope(HOST, &[&[("variant_scopeBrand.brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new("stock", "stock", "Stock of one variant in one warehouse.")
+            .announces(STOCK_UPDATED, STOCK_UPDATED)
             .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
             .relation_fk(fk("fk_variant", "stock_variant"), "variant")
             .field(integer("inStock").doc("Units on hand."))
@@ -473,6 +536,7 @@ fn declared() -> Vec<Resource> {
             "orders",
             "A customer order received by a host for one brand store.",
         )
+        .announces(ORDER_CREATED, ORDER_UPDATED)
         .relation_fk(fk("fk_brandStore", "order_brandStore"), "brandStore")
         .field(text("brandOrderRef").indexed().short())
         .field(text("hostOrderRef").indexed().short())
@@ -633,6 +697,7 @@ fn declared() -> Vec<Resource> {
             .scope(COMPANY, &[&[("file_brand.fk_company", Companies)]])
             .scope(WAREHOUSE, &[&[("file_user.fk_warehouse", Warehouse)]]),
         Resource::new("price", "price", "The price of a variant at a host between two dates.")
+            .announces(PRICE_UPDATED, PRICE_UPDATED)
             .relation_fk(fk("fk_variant", "price_variant"), "variant")
             .relation_fk(fk("fk_host", "price_host"), "host")
             .relation_fk(
@@ -701,5 +766,58 @@ fn declared() -> Vec<Resource> {
             // `KeyGrants` policy keeps every key within the writing key and the user's type.
             .scope(COMPANY, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies)]]),
+        Resource::new(
+            "webhook",
+            "webhook",
+            "A subscription of a user to events, delivered as signed POSTs to its URL.",
+        )
+        .relation_fk(fk("fk_user", "webhook_user").or_else(FieldDefault::Writer(Own)), "user")
+        .field(
+            text("url")
+                .max_chars(lengths::URL)
+                .domain(Domain::SecureUrl)
+                .doc("The receiver: an https URL."),
+        )
+        .field(
+            list("events", FieldType::Text, "webhook_event", "webhook_id", "event_text")
+                .domain(Domain::OneOf(&EVENT_TYPES))
+                .doc("The event types delivered."),
+        )
+        .field(
+            boolean("active")
+                .required()
+                .or_else(FieldDefault::Boolean(true))
+                .doc("Inactive webhooks receive nothing."),
+        )
+        .field(timestamp("createdDate").indexed().required())
+        .field(text("secret").internal())
+        .writable(&["fk_user", "url", "events", "active"], &["url", "events"], &["url", "events", "active"], true)
+        .with_secret(Secret {
+            prefix: "whsec_",
+            shown_as: "secret",
+            kept: SecretKept::In("secret"),
+            start_in: None,
+        })
+        .scope(EVERYONE, &[&[("fk_user", Own)]])
+        .writable_by(WRITE, SELF_SERVICE, &[&[("fk_user", Own)]]),
+        Resource::new(
+            "webhookDelivery",
+            "webhook_delivery",
+            "One event on its way to one webhook: each attempt, its answer and the next try.",
+        )
+        .relation_fk(fk("fk_webhook", "webhookDelivery_webhook"), "webhook")
+        .field(text("eventId").indexed().short().doc("The event's id, the same in every attempt."))
+        .field(text("eventType").indexed().short().domain(Domain::OneOf(&EVENT_TYPES)))
+        .field(text("status").indexed().short().domain(Domain::OneOf(&DELIVERY_STATUSES)))
+        .field(integer("attempts").doc("Attempts made so far."))
+        .field(integer("lastResponseCode").doc("The HTTP status of the last answer; empty when none came."))
+        .field(text("lastError").doc("Why the last attempt failed, when it did."))
+        .field(timestamp("nextTry").indexed().doc("When the next attempt is due; empty once delivered or failed."))
+        .field(timestamp("createdDate").indexed().required())
+        .field(timestamp("deliveredDate"))
+        .field(text("body").internal().long().doc("The event as delivered, before signing."))
+        .field(integer("dueAt").internal().indexed().doc("nextTry in milliseconds, for claims."))
+        .field(integer("claimedUntil").internal().doc("A sender's claim lasts until then (ms)."))
+        .scope(EVERYONE, &[&[("webhookDelivery_webhook.fk_user", Own)]]),
     ]
 }

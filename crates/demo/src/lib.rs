@@ -11,7 +11,8 @@
 //! Records are streamed in chunks of at most [`MAX_CHUNK_RECORDS`] records, one resource per
 //! chunk, in an order where every foreign key points at a record of an earlier chunk: company
 //! (the two sponsors in a chunk of their own), brand, warehouse, host, store, brandStore, user,
-//! file, product, variant, stock, order, orderItem, price, image. Only compact id lists are
+//! file, product, variant, stock, order, orderItem, price, image, webhook (inactive ones, see
+//! `hooks`). Only compact id lists are
 //! kept between phases, so a million variants (about 3.5 million records) stream in bounded
 //! memory. `apiKey` records are not generated: the loader makes one key per
 //! [`DemoCredential`] and stores the hash of its secret.
@@ -27,6 +28,7 @@ mod barcode;
 mod catalogue;
 mod emit;
 mod files;
+mod hooks;
 mod ids;
 mod names;
 mod orders;
@@ -139,6 +141,7 @@ pub fn generate(options: &DemoOptions, sink: &mut dyn FnMut(Chunk)) -> DemoSumma
     drop(plans);
     catalogue::prices(&mut world, &mut out);
     catalogue::images(&mut world, &mut out);
+    hooks::webhooks(&mut world, &credentials, &mut out);
     DemoSummary {
         credentials,
         counts: out.finish(),
@@ -172,6 +175,7 @@ pub(crate) enum Stream {
     OrderItems,
     Prices,
     Images,
+    Webhooks,
 }
 
 /// The sizes every phase works from, derived from the scale.

@@ -12,7 +12,7 @@ use brandhub_demo::{
     Chunk, DemoOptions, DemoSummary, MAX_CHUNK_RECORDS, generate, generate_all, is_valid_ean13,
 };
 
-const ORDER: [&str; 15] = [
+const ORDER: [&str; 16] = [
     "company",
     "brand",
     "warehouse",
@@ -28,6 +28,7 @@ const ORDER: [&str; 15] = [
     "orderItem",
     "price",
     "image",
+    "webhook",
 ];
 
 static DEFAULT: LazyLock<(Vec<Chunk>, DemoSummary)> =
@@ -179,6 +180,10 @@ fn chunks_come_in_foreign_key_order_and_every_reference_points_back() {
         assert_eq!(records(chunks, name).count() as u64, *count, "{name}");
     }
     assert!(!chunks.iter().any(|c| c.resource.name == "apiKey"));
+    // The demo's webhooks never send anything until someone turns one on.
+    let hook = catalog().resource("webhook").unwrap();
+    let active = Layout::of(hook).cell("active");
+    assert!(records(chunks, "webhook").all(|r| r.cells[active] == Cell::Boolean(false)));
     // The sponsors are a chunk of their own, before the companies they sponsor.
     assert_eq!(chunks[0].records.len(), 2);
 }

@@ -184,7 +184,10 @@ fn list_values(field: &'static Field, value: &Value) -> Result<Vec<String>, Fiel
                 None => return Err(kind_error(field, "an array of ids", value)),
             },
             (_, Value::String(text)) => {
-                if let Some(problem) = field.length_problem(text) {
+                let problem = field
+                    .length_problem(text)
+                    .or_else(|| field.domain.and_then(|d| d.problem(text)));
+                if let Some(problem) = problem {
                     return Err(FieldError {
                         field: field.path.clone(),
                         message: format!("element {} {problem}", out.len()),

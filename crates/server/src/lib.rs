@@ -27,6 +27,7 @@ use brandhub_filestore::FileStore;
 use brandhub_ingest::{Signals, WorkerSettings, Workers};
 use brandhub_problem::{ApiError, Code};
 use brandhub_store::Store;
+use brandhub_webhooks::{AttemptTally, Deliveries, WebhookSettings};
 use lenient::NormalisingAcceptor;
 use problem::Problem;
 use proxies::TrustedProxies;
@@ -75,6 +76,8 @@ pub struct Settings {
     /// Records an export reads at a time ([`brandhub_store::EXPORT_CHUNK`]; tests lower it so
     /// that small exports cross chunk boundaries).
     pub export_chunk: u64,
+    /// Webhook delivery by this process.
+    pub webhooks: WebhookSettings,
 }
 
 impl Settings {
@@ -92,6 +95,7 @@ impl Settings {
             uploads,
             metrics_listen: None,
             export_chunk: brandhub_store::EXPORT_CHUNK,
+            webhooks: WebhookSettings::default(),
         }
     }
 }
@@ -246,6 +250,7 @@ pub struct Running {
     handle: axum_server::Handle<SocketAddr>,
     task: tokio::task::JoinHandle<io::Result<()>>,
     workers: Workers,
+    deliveries: Deliveries,
     metrics_server: Option<OpsServer>,
 }
 
@@ -278,7 +283,12 @@ impl Running {
                 server.stop(grace).await;
             }
         };
-        let (served, (), ()) = tokio::join!(self.task, self.workers.stop(grace), metrics);
+        let (served, (), (), ()) = tokio::join!(
+            self.task,
+            self.workers.stop(grace),
+            self.deliveries.stop(grace),
+            metrics
+        );
         served.map_err(io::Error::other)?
     }
 
@@ -291,7 +301,11 @@ impl Running {
                 server.stop(WORKER_GRACE).await;
             }
         };
-        tokio::join!(self.workers.stop(WORKER_GRACE), metrics);
+        tokio::join!(
+            self.workers.stop(WORKER_GRACE),
+            self.deliveries.stop(WORKER_GRACE),
+            metrics
+        );
         served
     }
 
@@ -303,9 +317,19 @@ impl Running {
 
 /// Binds and starts serving, with the file workers; returns once the socket listens.
 pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
+    let store = if settings.webhooks.allow_insecure_localhost {
+        store.allowing_insecure_loopback_urls()
+    } else {
+        store
+    };
     let signals = Arc::new(Signals::default());
     let uploads = &settings.uploads;
-    let metrics = Arc::new(metrics::Metrics::new(store.clone(), signals.clone()));
+    let attempts = Arc::new(AttemptTally::default());
+    let metrics = Arc::new(metrics::Metrics::new(
+        store.clone(),
+        signals.clone(),
+        attempts.clone(),
+    ));
     let state = AppState {
         auth: Arc::new(Authenticator::new(
             store.clone(),
@@ -401,6 +425,7 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
         }
         None => (None, None),
     };
+    let deliveries = Deliveries::start(store.clone(), settings.webhooks, attempts);
     let workers = Workers::start(
         store,
         settings.uploads.files.clone(),
@@ -414,6 +439,7 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
         handle,
         task,
         workers,
+        deliveries,
         metrics_server,
     })
 }

@@ -4,11 +4,9 @@
 //! recorder: a test process runs several servers and each must report exactly its own figures.
 //! Requests are counted by the middleware as they are answered; everything else is read when
 //! scraped, from where it is kept anyway (the store's cache tallies and pool, the job queue in
-//! the database, the workers' tally, the process's memory). Labels have bounded values: the
-//! route TEMPLATE (`/api/{resource}`), never the raw path; the method from a fixed list.
-//!
-//! Webhook deliveries are not measured yet: webhooks do not exist yet. Their series belong
-//! here, next to the files', once deliveries do.
+//! the database, the workers' and webhook senders' tallies, the process's memory). Labels have
+//! bounded values: the route TEMPLATE (`/api/{resource}`), never the raw path; the method from
+//! a fixed list.
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method, header};
@@ -16,6 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use brandhub_ingest::{Outcome, Signals};
 use brandhub_store::Store;
+use brandhub_webhooks::{AttemptOutcome, AttemptTally};
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
@@ -42,10 +41,13 @@ pub struct Metrics {
     pool_max: IntGauge,
     queue_depth: IntGaugeVec,
     files: IntCounterVec,
+    webhook_attempts: IntCounterVec,
+    webhook_backlog: IntGaugeVec,
     resident_memory: IntGauge,
     peak_resident_memory: IntGauge,
     store: Store,
     signals: Arc<Signals>,
+    attempts: Arc<AttemptTally>,
     /// Scrapes refresh the read-when-scraped series one at a time.
     refreshing: tokio::sync::Mutex<()>,
 }
@@ -103,8 +105,9 @@ pub fn method_label(method: &Method) -> &'static str {
 }
 
 impl Metrics {
-    /// The series of a server over `store`, whose workers report to `signals`.
-    pub fn new(store: Store, signals: Arc<Signals>) -> Metrics {
+    /// The series of a server over `store`, whose workers report to `signals` and webhook
+    /// senders to `attempts`.
+    pub fn new(store: Store, signals: Arc<Signals>, attempts: Arc<AttemptTally>) -> Metrics {
         let registry = Registry::new();
         let r = &registry;
         let latency = register(
@@ -162,6 +165,18 @@ impl Metrics {
                 "Files this process's workers finished, by outcome (processed, failed, retried).",
                 &["outcome"],
             ),
+            webhook_attempts: counters(
+                r,
+                "brandhub_webhook_attempts_total",
+                "Webhook attempts this process's senders made, by outcome (delivered, retried, failed).",
+                &["outcome"],
+            ),
+            webhook_backlog: gauges(
+                r,
+                "brandhub_webhook_backlog",
+                "Events not yet fanned out (events) and deliveries pending or retrying (deliveries), over every process.",
+                &["state"],
+            ),
             resident_memory: gauge(
                 r,
                 "process_resident_memory_bytes",
@@ -175,6 +190,7 @@ impl Metrics {
             registry,
             store,
             signals,
+            attempts,
             refreshing: tokio::sync::Mutex::new(()),
         }
     }
@@ -217,6 +233,23 @@ impl Metrics {
         let tally = self.signals.tally();
         for (outcome, name) in Outcome::ALL {
             catch_up(&self.files.with_label_values(&[name]), tally.get(outcome));
+        }
+        for (outcome, name) in AttemptOutcome::ALL {
+            catch_up(
+                &self.webhook_attempts.with_label_values(&[name]),
+                self.attempts.get(outcome),
+            );
+        }
+        match self.store.webhook_backlog().await {
+            Ok((events, deliveries)) => {
+                self.webhook_backlog
+                    .with_label_values(&["events"])
+                    .set(events);
+                self.webhook_backlog
+                    .with_label_values(&["deliveries"])
+                    .set(deliveries);
+            }
+            Err(_) => self.webhook_backlog.reset(),
         }
         if let Some(memory) = ProcessMemory::read() {
             self.resident_memory.set(memory.resident as i64);

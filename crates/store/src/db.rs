@@ -46,6 +46,10 @@ pub struct Store {
     pub(crate) clock: crate::clock::Clock,
     /// The caches' hits and misses, for metrics.
     pub(crate) tallies: std::sync::Arc<crate::stats::CacheTallies>,
+    /// Whether webhook URLs may be plain http to the loopback address (tests only).
+    pub(crate) insecure_loopback: bool,
+    /// Notified when a write of this process committed events (see [`Store::events_written`]).
+    pub(crate) events_written: std::sync::Arc<tokio::sync::Notify>,
 }
 
 /// How a store connects.
@@ -253,7 +257,27 @@ impl Store {
             matches_first_limit: options.matches_first_limit,
             clock: crate::clock::Clock::system(),
             tallies: Default::default(),
+            insecure_loopback: false,
+            events_written: Default::default(),
         })
+    }
+
+    /// The same store accepting webhook URLs of plain http to the loopback address
+    /// (`--webhook-allow-insecure-localhost`): a test's receiver needs no certificate.
+    pub fn allowing_insecure_loopback_urls(mut self) -> Store {
+        self.insecure_loopback = true;
+        self
+    }
+
+    /// Whether webhook URLs may be plain http to the loopback address.
+    pub fn allows_insecure_loopback_urls(&self) -> bool {
+        self.insecure_loopback
+    }
+
+    /// Wakes when a write of this process commits events, so that its webhook senders fan
+    /// them out at once instead of at their next poll (other processes' events are polled).
+    pub fn events_written(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.events_written.clone()
     }
 
     /// The same store with another clock for its job queue: tests set a
@@ -399,6 +423,9 @@ impl Store {
             tx,
             touched: Vec::new(),
             clock: self.clock.clone(),
+            insecure_loopback: self.insecure_loopback,
+            outbox: Default::default(),
+            events_written: self.events_written.clone(),
         })
     }
 }
@@ -416,6 +443,12 @@ pub struct WriteTx {
     touched: Vec<&'static str>,
     /// The store's clock, for the job queue's times.
     pub(crate) clock: crate::clock::Clock,
+    /// See [`Store::allowing_insecure_loopback_urls`].
+    pub(crate) insecure_loopback: bool,
+    /// The records written that announce events, written to the outbox on commit.
+    pub(crate) outbox: crate::events::Outbox,
+    /// Told when this transaction committed events, so this process's senders start at once.
+    events_written: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl WriteTx {
@@ -512,8 +545,10 @@ impl WriteTx {
             .await
     }
 
-    /// Bumps the versions of the written tables, then commits.
+    /// Writes the announced events to the outbox, bumps the versions of the written tables,
+    /// then commits.
     pub async fn commit(mut self) -> StoreResult<()> {
+        let announced = self.write_outbox().await?;
         if !self.touched.is_empty() {
             let bump = crate::versions::bump_statement(&self.touched);
             let tables = std::mem::take(&mut self.touched);
@@ -524,7 +559,11 @@ impl WriteTx {
             Tx::Sqlite(tx) => tx.commit().await,
             Tx::Postgres(tx) => tx.commit().await,
         }
-        .map_err(|e| internal("commit failed", e))
+        .map_err(|e| internal("commit failed", e))?;
+        if announced {
+            self.events_written.notify_one();
+        }
+        Ok(())
     }
 }
 

@@ -158,16 +158,17 @@ impl WriteTx {
             let field = resource
                 .field_at(path)
                 .expect("callers name fields of the file resource");
-            update.value(
-                Alias::new(field.column.as_str()),
-                crate::write::cell_value(field, cell),
-            );
-            if let Some(folded) = field.folded_column() {
-                update.value(Alias::new(folded), crate::write::folded_value(cell));
-            }
+            crate::write::set_field(&mut update, field, cell);
         }
         crate::write::stamp_update(&mut update, resource, &self.now_timestamp());
         self.execute(resource.table, &update).await?;
+        let event = values
+            .iter()
+            .filter(|(path, _)| *path == file_paths::STATUS)
+            .find_map(|(_, cell)| FileStatus::named(cell.as_text()?)?.event());
+        if let Some(event) = event {
+            self.announce_event(event, resource, file_id).await?;
+        }
         Ok(())
     }
 }

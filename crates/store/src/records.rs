@@ -13,8 +13,8 @@ use crate::ids::new_id;
 use crate::policy;
 use crate::write::cell_of;
 use brandhub_catalog::{
-    Cell, Field, FieldDefault, FieldType, Record, RelationKind, Resource, Scope, SecretKept,
-    UserType, WriteAction, catalog,
+    Cell, Domain, Field, FieldDefault, FieldType, Record, RelationKind, Resource, Scope,
+    SecretKept, UserType, WriteAction, catalog, is_insecure_loopback_url,
     record::{list_fields, stored_fields},
 };
 use brandhub_problem::FieldError;
@@ -472,6 +472,37 @@ impl WriteTx {
         Ok((true, writes))
     }
 
+    /// Plain-http loopback URLs where the catalog asks for https (`Domain::SecureUrl`), unless
+    /// the store was opened to allow them (`--webhook-allow-insecure-localhost`, for tests).
+    fn insecure_url_problems(
+        &self,
+        resource: &'static Resource,
+        records: &[Record],
+        indexes: &[Option<usize>],
+    ) -> Vec<FieldError> {
+        if self.insecure_loopback {
+            return Vec::new();
+        }
+        let mut problems = Vec::new();
+        for field in stored_fields(resource) {
+            if field.domain != Some(Domain::SecureUrl) {
+                continue;
+            }
+            for (record, index) in records.iter().zip(indexes) {
+                if let Some(url) = cell_of(resource, record, &field.path).and_then(Cell::as_text)
+                    && is_insecure_loopback_url(url)
+                {
+                    problems.push(problem(
+                        &field.path,
+                        "is not an https URL (plain http to this machine is only accepted by a server started with --webhook-allow-insecure-localhost)".into(),
+                        *index,
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
     /// Problems of the catalog's agreements (`Writes::agreements`) in records about to be
     /// written: the value reached through a path differs from the record's own field.
     async fn agreement_problems(
@@ -805,6 +836,7 @@ async fn try_create_in(
     tx.fill_derived(resource, &mut records).await?;
     let indexes: Vec<Option<usize>> = (0..items.len()).map(index).collect();
     problems.extend(tx.agreement_problems(resource, &records, &indexes).await?);
+    problems.extend(tx.insecure_url_problems(resource, &records, &indexes));
     // Natural keys: taken by an existing record, or repeated within the write.
     let mut holders: Vec<Option<String>> = vec![None; items.len()];
     let mut seen: HashMap<Vec<String>, usize> = HashMap::new();
@@ -1007,6 +1039,7 @@ async fn update_in(
         tx.agreement_problems(resource, std::slice::from_ref(&record), &[None])
             .await?,
     );
+    problems.extend(tx.insecure_url_problems(resource, std::slice::from_ref(&record), &[None]));
     problems.extend(
         tx.authority_problems(
             resource,

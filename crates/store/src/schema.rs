@@ -284,6 +284,9 @@ pub fn bookkeeping_statements() -> Vec<String> {
         "CREATE TABLE IF NOT EXISTS \"bh_meta\" (\"name\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)".to_string(),
         // Counters drawn in write transactions (`brandOrderRef` numbers, `orders::intake`).
         "CREATE TABLE IF NOT EXISTS \"bh_counter\" (\"name\" TEXT PRIMARY KEY, \"value\" BIGINT NOT NULL)".to_string(),
+        // The outbox of events not yet fanned out to webhooks (`events`).
+        format!("CREATE TABLE IF NOT EXISTS \"{}\" (\"id\" TEXT PRIMARY KEY, \"event_type\" TEXT NOT NULL, \"resource\" TEXT NOT NULL, \"record_id\" TEXT NOT NULL, \"created_at\" BIGINT NOT NULL, \"created_date\" TEXT NOT NULL)", crate::events::EVENT_TABLE),
+        format!("CREATE INDEX IF NOT EXISTS \"ix_bh_event_created_at\" ON \"{}\" (\"created_at\", \"id\")", crate::events::EVENT_TABLE),
     ];
     for table in versioned_tables() {
         statements.push(format!(

@@ -128,6 +128,14 @@ pub fn stamp_update(update: &mut UpdateStatement, resource: &Resource, now: &str
     );
 }
 
+/// Sets a field and its folded copy (which filters and ordering read) in an UPDATE.
+pub(crate) fn set_field(update: &mut UpdateStatement, field: &Field, cell: &Cell) {
+    update.value(Alias::new(field.column.as_str()), cell_value(field, cell));
+    if let Some(folded) = field.folded_column() {
+        update.value(Alias::new(folded), folded_value(cell));
+    }
+}
+
 /// Rows of [`select_records`] as records (list fields left empty).
 pub(crate) fn records_of(resource: &Resource, rows: Vec<Vec<Cell>>) -> Vec<Record> {
     let lists = list_fields(resource).len();
@@ -154,6 +162,8 @@ impl WriteTx {
     ) -> StoreResult<()> {
         self.fill_derived(resource, records).await?;
         self.insert_rows(resource, records, None, Stamp::IfUnset)
+            .await?;
+        self.announce(resource, records.iter().map(Record::id), true)
             .await?;
         for (list_index, field) in list_fields(resource).into_iter().enumerate() {
             let elements: Vec<(&str, usize, &str)> = records
@@ -186,6 +196,8 @@ impl WriteTx {
         if inserted < records.len() as u64 {
             return Ok(false);
         }
+        self.announce(resource, records.iter().map(Record::id), true)
+            .await?;
         for (list_index, field) in list_fields(resource).into_iter().enumerate() {
             let elements: Vec<(&str, usize, &str)> = records
                 .iter()
@@ -241,6 +253,8 @@ impl WriteTx {
             )
             .to_owned();
         self.insert_rows(resource, records, Some(overwrite), Stamp::Always)
+            .await?;
+        self.announce(resource, records.iter().map(Record::id), false)
             .await?;
         Ok(())
     }
@@ -383,14 +397,12 @@ impl WriteTx {
         // The stamped field is set by `stamp_update` alone: PostgreSQL refuses a column
         // assigned twice in one UPDATE.
         for (field, cell) in cells.iter().filter(|(field, _)| !field.stamped) {
-            update.value(Alias::new(field.column.as_str()), cell_value(field, cell));
-            if let Some(folded) = field.folded_column() {
-                update.value(Alias::new(folded), folded_value(cell));
-            }
+            set_field(&mut update, field, cell);
         }
         stamp_update(&mut update, resource, &self.now_timestamp());
         update.and_where(Expr::col(Alias::new("id")).eq(id));
         self.execute(resource.table, &update).await?;
+        self.announce(resource, [id], false).await?;
         Ok(())
     }
 
@@ -461,15 +473,32 @@ impl WriteTx {
             Alias::new(ROW_VERSION),
             Expr::col((Alias::new(resource.table), Alias::new(ROW_VERSION))).add(1),
         );
+        let now = self.now_timestamp();
+        let columns = insert_columns(resource);
+        let mut changed = Vec::with_capacity(records.len());
         for record in records.iter() {
-            self.insert_rows(
-                resource,
-                std::slice::from_ref(record),
-                Some(on_conflict.clone()),
-                Stamp::Always,
-            )
-            .await?;
+            let mut insert = Query::insert();
+            insert
+                .into_table(Alias::new(resource.table))
+                .columns(columns.iter().map(|c| Alias::new(c.as_str())))
+                .values_panic(
+                    row_values(&fields, record, Stamp::Always, &now)
+                        .into_iter()
+                        .map(Into::into),
+                )
+                .on_conflict(on_conflict.clone())
+                // The id of the record added to: the existing one's when the key was taken.
+                .returning_col(Alias::new("id"));
+            let rows = self
+                .fetch_returning(Some(resource.table), &insert, &[Kind::Text])
+                .await?;
+            changed.extend(
+                rows.into_iter()
+                    .filter_map(|row| row[0].as_text().map(str::to_string)),
+            );
         }
+        self.announce(resource, changed.iter().map(String::as_str), false)
+            .await?;
         Ok(())
     }
 

@@ -11,6 +11,7 @@
 
 #![allow(dead_code)]
 
+pub mod orders;
 pub mod process;
 pub mod scope_reference;
 

@@ -118,13 +118,25 @@ impl std::fmt::Display for Grant {
 /// The grants a key gets when none are given, which are also the most a key of a user of
 /// this type may use (CONTRACT §2). Admins, sponsors and companies may call everything (what
 /// they may write is bounded by the catalog's write rules, CONTRACT §9); hosts and warehouse
-/// users read, and write what is theirs. (`webhook:*` joins the host and warehouse lists with
-/// the webhook resource.)
+/// users read, and write what is theirs (their stores or stock, their keys and webhooks).
 pub fn default_grants(user_type: UserType) -> Vec<Grant> {
     let texts: &[&str] = match user_type {
         UserType::Admin | UserType::Sponsor | UserType::Company => &["*:*"],
-        UserType::Host => &["*:GET", "order:POST,PATCH", "store:*", "apiKey:*"],
-        UserType::Warehouse => &["*:GET", "file:POST", "order:PATCH", "stock:*", "apiKey:*"],
+        UserType::Host => &[
+            "*:GET",
+            "order:POST,PATCH",
+            "store:*",
+            "webhook:*",
+            "apiKey:*",
+        ],
+        UserType::Warehouse => &[
+            "*:GET",
+            "file:POST",
+            "order:PATCH",
+            "stock:*",
+            "webhook:*",
+            "apiKey:*",
+        ],
     };
     texts
         .iter()

@@ -195,6 +195,8 @@ impl WriteTx {
             }
         }
         self.upsert_records(item, &mut lines).await?;
+        // A change of its lines alone is a change of the order too.
+        self.announce(order, [loaded.order.id()], false).await?;
         if let Some(warehouse) = loaded.warehouse() {
             self.move_stock(&warehouse, &outcome.moves).await?;
         }

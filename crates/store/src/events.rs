@@ -1,0 +1,638 @@
+//! Events and their webhook deliveries (CONTRACT §11).
+//!
+//! A write transaction announces the records it wrote whose resource declares events
+//! (`Resource::events`) and the files it finished; on commit they go to the outbox table
+//! `bh_event`, in that same transaction, so a change that rolls back announces nothing and
+//! one that commits is never lost. Only event types some active webhook subscribes to are
+//! kept (read once per transaction, when it first announces something): a stock file of a
+//! million rows writes no events on an installation without stock subscribers.
+//!
+//! The delivery workers of any `serve` process then:
+//! 1. **fan out** events ([`Store::fan_out_events`]): take a batch of outbox rows (`FOR UPDATE
+//!    SKIP LOCKED` on PostgreSQL), and for each active webhook subscribed to their types read
+//!    the records through the read pipeline *as the webhook's user sees them now* (scope and
+//!    restricted properties applied, by-id reads batched per resource), and in the same
+//!    transaction insert one `webhookDelivery` per (webhook, visible record) with the body to
+//!    send and delete the outbox rows. A record the user cannot see gets no delivery.
+//! 2. **claim** a due delivery ([`Store::claim_delivery`]): one `UPDATE … WHERE id = (SELECT …
+//!    LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING`, like file jobs, setting a lease
+//!    (`claimedUntil`) and counting the attempt, so exactly one process makes each attempt; a
+//!    process that dies mid-attempt leaves the lease to expire, and the delivery is claimed
+//!    again (at least once, with the same event id).
+//! 3. **finish** it ([`Store::finish_delivery`]): delivered, due again later, or failed;
+//!    only while the lease is still the sender's.
+
+use crate::db::{Kind, Store, Timing, WriteTx, internal};
+use crate::error::{StoreError, StoreResult};
+use crate::ids::{new_id, timestamp_at};
+use crate::rights::principal;
+use crate::write::{set_field, stamp_update};
+use brandhub_catalog::{Cell, DeliveryStatus, Layout, Record, Resource, catalog};
+use brandhub_query::plan::plan_by_ids;
+use brandhub_query::request::ReadRequest;
+use sea_query::{Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query};
+use std::collections::{HashMap, HashSet};
+
+/// The outbox: events committed and not yet fanned out to webhooks.
+pub const EVENT_TABLE: &str = "bh_event";
+
+/// Records read per by-id statement when fanning out.
+const FAN_OUT_READ: usize = 100;
+
+/// A record changed in a transaction, to be announced on commit.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Change {
+    event_type: &'static str,
+    resource: &'static str,
+    record_id: String,
+}
+
+/// What a write transaction will put into the outbox.
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    /// The event types active webhooks subscribe to, read at the first announcement.
+    subscribed: Option<HashSet<String>>,
+    changes: Vec<Change>,
+    seen: HashSet<Change>,
+}
+
+fn col(name: &str) -> Expr {
+    Expr::col(Alias::new(name))
+}
+
+/// The column of a field of a catalog resource.
+fn column(resource: &Resource, path: &str) -> Alias {
+    Alias::new(
+        resource
+            .field_at(path)
+            .unwrap_or_else(|| panic!("{}.{path} is declared", resource.name))
+            .column
+            .as_str(),
+    )
+}
+
+fn webhook() -> &'static Resource {
+    catalog()
+        .resource("webhook")
+        .expect("webhook is a resource")
+}
+
+fn delivery() -> &'static Resource {
+    catalog()
+        .resource("webhookDelivery")
+        .expect("webhookDelivery is a resource")
+}
+
+/// `(list table, owner column, element column)` of `webhook.events`.
+fn events_list() -> (Alias, Alias, Alias) {
+    let field = webhook().field_at("events").expect("webhook.events");
+    let list = field.list.as_ref().expect("webhook.events is a list");
+    (
+        Alias::new(list.table),
+        Alias::new(list.owner_column),
+        Alias::new(list.value_column),
+    )
+}
+
+/// Active webhooks subscribed to any of `types` (all types when `None`): (webhook id, user id,
+/// event type) rows.
+fn subscriptions(types: Option<&[String]>) -> sea_query::SelectStatement {
+    let hook = webhook();
+    let (list, owner, value) = events_list();
+    let mut select = Query::select()
+        .expr(Expr::col((Alias::new(hook.table), Alias::new("id"))))
+        .expr(Expr::col((Alias::new(hook.table), column(hook, "fk_user"))))
+        .expr(Expr::col((list.clone(), value.clone())))
+        .from(Alias::new(hook.table))
+        .inner_join(
+            list.clone(),
+            Expr::col((list.clone(), owner)).equals((Alias::new(hook.table), Alias::new("id"))),
+        )
+        .and_where(Expr::col((Alias::new(hook.table), column(hook, "active"))).eq(true))
+        .to_owned();
+    if let Some(types) = types {
+        select.and_where(Expr::col((list, value)).is_in(types.iter().cloned()));
+    }
+    select
+}
+
+impl WriteTx {
+    /// Announces that records of `resource` were created (`created`) or changed, if the
+    /// resource declares events and a webhook subscribes to them.
+    pub async fn announce<'i>(
+        &mut self,
+        resource: &'static Resource,
+        ids: impl IntoIterator<Item = &'i str>,
+        created: bool,
+    ) -> StoreResult<()> {
+        let Some(events) = resource.events else {
+            return Ok(());
+        };
+        let event_type = if created {
+            events.created
+        } else {
+            events.updated
+        };
+        let mut ids = ids.into_iter().peekable();
+        if ids.peek().is_none() || !self.subscribes(event_type).await? {
+            return Ok(());
+        }
+        for id in ids {
+            self.push_change(event_type, resource, id);
+        }
+        Ok(())
+    }
+
+    /// Announces one event about one record that is not a plain write of it (a file reaching
+    /// its final status, `FileStatus::event`).
+    pub async fn announce_event(
+        &mut self,
+        event_type: &'static str,
+        resource: &'static Resource,
+        id: &str,
+    ) -> StoreResult<()> {
+        if self.subscribes(event_type).await? {
+            self.push_change(event_type, resource, id);
+        }
+        Ok(())
+    }
+
+    fn push_change(&mut self, event_type: &'static str, resource: &'static Resource, id: &str) {
+        let change = Change {
+            event_type,
+            resource: resource.name,
+            record_id: id.to_string(),
+        };
+        if self.outbox.seen.insert(change.clone()) {
+            self.outbox.changes.push(change);
+        }
+    }
+
+    /// Whether an active webhook subscribes to `event_type` (read once per transaction).
+    async fn subscribes(&mut self, event_type: &str) -> StoreResult<bool> {
+        if self.outbox.subscribed.is_none() {
+            let rows = self
+                .fetch(&subscriptions(None), &[Kind::Text, Kind::Text, Kind::Text])
+                .await?;
+            self.outbox.subscribed = Some(
+                rows.into_iter()
+                    .filter_map(|row| row[2].as_text().map(str::to_string))
+                    .collect(),
+            );
+        }
+        Ok(self
+            .outbox
+            .subscribed
+            .as_ref()
+            .is_some_and(|s| s.contains(event_type)))
+    }
+
+    /// Writes the announced changes to the outbox (multi-row inserts); whether there were any.
+    pub(crate) async fn write_outbox(&mut self) -> StoreResult<bool> {
+        let changes = std::mem::take(&mut self.outbox.changes);
+        if changes.is_empty() {
+            return Ok(false);
+        }
+        let now = self.clock.now_millis();
+        let created = timestamp_at(now);
+        for chunk in changes.chunks(500) {
+            let mut insert = Query::insert()
+                .into_table(Alias::new(EVENT_TABLE))
+                .columns(
+                    [
+                        "id",
+                        "event_type",
+                        "resource",
+                        "record_id",
+                        "created_at",
+                        "created_date",
+                    ]
+                    .map(Alias::new),
+                )
+                .to_owned();
+            for change in chunk {
+                insert.values_panic([
+                    new_id().into(),
+                    change.event_type.into(),
+                    change.resource.into(),
+                    change.record_id.clone().into(),
+                    now.into(),
+                    created.clone().into(),
+                ]);
+            }
+            self.execute_untracked(EVENT_TABLE, &insert).await?;
+        }
+        Ok(true)
+    }
+}
+
+/// An event taken from the outbox.
+#[derive(Debug, Clone)]
+struct Event {
+    id: String,
+    event_type: String,
+    resource: String,
+    record_id: String,
+    created_date: String,
+}
+
+/// A delivery attempt a sender holds: where to send what, signed with which secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryClaim {
+    pub id: String,
+    pub webhook_id: String,
+    pub url: String,
+    pub secret: String,
+    /// The JSON body, exactly as it is to be signed and sent.
+    pub body: String,
+    pub event_type: String,
+    /// This attempt's number (1 for the first).
+    pub attempts: i64,
+    /// When the delivery was made (milliseconds), from which its retry period runs.
+    pub created_at: i64,
+    /// The lease: the claim is the sender's until then (milliseconds).
+    pub claimed_until: i64,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptResult {
+    /// The receiver answered 2xx.
+    pub delivered: bool,
+    /// The HTTP status of the answer, when one came.
+    pub response_code: Option<i64>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    /// When to try again (milliseconds); `None` with `delivered` false gives up (`failed`).
+    pub next_due: Option<i64>,
+}
+
+fn status_is(status: DeliveryStatus) -> Condition {
+    Cond::all().add(Expr::col(column(delivery(), "status")).eq(status.as_str()))
+}
+
+/// Deliveries a sender may claim at `now`: pending or retrying, due, and not held.
+fn claimable(now: i64) -> Condition {
+    let resource = delivery();
+    let claimed = Expr::col(column(resource, "claimedUntil"));
+    Cond::all()
+        .add(
+            Cond::any()
+                .add(status_is(DeliveryStatus::Pending))
+                .add(status_is(DeliveryStatus::Retrying)),
+        )
+        .add(Expr::col(column(resource, "dueAt")).lte(now))
+        .add(
+            Cond::any()
+                .add(claimed.clone().is_null())
+                .add(claimed.lt(now)),
+        )
+}
+
+impl Store {
+    /// Fans out up to `batch` outbox events to the webhooks subscribed to them (see the module
+    /// documentation); the number of events taken.
+    pub async fn fan_out_events(&self, batch: u64) -> StoreResult<usize> {
+        // A cheap read first: no write transaction (SQLite's write lock) while idle.
+        let any = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(EVENT_TABLE))
+            .limit(1)
+            .to_owned();
+        if self
+            .fetch(&any, &[Kind::Text], &Timing::default())
+            .await?
+            .is_empty()
+        {
+            return Ok(0);
+        }
+        let mut tx = self.begin().await?;
+        let select = Query::select()
+            .columns(["id", "event_type", "resource", "record_id", "created_date"].map(Alias::new))
+            .from(Alias::new(EVENT_TABLE))
+            .order_by(Alias::new("created_at"), Order::Asc)
+            .order_by(Alias::new("id"), Order::Asc)
+            .limit(batch)
+            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+            .to_owned();
+        let rows = tx.fetch_returning(None, &select, &[Kind::Text; 5]).await?;
+        let text = |cell: &Cell| cell.as_text().unwrap_or_default().to_string();
+        let events: Vec<Event> = rows
+            .iter()
+            .map(|row| Event {
+                id: text(&row[0]),
+                event_type: text(&row[1]),
+                resource: text(&row[2]),
+                record_id: text(&row[3]),
+                created_date: text(&row[4]),
+            })
+            .collect();
+        if events.is_empty() {
+            return Ok(0);
+        }
+        let mut types: Vec<String> = events.iter().map(|e| e.event_type.clone()).collect();
+        types.sort();
+        types.dedup();
+        let rows = tx
+            .fetch(
+                &subscriptions(Some(&types)),
+                &[Kind::Text, Kind::Text, Kind::Text],
+            )
+            .await?;
+        // Webhook → (user, the types it takes).
+        let mut hooks: Vec<(String, String, HashSet<String>)> = Vec::new();
+        for row in rows {
+            let (hook, user, event_type) = (text(&row[0]), text(&row[1]), text(&row[2]));
+            match hooks.iter_mut().find(|(h, _, _)| *h == hook) {
+                Some((_, _, taken)) => {
+                    taken.insert(event_type);
+                }
+                None => hooks.push((hook, user, HashSet::from([event_type]))),
+            }
+        }
+        hooks.sort_by(|a, b| a.0.cmp(&b.0));
+        let now = self.clock.now_millis();
+        let mut deliveries = Vec::new();
+        for (hook, user, taken) in &hooks {
+            let Some(principal) = principal(&mut tx, user).await? else {
+                continue;
+            };
+            if !principal.active {
+                continue;
+            }
+            let viewer = principal.viewer();
+            let wanted: Vec<&Event> = events
+                .iter()
+                .filter(|e| taken.contains(&e.event_type))
+                .collect();
+            let seen = self.records_as_seen(&wanted, &viewer).await?;
+            for event in wanted {
+                let Some(data) = seen.get(&(event.resource.clone(), event.record_id.clone()))
+                else {
+                    continue;
+                };
+                let body = serde_json::json!({
+                    "id": event.id,
+                    "type": event.event_type,
+                    "createdDate": event.created_date,
+                    "data": data,
+                });
+                deliveries.push(delivery_record(hook, event, body.to_string(), now));
+            }
+        }
+        if !deliveries.is_empty() {
+            tx.insert_records(delivery(), &mut deliveries).await?;
+        }
+        let ids: Vec<String> = events.iter().map(|e| e.id.clone()).collect();
+        for chunk in ids.chunks(500) {
+            let delete = Query::delete()
+                .from_table(Alias::new(EVENT_TABLE))
+                .and_where(col("id").is_in(chunk.iter().cloned()))
+                .to_owned();
+            tx.execute_untracked(EVENT_TABLE, &delete).await?;
+        }
+        tx.commit().await?;
+        Ok(events.len())
+    }
+
+    /// The records of `events` as `viewer` sees them now, by (resource, id); records out of
+    /// its scope (or gone) are missing.
+    async fn records_as_seen(
+        &self,
+        events: &[&Event],
+        viewer: &brandhub_query::plan::Viewer,
+    ) -> StoreResult<HashMap<(String, String), serde_json::Value>> {
+        let mut by_resource: HashMap<&str, Vec<String>> = HashMap::new();
+        for event in events {
+            by_resource
+                .entry(event.resource.as_str())
+                .or_default()
+                .push(event.record_id.clone());
+        }
+        let timing = Timing::default();
+        let versions = self.versions(&timing).await?;
+        let mut seen = HashMap::new();
+        for (name, mut ids) in by_resource {
+            let Some(resource) = catalog().resource(name) else {
+                continue;
+            };
+            ids.sort();
+            ids.dedup();
+            for chunk in ids.chunks(FAN_OUT_READ) {
+                let plan = plan_by_ids(resource, chunk, &ReadRequest::default(), viewer)
+                    .map_err(|e| internal("a webhook's by-id read did not plan", e.detail))?;
+                let page = self.render_page(&plan, viewer, &versions, &timing).await?;
+                let mut envelope: serde_json::Value = serde_json::from_slice(&page.body)
+                    .map_err(|e| internal("a rendered page did not parse", e))?;
+                if let Some(serde_json::Value::Array(records)) = envelope["response"]
+                    .get_mut(resource.name)
+                    .map(serde_json::Value::take)
+                {
+                    for record in records {
+                        if let Some(id) = record["id"].as_str() {
+                            seen.insert((name.to_string(), id.to_string()), record);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(seen)
+    }
+
+    /// Claims the delivery due first, for `lease_ms`; `None` when none is due.
+    pub async fn claim_delivery(&self, lease_ms: i64) -> StoreResult<Option<DeliveryClaim>> {
+        let resource = delivery();
+        let now = self.clock.now_millis();
+        let due = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(resource.table))
+            .cond_where(claimable(now))
+            .limit(1)
+            .to_owned();
+        if self
+            .fetch(&due, &[Kind::Text], &Timing::default())
+            .await?
+            .is_empty()
+        {
+            return Ok(None);
+        }
+        let next = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(resource.table))
+            .cond_where(claimable(now))
+            .order_by(column(resource, "dueAt"), Order::Asc)
+            .order_by(Alias::new("id"), Order::Asc)
+            .limit(1)
+            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+            .to_owned();
+        let claimed_until = now + lease_ms;
+        let attempts = column(resource, "attempts");
+        let mut update = Query::update()
+            .table(Alias::new(resource.table))
+            .value(column(resource, "claimedUntil"), claimed_until)
+            .value(attempts.clone(), Expr::col(attempts.clone()).add(1))
+            // A scalar subquery, evaluated once (see `jobs::claim_statement`).
+            .and_where(col("id").eq(Expr::SubQuery(None, Box::new(next.into()))))
+            .cond_where(claimable(now))
+            .returning(Query::returning().columns([
+                Alias::new("id"),
+                column(resource, "fk_webhook"),
+                column(resource, "body"),
+                column(resource, "eventType"),
+                attempts,
+                column(resource, "createdDate"),
+            ]))
+            .to_owned();
+        stamp_update(&mut update, resource, &timestamp_at(now));
+        let mut tx = self.begin().await?;
+        let rows = tx
+            .fetch_returning(
+                Some(resource.table),
+                &update,
+                &[
+                    Kind::Text,
+                    Kind::Text,
+                    Kind::Text,
+                    Kind::Text,
+                    Kind::Integer,
+                    Kind::Text,
+                ],
+            )
+            .await?;
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let text = |cell: &Cell| cell.as_text().unwrap_or_default().to_string();
+        let hook = webhook();
+        let target = Query::select()
+            .column(column(hook, "url"))
+            .column(column(hook, "secret"))
+            .from(Alias::new(hook.table))
+            .and_where(col("id").eq(text(&row[1])))
+            .to_owned();
+        let found = tx.fetch(&target, &[Kind::Text, Kind::Text]).await?;
+        tx.commit().await?;
+        let Some(target) = found.into_iter().next() else {
+            return Ok(None);
+        };
+        let created_at = chrono::NaiveDateTime::parse_from_str(&text(&row[5]), "%Y-%m-%dT%H:%M:%S")
+            .map(|t| t.and_utc().timestamp_millis())
+            .unwrap_or(now);
+        Ok(Some(DeliveryClaim {
+            id: text(&row[0]),
+            webhook_id: text(&row[1]),
+            body: text(&row[2]),
+            event_type: text(&row[3]),
+            attempts: match row[4] {
+                Cell::Integer(n) => n,
+                _ => 1,
+            },
+            url: text(&target[0]),
+            secret: text(&target[1]),
+            created_at,
+            claimed_until,
+        }))
+    }
+
+    /// Records how a claimed attempt ended, if the claim is still the sender's; whether it was.
+    pub async fn finish_delivery(
+        &self,
+        claim: &DeliveryClaim,
+        result: &AttemptResult,
+    ) -> StoreResult<bool> {
+        let resource = delivery();
+        let now = self.clock.now_millis();
+        let status = match (result.delivered, result.next_due) {
+            (true, _) => DeliveryStatus::Delivered,
+            (false, Some(_)) => DeliveryStatus::Retrying,
+            (false, None) => DeliveryStatus::Failed,
+        };
+        let due = result.next_due.filter(|_| !result.delivered);
+        let mut update = Query::update()
+            .table(Alias::new(resource.table))
+            .and_where(col("id").eq(claim.id.as_str()))
+            .and_where(Expr::col(column(resource, "claimedUntil")).eq(claim.claimed_until))
+            .to_owned();
+        let text = |value: Option<String>| value.map_or(Cell::Null, Cell::Text);
+        let mut cells = vec![
+            ("status", Cell::Text(status.as_str().to_string())),
+            (
+                "lastResponseCode",
+                result.response_code.map_or(Cell::Null, Cell::Integer),
+            ),
+            (
+                "lastError",
+                Cell::Text(result.error.clone().unwrap_or_default()),
+            ),
+            ("dueAt", due.map_or(Cell::Null, Cell::Integer)),
+            ("nextTry", text(due.map(timestamp_at))),
+            ("claimedUntil", Cell::Null),
+        ];
+        if result.delivered {
+            cells.push(("deliveredDate", Cell::Text(timestamp_at(now))));
+        }
+        for (path, cell) in &cells {
+            let field = resource.field_at(path).expect("a declared field");
+            set_field(&mut update, field, cell);
+        }
+        stamp_update(&mut update, resource, &timestamp_at(now));
+        let mut tx = self.begin().await?;
+        let changed = tx.execute(resource.table, &update).await?;
+        tx.commit().await?;
+        Ok(changed == 1)
+    }
+
+    /// Outbox events not yet fanned out, and deliveries still to be made (pending or
+    /// retrying): for metrics and for tests that wait until everything went out.
+    pub async fn webhook_backlog(&self) -> StoreResult<(i64, i64)> {
+        let count = |select: sea_query::SelectStatement| async move {
+            let rows = self
+                .fetch(&select, &[Kind::Integer], &Timing::default())
+                .await?;
+            Ok::<i64, StoreError>(match rows.first().map(|r| &r[0]) {
+                Some(Cell::Integer(n)) => *n,
+                _ => 0,
+            })
+        };
+        let events = count(
+            Query::select()
+                .expr(Expr::cust("COUNT(*)"))
+                .from(Alias::new(EVENT_TABLE))
+                .to_owned(),
+        )
+        .await?;
+        let resource = delivery();
+        let open = count(
+            Query::select()
+                .expr(Expr::cust("COUNT(*)"))
+                .from(Alias::new(resource.table))
+                .cond_where(
+                    Cond::any()
+                        .add(status_is(DeliveryStatus::Pending))
+                        .add(status_is(DeliveryStatus::Retrying)),
+                )
+                .to_owned(),
+        )
+        .await?;
+        Ok((events, open))
+    }
+}
+
+/// A new `webhookDelivery` record: pending, due now.
+fn delivery_record(hook: &str, event: &Event, body: String, now: i64) -> Record {
+    let resource = delivery();
+    let layout = Layout::of(resource);
+    let mut record = Record::empty(resource);
+    let mut set = |path: &str, cell: Cell| record.cells[layout.cell(path)] = cell;
+    set("id", Cell::Text(new_id()));
+    set("fk_webhook", Cell::Text(hook.to_string()));
+    set("eventId", Cell::Text(event.id.clone()));
+    set("eventType", Cell::Text(event.event_type.clone()));
+    set("status", DeliveryStatus::Pending.as_str().into());
+    set("attempts", Cell::Integer(0));
+    set("nextTry", Cell::Text(timestamp_at(now)));
+    set("dueAt", Cell::Integer(now));
+    set("createdDate", Cell::Text(timestamp_at(now)));
+    set("body", Cell::Text(body));
+    record
+}

@@ -275,6 +275,68 @@ async fn a_stock_file_sets_the_warehouse_stock(fx) {
     assert_eq!(stock[0]["inStock"], 0);
 }
 
+async fn a_files_error_report_lists_its_skipped_rows_to_fix_and_upload_again(fx) {
+    let w = world(fx).await;
+    let variants = variants_of(fx, &w.brand, 3).await;
+    let missing = new_barcode();
+    let part = format!("stock,{},{}", w.brand, w.warehouse);
+    // A CSV file: its report is CSV, with the uploaded columns and an Error column.
+    let csv = format!("Barcode;Qty;Demand\n{};7;2\n{missing};3;1\n{};lots;\n", variants[0].1, variants[1].1);
+    let file = upload(fx, "company", &part, "stock.csv", csv.as_bytes()).await;
+    assert_eq!(detail(&file)["rowsSkipped"], 2, "{file}");
+    let id = text(&file["id"]);
+    let report = get(fx, "company", &format!("/api/file/{id}/report")).await;
+    assert_eq!(report.status, 200, "{}", String::from_utf8_lossy(&report.body));
+    assert!(report.header("content-type").unwrap().starts_with("text/csv"));
+    assert!(report.header("content-disposition").unwrap().contains("stock-errors.csv"));
+    let rows: Vec<Vec<String>> = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(report.body.as_slice())
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "the header and the two skipped rows: {rows:?}");
+    assert_eq!(rows[0], ["Barcode", "Qty", "Demand", "Error"]);
+    assert_eq!(rows[1][0], missing);
+    assert_eq!(rows[1][3], format!("barcode {missing} not found"));
+    assert_eq!(rows[2][0], variants[1].1);
+    assert!(rows[2][3].contains("lots"), "{rows:?}");
+    // Fixed in the report itself and uploaded again: the row applies (the Error column is
+    // an unknown column, ignored with a warning).
+    let mut fixed = csv::Writer::from_writer(Vec::new());
+    fixed.write_record(&rows[0]).unwrap();
+    let mut row_fixed = rows[2].clone();
+    row_fixed[1] = "5".to_string();
+    fixed.write_record(&row_fixed).unwrap();
+    let fixed = fixed.into_inner().unwrap();
+    let again = upload(fx, "company", &part, "stock-errors.csv", &fixed).await;
+    assert_eq!((detail(&again)["rowsApplied"].as_i64(), detail(&again)["rowsSkipped"].as_i64()), (Some(1), Some(0)), "{again}");
+    let stock = get(fx, "company", &format!("/api/stock?stock_variant.barcode={}&fk_warehouse={}&fields=inStock", variants[1].1, w.warehouse)).await.records("stock");
+    assert_eq!(stock[0]["inStock"], 5);
+    // A file without skipped rows has a report of its header alone.
+    let clean = get(fx, "company", &format!("/api/file/{}/report", text(&again["id"]))).await;
+    assert_eq!(String::from_utf8_lossy(&clean.body).lines().count(), 1);
+
+    // An .xlsx upload gets an .xlsx report, the same cells.
+    let bytes = xlsx(&[
+        row(&["Barcode", "Qty"]),
+        row(&[&variants[2].1, "4"]),
+        row(&[&missing, "1"]),
+    ]);
+    let file = upload(fx, "company", &part, "stock.xlsx", &bytes).await;
+    let report = get(fx, "company", &format!("/api/file/{}/report", text(&file["id"]))).await;
+    assert_eq!(report.status, 200);
+    assert_eq!(report.header("content-type").unwrap(), XLSX);
+    let table = brandhub_sheet::read(&report.body, brandhub_sheet::Format::Xlsx, &brandhub_sheet::Limits::default()).unwrap();
+    let header: Vec<String> = table.header().cells().iter().map(|c| c.as_text().unwrap().into_owned()).collect();
+    assert_eq!(header, ["Barcode", "Qty", "Error"]);
+    assert_eq!(table.rows().len(), 1);
+    assert_eq!(table.rows()[0].cells()[0].as_text().unwrap(), missing.as_str());
+
+    // Out of scope, it does not exist.
+    get(fx, "host", &format!("/api/file/{id}/report")).await.assert_problem(404, "not_found");
+}
+
 async fn a_price_file_prices_each_variant_for_the_host_and_dates(fx) {
     let w = world(fx).await;
     let variants = variants_of(fx, &w.brand, 2).await;

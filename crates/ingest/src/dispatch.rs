@@ -185,7 +185,7 @@ pub(crate) async fn apply(
         let candidates = by_reference.get(&fold(&line.order_ref));
         let oi = match candidates {
             None => {
-                report.not_found(Missing::Order, &line.order_ref);
+                report.not_found(row.number(), Missing::Order, &line.order_ref);
                 continue;
             }
             Some(found) if found.len() > 1 => {
@@ -213,7 +213,7 @@ pub(crate) async fn apply(
             continue;
         }
         let Some(&li) = loaded_at.get(orders[oi].id()) else {
-            report.not_found(Missing::Order, &line.order_ref);
+            report.not_found(row.number(), Missing::Order, &line.order_ref);
             continue;
         };
         let lines = &loaded[li].lines;
@@ -234,7 +234,11 @@ pub(crate) async fn apply(
             } else {
                 &line.item_ref
             };
-            report.not_found(Missing::OrderItem, &format!("{} {named}", line.order_ref));
+            report.not_found(
+                row.number(),
+                Missing::OrderItem,
+                &format!("{} {named}", line.order_ref),
+            );
             continue;
         };
         if let Some(first) = rows_of_items.get(item.id()) {

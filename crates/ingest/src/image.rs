@@ -78,7 +78,7 @@ pub(crate) async fn apply(
         // A barcode names a variant (and its product); a product code the product alone.
         let (product_id, variant_id) = if !barcode.is_empty() {
             let Some(found) = barcodes.get(&fold(&barcode)) else {
-                report.not_found(Missing::Barcode, &barcode);
+                report.not_found(row.number(), Missing::Barcode, &barcode);
                 continue;
             };
             if !code.is_empty() && codes.get(&fold(&code)) != Some(&found.product) {
@@ -91,7 +91,7 @@ pub(crate) async fn apply(
             (found.product.clone(), Some(found.id.clone()))
         } else {
             let Some(found) = codes.get(&fold(&code)) else {
-                report.not_found(Missing::ProductCode, &code);
+                report.not_found(row.number(), Missing::ProductCode, &code);
                 continue;
             };
             (found.clone(), None)

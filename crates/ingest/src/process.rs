@@ -290,6 +290,8 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
             dispatch::apply(&mut tx, &file, &table, &map, &mut report, &uploader).await?
         }
     }
+    tx.record_skipped_rows(&file.id, report.skipped_rows())
+        .await?;
     tx.update_file(
         &file.id,
         &[

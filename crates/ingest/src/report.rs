@@ -20,6 +20,11 @@ pub enum Missing {
 }
 
 impl Missing {
+    /// The noun of one missing value, as a skipped row's reason starts.
+    fn noun(self) -> &'static str {
+        self.nouns().0
+    }
+
     fn nouns(self) -> (&'static str, &'static str) {
         match self {
             Missing::Barcode => ("barcode", "barcodes"),
@@ -41,6 +46,9 @@ pub struct Report {
     bad_row_count: usize,
     missing: BTreeMap<Missing, Named>,
     unknown_columns: Vec<String>,
+    /// Every skipped row with its reason, in the order they were skipped: kept with the file
+    /// for its error report (`GET /api/file/<id>/report`).
+    every_skipped: Vec<(u32, String)>,
 }
 
 /// The distinct values of one kind that rows named and the brand lacks: counted, and the
@@ -81,9 +89,11 @@ impl Report {
 
     /// A row skipped because it is not valid; `reason` names the column and the value.
     pub fn skip(&mut self, row: u32, reason: impl Into<String>) {
+        let reason = reason.into();
         self.rows_skipped += 1;
         self.bad_row_count += 1;
-        self.bad_rows.insert(row, reason.into());
+        self.every_skipped.push((row, reason.clone()));
+        self.bad_rows.insert(row, reason);
         if self.bad_rows.len() > LISTED {
             self.bad_rows.pop_last();
         }
@@ -94,14 +104,21 @@ impl Report {
         line.map_err(|reason| self.skip(row, reason)).ok()
     }
 
-    /// A row skipped because it names something the brand does not have; each value is
+    /// Row `row` skipped because it names something the brand does not have; each value is
     /// listed once however many rows name it.
-    pub fn not_found(&mut self, what: Missing, value: &str) {
+    pub fn not_found(&mut self, row: u32, what: Missing, value: &str) {
         self.rows_skipped += 1;
+        self.every_skipped
+            .push((row, format!("{} {value} not found", what.noun())));
         let named = self.missing.entry(what).or_default();
         if named.seen.insert(value.to_string()) && named.first.len() < LISTED {
             named.first.push(value.to_string());
         }
+    }
+
+    /// Every skipped row (its number in the sheet) with its reason.
+    pub fn skipped_rows(&self) -> &[(u32, String)] {
+        &self.every_skipped
     }
 
     /// The text for `detail.error`: one `Warning:` line per kind of problem, or `""`.
@@ -163,15 +180,27 @@ mod tests {
         let mut report = Report::new(6, &["Launch Date".to_string()]);
         report.skip(9, "Price \"abc\" is not a number");
         report.skip(7, "Barcode is empty");
-        for barcode in [
-            "5012345678900",
-            "5012345678901",
-            "5012345678900",
-            "5012345678902",
+        for (row, barcode) in [
+            (2, "5012345678900"),
+            (3, "5012345678901"),
+            (4, "5012345678900"),
+            (5, "5012345678902"),
         ] {
-            report.not_found(Missing::Barcode, barcode);
+            report.not_found(row, Missing::Barcode, barcode);
         }
         assert_eq!(report.rows_skipped, 6);
+        // Every skipped row is kept, in the order skipped, for the error report.
+        assert_eq!(
+            report.skipped_rows(),
+            [
+                (9, "Price \"abc\" is not a number".to_string()),
+                (7, "Barcode is empty".to_string()),
+                (2, "barcode 5012345678900 not found".to_string()),
+                (3, "barcode 5012345678901 not found".to_string()),
+                (4, "barcode 5012345678900 not found".to_string()),
+                (5, "barcode 5012345678902 not found".to_string()),
+            ]
+        );
         assert_eq!(
             report.text(),
             "Warning: 3 barcodes not found: 5012345678900, 5012345678901, 5012345678902\n\
@@ -202,7 +231,7 @@ mod tests {
     fn long_lists_are_cut() {
         let mut report = Report::new(25, &[]);
         for n in 0..25 {
-            report.not_found(Missing::Order, &format!("ORD-{n}"));
+            report.not_found(n + 2, Missing::Order, &format!("ORD-{n}"));
         }
         let text = report.text();
         assert!(
@@ -252,7 +281,7 @@ impl FirstRows {
         }
         let found = barcodes.get(&key);
         if found.is_none() {
-            report.not_found(Missing::Barcode, barcode);
+            report.not_found(row, Missing::Barcode, barcode);
         }
         found
     }

@@ -24,6 +24,8 @@ use sea_query::{
 
 /// The queue's table.
 pub const JOB_TABLE: &str = "bh_job";
+/// The rows a file's processing skipped, with their reasons (for its error report).
+pub const SKIPPED_ROWS_TABLE: &str = "bh_file_skipped_row";
 /// A job waiting for a worker (or released for a retry after `available_at`).
 pub const PENDING: &str = "pending";
 /// A job a worker holds; its heartbeat says the worker is alive.
@@ -173,7 +175,60 @@ impl WriteTx {
     }
 }
 
+impl WriteTx {
+    /// Keeps the rows a file's processing skipped with their reasons (a row named twice keeps
+    /// its first reason), in the transaction that applies the file.
+    pub async fn record_skipped_rows(
+        &mut self,
+        file_id: &str,
+        rows: &[(u32, String)],
+    ) -> StoreResult<()> {
+        for chunk in rows.chunks(500) {
+            let mut insert = Query::insert()
+                .into_table(Alias::new(SKIPPED_ROWS_TABLE))
+                .columns(["file_id", "row_number", "reason"].map(Alias::new))
+                .on_conflict(
+                    sea_query::OnConflict::columns(["file_id", "row_number"].map(Alias::new))
+                        .do_nothing()
+                        .to_owned(),
+                )
+                .to_owned();
+            for (row, reason) in chunk {
+                insert.values_panic([
+                    file_id.into(),
+                    i64::from(*row).into(),
+                    reason.clone().into(),
+                ]);
+            }
+            self.execute_untracked(SKIPPED_ROWS_TABLE, &insert).await?;
+        }
+        Ok(())
+    }
+}
+
 impl Store {
+    /// The rows a file's processing skipped, by row number, with their reasons.
+    pub async fn skipped_rows(&self, file_id: &str) -> StoreResult<Vec<(u32, String)>> {
+        let select = Query::select()
+            .columns(["row_number", "reason"].map(Alias::new))
+            .from(Alias::new(SKIPPED_ROWS_TABLE))
+            .and_where(col("file_id").eq(file_id))
+            .order_by(Alias::new("row_number"), Order::Asc)
+            .to_owned();
+        let rows = self
+            .fetch(&select, &[Kind::Integer, Kind::Text], &Timing::default())
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| match (&row[0], &row[1]) {
+                (Cell::Integer(n), Cell::Text(reason)) => {
+                    Some((u32::try_from(*n).ok()?, reason.clone()))
+                }
+                _ => None,
+            })
+            .collect())
+    }
+
     /// Stores a new file record and queues its job, in one transaction.
     pub async fn create_file(&self, record: Record) -> StoreResult<()> {
         let resource = file_resource();

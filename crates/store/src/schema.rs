@@ -313,6 +313,11 @@ pub fn queue_statements(backend: Backend) -> Vec<String> {
             "CREATE INDEX IF NOT EXISTS \"ix_bh_job_state_available_at\" ON {} (\"state\", \"available_at\")",
             quote(crate::jobs::JOB_TABLE)
         ),
+        // The rows a file's processing skipped, with their reasons, for its error report.
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} (\"file_id\" {id} NOT NULL REFERENCES \"file\"(\"id\") ON DELETE CASCADE, \"row_number\" BIGINT NOT NULL, \"reason\" TEXT NOT NULL, PRIMARY KEY (\"file_id\", \"row_number\"))",
+            quote(crate::jobs::SKIPPED_ROWS_TABLE)
+        ),
     ]
 }
 

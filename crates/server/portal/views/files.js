@@ -1,6 +1,6 @@
 // Files: upload a spreadsheet with its type and arguments picked from lists, drag and drop,
-// processing followed through detail.rowsRead, status and warnings, the original file and
-// the templates to download. The file types and their arguments come from the description
+// processing followed through detail.rowsRead, status and warnings, the original file, the
+// error report of skipped rows and the templates to download. The file types and their arguments come from the description
 // of POST /api/file.
 import { api, records, schema, download } from '../api.js';
 import { t, number, dateTime } from '../i18n.js';
@@ -29,6 +29,15 @@ async function options(resource) {
 /** DD/MM/YYYY from a date input's YYYY-MM-DD. */
 const contractDate = (value) => value.split('-').reverse().join('/');
 
+/** The download of a processed file's skipped rows with their reasons, when it has any. */
+function reportButton(file, slot) {
+  if (file.status !== 'processed' || !(file.detail?.rowsSkipped > 0)) return null;
+  const button = el('button', { type: 'button', class: 'link', 'data-report': file.id }, t('errorReport'));
+  const stem = file.fileName.replace(/\.[^.]*$/, '');
+  button.addEventListener('click', () => busy(button, slot, () => download(`/file/${file.id}/report`, `${stem}-errors.xlsx`)));
+  return button;
+}
+
 function statusBlock(file) {
   const d = file.detail || {};
   const done = file.status === 'processed' || file.status === 'failed';
@@ -36,6 +45,7 @@ function statusBlock(file) {
   if (done) progress.value = 100;
   else if (d.rowsRead) progress.value = 60;
   const warnings = (d.error || '').split('\n').filter(Boolean);
+  const slot = errorSlot();
   return el('div', { class: 'upload-status', 'data-status': file.status },
     el('p', {}, el('strong', {}, file.fileName), ' ', badge(file.status)),
     done ? null : progress,
@@ -43,7 +53,8 @@ function statusBlock(file) {
       el('dt', {}, t('rowsRead')), el('dd', { 'data-count': 'rowsRead' }, number(d.rowsRead ?? 0)),
       el('dt', {}, t('rowsApplied')), el('dd', { 'data-count': 'rowsApplied' }, number(d.rowsApplied ?? 0)),
       el('dt', {}, t('rowsSkipped')), el('dd', { 'data-count': 'rowsSkipped' }, number(d.rowsSkipped ?? 0))),
-    warnings.length ? el('div', { class: 'warnings' }, el('h3', {}, t('warnings')), el('ul', {}, warnings.map((w) => el('li', {}, w)))) : null);
+    warnings.length ? el('div', { class: 'warnings' }, el('h3', {}, t('warnings')), el('ul', {}, warnings.map((w) => el('li', {}, w)))) : null,
+    reportButton(file, slot), slot);
 }
 
 export async function render(main, { may }) {
@@ -126,11 +137,12 @@ export async function render(main, { may }) {
         const original = el('button', { type: 'button', class: 'link' }, t('original'));
         const s = errorSlot();
         original.addEventListener('click', () => busy(original, s, () => download(`/file/${f.id}/content`, f.fileName)));
+        const report = reportButton(f, s);
         return el('tr', {},
           el('td', {}, el('a', { href: `#/browse/file/${f.id}` }, f.fileName), d.error ? el('div', { class: 'warn-text' }, d.error.split('\n')[0]) : null),
           el('td', {}, f.fileType), el('td', {}, badge(f.status)),
           el('td', { class: 'num' }, number(d.rowsRead ?? 0)), el('td', { class: 'num' }, number(d.rowsApplied ?? 0)), el('td', { class: 'num' }, number(d.rowsSkipped ?? 0)),
-          el('td', {}, dateTime(f.createdDate)), el('td', {}, original, s));
+          el('td', {}, dateTime(f.createdDate)), el('td', { class: 'actions' }, original, report, s));
       })))));
   }
   await drawRecent();

@@ -405,6 +405,10 @@ fn add_upload_paths(
         "summary": "The uploaded bytes, with the content type of their format", "tags": [name],
         "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
         "responses": bytes("The uploaded file.")}}));
+    paths.insert(format!("/api/{name}/{{id}}/report"), json!({"get": {
+        "summary": "The rows processing skipped, each with its reason in an added Error column: CSV for a CSV upload, else .xlsx", "tags": [name],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": bytes("The error report.")}}));
     paths.insert(format!("/api/{name}/template/{{fileType}}"), json!({"get": {
         "summary": "An .xlsx template: the file type's header row and one example row", "tags": [name],
         "parameters": [{"name": "fileType", "in": "path", "required": true,

@@ -1,12 +1,13 @@
 //! The file endpoints (CONTRACT §8): `POST /api/file` ([`upload`]: a multipart upload,
 //! checked, streamed to the file store before the answer, recorded as `pending` and queued for
 //! the workers in one transaction), `GET /api/file/<id>/content` ([`content`]: the uploaded
-//! bytes) and `GET /api/file/template/<fileType>` ([`template`]: an `.xlsx` with the type's
+//! bytes), `GET /api/file/<id>/report` ([`report`]: the skipped rows with their reasons) and `GET /api/file/template/<fileType>` ([`template`]: an `.xlsx` with the type's
 //! columns). What the part name and `?wait=` say is parsed next to the file types
 //! (`brandhub_sheet::parse_part_name`); recording and queueing is the ingest side's
 //! (`brandhub_ingest::queue`).
 
 mod content;
+mod report;
 mod template;
 mod upload;
 
@@ -60,10 +61,11 @@ pub async fn nested(
     match (uploads, first.as_str(), second.as_str()) {
         (true, "template", file_type) => template::template(&caller, file_type).await,
         (true, id, "content") => content::content(&state, &caller, &timing, id).await,
+        (true, id, "report") => report::report(&state, &caller, &timing, id).await,
         _ => Err(Problem(ApiError::new(
             Code::NotFound,
             format!(
-                "No API path matches '/api/{name}/{first}/{second}'. Files have /api/file/<id>/content and /api/file/template/<fileType>."
+                "No API path matches '/api/{name}/{first}/{second}'. Files have /api/file/<id>/content, /api/file/<id>/report and /api/file/template/<fileType>."
             ),
         ))),
     }

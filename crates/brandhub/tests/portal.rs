@@ -119,8 +119,61 @@ async fn find(client: &Client, css: &str) -> fantoccini::elements::Element {
         .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
 }
 
-/// A button or link by its accessible text.
+/// `key: 'text',` lines of a portal language file.
+fn texts(source: &str) -> Vec<(&str, String)> {
+    source
+        .lines()
+        .filter_map(|line| {
+            let (key, rest) = line.trim().split_once(": '")?;
+            Some((key, rest.strip_suffix("',")?.replace("\\'", "'")))
+        })
+        .collect()
+}
+
+/// The portal's text for an English one in the page's language (the same key in
+/// `lang/<code>.js`), so that each step reads the same whatever the user's `detail.lang`.
+async fn in_page_language(client: &Client, english: &str) -> String {
+    const EN: &str = include_str!("../../server/portal/lang/en.js");
+    const DE: &str = include_str!("../../server/portal/lang/de.js");
+    let other = match page_language(client).await.as_str() {
+        "de" => texts(DE),
+        _ => return english.to_string(),
+    };
+    // An exact text, or a text with one {placeholder} whose value is carried over.
+    let found = texts(EN).into_iter().find_map(|(key, text)| {
+        if text == english {
+            return Some((key, None));
+        }
+        let (start, rest) = text.split_once('{')?;
+        let (name, end) = rest.split_once('}')?;
+        let value = english.strip_prefix(start)?.strip_suffix(end)?;
+        Some((key, Some((format!("{{{name}}}"), value.to_string()))))
+    });
+    let Some((key, value)) = found else {
+        return english.to_string();
+    };
+    let Some((_, text)) = other.into_iter().find(|(k, _)| *k == key) else {
+        return english.to_string();
+    };
+    match value {
+        Some((placeholder, value)) => text.replace(&placeholder, &value),
+        None => text,
+    }
+}
+
+/// The page's language (`en` unless the user's is another the portal has).
+async fn page_language(client: &Client) -> String {
+    client
+        .execute("return document.documentElement.lang", vec![])
+        .await
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// A button or link by its accessible text (given in English, found in the page's language).
 async fn by_text(client: &Client, tag: &str, text: &str) -> fantoccini::elements::Element {
+    let text = in_page_language(client, text).await;
     let xpath = format!("//{tag}[normalize-space(.)='{text}' or @aria-label='{text}']");
     client
         .wait()
@@ -130,8 +183,10 @@ async fn by_text(client: &Client, tag: &str, text: &str) -> fantoccini::elements
         .unwrap_or_else(|e| panic!("no {tag} '{text}': {e}"))
 }
 
-/// The input a label names (the label's `for`).
+/// The input a label names (the label's `for`; given in English, found in the page's
+/// language).
 async fn labelled(client: &Client, label: &str) -> fantoccini::elements::Element {
+    let label = in_page_language(client, label).await;
     let xpath = format!("//label[normalize-space(.)='{label}']");
     let label = client
         .wait()
@@ -147,13 +202,14 @@ async fn labelled(client: &Client, label: &str) -> fantoccini::elements::Element
     find(client, &format!("[id='{id}']")).await
 }
 
-/// A count as the portal shows it in English: thousands grouped with commas.
-fn grouped(n: u64) -> String {
+/// A count as the portal shows it: thousands grouped with commas in English, dots in German.
+fn grouped(n: u64, lang: &str) -> String {
+    let separator = if lang == "de" { '.' } else { ',' };
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
+            out.push(separator);
         }
         out.push(c);
     }
@@ -227,7 +283,9 @@ async fn sign_in(client: &Client, base: &str, email: &str, password: &str) {
         .click()
         .await
         .unwrap();
-    by_text(client, "button", "Sign out").await;
+    // Signed in: the header's sign-out button (in the user's language, which the page
+    // switches to only now).
+    find(client, "header .who button").await;
     settled(client).await;
 }
 
@@ -293,7 +351,11 @@ async fn browse_stock(fx: &common::Fixture, client: &Client, user_type: &str, sa
         .await
         .unwrap();
     let found = expected["response"]["recordsFound"].as_u64().unwrap();
-    wait_for_text(client, &format!("{} records", grouped(found))).await;
+    let lang = page_language(client).await;
+    let summary = in_page_language(client, "{count} records")
+        .await
+        .replace("{count}", &grouped(found, &lang));
+    wait_for_text(client, &summary).await;
     let rows = client.find_all(Locator::Css("tbody tr")).await.unwrap();
     assert_eq!(
         rows.len() as u64,
@@ -527,9 +589,9 @@ async fn as_each_user(fx: &common::Fixture) {
     client.goto(&format!("{}/", fx.base)).await.unwrap();
     screenshot(&client, save, "sign-in").await;
 
-    // The other user types stop at signing in a second time in the same browser (see the
-    // issue's remaining work); the admin runs every step.
-    for user_type in ["admin"] {
+    // Every demo user type in turn, in the same browser, each in its own language
+    // (`detail.lang`: the company and warehouse users read German).
+    for user_type in ["admin", "sponsor", "company", "host", "warehouse"] {
         let credential = fx.credential(user_type);
         sign_in(
             &client,
@@ -539,14 +601,18 @@ async fn as_each_user(fx: &common::Fixture) {
         )
         .await;
         let sections = nav_sections(&client).await;
+        let mut named = Vec::new();
+        for english in ["Dashboard", "Browse", "Admin", "Files", "Upload", "Orders"] {
+            named.push(in_page_language(&client, english).await);
+        }
         assert!(
-            sections.contains(&"Dashboard".to_string())
-                && sections.contains(&"Browse".to_string())
-                && sections.contains(&"Admin".to_string()),
+            sections.contains(&named[0])
+                && sections.contains(&named[1])
+                && sections.contains(&named[2]),
             "{user_type}: {sections:?}"
         );
         assert_eq!(
-            sections.contains(&"Files".to_string()),
+            sections.contains(&named[3]),
             user_type != "host",
             "{user_type}: {sections:?}"
         );
@@ -559,14 +625,14 @@ async fn as_each_user(fx: &common::Fixture) {
         if user_type == "host" {
             go(&client, &fx.base, "#/files").await;
             assert!(
-                !body_text(&client).await.contains("Upload"),
+                !body_text(&client).await.contains(&named[4]),
                 "a host never sees Files"
             );
         }
         go(&client, &fx.base, "#/orders").await;
         find(&client, "table").await;
         let orders = body_text(&client).await;
-        assert!(orders.contains("Orders"), "{orders}");
+        assert!(orders.contains(&named[5]), "{orders}");
         let order_link = client
             .find_all(Locator::Css("tbody tr td a"))
             .await

@@ -129,8 +129,11 @@ pub async fn action(
         }
     };
     let row = transition(step);
-    let mut outcomes = Vec::with_capacity(items.len());
-    let (mut applied, mut refused) = (0, 0);
+    // Each element read on its own; the readable ones are then taken in one transaction, each
+    // applied or refused on its own (a savepoint each).
+    let mut results: Vec<Result<(String, String), Problem>> = Vec::with_capacity(items.len());
+    let mut asks = Vec::new();
+    let mut asked_at = Vec::new();
     for (index, item) in items.iter().enumerate() {
         let read = match item {
             Value::Object(object) => read_ask(object, row.to.first().copied()).map_err(Problem),
@@ -139,13 +142,12 @@ pub async fn action(
                 format!("Element {index} must be a JSON object."),
             ))),
         };
-        let result = match read {
-            Ok((Some(id), ask)) if row.to.contains(&ask.status.as_str()) => state
-                .store
-                .order_step(&id, &ask, &viewer)
-                .await
-                .map(|status| (id, status))
-                .map_err(Problem::from),
+        results.push(match read {
+            Ok((Some(id), ask)) if row.to.contains(&ask.status.as_str()) => {
+                asks.push((id.clone(), ask));
+                asked_at.push(index);
+                Ok((id, String::new()))
+            }
             Ok((Some(id), ask)) => Err(Problem(
                 ApiError::new(
                     Code::InvalidTransition,
@@ -164,7 +166,18 @@ pub async fn action(
                 )]),
             )),
             Err(error) => Err(error),
+        });
+    }
+    let steps = state.store.order_steps(&asks, &viewer).await?;
+    for (index, step) in asked_at.into_iter().zip(steps) {
+        results[index] = match step {
+            Ok(status) => Ok((asks_id(&results[index]), status)),
+            Err(error) => Err(Problem::from(error)),
         };
+    }
+    let mut outcomes = Vec::with_capacity(items.len());
+    let (mut applied, mut refused) = (0, 0);
+    for (index, (item, result)) in items.iter().zip(results).enumerate() {
         let id = item.get("id").cloned().unwrap_or(Value::Null);
         outcomes.push(match result {
             Ok((_, status)) => {
@@ -192,4 +205,12 @@ pub async fn action(
     }});
     let bytes = serde_json::to_vec(&body).map_err(|_| Problem(ApiError::internal()))?;
     Ok(answer(StatusCode::OK, bytes, None))
+}
+
+/// The order id of a result read so far.
+fn asks_id(result: &Result<(String, String), Problem>) -> String {
+    result
+        .as_ref()
+        .map(|(id, _)| id.clone())
+        .unwrap_or_default()
 }

@@ -241,50 +241,62 @@ fn not_found(id: &str) -> StoreError {
     StoreError::NotFound(format!("There is no order with id '{id}'."))
 }
 
-/// What one element of a many-order action came to.
-#[derive(Debug, Clone)]
-pub struct StepResult {
-    /// The order's id as given.
-    pub id: String,
-    /// The order's status after the step, or the refusal.
-    pub result: Result<String, StoreError>,
-}
-
 impl Store {
     /// Takes the lifecycle step `ask` on the order `id` for `viewer`, in one transaction: 404
     /// outside the caller's scope, else what [`machine::decide`] says. Returns the new status.
     pub async fn order_step(&self, id: &str, ask: &Ask, viewer: &Viewer) -> StoreResult<String> {
-        let id = id.to_ascii_uppercase();
-        let order = resource("order");
         let mut tx = self.begin().await?;
-        let visible = tx
-            .fetch(
-                &satisfying_ids(order, std::slice::from_ref(&id), &viewer.scope(order)),
-                &[Kind::Text],
-            )
-            .await?;
-        if visible.is_empty() {
-            return Err(not_found(&id));
-        }
-        let Some(loaded) = tx.load_orders(std::slice::from_ref(&id)).await?.pop() else {
-            return Err(not_found(&id));
-        };
-        let outcome = machine::decide(&loaded.state(), ask, viewer.user_type(), &now_timestamp())?;
-        tx.write_outcome(&loaded, &outcome).await?;
+        let status = step_in(&mut tx, id, ask, viewer).await?;
         tx.commit().await?;
-        Ok(outcome.order.status)
+        Ok(status)
     }
 
-    /// Takes one step on many orders (`POST /api/order/dispatch`), each in its own
-    /// transaction: each is applied or refused on its own.
-    pub async fn order_steps(&self, asks: &[(String, Ask)], viewer: &Viewer) -> Vec<StepResult> {
+    /// Takes one step on many orders (`POST /api/order/dispatch`) in one transaction, each
+    /// within a savepoint: each is applied or refused on its own (a refused one leaves
+    /// nothing, not even an event), and all that were applied commit together. The outer
+    /// `Err` is a failure of the transaction itself, which applies none.
+    pub async fn order_steps(
+        &self,
+        asks: &[(String, Ask)],
+        viewer: &Viewer,
+    ) -> StoreResult<Vec<StoreResult<String>>> {
+        let mut tx = self.begin().await?;
         let mut results = Vec::with_capacity(asks.len());
         for (id, ask) in asks {
-            results.push(StepResult {
-                id: id.clone(),
-                result: self.order_step(id, ask, viewer).await,
-            });
+            let mark = tx.savepoint().await?;
+            match step_in(&mut tx, id, ask, viewer).await {
+                Ok(status) => {
+                    tx.release_savepoint().await?;
+                    results.push(Ok(status));
+                }
+                Err(error) => {
+                    tx.rollback_to_savepoint(mark).await?;
+                    results.push(Err(error));
+                }
+            }
         }
-        results
+        tx.commit().await?;
+        Ok(results)
     }
+}
+
+/// One lifecycle step inside a transaction (see [`Store::order_step`]).
+async fn step_in(tx: &mut WriteTx, id: &str, ask: &Ask, viewer: &Viewer) -> StoreResult<String> {
+    let id = id.to_ascii_uppercase();
+    let order = resource("order");
+    let visible = tx
+        .fetch(
+            &satisfying_ids(order, std::slice::from_ref(&id), &viewer.scope(order)),
+            &[Kind::Text],
+        )
+        .await?;
+    if visible.is_empty() {
+        return Err(not_found(&id));
+    }
+    let Some(loaded) = tx.load_orders(std::slice::from_ref(&id)).await?.pop() else {
+        return Err(not_found(&id));
+    };
+    let outcome = machine::decide(&loaded.state(), ask, viewer.user_type(), &now_timestamp())?;
+    tx.write_outcome(&loaded, &outcome).await?;
+    Ok(outcome.order.status)
 }

@@ -545,40 +545,6 @@ impl WriteTx {
             .await
     }
 
-    /// Opens a savepoint (one at a time), so that a part of the transaction can be undone
-    /// alone; returns what [`WriteTx::rollback_to_savepoint`] needs to undo it.
-    pub async fn savepoint(&mut self) -> StoreResult<crate::events::OutboxMark> {
-        self.raw("SAVEPOINT bh_part").await?;
-        Ok(self.outbox.mark())
-    }
-
-    /// Keeps what was written since the savepoint.
-    pub async fn release_savepoint(&mut self) -> StoreResult<()> {
-        self.raw("RELEASE SAVEPOINT bh_part").await
-    }
-
-    /// Undoes everything written since the savepoint, the events it announced included.
-    pub async fn rollback_to_savepoint(
-        &mut self,
-        mark: crate::events::OutboxMark,
-    ) -> StoreResult<()> {
-        self.raw("ROLLBACK TO SAVEPOINT bh_part").await?;
-        self.raw("RELEASE SAVEPOINT bh_part").await?;
-        self.outbox.rewind(mark);
-        Ok(())
-    }
-
-    /// Runs a fixed statement of brandhub's own (no input) inside the transaction.
-    async fn raw(&mut self, sql: &'static str) -> StoreResult<()> {
-        on_tx!(&mut self.tx, |conn, _builder| {
-            sqlx::raw_sql(sql)
-                .execute(conn)
-                .await
-                .map_err(|e| internal(sql, e))?;
-        });
-        Ok(())
-    }
-
     /// Writes the announced events to the outbox, bumps the versions of the written tables,
     /// then commits.
     pub async fn commit(mut self) -> StoreResult<()> {

@@ -56,24 +56,6 @@ pub(crate) struct Outbox {
     seen: HashSet<Change>,
 }
 
-/// Where the outbox stood at a savepoint.
-#[derive(Debug, Clone, Copy)]
-pub struct OutboxMark(usize);
-
-impl Outbox {
-    /// The outbox as it is now, to return to.
-    pub(crate) fn mark(&self) -> OutboxMark {
-        OutboxMark(self.changes.len())
-    }
-
-    /// Forgets what was announced since `mark` (its writes were rolled back).
-    pub(crate) fn rewind(&mut self, mark: OutboxMark) {
-        for change in self.changes.drain(mark.0.min(self.changes.len())..) {
-            self.seen.remove(&change);
-        }
-    }
-}
-
 fn col(name: &str) -> Expr {
     Expr::col(Alias::new(name))
 }

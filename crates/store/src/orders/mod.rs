@@ -251,10 +251,12 @@ impl Store {
         Ok(status)
     }
 
-    /// Takes one step on many orders (`POST /api/order/dispatch`) in one transaction, each
-    /// within a savepoint: each is applied or refused on its own (a refused one leaves
-    /// nothing, not even an event), and all that were applied commit together. The outer
-    /// `Err` is a failure of the transaction itself, which applies none.
+    /// Takes one step on many orders (`POST /api/order/dispatch`), each applied or refused on
+    /// its own, in one transaction: a refusal is decided before its order is written (scope,
+    /// then the state machine, which is pure), so a refused order leaves nothing behind and
+    /// the applied ones commit together. Should a write itself fail (a database error), the
+    /// transaction is dropped and every order is taken again in a transaction of its own. The
+    /// outer `Err` is a failure of the transaction itself.
     pub async fn order_steps(
         &self,
         asks: &[(String, Ask)],
@@ -263,15 +265,28 @@ impl Store {
         let mut tx = self.begin().await?;
         let mut results = Vec::with_capacity(asks.len());
         for (id, ask) in asks {
-            let mark = tx.savepoint().await?;
-            match step_in(&mut tx, id, ask, viewer).await {
-                Ok(status) => {
-                    tx.release_savepoint().await?;
-                    results.push(Ok(status));
+            let written = match decide_in(&mut tx, id, ask, viewer).await {
+                Ok((loaded, outcome)) => tx
+                    .write_outcome(&loaded, &outcome)
+                    .await
+                    .map(|()| outcome.order.status),
+                // The database failed (the transaction may be unusable): not a refusal.
+                Err(StoreError::Internal) => Err(StoreError::Internal),
+                Err(refusal) => {
+                    results.push(Err(refusal));
+                    continue;
                 }
+            };
+            match written {
+                Ok(status) => results.push(Ok(status)),
                 Err(error) => {
-                    tx.rollback_to_savepoint(mark).await?;
-                    results.push(Err(error));
+                    tracing::warn!(%error, order = %id, "a dispatch array's transaction failed; taking its orders one by one");
+                    drop(tx);
+                    let mut one_by_one = Vec::with_capacity(asks.len());
+                    for (id, ask) in asks {
+                        one_by_one.push(self.order_step(id, ask, viewer).await);
+                    }
+                    return Ok(one_by_one);
                 }
             }
         }
@@ -282,6 +297,19 @@ impl Store {
 
 /// One lifecycle step inside a transaction (see [`Store::order_step`]).
 async fn step_in(tx: &mut WriteTx, id: &str, ask: &Ask, viewer: &Viewer) -> StoreResult<String> {
+    let (loaded, outcome) = decide_in(tx, id, ask, viewer).await?;
+    tx.write_outcome(&loaded, &outcome).await?;
+    Ok(outcome.order.status)
+}
+
+/// What a step does to the order `id`, decided without writing: 404 outside the caller's
+/// scope, else the state machine's verdict for the order as loaded (and locked).
+async fn decide_in(
+    tx: &mut WriteTx,
+    id: &str,
+    ask: &Ask,
+    viewer: &Viewer,
+) -> StoreResult<(Loaded, machine::Outcome)> {
     let id = id.to_ascii_uppercase();
     let order = resource("order");
     let visible = tx
@@ -297,6 +325,5 @@ async fn step_in(tx: &mut WriteTx, id: &str, ask: &Ask, viewer: &Viewer) -> Stor
         return Err(not_found(&id));
     };
     let outcome = machine::decide(&loaded.state(), ask, viewer.user_type(), &now_timestamp())?;
-    tx.write_outcome(&loaded, &outcome).await?;
-    Ok(outcome.order.status)
+    Ok((loaded, outcome))
 }

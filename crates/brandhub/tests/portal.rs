@@ -376,6 +376,25 @@ async fn browse_stock(fx: &common::Fixture, client: &Client, user_type: &str, sa
 }
 
 /// Uploads the product template (its example row) for the first brand offered.
+/// Uploads a product file through the Files form on the page: its type, the file, Upload.
+async fn upload_in_page(client: &Client, path: &std::path::Path) {
+    labelled(client, "File type")
+        .await
+        .select_by_value("product")
+        .await
+        .unwrap();
+    find(client, "input[type=file]")
+        .await
+        .send_keys(path.to_str().unwrap())
+        .await
+        .unwrap();
+    by_text(client, "button", "Upload")
+        .await
+        .click()
+        .await
+        .unwrap();
+}
+
 async fn upload_product(
     fx: &common::Fixture,
     client: &Client,
@@ -398,21 +417,7 @@ async fn upload_product(
     let path = dir.path().join(format!("portal-{user_type}.xlsx"));
     std::fs::write(&path, &template).unwrap();
     go(client, &fx.base, "#/files").await;
-    labelled(client, "File type")
-        .await
-        .select_by_value("product")
-        .await
-        .unwrap();
-    find(client, "input[type=file]")
-        .await
-        .send_keys(path.to_str().unwrap())
-        .await
-        .unwrap();
-    by_text(client, "button", "Upload")
-        .await
-        .click()
-        .await
-        .unwrap();
+    upload_in_page(client, &path).await;
     let status = client
         .wait()
         .at_most(Duration::from_secs(60))
@@ -448,16 +453,7 @@ async fn upload_product(
     ]);
     let bad_path = dir.path().join(format!("portal-bad-{user_type}.xlsx"));
     std::fs::write(&bad_path, &bad).unwrap();
-    find(client, "input[type=file]")
-        .await
-        .send_keys(bad_path.to_str().unwrap())
-        .await
-        .unwrap();
-    by_text(client, "button", "Upload")
-        .await
-        .click()
-        .await
-        .unwrap();
+    upload_in_page(client, &bad_path).await;
     client
         .wait()
         .at_most(Duration::from_secs(60))
@@ -797,22 +793,8 @@ async fn portal_timings() {
     let path = downloads.path().join("portal-bench-10000.xlsx");
     std::fs::write(&path, &bytes).unwrap();
     go(&client, &fx.base, "#/files").await;
-    labelled(&client, "File type")
-        .await
-        .select_by_value("product")
-        .await
-        .unwrap();
     let started = std::time::Instant::now();
-    find(&client, "input[type=file]")
-        .await
-        .send_keys(path.to_str().unwrap())
-        .await
-        .unwrap();
-    by_text(&client, "button", "Upload")
-        .await
-        .click()
-        .await
-        .unwrap();
+    upload_in_page(&client, &path).await;
     client
         .wait()
         .at_most(Duration::from_secs(300))

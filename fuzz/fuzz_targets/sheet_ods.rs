@@ -6,6 +6,9 @@
 use brandhub_sheet::{Format, Limits, read};
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
+#[path = "../caught_panics.rs"]
+mod caught_panics;
+
+fuzz_target!(init: caught_panics::tolerate_calamine_panics(), |data: &[u8]| {
     let _ = read(data, Format::Ods, &Limits::default());
 });

@@ -8,24 +8,7 @@ mod common;
 
 use serde_json::{Value, json};
 
-/// A request as a demo user of `user_type`, with an optional JSON body.
-async fn call(
-    fx: &common::Fixture,
-    method: reqwest::Method,
-    path: &str,
-    user_type: &str,
-    body: Option<Value>,
-) -> common::Response {
-    let credential = fx.credential(user_type);
-    let mut request = fx
-        .client()
-        .request(method, format!("{}{path}", fx.base))
-        .basic_auth(&credential.email, Some(&credential.secret));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    common::Response::read(request.send().await.expect("the server answers")).await
-}
+use common::call;
 
 async fn post(fx: &common::Fixture, path: &str, user_type: &str, body: Value) -> common::Response {
     call(fx, reqwest::Method::POST, path, user_type, Some(body)).await

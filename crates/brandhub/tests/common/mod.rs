@@ -124,6 +124,25 @@ impl Fixture {
     }
 }
 
+/// A request as a demo user of `user_type`, with an optional JSON body.
+pub async fn call(
+    fx: &Fixture,
+    method: reqwest::Method,
+    path: &str,
+    user_type: &str,
+    body: Option<serde_json::Value>,
+) -> Response {
+    let credential = fx.credential(user_type);
+    let mut request = fx
+        .client()
+        .request(method, format!("{}{path}", fx.base))
+        .basic_auth(&credential.email, Some(&credential.secret));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    Response::read(request.send().await.expect("the server answers")).await
+}
+
 /// An .xlsx whose first sheet holds these rows as text cells (empty strings stay empty).
 pub fn xlsx(rows: &[Vec<String>]) -> Vec<u8> {
     let mut workbook = rust_xlsxwriter::Workbook::new();

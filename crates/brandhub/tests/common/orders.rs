@@ -14,23 +14,7 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{nanos}-{}", NEXT.fetch_add(1, Ordering::SeqCst))
 }
 
-pub async fn call(
-    fx: &super::Fixture,
-    method: reqwest::Method,
-    path: &str,
-    user_type: &str,
-    body: Option<Value>,
-) -> super::Response {
-    let credential = fx.credential(user_type);
-    let mut request = fx
-        .client()
-        .request(method, format!("{}{path}", fx.base))
-        .basic_auth(&credential.email, Some(&credential.secret));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    super::Response::read(request.send().await.expect("the server answers")).await
-}
+pub use super::call;
 
 pub async fn get(fx: &super::Fixture, user_type: &str, path: &str) -> super::Response {
     call(fx, reqwest::Method::GET, path, user_type, None).await

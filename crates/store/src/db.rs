@@ -23,6 +23,32 @@ pub enum Backend {
     Postgres,
 }
 
+/// SQLite's page cache of each pooled connection, in KiB (the operating system caches the
+/// file too).
+pub const SQLITE_CACHE_KIB: u32 = 8_000;
+
+/// SQLite connections kept for exports, and the page cache of each (KiB): a scan reads each
+/// page once, so a large cache would only hold memory.
+pub const EXPORT_CONNECTIONS: u32 = 2;
+const EXPORT_CACHE_KIB: u32 = 1_000;
+
+/// SQLite's connection settings with a page cache of `cache_kib`.
+fn sqlite_options(url: &str, cache_kib: u32) -> StoreResult<SqliteConnectOptions> {
+    Ok(SqliteConnectOptions::from_str(url)
+        .map_err(|e| internal("bad SQLite URL", e))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(30))
+        .foreign_keys(true)
+        .pragma("cache_size", format!("-{cache_kib}"))
+        .pragma("temp_store", "memory")
+        .statement_cache_capacity(256)
+        // Room for a whole page (and its padded relation loads) without the worker
+        // thread blocking mid-query and waking the reader row by row.
+        .row_buffer_size(4096))
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Pool {
     Sqlite(SqlitePool),
@@ -33,6 +59,8 @@ pub(crate) enum Pool {
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
+    /// SQLite only: the few connections exports read on (see [`Store::for_export`]).
+    pub(crate) export_pool: Option<Pool>,
     pub(crate) count_writer: Option<tokio::sync::mpsc::Sender<crate::count::CountEntry>>,
     /// Counts known in this process: statement hash → (stamp, count).
     pub(crate) counts: std::sync::Arc<quick_cache::sync::Cache<String, (i64, u64)>>,
@@ -196,28 +224,23 @@ impl Store {
     /// Connects (creating an SQLite file if needed) with the settings each backend wants.
     pub async fn connect(options: &StoreOptions) -> StoreResult<Store> {
         let url = options.url.as_str();
+        let mut export_pool = None;
         let pool = if url.starts_with("sqlite:") {
-            let connect = SqliteConnectOptions::from_str(url)
-                .map_err(|e| internal("bad SQLite URL", e))?
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(30))
-                .foreign_keys(true)
-                // 8 MB of pages per connection; the operating system caches the file too.
-                .pragma("cache_size", "-8000")
-                .pragma("temp_store", "memory")
-                .statement_cache_capacity(256)
-                // Room for a whole page (and its padded relation loads) without the worker
-                // thread blocking mid-query and waking the reader row by row.
-                .row_buffer_size(4096);
+            let main = sqlite_options(url, SQLITE_CACHE_KIB)?;
+            export_pool = Some(Pool::Sqlite(
+                SqlitePoolOptions::new()
+                    .max_connections(EXPORT_CONNECTIONS)
+                    .test_before_acquire(false)
+                    .min_connections(0)
+                    .connect_lazy_with(sqlite_options(url, EXPORT_CACHE_KIB)?),
+            ));
             Pool::Sqlite(
                 SqlitePoolOptions::new()
                     .max_connections(options.max_connections)
                     // A ping before every checkout would double the round trips of a read.
                     .test_before_acquire(false)
                     .min_connections(1)
-                    .connect_with(connect)
+                    .connect_with(main)
                     .await
                     .map_err(|e| internal("cannot open the SQLite database", e))?,
             )
@@ -250,6 +273,7 @@ impl Store {
         let count_writer = Some(crate::count::start_writer(pool.clone()));
         Ok(Store {
             pool,
+            export_pool,
             count_writer,
             counts: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
             count_routes: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
@@ -302,7 +326,23 @@ impl Store {
 
     /// Closes every connection (on shutdown, or before deleting a test database).
     pub async fn close(&self) {
+        if let Some(exports) = &self.export_pool {
+            on_pool!(exports, |pool, _builder| pool.close().await)
+        }
         on_pool!(&self.pool, |pool, _builder| pool.close().await)
+    }
+
+    /// The same store reading on the connections kept for exports. On SQLite each connection
+    /// caches its own pages: an export's full scan spread over the whole pool would fill every
+    /// connection's cache (the pool's size × [`SQLITE_CACHE_KIB`]); on its own few connections
+    /// with a small cache it holds a few megabytes, and at most [`EXPORT_CONNECTIONS`] exports
+    /// read at once. PostgreSQL caches pages in its server: the same pool serves.
+    pub fn for_export(&self) -> Store {
+        let mut store = self.clone();
+        if let Some(exports) = &self.export_pool {
+            store.pool = exports.clone();
+        }
+        store
     }
 
     /// Runs a select and decodes each row by `kinds`.

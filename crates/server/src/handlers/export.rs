@@ -179,13 +179,13 @@ pub async fn export(
 ) -> Answer<Response> {
     let viewer = viewer(caller);
     let table = table(resource, request, caller, &viewer)?;
+    // Exports read on connections of their own (`Store::for_export`).
+    let store = state.store.for_export();
     // The first chunk before the answer's head: a failure here is still a proper error.
-    let first = state
-        .store
+    let first = store
         .export_chunk(&table.plan, &viewer, None, state.export_chunk, timing)
         .await?;
     let (sender, receiver) = mpsc::channel::<io::Result<Bytes>>(4);
-    let store = state.store.clone();
     let chunk = state.export_chunk;
     // The rest is written after the answer's head went out; its lines keep the request id.
     let span = tracing::Span::current();

@@ -409,9 +409,9 @@ impl WriteTx {
     /// Adds to counters of records found by a key, creating those the key finds none of (a
     /// stock record for a variant its warehouse never had): each record's `add` fields are
     /// added to the stored ones (unset counting as 0), its stamped fields set to now and its
-    /// version one up, in one `INSERT … ON CONFLICT (key) DO UPDATE` per record, so that
-    /// concurrent writers never lose each other's additions. Records are taken in key order,
-    /// so concurrent transactions lock rows in the same order.
+    /// version one up, in multi-row `INSERT … ON CONFLICT (key) DO UPDATE` statements (one for
+    /// an order's lines), so that concurrent writers never lose each other's additions.
+    /// Records are taken in key order, so concurrent transactions lock rows in the same order.
     pub async fn add_to_records(
         &mut self,
         resource: &'static Resource,
@@ -433,15 +433,13 @@ impl WriteTx {
                     .expect("the key names stored fields")
             })
             .collect();
-        records.sort_by(|a, b| {
-            let of = |r: &Record| -> Vec<String> {
-                key_at
-                    .iter()
-                    .map(|i| r.cells[*i].as_text().unwrap_or_default().to_string())
-                    .collect()
-            };
-            of(a).cmp(&of(b))
-        });
+        let key_of = |r: &Record| -> Vec<String> {
+            key_at
+                .iter()
+                .map(|i| r.cells[*i].as_text().unwrap_or_default().to_string())
+                .collect()
+        };
+        records.sort_by_key(key_of);
         let column = |field: &Field| {
             Expr::col((
                 Alias::new(resource.table),
@@ -475,19 +473,34 @@ impl WriteTx {
         );
         let now = self.now_timestamp();
         let columns = insert_columns(resource);
+        let rows_per_statement = (MAX_PARAMETERS / columns.len()).clamp(1, MAX_ROWS);
         let mut changed = Vec::with_capacity(records.len());
-        for record in records.iter() {
+        // Multi-row statements in key order (rows are locked in the same order by every
+        // transaction). A key given twice starts a new statement: one statement may not
+        // update a row twice, and the second addition must see the first.
+        let mut start = 0;
+        while start < records.len() {
+            let mut end = start + 1;
+            while end < records.len()
+                && end - start < rows_per_statement
+                && key_of(&records[end]) != key_of(&records[end - 1])
+            {
+                end += 1;
+            }
             let mut insert = Query::insert();
             insert
                 .into_table(Alias::new(resource.table))
-                .columns(columns.iter().map(|c| Alias::new(c.as_str())))
-                .values_panic(
+                .columns(columns.iter().map(|c| Alias::new(c.as_str())));
+            for record in &records[start..end] {
+                insert.values_panic(
                     row_values(&fields, record, Stamp::Always, &now)
                         .into_iter()
                         .map(Into::into),
-                )
+                );
+            }
+            insert
                 .on_conflict(on_conflict.clone())
-                // The id of the record added to: the existing one's when the key was taken.
+                // The ids of the records added to: the existing ones' where the key was taken.
                 .returning_col(Alias::new("id"));
             let rows = self
                 .fetch_returning(Some(resource.table), &insert, &[Kind::Text])
@@ -496,6 +509,7 @@ impl WriteTx {
                 rows.into_iter()
                     .filter_map(|row| row[0].as_text().map(str::to_string)),
             );
+            start = end;
         }
         self.announce(resource, changed.iter().map(String::as_str), false)
             .await?;

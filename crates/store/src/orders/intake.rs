@@ -112,6 +112,21 @@ impl WriteTx {
     /// row lock orders concurrent intakes; a rollback gives the number back). The first draw
     /// starts past the highest `BO-` reference already stored (the demo's).
     async fn next_order_number(&mut self) -> StoreResult<i64> {
+        // Every draw but the first: one statement.
+        let bump = Query::update()
+            .table(Alias::new(COUNTER_TABLE))
+            .value(Alias::new("value"), Expr::col(Alias::new("value")).add(1))
+            .and_where(Expr::col(Alias::new("name")).eq(COUNTER))
+            .returning_col(Alias::new("value"))
+            .to_owned();
+        if let Some(Cell::Integer(n)) = self
+            .fetch_returning(None, &bump, &[Kind::Integer])
+            .await?
+            .first()
+            .map(|r| &r[0])
+        {
+            return Ok(*n);
+        }
         let order = resource("order");
         let highest = self
             .fetch(
@@ -365,8 +380,6 @@ impl Store {
         for (field, cell) in &intake.order.cells {
             record.cells[o.cell(&field.path)] = cell.clone();
         }
-        let number = tx.next_order_number().await?;
-        record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
         record.cells[o.cell("fk_warehouse")] = Cell::Text(warehouse.clone());
         record.cells[o.cell("status")] = Cell::Text("new".into());
         if record.cells[o.cell("orderDate")].is_unset() {
@@ -410,9 +423,13 @@ impl Store {
             }
             lines.push(r);
         }
+        // The stock first and the counter row last: concurrent intakes wait on the counter's
+        // row lock only for the two inserts and the commit.
+        tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
+        let number = tx.next_order_number().await?;
+        record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
         tx.insert_records(order, &mut [record]).await?;
         tx.insert_records(item, &mut lines).await?;
-        tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
         tx.commit().await?;
         Ok(order_id)
     }

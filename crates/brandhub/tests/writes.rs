@@ -127,6 +127,25 @@ async fn one_422_lists_every_problem_of_a_body(fx) {
     unknown_name.assert_problem(400, "unknown_field");
     let bad_parameter = post(fx, "/api/host?upsert=maybe", "admin", json!({"name": "x", "code": "x"})).await;
     bad_parameter.assert_problem(400, "invalid_parameter");
+
+    // What a create must give, a PATCH may change but not empty; a field always set takes no
+    // null (the conformance run found both written: an empty company code, a 500).
+    let host = created(&post(fx, "/api/host", "admin", json!({"name": "Keep", "code": "KEEP"})).await, "host");
+    let host_id = host["id"].as_str().unwrap();
+    let emptied = call(fx, reqwest::Method::PATCH, &format!("/api/host/{host_id}"), "admin", Some(json!({"name": "", "code": null}))).await;
+    let body = emptied.assert_problem(422, "validation_failed");
+    let fields: Vec<&str> = body["errors"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["code", "name"], "{body}");
+    assert_eq!(fx.get(&format!("/api/host/{host_id}")).await.records("host")[0]["code"], "KEEP");
+    let user = fx.get("/api/user?email=host@demo.brandhub.test").await.records("user")[0]["id"].as_str().unwrap().to_string();
+    let untyped = call(fx, reqwest::Method::PATCH, &format!("/api/user/{user}"), "admin", Some(json!({"type": null}))).await;
+    untyped.assert_problem(422, "validation_failed");
+    assert_eq!(fx.get(&format!("/api/user/{user}")).await.records("user")[0]["type"], "host");
+    let hook = created(&post(fx, "/api/webhook", "admin", json!({"url": "https://hooks.writes.test/in", "events": ["order.created"]})).await, "webhook");
+    let hook_id = hook["id"].as_str().unwrap();
+    let unset = call(fx, reqwest::Method::PATCH, &format!("/api/webhook/{hook_id}"), "admin", Some(json!({"active": null}))).await;
+    let body = unset.assert_problem(422, "validation_failed");
+    assert_eq!(body["errors"][0]["field"], "active", "{body}");
 }
 
 async fn an_array_is_written_whole_or_not_at_all(fx) {

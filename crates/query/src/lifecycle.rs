@@ -73,8 +73,12 @@ impl Reader {
         match value {
             Value::Null => None,
             Value::String(text) => {
-                let too_long = resource.field_at(path).and_then(|f| f.length_problem(text));
-                if let Some(message) = too_long {
+                // Too long, or not one of the field's words (a status, a reason).
+                let problem = resource.field_at(path).and_then(|f| {
+                    f.length_problem(text)
+                        .or_else(|| f.domain.and_then(|d| d.problem(text)))
+                });
+                if let Some(message) = problem {
                     self.problem(field, message);
                     return None;
                 }
@@ -276,6 +280,10 @@ mod tests {
     fn unknown_names_are_400_and_bad_values_422() {
         let error = read_ask(&object(r#"{"status": "x", "colour": 1}"#), None).unwrap_err();
         assert_eq!(error.code, Code::UnknownField);
+        // A status that is none of the lifecycle's is a bad value, not a transition.
+        let error = read_ask(&object(r#"{"status": "AAA"}"#), None).unwrap_err();
+        assert_eq!(error.code, Code::ValidationFailed);
+        assert_eq!(error.errors[0].field, "status");
         let error = read_ask(
             &object(r#"{"shipDate": "soon", "order_orderItem": [{"id": "A", "shipQty": -1}]}"#),
             None,

@@ -302,7 +302,23 @@ pub fn parse_object(
         WriteMode::Create => (&resource.writes.create, &resource.writes.create_required),
         WriteMode::Update => (&resource.writes.update, &[]),
     };
-    parse_fields(resource, mode, writable, required, object, viewer)
+    let mut values = parse_fields(resource, mode, writable, required, object, viewer)?;
+    if mode == WriteMode::Update {
+        // What a create must give, an update may change but not empty (a company's code, a
+        // user's type).
+        for path in &resource.writes.create_required {
+            let emptied = values.cell(path).is_some_and(|c| c.is_unset());
+            if emptied && !values.problems.iter().any(|e| e.field == *path) {
+                values.problems.push(FieldError {
+                    field: path.to_string(),
+                    message: "is required: it can be changed but not emptied".into(),
+                    index: None,
+                });
+            }
+        }
+        values.problems.sort_by(|a, b| a.field.cmp(&b.field));
+    }
+    Ok(values)
 }
 
 /// [`parse_object`] with the writable and required fields given by the caller: an order's
@@ -359,6 +375,14 @@ pub fn parse_fields(
             continue;
         }
         match typed(field, value) {
+            // A field declared always set has no null to take (text's null is "", a value).
+            Ok(Cell::Null) if field.required && field.ty != FieldType::Text => {
+                errors.push(FieldError {
+                    field: field.path.clone(),
+                    message: "must not be null".into(),
+                    index: None,
+                })
+            }
             Ok(cell) => values.cells.push((field, cell)),
             Err(error) => errors.push(error),
         }

@@ -91,17 +91,38 @@ fn leaf_fields(fields: &[Field]) -> Vec<&Field> {
     leaves
 }
 
+/// The paths through a resource's public relations a filter or an order key can name, as
+/// escaped regular-expression alternatives: one step into the target names one of its
+/// fields (`stock_variant.barcode`) or goes on through one of its relations with names
+/// checked when the request is planned (`stock_variant.variant_product.fk_brand`).
+fn relation_paths(resource: &Resource) -> Vec<String> {
+    let name = "[A-Za-z_][A-Za-z0-9_]*";
+    let mut paths = Vec::new();
+    for relation in resource.public_relations() {
+        let target = catalog().target(relation);
+        let mut steps: Vec<String> = leaf_fields(&target.fields)
+            .iter()
+            .map(|f| f.path.replace('.', "\\."))
+            .collect();
+        for further in target.public_relations() {
+            steps.push(format!(
+                "{}(\\.{name}){{0,{}}}",
+                further.name,
+                limits::PATH_NAMES.max - 2
+            ));
+        }
+        if !steps.is_empty() {
+            paths.push(format!("{}\\.(?:{})", relation.name, steps.join("|")));
+        }
+    }
+    paths
+}
+
 /// A regular-expression alternative of a resource's names: `leaves` (with their dots
-/// escaped), and each public relation followed by a dotted path into its target.
+/// escaped), and the paths through its relations ([`relation_paths`]).
 fn names_pattern(resource: &Resource, leaves: &[String]) -> String {
     let mut alternatives: Vec<String> = leaves.iter().map(|p| p.replace('.', "\\.")).collect();
-    for relation in resource.public_relations() {
-        alternatives.push(format!(
-            "{}(\\.[A-Za-z_][A-Za-z0-9_]*){{0,{}}}",
-            relation.name,
-            limits::PATH_NAMES.max - 1
-        ));
-    }
+    alternatives.extend(relation_paths(resource));
     format!("(?:{})", alternatives.join("|"))
 }
 
@@ -145,6 +166,8 @@ fn parameters(resource: &Resource) -> Value {
             .filter(|f| !f.internal && f.ty == FieldType::Object)
             .map(|f| f.path.clone()),
     );
+    // A relation alone selects its target's template.
+    selectable.extend(resource.public_relations().map(|r| r.name.to_string()));
     selectable.push("\\*".into());
     let key = names_pattern(resource, &sortable);
     let order_item = format!("(?:[<>]?{key}|{key}[<>])");
@@ -159,9 +182,10 @@ fn parameters(resource: &Resource) -> Value {
         filters.insert(field.path.clone(), filter_value_schema(field));
     }
     let mut through = Map::new();
-    for relation in resource.public_relations() {
+    let paths = relation_paths(resource);
+    if !paths.is_empty() {
         through.insert(
-            format!("^{}\\..+$", relation.name),
+            format!("^(?:{})$", paths.join("|")),
             json!({"type": "string"}),
         );
     }
@@ -177,34 +201,110 @@ fn parameters(resource: &Resource) -> Value {
     ])
 }
 
-/// The JSON body of a complex query over a resource (CONTRACT §7): its conditions name the
-/// resource's properties and relations; the first condition of a list takes no conjunction;
-/// `query` and `querywitharray` exclude each other; a `null` list is an absent one.
-fn complex_query_schema(resource: &Resource) -> Value {
-    let leaves: Vec<String> = leaf_fields(&resource.fields)
-        .iter()
-        .map(|f| f.path.clone())
-        .collect();
-    let field =
-        json!({"type": "string", "pattern": format!("^{}$", names_pattern(resource, &leaves))});
-    let condition = |conjunction: bool| {
-        let mut properties = json!({"field": field.clone(), "operator": {"enum": ["=", "#", "<", "<=", ">", ">="]},
-            "value": {"type": ["string", "number", "boolean", "null"], "maxLength": limits::VALUE_BYTES.max / 4}});
-        if conjunction {
-            properties["conjunction"] = json!({"enum": ["&", "|", "#"]});
+/// What a complex query's value may be for a field of this type: the forms the planner reads
+/// (see [`filter_value_schema`]), as JSON strings, numbers or booleans.
+fn condition_value_schema(ty: FieldType) -> Value {
+    let bytes = limits::VALUE_BYTES.max;
+    match ty {
+        FieldType::Integer | FieldType::Number => json!({"anyOf": [
+            {"type": "number"}, {"type": "null"},
+            {"type": "string", "pattern": "^(-?[0-9]{1,15}(\\.[0-9]{1,6})?)?$"}]}),
+        FieldType::Boolean => json!({"anyOf": [
+            {"type": "boolean"}, {"type": "null"},
+            {"type": "string", "enum": ["", "true", "false", "1", "0"]}]}),
+        FieldType::Timestamp | FieldType::PreciseTimestamp => json!({"type": ["string", "null"],
+            "pattern": "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])?)?$"}),
+        // Text: at most VALUE_BYTES bytes of UTF-8 (as many characters when ASCII), and no
+        // NUL character (PostgreSQL's text cannot hold one).
+        _ => json!({"type": ["string", "number", "boolean", "null"], "maxLength": bytes,
+            "pattern": "^[^\\u0000]*$"}),
+    }
+}
+
+/// The fields of a resource a condition can name, grouped by the type of value they take:
+/// (pattern of the names, value schema). Paths through relations take any value the
+/// planner reads for the field they end at; the document gives them the text form.
+fn condition_groups(resource: &Resource) -> Vec<(String, Value)> {
+    let leaves = leaf_fields(&resource.fields);
+    let group_of = |ty: FieldType| match ty {
+        FieldType::Integer | FieldType::Number => 1,
+        FieldType::Boolean => 2,
+        FieldType::Timestamp | FieldType::PreciseTimestamp => 3,
+        _ => 0,
+    };
+    let representative = [
+        FieldType::Text,
+        FieldType::Integer,
+        FieldType::Boolean,
+        FieldType::Timestamp,
+    ];
+    let mut groups = Vec::new();
+    for (group, ty) in representative.iter().enumerate() {
+        let paths: Vec<String> = leaves
+            .iter()
+            .filter(|f| {
+                let element = match (f.ty, &f.list) {
+                    (FieldType::List, Some(list)) => list.element,
+                    (ty, _) => ty,
+                };
+                group_of(element) == group
+            })
+            .map(|f| f.path.replace('.', "\\."))
+            .collect();
+        let mut names = paths;
+        if group == 0 {
+            names.extend(relation_paths(resource));
         }
-        json!({"type": "object", "required": ["field", "operator"], "additionalProperties": false, "properties": properties})
+        if names.is_empty() {
+            continue;
+        }
+        groups.push((
+            format!("^(?:{})$", names.join("|")),
+            condition_value_schema(*ty),
+        ));
+    }
+    groups
+}
+
+/// The body of a complex query over a resource (CONTRACT §7): each condition names a field
+/// and takes a value of that field's type; every condition after the first of a list needs
+/// its conjunction; `query` and `querywitharray` exclude each other (a `null` list is an
+/// absent one).
+fn complex_query_schema(resource: &Resource) -> Value {
+    let groups = condition_groups(resource);
+    let condition = |conjunction: bool| {
+        let shapes: Vec<Value> = groups
+            .iter()
+            .map(|(names, value)| {
+                let mut properties = json!({"field": {"type": "string", "pattern": names},
+                    "operator": {"enum": ["=", "#", "<", "<=", ">", ">="]}, "value": value});
+                let mut required = vec!["field", "operator"];
+                if conjunction {
+                    properties["conjunction"] = json!({"enum": ["&", "|", "#"]});
+                    required.push("conjunction");
+                }
+                json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
+            })
+            .collect();
+        json!({"anyOf": shapes})
     };
     let conditions = json!({"type": ["array", "null"], "prefixItems": [condition(false)],
         "items": condition(true), "maxItems": limits::CONDITIONS.max});
-    let values = json!({"type": ["object", "null"], "required": ["field", "values"], "additionalProperties": false, "properties": {
-        "field": field, "values": {"type": "array", "maxItems": limits::VALUES.max,
-            "items": {"type": ["string", "number", "boolean"], "maxLength": limits::VALUE_BYTES.max / 4}},
-        "operator": {"enum": ["=", "#"]}}});
+    let shapes: Vec<Value> = groups
+        .iter()
+        .map(|(names, value)| {
+            json!({"type": "object", "required": ["field", "values"], "additionalProperties": false, "properties": {
+                "field": {"type": "string", "pattern": names},
+                "values": {"type": "array", "minItems": 1, "maxItems": limits::VALUES.max, "items": value},
+                "operator": {"enum": ["=", "#"]}}})
+        })
+        .collect();
+    let values = json!({"anyOf": [{"type": "null"}, {"anyOf": shapes}]});
     json!({"type": "object", "additionalProperties": false, "properties": {
         "query": conditions.clone(), "queryselection": conditions,
         "querywitharray": values.clone(), "queryselectionwitharray": values},
-        "not": {"required": ["query", "querywitharray"]}})
+        "not": {"required": ["query", "querywitharray"],
+            "properties": {"query": {"type": "array"}, "querywitharray": {"type": "object"}}}})
 }
 
 fn responses(ok: Value) -> Value {
@@ -234,8 +334,9 @@ fn responses_with(ok: Value, status: &str) -> Value {
     Value::Object(responses)
 }
 
-/// A JSON write body of these field paths (dotted paths nest, as records show them).
-fn write_body(resource: &Resource, paths: &[&str], required: &[&str]) -> Value {
+/// A JSON write body of these field paths (dotted paths nest, as records show them):
+/// `required` must be given, `filled` may not be given empty (null, or "" for text).
+fn write_body(resource: &Resource, paths: &[&str], required: &[&str], filled: &[&str]) -> Value {
     let mut body = json!({"type": "object", "additionalProperties": false, "properties": {}});
     for path in paths {
         let field = resource
@@ -246,20 +347,35 @@ fn write_body(resource: &Resource, paths: &[&str], required: &[&str]) -> Value {
         while let Some(part) = parts.next() {
             if parts.peek().is_none() {
                 let mut schema = field_schema(field);
+                let must_fill = required.contains(path) || filled.contains(path);
                 if field.ty == FieldType::Text {
                     // A write may send `null` for text: it stores "" (unset text, CONTRACT §3).
                     schema["type"] = json!(["string", "null"]);
-                    if required.contains(path) {
+                    if must_fill {
                         schema["type"] = json!("string");
                         schema["minLength"] = json!(1);
                     }
+                }
+                if field.ty == FieldType::Id && !field.required && !must_fill {
+                    // Ids are read in either case; "" (like null) sets none.
+                    schema["pattern"] = json!("^([0-9A-Fa-f]{32})?$");
+                } else if field.ty == FieldType::Id {
+                    schema["pattern"] = json!("^[0-9A-Fa-f]{32}$");
+                }
+                if (field.required || must_fill)
+                    && field.ty != FieldType::Text
+                    && let Some(types) = schema["type"].as_array_mut()
+                {
+                    // Always set: a write may not send null.
+                    types.retain(|t| t != "null");
                 }
                 if let Some(max) = field.max_chars {
                     schema["maxLength"] = json!(max);
                 }
                 if let Some(words) = field.domain.and_then(|d| d.words()) {
                     let mut allowed = json!(words);
-                    if !required.contains(path)
+                    if !must_fill
+                        && !field.required
                         && let Some(list) = allowed.as_array_mut()
                     {
                         list.push(Value::Null);
@@ -269,7 +385,8 @@ fn write_body(resource: &Resource, paths: &[&str], required: &[&str]) -> Value {
                 at["properties"][part] = schema;
             } else {
                 if at["properties"].get(part).is_none() {
-                    at["properties"][part] = json!({"type": "object", "properties": {}});
+                    at["properties"][part] =
+                        json!({"type": "object", "additionalProperties": false, "properties": {}});
                 }
                 at = &mut at["properties"][part];
             }
@@ -289,14 +406,14 @@ fn add_write_paths(resource: &Resource, list: &mut Value, by_id: &mut Value, env
     if !writes.create.is_empty() {
         list["post"] = json!({
             "summary": format!("Create a {name} record"), "tags": [name],
-            "requestBody": write_body(resource, &writes.create, &writes.create_required),
+            "requestBody": write_body(resource, &writes.create, &writes.create_required, &[]),
             "responses": responses_with(envelope.clone(), "201")});
     }
     if !writes.update.is_empty() {
         by_id["patch"] = json!({
             "summary": format!("Change fields of a {name} record"), "tags": [name],
             "parameters": id.clone(),
-            "requestBody": write_body(resource, &writes.update, &[]),
+            "requestBody": write_body(resource, &writes.update, &[], &writes.create_required),
             "responses": responses(envelope.clone())});
     }
     if writes.delete {
@@ -329,7 +446,7 @@ fn add_lifecycle_paths(
         schema["properties"][lifecycle.lines] = json!({"type": "array", "minItems": min_items, "items": line_body["content"]["application/json"]["schema"]});
         body
     };
-    let mut intake_line = write_body(line, lifecycle.line_intake, lifecycle.line_required);
+    let mut intake_line = write_body(line, lifecycle.line_intake, lifecycle.line_required, &[]);
     intake_line["content"]["application/json"]["schema"]["properties"]["barcode"] = json!({
         "type": "string", "description": "Names the variant (of the brand store's brand) when fk_variant is absent."});
     let intake = with_lines(
@@ -337,6 +454,7 @@ fn add_lifecycle_paths(
             resource,
             &resource.writes.create,
             &resource.writes.create_required,
+            &[],
         ),
         intake_line,
         1,
@@ -350,8 +468,8 @@ fn add_lifecycle_paths(
         .iter()
         .partition(|path| resource.field_at(path).is_some());
     let mut action = with_lines(
-        write_body(resource, &own, &[lifecycle.status]),
-        write_body(line, lifecycle.line_action, &["id"]),
+        write_body(resource, &own, &[lifecycle.status], &[]),
+        write_body(line, lifecycle.line_action, &["id"], &[]),
         0,
     );
     for path in on_lines {

@@ -33,7 +33,8 @@ pub async fn observe(mut request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let span = tracing::info_span!("request", id = %id);
-    let mut response = next.run(request).instrument(span.clone()).await;
+    let mut response =
+        Timing::scope(timing.clone(), next.run(request).instrument(span.clone())).await;
     let total = started.elapsed();
     let database = timing.database_time();
     let headers = response.headers_mut();

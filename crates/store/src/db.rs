@@ -99,6 +99,14 @@ pub struct StoreOptions {
     pub pg_settings: Vec<(String, String)>,
 }
 
+tokio::task_local! {
+    /// The [`Timing`] of the request a task serves. Reads take their `Timing` as an argument;
+    /// a write's transaction is opened deep inside the store (one per write, per intake, per
+    /// file), so its statements report here instead, when the request's task set it
+    /// ([`Timing::scope`]).
+    static REQUEST_TIMING: std::sync::Arc<Timing>;
+}
+
 /// Database time spent for one request, reported in `Server-Timing`.
 #[derive(Debug, Default)]
 pub struct Timing {
@@ -112,6 +120,20 @@ impl Timing {
         self.micros
             .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
         self.statements.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Runs `work` (a request's handling) with `timing` as the request's timing, so that the
+    /// statements of the write transactions it opens are counted in it too.
+    pub async fn scope<F: std::future::Future>(
+        timing: std::sync::Arc<Timing>,
+        work: F,
+    ) -> F::Output {
+        REQUEST_TIMING.scope(timing, work).await
+    }
+
+    /// Adds a statement of a write transaction to the current request's timing, if any.
+    fn add_to_request(elapsed: Duration) {
+        let _ = REQUEST_TIMING.try_with(|timing| timing.add(elapsed));
     }
 
     /// Total database time so far.
@@ -518,6 +540,7 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
+        let started = Instant::now();
         let affected = on_tx!(&mut self.tx, |conn, builder| {
             let (sql, values) = statement.build_sqlx(builder);
             sqlx::query_with(AssertSqlSafe(sql), values)
@@ -526,6 +549,7 @@ impl WriteTx {
                 .map_err(|e| write_error(table, e))?
                 .rows_affected()
         });
+        Timing::add_to_request(started.elapsed());
         Ok(affected)
     }
 
@@ -552,7 +576,8 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
-        on_tx!(&mut self.tx, |conn, builder| {
+        let started = Instant::now();
+        let rows = on_tx!(&mut self.tx, |conn, builder| {
             let (sql, values) = statement.build_sqlx(builder);
             let rows = sqlx::query_with(AssertSqlSafe(sql), values)
                 .fetch_all(conn)
@@ -562,7 +587,9 @@ impl WriteTx {
                 .map(|r| decode_row(r, kinds))
                 .collect::<Result<_, _>>()
                 .map_err(|e| internal("a row did not decode", e))
-        })
+        });
+        Timing::add_to_request(started.elapsed());
+        rows
     }
 
     /// Runs a statement that returns rows (`UPDATE … RETURNING`, `SELECT … FOR UPDATE`) and
@@ -595,11 +622,13 @@ impl WriteTx {
             self.execute("bh_table_version", &bump).await?;
             tracing::debug!(?tables, "committing a write");
         }
+        let started = Instant::now();
         match self.tx {
             Tx::Sqlite(tx) => tx.commit().await,
             Tx::Postgres(tx) => tx.commit().await,
         }
         .map_err(|e| internal("commit failed", e))?;
+        Timing::add_to_request(started.elapsed());
         if announced {
             self.events_written.notify_one();
         }

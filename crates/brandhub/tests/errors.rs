@@ -167,6 +167,10 @@ async fn methods_a_path_does_not_take_are_method_not_allowed(fx) {
         response.assert_problem(405, "method_not_allowed");
         assert!(response.header("allow").is_some_and(|a| !a.is_empty()), "{method} {path}: Allow header");
     }
+    // A lifecycle's array action takes POST only (not the by-id methods its path resembles).
+    let response = raw(fx, reqwest::Method::OPTIONS, "/api/order/dispatch", None).await;
+    response.assert_problem(405, "method_not_allowed");
+    assert_eq!(response.header("allow").as_deref(), Some("POST"));
 }
 
 async fn bodies_over_the_limit_or_of_the_wrong_type_are_refused(fx) {

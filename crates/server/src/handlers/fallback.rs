@@ -41,6 +41,14 @@ fn allowed(path: &str) -> Option<String> {
         (None, _, _) => resource.methods(false),
         (Some("count"), None, _) => vec!["GET", "HEAD", "POST"],
         (Some("query"), None, _) => vec!["POST"],
+        // A lifecycle's array action (`/api/order/dispatch`).
+        (Some(action), None, _)
+            if resource
+                .lifecycle
+                .is_some_and(|l| l.actions.iter().any(|(name, _)| *name == action)) =>
+        {
+            vec!["POST"]
+        }
         (Some(_), None, _) => resource.methods(true),
         // `/api/file/<id>/content` and `/api/file/template/<fileType>`.
         (Some(_), Some(_), None) if resource.uploads => vec!["GET", "HEAD"],

@@ -92,24 +92,26 @@ fn leaf_fields(fields: &[Field]) -> Vec<&Field> {
 }
 
 /// The paths through a resource's public relations a filter or an order key can name, as
-/// escaped regular-expression alternatives: one step into the target names one of its
-/// fields (`stock_variant.barcode`) or goes on through one of its relations with names
-/// checked when the request is planned (`stock_variant.variant_product.fk_brand`).
+/// escaped regular-expression alternatives, two relations deep: one step into the target
+/// names one of its fields (`stock_variant.barcode`), or one of its relations and a field of
+/// that relation's target (`stock_variant.variant_product.fk_brand`). Deeper paths are
+/// accepted too; the document describes these.
 fn relation_paths(resource: &Resource) -> Vec<String> {
-    let name = "[A-Za-z_][A-Za-z0-9_]*";
+    let fields_of = |target: &Resource| -> Vec<String> {
+        leaf_fields(&target.fields)
+            .iter()
+            .map(|f| f.path.replace('.', "\\."))
+            .collect()
+    };
     let mut paths = Vec::new();
     for relation in resource.public_relations() {
         let target = catalog().target(relation);
-        let mut steps: Vec<String> = leaf_fields(&target.fields)
-            .iter()
-            .map(|f| f.path.replace('.', "\\."))
-            .collect();
+        let mut steps = fields_of(target);
         for further in target.public_relations() {
-            steps.push(format!(
-                "{}(\\.{name}){{0,{}}}",
-                further.name,
-                limits::PATH_NAMES.max - 2
-            ));
+            let fields = fields_of(catalog().target(further));
+            if !fields.is_empty() {
+                steps.push(format!("{}\\.(?:{})", further.name, fields.join("|")));
+            }
         }
         if !steps.is_empty() {
             paths.push(format!("{}\\.(?:{})", relation.name, steps.join("|")));
@@ -166,8 +168,9 @@ fn parameters(resource: &Resource) -> Value {
             .filter(|f| !f.internal && f.ty == FieldType::Object)
             .map(|f| f.path.clone()),
     );
-    // A relation alone selects its target's template.
+    // A relation alone selects (or removes) its target's template.
     selectable.extend(resource.public_relations().map(|r| r.name.to_string()));
+    let removable = names_pattern(resource, &selectable);
     selectable.push("\\*".into());
     let key = names_pattern(resource, &sortable);
     let order_item = format!("(?:[<>]?{key}|{key}[<>])");
@@ -176,7 +179,8 @@ fn parameters(resource: &Resource) -> Value {
         limits::ORDER_KEYS.max - 1
     );
     let name = names_pattern(resource, &selectable);
-    let name_list = |limit: &limits::Limit| format!("^{name}(?:,{name}){{0,{}}}$", limit.max - 1);
+    let name_list =
+        |name: &str, limit: &limits::Limit| format!("^{name}(?:,{name}){{0,{}}}$", limit.max - 1);
     let mut filters = Map::new();
     for field in &leaves {
         filters.insert(field.path.clone(), filter_value_schema(field));
@@ -193,8 +197,8 @@ fn parameters(resource: &Resource) -> Value {
         {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": limits::PAGE.max}, "description": "Page to return (default 1)."},
         {"name": "pageSize", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "Records per page (default 100; above 1000 clamped to 1000)."},
         {"name": "order_by", "in": "query", "schema": {"type": "string", "pattern": order_by}, "description": "path[;path…], each with > (ascending) or < (descending) before or after it."},
-        {"name": "fields", "in": "query", "schema": {"type": "string", "pattern": name_list(&limits::FIELDS_ITEMS)}, "description": "Comma-separated properties and relations (dotted for sub-selection); * is the default template."},
-        {"name": "exclude", "in": "query", "schema": {"type": "string", "pattern": name_list(&limits::EXCLUDE_ITEMS)}, "description": "Comma-separated names to remove."},
+        {"name": "fields", "in": "query", "schema": {"type": "string", "pattern": name_list(&name, &limits::FIELDS_ITEMS)}, "description": "Comma-separated properties and relations (dotted for sub-selection); * is the default template."},
+        {"name": "exclude", "in": "query", "schema": {"type": "string", "pattern": name_list(&removable, &limits::EXCLUDE_ITEMS)}, "description": "Comma-separated names to remove."},
         {"name": "filters", "in": "query", "style": "form", "explode": true,
          "schema": {"type": "object", "properties": filters, "patternProperties": through, "additionalProperties": false},
          "description": "Any other parameter <path>=<value> is an equality filter (paths through relations are dotted); @ is a wildcard in text; repeat a parameter for any of several values."}
@@ -296,7 +300,7 @@ fn complex_query_schema(resource: &Resource) -> Value {
             json!({"type": "object", "required": ["field", "values"], "additionalProperties": false, "properties": {
                 "field": {"type": "string", "pattern": names},
                 "values": {"type": "array", "minItems": 1, "maxItems": limits::VALUES.max, "items": value},
-                "operator": {"enum": ["=", "#"]}}})
+                "operator": {"enum": ["=", "#", null]}}})
         })
         .collect();
     let values = json!({"anyOf": [{"type": "null"}, {"anyOf": shapes}]});
@@ -355,6 +359,13 @@ fn write_body(resource: &Resource, paths: &[&str], required: &[&str], filled: &[
                         schema["type"] = json!("string");
                         schema["minLength"] = json!(1);
                     }
+                }
+                if matches!(field.ty, FieldType::Timestamp | FieldType::PreciseTimestamp)
+                    && !field.required
+                    && !must_fill
+                {
+                    // null (or "") unsets a date.
+                    schema["type"] = json!(["string", "null"]);
                 }
                 if field.ty == FieldType::Id && !field.required && !must_fill {
                     // Ids are read in either case; "" (like null) sets none.

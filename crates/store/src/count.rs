@@ -132,9 +132,20 @@ pub(crate) struct CountRoute {
 
 impl CountRoute {
     fn of(plan: &CountPlan) -> CountRoute {
+        let filter = plan.full_filter();
+        let key = cache_key(&count_statement(plan, CountStrategy::Plain));
+        if filter.is_always() {
+            // Every record of a table: only inserts and deletes change how many there are.
+            // Its stamp counts another version, so its key is another too (a count stamped
+            // with the table's version must never be taken for one of the rows' version).
+            return CountRoute {
+                key: format!("rows:{key}"),
+                tables: vec![crate::versions::rows_key(plan.resource.table)],
+            };
+        }
         CountRoute {
-            key: cache_key(&count_statement(plan, CountStrategy::Plain)),
-            tables: tables_read(plan.resource, &plan.full_filter()),
+            key,
+            tables: tables_read(plan.resource, &filter),
         }
     }
 }

@@ -484,6 +484,7 @@ impl Store {
         Ok(WriteTx {
             tx,
             touched: Vec::new(),
+            updated: Vec::new(),
             clock: self.clock.clone(),
             insecure_loopback: self.insecure_loopback,
             outbox: Default::default(),
@@ -502,7 +503,11 @@ enum Tx {
 /// change is visible, and not a moment before.
 pub struct WriteTx {
     tx: Tx,
+    /// Tables written by statements that may insert or delete rows: both their versions are
+    /// bumped on commit (see [`crate::versions::rows_key`]).
     touched: Vec<&'static str>,
+    /// Tables only updated: their content version alone is bumped.
+    updated: Vec<&'static str>,
     /// The store's clock, for the job queue's times.
     pub(crate) clock: crate::clock::Clock,
     /// See [`Store::allowing_insecure_loopback_urls`].
@@ -523,7 +528,21 @@ impl WriteTx {
         self.execute_untracked(table, statement).await
     }
 
-    /// Remembers that `table` was written, so its version is bumped on commit.
+    /// Runs an update on `table` (rows change, their number does not); returns the rows
+    /// affected.
+    pub async fn execute_update(
+        &mut self,
+        table: &'static str,
+        statement: &sea_query::UpdateStatement,
+    ) -> StoreResult<u64> {
+        if !self.updated.contains(&table) {
+            self.updated.push(table);
+        }
+        self.execute_untracked(table, statement).await
+    }
+
+    /// Remembers that `table` was written (rows may have come or gone), so its versions are
+    /// bumped on commit.
     fn touch(&mut self, table: &'static str) {
         if !self.touched.contains(&table) {
             self.touched.push(table);
@@ -616,11 +635,20 @@ impl WriteTx {
     /// then commits.
     pub async fn commit(mut self) -> StoreResult<()> {
         let announced = self.write_outbox().await?;
-        if !self.touched.is_empty() {
-            let bump = crate::versions::bump_statement(&self.touched);
-            let tables = std::mem::take(&mut self.touched);
-            self.execute("bh_table_version", &bump).await?;
-            tracing::debug!(?tables, "committing a write");
+        let mut versions: Vec<&'static str> = std::mem::take(&mut self.touched);
+        let rows: Vec<&'static str> = versions
+            .iter()
+            .map(|t| crate::versions::rows_key(t))
+            .collect();
+        for table in std::mem::take(&mut self.updated).into_iter().chain(rows) {
+            if !versions.contains(&table) {
+                versions.push(table);
+            }
+        }
+        if !versions.is_empty() {
+            let bump = crate::versions::bump_statement(&versions);
+            self.execute_untracked("bh_table_version", &bump).await?;
+            tracing::debug!(?versions, "committing a write");
         }
         let started = Instant::now();
         match self.tx {

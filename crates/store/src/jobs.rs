@@ -163,7 +163,7 @@ impl WriteTx {
             crate::write::set_field(&mut update, field, cell);
         }
         crate::write::stamp_update(&mut update, resource, &self.now_timestamp());
-        self.execute(resource.table, &update).await?;
+        self.execute_update(resource.table, &update).await?;
         let event = values
             .iter()
             .filter(|(path, _)| *path == file_paths::STATUS)

@@ -289,9 +289,11 @@ pub fn bookkeeping_statements() -> Vec<String> {
         format!("CREATE INDEX IF NOT EXISTS \"ix_bh_event_created_at\" ON \"{}\" (\"created_at\", \"id\")", crate::events::EVENT_TABLE),
     ];
     for table in versioned_tables() {
-        statements.push(format!(
-            "INSERT INTO \"bh_table_version\" (\"table_name\", \"version\") VALUES ('{table}', 0) ON CONFLICT DO NOTHING"
-        ));
+        for name in [table, crate::versions::rows_key(table)] {
+            statements.push(format!(
+                "INSERT INTO \"bh_table_version\" (\"table_name\", \"version\") VALUES ('{name}', 0) ON CONFLICT DO NOTHING"
+            ));
+        }
     }
     statements
 }

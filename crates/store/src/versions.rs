@@ -10,8 +10,27 @@ use crate::error::StoreResult;
 use brandhub_catalog::Cell;
 use sea_query::{Alias, Expr, ExprTrait, Query, UpdateStatement};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 const TABLE: &str = "bh_table_version";
+
+/// The name of a table's second version, of its rows rather than their contents: bumped by
+/// every write that may insert or delete rows of the table, and not by an update, which
+/// changes what rows hold but never how many there are. The count of every record of a
+/// resource is stamped with it alone, so that `PATCH`es leave it cached. A table brandhub
+/// does not version answers its own name (its one version).
+pub fn rows_key(table: &'static str) -> &'static str {
+    static KEYS: LazyLock<HashMap<&'static str, &'static str>> = LazyLock::new(|| {
+        crate::schema::versioned_tables()
+            .into_iter()
+            .map(|table| {
+                let key: &'static str = Box::leak(format!("{table}#rows").into_boxed_str());
+                (table, key)
+            })
+            .collect()
+    });
+    KEYS.get(table).copied().unwrap_or(table)
+}
 
 /// `UPDATE bh_table_version SET version = version + 1 WHERE table_name IN (…)`.
 pub fn bump_statement(tables: &[&'static str]) -> UpdateStatement {
@@ -83,5 +102,11 @@ mod tests {
         *versions.by_table.get_mut("variant").unwrap() += 1;
         assert!(versions.stamp(&["stock", "variant"]) > before);
         assert_eq!(versions.stamp(&["stock"]), 3);
+    }
+
+    #[test]
+    fn every_versioned_table_has_a_rows_key_and_others_their_own_version() {
+        assert_eq!(rows_key("stock"), "stock#rows");
+        assert_eq!(rows_key("bh_not_versioned"), "bh_not_versioned");
     }
 }

@@ -401,7 +401,7 @@ impl WriteTx {
         }
         stamp_update(&mut update, resource, &self.now_timestamp());
         update.and_where(Expr::col(Alias::new("id")).eq(id));
-        self.execute(resource.table, &update).await?;
+        self.execute_update(resource.table, &update).await?;
         self.announce(resource, [id], false).await?;
         Ok(())
     }

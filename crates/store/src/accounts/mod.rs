@@ -265,7 +265,7 @@ impl Store {
             .and_where(Expr::col(Alias::new("id")).eq(key_id))
             .to_owned();
         let mut tx = self.begin().await?;
-        tx.execute("api_key", &update).await?;
+        tx.execute_update("api_key", &update).await?;
         tx.commit().await
     }
 }

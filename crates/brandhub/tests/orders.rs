@@ -139,6 +139,12 @@ async fn an_order_lives_its_whole_life_and_stock_follows(fx) {
     assert_eq!((s0.0, s0.1), (before[0].0 - 2, before[0].1));
     assert_eq!(get(fx, "host", &format!("/api/order/{id}?fields=status")).await.records("order")[0]["status"], "partDispatched");
 
+    // An array with an element that is not an object is malformed as a whole: 400, nothing
+    // applied.
+    let malformed = call(fx, reqwest::Method::POST, "/api/order/dispatch", "warehouse", Some(json!([
+        {"id": id, "status": "dispatched"}, [null]
+    ]))).await;
+    malformed.assert_problem(400, "invalid_value");
     // Full dispatch by a dispatch array: each element applied or refused on its own.
     let answer = call(fx, reqwest::Method::POST, "/api/order/dispatch", "warehouse", Some(json!([
         {"id": id, "status": "dispatched", "carrier": "DHL", "trackingRef": "T-2"},

@@ -277,17 +277,35 @@ fn condition_groups(resource: &Resource) -> Vec<(String, Value)> {
 fn complex_query_schema(resource: &Resource) -> Value {
     let groups = condition_groups(resource);
     let condition = |conjunction: bool| {
+        // Equality compares with any value, an empty one included (unset); an ordering
+        // needs a value to order by.
+        let operators = [
+            (json!(["=", "#"]), None),
+            (
+                json!(["<", "<=", ">", ">="]),
+                Some(json!({"enum": ["", null]})),
+            ),
+        ];
         let shapes: Vec<Value> = groups
             .iter()
-            .map(|(names, value)| {
-                let mut properties = json!({"field": {"type": "string", "pattern": names},
-                    "operator": {"enum": ["=", "#", "<", "<=", ">", ">="]}, "value": value});
-                let mut required = vec!["field", "operator"];
-                if conjunction {
-                    properties["conjunction"] = json!({"enum": ["&", "|", "#"]});
-                    required.push("conjunction");
-                }
-                json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
+            .flat_map(|(names, value)| {
+                operators.iter().map(move |(allowed, excluded)| {
+                    let mut value = value.clone();
+                    if let Some(excluded) = excluded {
+                        value["not"] = excluded.clone();
+                    }
+                    let mut properties = json!({"field": {"type": "string", "pattern": names},
+                        "operator": {"enum": allowed}, "value": value});
+                    let mut required = vec!["field", "operator"];
+                    if excluded.is_some() {
+                        required.push("value");
+                    }
+                    if conjunction {
+                        properties["conjunction"] = json!({"enum": ["&", "|", "#"]});
+                        required.push("conjunction");
+                    }
+                    json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
+                })
             })
             .collect();
         json!({"anyOf": shapes})

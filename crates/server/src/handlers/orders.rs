@@ -117,7 +117,14 @@ pub async fn action(
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
     let items = match serde_json::from_slice(&bytes) {
-        Ok(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_WRITE_RECORDS => items,
+        // Elements that are not objects make the body malformed, not a refusal of one order.
+        Ok(Value::Array(items))
+            if !items.is_empty()
+                && items.len() <= MAX_WRITE_RECORDS
+                && items.iter().all(Value::is_object) =>
+        {
+            items
+        }
         _ => {
             return Err(Problem(ApiError::new(
                 Code::InvalidValue,
@@ -130,18 +137,12 @@ pub async fn action(
     };
     let row = transition(step);
     // Each element read on its own; the readable ones are then taken in one transaction, each
-    // applied or refused on its own (a savepoint each).
+    // applied or refused on its own.
     let mut results: Vec<Result<(String, String), Problem>> = Vec::with_capacity(items.len());
     let mut asks = Vec::new();
     let mut asked_at = Vec::new();
-    for (index, item) in items.iter().enumerate() {
-        let read = match item {
-            Value::Object(object) => read_ask(object, row.to.first().copied()).map_err(Problem),
-            _ => Err(Problem(ApiError::new(
-                Code::InvalidValue,
-                format!("Element {index} must be a JSON object."),
-            ))),
-        };
+    for (index, object) in items.iter().filter_map(Value::as_object).enumerate() {
+        let read = read_ask(object, row.to.first().copied()).map_err(Problem);
         results.push(match read {
             Ok((Some(id), ask)) if row.to.contains(&ask.status.as_str()) => {
                 asks.push((id.clone(), ask));

@@ -242,6 +242,8 @@ async fn metrics_count_what_happened_and_readiness_follows_the_database(db: Db) 
     let memory = sample(&text, "process_resident_memory_bytes", &[]).expect("Linux reports memory");
     assert!(memory > 1e6, "{memory}");
     assert!(sample(&text, "brandhub_process_peak_resident_memory_bytes", &[]).unwrap() >= memory);
+    let pages = sample(&text, "brandhub_page_cache_bytes", &[]).expect("the page cache's size");
+    assert!((0.0..memory).contains(&pages), "{pages}");
 
     // Readiness names what migrations would create.
     execute(&fx.database_url, "DROP TABLE bh_meta").await;

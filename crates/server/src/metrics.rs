@@ -45,6 +45,7 @@ pub struct Metrics {
     webhook_backlog: IntGaugeVec,
     resident_memory: IntGauge,
     peak_resident_memory: IntGauge,
+    page_cache_bytes: IntGauge,
     store: Store,
     signals: Arc<Signals>,
     attempts: Arc<AttemptTally>,
@@ -187,6 +188,11 @@ impl Metrics {
                 "brandhub_process_peak_resident_memory_bytes",
                 "The most resident memory the process has had.",
             ),
+            page_cache_bytes: gauge(
+                r,
+                "brandhub_page_cache_bytes",
+                "Bytes of rendered pages this process's page cache holds (at most --page-cache-mb).",
+            ),
             registry,
             store,
             signals,
@@ -251,6 +257,8 @@ impl Metrics {
             }
             Err(_) => self.webhook_backlog.reset(),
         }
+        self.page_cache_bytes
+            .set(i64::try_from(self.store.page_cache_bytes()).unwrap_or(i64::MAX));
         if let Some(memory) = ProcessMemory::read() {
             self.resident_memory.set(memory.resident as i64);
             self.peak_resident_memory.set(memory.peak_resident as i64);

@@ -86,6 +86,12 @@ impl Store {
         }
     }
 
+    /// Bytes of rendered pages the page cache holds now (bounded by `--page-cache-mb`): what
+    /// a process's memory may grow by as it serves more distinct pages.
+    pub fn page_cache_bytes(&self) -> u64 {
+        self.pages.weight()
+    }
+
     /// The connection pool's use now.
     pub fn pool_stats(&self) -> PoolStats {
         on_pool!(&self.pool, |pool, _builder| PoolStats {

@@ -49,6 +49,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.request
 import urllib.parse
 import uuid
 
@@ -105,6 +106,20 @@ def send_raw(client, method, path, data, content_type):
             parsed = None
         return response.status, parsed, ms, raw
     raise RuntimeError("unreachable")
+
+
+def page_cache_mb(url):
+    """The page cache's size of a server, from its metrics (brandhub_page_cache_bytes)."""
+    if not url:
+        return None
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            for line in answer.read().decode().splitlines():
+                if line.startswith("brandhub_page_cache_bytes "):
+                    return float(line.split()[1]) / (1024.0 * 1024.0)
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def rss_mb(pid):
@@ -258,6 +273,8 @@ def main():
     parser.add_argument("--upload-every", type=float, default=10)
     parser.add_argument("--upload-rows", type=int, default=100)
     parser.add_argument("--warmup-minutes", type=int, default=2)
+    parser.add_argument("--metrics", action="append", default=[],
+                        help="each server's metrics URL, in --base order (page cache size)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--table", required=True)
     args = parser.parse_args()
@@ -274,7 +291,9 @@ def main():
     parent = os.getppid()
     started = time.monotonic()
     tally = Tally(started)
+    metrics = (args.metrics + [None, None])[:2]
     rss = {0: [rss_mb(p) for p in args.pid]}   # minute -> [A, B] at its end (0: the start)
+    cache = {0: [page_cache_mb(u) for u in metrics]}   # the page cache's MB, sampled with rss
 
     def running():
         return not stop.is_set() and time.monotonic() - started < args.seconds
@@ -440,6 +459,7 @@ def main():
         end = min(started + 60 * minute, started + args.seconds)
         if now >= end:
             rss[minute] = [rss_mb(p) for p in args.pid]
+            cache[minute] = [page_cache_mb(u) for u in metrics]
             progress(minute, end - started - 60 * (minute - 1))
             if end >= started + args.seconds:
                 break
@@ -452,6 +472,7 @@ def main():
     elapsed = time.monotonic() - started
     if minute not in rss:   # stopped early: the minute so far
         rss[minute] = [rss_mb(p) for p in args.pid]
+        cache[minute] = [page_cache_mb(u) for u in metrics]
     minutes = sorted(m for m in rss if m > 0)
     full = min(elapsed, args.seconds)
 
@@ -459,16 +480,30 @@ def main():
         return max(0.0, min(60.0, full - 60 * (m - 1)))
 
     # RSS flat after the warm-up: the largest RSS of the minutes after it against the RSS at its
-    # end; judged when at least one full minute followed it.
+    # end; judged when at least one full minute followed it. The page cache may grow to its
+    # bound: with the servers' metrics, what is judged is the RSS outside it (RSS minus the
+    # page cache's bytes); `raw` is the RSS itself.
     warm = args.warmup_minutes
     judged = warm in rss and full >= 60 * (warm + 1) - 0.5
-    growth = []
-    for i in range(2):
-        if not judged or rss[warm][i] is None:
-            growth.append(None)
-            continue
-        later = [rss[m][i] for m in minutes if m > warm]
-        growth.append(None if None in later else max(later) - rss[warm][i])
+
+    def outside(m, i):
+        if rss[m][i] is None or cache.get(m, [None, None])[i] is None:
+            return None
+        return rss[m][i] - cache[m][i]
+
+    def growth_of(value):
+        result = []
+        for i in range(2):
+            if not judged or value(warm, i) is None:
+                result.append(None)
+                continue
+            later = [value(m, i) for m in minutes if m > warm]
+            result.append(None if None in later else max(later) - value(warm, i))
+        return result
+
+    raw_growth = growth_of(lambda m, i: rss[m][i])
+    by_cache = all(v is not None for m in [warm] + minutes if m in cache for v in cache[m]) and warm in cache
+    growth = growth_of(outside) if by_cache else raw_growth
 
     def fmt(v, spec="%.1f"):
         return "-" if v is None else spec % v
@@ -485,7 +520,9 @@ def main():
                           f"p50_ms={percentile(times, 50):.2f} p99_ms={percentile(times, 99):.2f} "
                           f"errors={tally.errors.get((m, w), 0)}\n")
         for m in [0] + minutes:
-            out.write(f"RSS minute={m} a_mb={fmt(rss[m][0])} b_mb={fmt(rss[m][1])}\n")
+            pages = cache.get(m, [None, None])
+            out.write(f"RSS minute={m} a_mb={fmt(rss[m][0])} b_mb={fmt(rss[m][1])} "
+                      f"cache_a_mb={fmt(pages[0])} cache_b_mb={fmt(pages[1])}\n")
         for w in WORKLOADS:
             times = [t for (m, k), v in tally.ms.items() if k == w for t in v]
             errors = sum(v for (m, k), v in tally.errors.items() if k == w)
@@ -497,7 +534,9 @@ def main():
                   f"warmup_minutes={warm} "
                   f"rss_base_a={fmt(rss[warm][0] if warm in rss else None)} "
                   f"rss_base_b={fmt(rss[warm][1] if warm in rss else None)} "
-                  f"rss_growth_a={fmt(growth[0])} rss_growth_b={fmt(growth[1])}\n")
+                  f"rss_growth_a={fmt(growth[0])} rss_growth_b={fmt(growth[1])} "
+                  f"rss_raw_growth_a={fmt(raw_growth[0])} rss_raw_growth_b={fmt(raw_growth[1])} "
+                  f"rss_judged_by={'outside-page-cache' if by_cache else 'rss'}\n")
         for text in tally.problems:
             out.write("error: " + text + "\n")
 
@@ -522,17 +561,23 @@ def main():
         table.write("%-8s" % "" + "".join("  " + group for _ in READS) + "\n")
         for m in minutes + [None]:
             table.write("%-8s" % label(m) + "".join("  " + cell(m, w) for w in READS) + "\n")
-        table.write("\nuploads (upload to processed, ms) and writes (PATCH, ms); RSS of server A and B "
-                    "(MB, at the end of the minute)\n")
+        table.write("\nuploads (upload to processed, ms) and writes (PATCH, ms); RSS and page cache of server "
+                    "A and B (MB, at the end of the minute)\n")
         table.write("%-8s" % "minute" + "".join("  %-25s" % f"{w} {'-' * (24 - len(w))}" for w in ("upload", "write"))
-                    + "  %6s %9s %9s\n" % ("errors", "RSS A", "RSS B"))
-        table.write("%-8s" % "" + "".join("  " + group for _ in range(2)) + "  %6s %9s %9s\n" % ("all", "MB", "MB"))
-        table.write("%-8s" % "start" + " " * 54 + "  %6s %9s %9s\n" % ("", fmt(rss[0][0]), fmt(rss[0][1])))
+                    + "  %6s %9s %9s %9s %9s\n" % ("errors", "RSS A", "RSS B", "cache A", "cache B"))
+        table.write("%-8s" % "" + "".join("  " + group for _ in range(2))
+                    + "  %6s %9s %9s %9s %9s\n" % ("all", "MB", "MB", "MB", "MB"))
+        table.write("%-8s" % "start" + " " * 54 + "  %6s %9s %9s %9s %9s\n"
+                    % ("", fmt(rss[0][0]), fmt(rss[0][1]), fmt(cache[0][0]), fmt(cache[0][1])))
         for m in minutes + [None]:
             errors = sum(v for (k, _), v in tally.errors.items() if m is None or k == m)
-            a, b = ("", "") if m is None else (fmt(rss[m][0]), fmt(rss[m][1]))
+            if m is None:
+                a = b = ca = cb = ""
+            else:
+                a, b = fmt(rss[m][0]), fmt(rss[m][1])
+                ca, cb = (fmt(v) for v in cache.get(m, [None, None]))
             table.write(("%-8s" % label(m) + "".join("  " + cell(m, w) for w in ("upload", "write"))
-                         + "  %6d %9s %9s" % (errors, a, b)).rstrip() + "\n")
+                         + "  %6d %9s %9s %9s %9s" % (errors, a, b, ca, cb)).rstrip() + "\n")
 
 
 if __name__ == "__main__":

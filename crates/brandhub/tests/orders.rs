@@ -145,6 +145,10 @@ async fn an_order_lives_its_whole_life_and_stock_follows(fx) {
         {"id": id, "status": "dispatched"}, [null]
     ]))).await;
     malformed.assert_problem(400, "invalid_value");
+    let without_id = call(fx, reqwest::Method::POST, "/api/order/dispatch", "warehouse", Some(json!([
+        {"id": id, "status": "dispatched"}, {"status": "dispatched"}
+    ]))).await;
+    without_id.assert_problem(400, "invalid_value");
     // Full dispatch by a dispatch array: each element applied or refused on its own.
     let answer = call(fx, reqwest::Method::POST, "/api/order/dispatch", "warehouse", Some(json!([
         {"id": id, "status": "dispatched", "carrier": "DHL", "trackingRef": "T-2"},

@@ -122,6 +122,23 @@ struct CountKey {
     stamp: i64,
 }
 
+/// The bytes the count routes of a process may hold: a route is keyed by its whole request
+/// (up to the URL and body limits), so the cache is bounded by bytes, not by entries.
+pub(crate) const COUNT_ROUTE_BYTES: u64 = 4 << 20;
+
+/// Weighs a count route by the bytes it holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RouteWeight;
+
+impl quick_cache::Weighter<String, CountRoute> for RouteWeight {
+    fn weight(&self, request: &String, route: &CountRoute) -> u64 {
+        (request.len() + route.key.len() + route.tables.len() * 16 + 96) as u64
+    }
+}
+
+/// The count routes of a process, request → route.
+pub(crate) type RouteCache = quick_cache::sync::Cache<String, CountRoute, RouteWeight>;
+
 /// Where a plan's count is remembered (the hash of its plain statement) and the tables whose
 /// writes make it stale: all a request needs to find its count again without planning.
 #[derive(Debug, Clone)]

@@ -64,9 +64,8 @@ pub struct Store {
     pub(crate) count_writer: Option<tokio::sync::mpsc::Sender<crate::count::CountEntry>>,
     /// Counts known in this process: statement hash → (stamp, count).
     pub(crate) counts: std::sync::Arc<quick_cache::sync::Cache<String, (i64, u64)>>,
-    /// Where the count of a request is found (see [`Store::count_request`]).
-    pub(crate) count_routes:
-        std::sync::Arc<quick_cache::sync::Cache<String, crate::count::CountRoute>>,
+    /// Where the count of a request is found (see [`Store::count_request`]), bounded by bytes.
+    pub(crate) count_routes: std::sync::Arc<crate::count::RouteCache>,
     /// Rendered pages known in this process.
     pub(crate) pages: std::sync::Arc<crate::page::PageCache>,
     pub(crate) matches_first_limit: u64,
@@ -298,7 +297,11 @@ impl Store {
             export_pool,
             count_writer,
             counts: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
-            count_routes: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
+            count_routes: std::sync::Arc::new(crate::count::RouteCache::with_weighter(
+                16_384,
+                crate::count::COUNT_ROUTE_BYTES,
+                crate::count::RouteWeight,
+            )),
             pages: std::sync::Arc::new(crate::page::page_cache(options.page_cache_bytes)),
             matches_first_limit: options.matches_first_limit,
             clock: crate::clock::Clock::system(),

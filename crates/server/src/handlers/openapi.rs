@@ -91,33 +91,71 @@ fn leaf_fields(fields: &[Field]) -> Vec<&Field> {
     leaves
 }
 
-/// The paths through a resource's public relations a filter or an order key can name, as
-/// escaped regular-expression alternatives, two relations deep: one step into the target
-/// names one of its fields (`stock_variant.barcode`), or one of its relations and a field of
-/// that relation's target (`stock_variant.variant_product.fk_brand`). Deeper paths are
-/// accepted too; the document describes these.
-fn relation_paths(resource: &Resource) -> Vec<String> {
-    let fields_of = |target: &Resource| -> Vec<String> {
-        leaf_fields(&target.fields)
-            .iter()
-            .map(|f| f.path.replace('.', "\\."))
-            .collect()
-    };
+/// The type of the values a field is compared with (a list's, its elements').
+fn element_type(field: &Field) -> FieldType {
+    match (field.ty, &field.list) {
+        (FieldType::List, Some(list)) => list.element,
+        (ty, _) => ty,
+    }
+}
+
+/// The group of value forms a type takes in filters and conditions: text (and ids), numbers,
+/// booleans, timestamps; [`GROUP_TYPES`] names a type of each.
+fn value_group(ty: FieldType) -> usize {
+    match ty {
+        FieldType::Integer | FieldType::Number => 1,
+        FieldType::Boolean => 2,
+        FieldType::Timestamp | FieldType::PreciseTimestamp => 3,
+        _ => 0,
+    }
+}
+
+/// A type of each value group (see [`value_group`]).
+const GROUP_TYPES: [FieldType; 4] = [
+    FieldType::Text,
+    FieldType::Integer,
+    FieldType::Boolean,
+    FieldType::Timestamp,
+];
+
+/// The paths through a resource's public relations to a field, two relations deep
+/// (`stock_variant.barcode`, `stock_variant.variant_product.fk_brand`), each as an escaped
+/// regular expression with the type of the field it ends at. Deeper paths are accepted too;
+/// the document describes these.
+fn relation_leaf_paths(resource: &Resource) -> Vec<(String, FieldType)> {
+    let escaped = |path: &str| path.replace('.', "\\.");
     let mut paths = Vec::new();
     for relation in resource.public_relations() {
         let target = catalog().target(relation);
-        let mut steps = fields_of(target);
-        for further in target.public_relations() {
-            let fields = fields_of(catalog().target(further));
-            if !fields.is_empty() {
-                steps.push(format!("{}\\.(?:{})", further.name, fields.join("|")));
-            }
+        for field in leaf_fields(&target.fields) {
+            paths.push((
+                format!("{}\\.{}", relation.name, escaped(&field.path)),
+                element_type(field),
+            ));
         }
-        if !steps.is_empty() {
-            paths.push(format!("{}\\.(?:{})", relation.name, steps.join("|")));
+        for further in target.public_relations() {
+            for field in leaf_fields(&catalog().target(further).fields) {
+                paths.push((
+                    format!(
+                        "{}\\.{}\\.{}",
+                        relation.name,
+                        further.name,
+                        escaped(&field.path)
+                    ),
+                    element_type(field),
+                ));
+            }
         }
     }
     paths
+}
+
+/// [`relation_leaf_paths`] without their types.
+fn relation_paths(resource: &Resource) -> Vec<String> {
+    relation_leaf_paths(resource)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
 }
 
 /// A regular-expression alternative of a resource's names: `leaves` (with their dots
@@ -132,19 +170,16 @@ fn names_pattern(resource: &Resource, leaves: &[String]) -> String {
 /// empty page, not an error), the number, boolean and timestamp forms the planner reads
 /// (dates with days up to 28 and times within a day, so that every value the pattern allows
 /// is a real moment).
-fn filter_value_schema(field: &Field) -> Value {
-    let element = match (field.ty, &field.list) {
-        (FieldType::List, Some(list)) => list.element,
-        (ty, _) => ty,
-    };
-    match element {
+fn filter_value_schema(ty: FieldType) -> Value {
+    match ty {
         FieldType::Integer | FieldType::Number => {
             json!({"type": "string", "pattern": "^(-?[0-9]{1,15}(\\.[0-9]{1,6})?)?$"})
         }
         FieldType::Boolean => json!({"type": "string", "enum": ["", "true", "false", "1", "0"]}),
         FieldType::Timestamp | FieldType::PreciseTimestamp => json!({"type": "string",
             "pattern": "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])?)?$"}),
-        _ => json!({"type": "string"}),
+        // No NUL character: PostgreSQL's text cannot hold one.
+        _ => json!({"type": "string", "pattern": "^[^\\u0000]*$"}),
     }
 }
 
@@ -183,15 +218,23 @@ fn parameters(resource: &Resource) -> Value {
         |name: &str, limit: &limits::Limit| format!("^{name}(?:,{name}){{0,{}}}$", limit.max - 1);
     let mut filters = Map::new();
     for field in &leaves {
-        filters.insert(field.path.clone(), filter_value_schema(field));
+        filters.insert(field.path.clone(), filter_value_schema(element_type(field)));
     }
+    // Paths through relations, by the type of the field they end at.
     let mut through = Map::new();
-    let paths = relation_paths(resource);
-    if !paths.is_empty() {
-        through.insert(
-            format!("^(?:{})$", paths.join("|")),
-            json!({"type": "string"}),
-        );
+    let paths = relation_leaf_paths(resource);
+    for (group, ty) in GROUP_TYPES.iter().enumerate() {
+        let names: Vec<&str> = paths
+            .iter()
+            .filter(|(_, t)| value_group(*t) == group)
+            .map(|(path, _)| path.as_str())
+            .collect();
+        if !names.is_empty() {
+            through.insert(
+                format!("^(?:{})$", names.join("|")),
+                filter_value_schema(*ty),
+            );
+        }
     }
     json!([
         {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": limits::PAGE.max}, "description": "Page to return (default 1)."},
@@ -225,40 +268,24 @@ fn condition_value_schema(ty: FieldType) -> Value {
     }
 }
 
-/// The fields of a resource a condition can name, grouped by the type of value they take:
-/// (pattern of the names, value schema). Paths through relations take any value the
-/// planner reads for the field they end at; the document gives them the text form.
+/// The fields of a resource a condition can name, its own and through its relations, grouped
+/// by the type of value they take: (pattern of the names, value schema).
 fn condition_groups(resource: &Resource) -> Vec<(String, Value)> {
     let leaves = leaf_fields(&resource.fields);
-    let group_of = |ty: FieldType| match ty {
-        FieldType::Integer | FieldType::Number => 1,
-        FieldType::Boolean => 2,
-        FieldType::Timestamp | FieldType::PreciseTimestamp => 3,
-        _ => 0,
-    };
-    let representative = [
-        FieldType::Text,
-        FieldType::Integer,
-        FieldType::Boolean,
-        FieldType::Timestamp,
-    ];
+    let through = relation_leaf_paths(resource);
     let mut groups = Vec::new();
-    for (group, ty) in representative.iter().enumerate() {
-        let paths: Vec<String> = leaves
+    for (group, ty) in GROUP_TYPES.iter().enumerate() {
+        let names: Vec<String> = leaves
             .iter()
-            .filter(|f| {
-                let element = match (f.ty, &f.list) {
-                    (FieldType::List, Some(list)) => list.element,
-                    (ty, _) => ty,
-                };
-                group_of(element) == group
-            })
+            .filter(|f| value_group(element_type(f)) == group)
             .map(|f| f.path.replace('.', "\\."))
+            .chain(
+                through
+                    .iter()
+                    .filter(|(_, t)| value_group(*t) == group)
+                    .map(|(path, _)| path.clone()),
+            )
             .collect();
-        let mut names = paths;
-        if group == 0 {
-            names.extend(relation_paths(resource));
-        }
         if names.is_empty() {
             continue;
         }
@@ -371,8 +398,10 @@ fn write_body(resource: &Resource, paths: &[&str], required: &[&str], filled: &[
                 let mut schema = field_schema(field);
                 let must_fill = required.contains(path) || filled.contains(path);
                 if field.ty == FieldType::Text {
-                    // A write may send `null` for text: it stores "" (unset text, CONTRACT §3).
+                    // A write may send `null` for text: it stores "" (unset text, CONTRACT §3);
+                    // no text holds a NUL character.
                     schema["type"] = json!(["string", "null"]);
+                    schema["pattern"] = json!("^[^\\u0000]*$");
                     if must_fill {
                         schema["type"] = json!("string");
                         schema["minLength"] = json!(1);

@@ -117,11 +117,14 @@ pub async fn action(
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
     let items = match serde_json::from_slice(&bytes) {
-        // Elements that are not objects make the body malformed, not a refusal of one order.
+        // An element that is not an object with an id makes the body malformed, not a refusal
+        // of one order.
         Ok(Value::Array(items))
             if !items.is_empty()
                 && items.len() <= MAX_WRITE_RECORDS
-                && items.iter().all(Value::is_object) =>
+                && items
+                    .iter()
+                    .all(|item| item.get("id").is_some_and(Value::is_string)) =>
         {
             items
         }

@@ -400,6 +400,13 @@ async fn the_openapi_document_needs_no_key(fx) {
     let document: Value = response.json().await.unwrap();
     assert_eq!(document["openapi"], "3.1.0");
     assert!(document["paths"]["/api/stock"]["get"].is_object());
+    // A user type's document leaves out what is hidden from it; an unknown type is a 400.
+    let response = fx.client().get(format!("{}/api/openapi.json?userType=warehouse", fx.base)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let document: Value = response.json().await.unwrap();
+    assert!(document["components"]["schemas"]["Order"]["properties"]["detail"]["properties"].get("net").is_none());
+    let response = fx.client().get(format!("{}/api/openapi.json?userType=nobody", fx.base)).send().await.unwrap();
+    assert_eq!(response.status(), 400);
 }
 
 }

@@ -2,16 +2,50 @@
 //! table, so it can never disagree with what the server does.
 
 use super::json;
+use crate::problem::Problem;
+use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::Response;
-use brandhub_catalog::{Field, FieldType, RelationKind, Resource, catalog};
+use brandhub_catalog::{
+    Field, FieldType, Relation, RelationKind, Resource, Scope, UserType, catalog,
+};
+use brandhub_problem::ApiError;
 use brandhub_problem::Code;
 use brandhub_query::limits;
 use brandhub_query::parse::RESERVED_PARAMETERS;
 use serde_json::{Map, Value, json};
 use std::sync::LazyLock;
 
-fn field_schema(field: &Field) -> Value {
+/// Whose document it is: `None` for the document of every property (each restricted one
+/// marked `x-hidden-from` with the user types that do not see it), or a user type's, without
+/// what is hidden from that type (`?userType=`), so that a client (or a conformance tool) of
+/// that type is told exactly what it may name.
+type View = Option<UserType>;
+
+/// Whether a property is in the document of `view`.
+fn shows(view: View, field: &Field) -> bool {
+    !field.internal && view.is_none_or(|t| field.visible_to(t))
+}
+
+/// The relations records of `resource` show in the document of `view` (a to-one relation
+/// whose foreign key is hidden is hidden too).
+fn relations_shown(view: View, resource: &Resource) -> Vec<&Relation> {
+    resource
+        .public_relations()
+        .filter(|r| resource.fk_field(r).is_none_or(|fk| shows(view, fk)))
+        .collect()
+}
+
+/// The relations paths and `fields` may go through in the document of `view`: those shown,
+/// into resources the user type sees records of.
+fn relations_traversed(view: View, resource: &Resource) -> Vec<&Relation> {
+    relations_shown(view, resource)
+        .into_iter()
+        .filter(|r| view.is_none_or(|t| catalog().target(r).scope_of(t) != Scope::Nothing))
+        .collect()
+}
+
+fn field_schema(view: View, field: &Field) -> Value {
     let mut schema = match field.ty {
         FieldType::Id => json!({"type": ["string", "null"], "pattern": "^[0-9A-F]{32}$"}),
         FieldType::Text => json!({"type": "string"}),
@@ -29,8 +63,8 @@ fn field_schema(field: &Field) -> Value {
             let properties: Map<String, Value> = field
                 .subfields
                 .iter()
-                .filter(|s| !s.internal)
-                .map(|s| (s.name.to_string(), field_schema(s)))
+                .filter(|s| shows(view, s))
+                .map(|s| (s.name.to_string(), field_schema(view, s)))
                 .collect();
             let ty = if field.nullable_object {
                 json!(["object", "null"])
@@ -56,12 +90,12 @@ fn schema_name(resource: &Resource) -> String {
     name
 }
 
-fn record_schema(resource: &Resource) -> Value {
+fn record_schema(view: View, resource: &Resource) -> Value {
     let mut properties = Map::new();
-    for field in resource.fields.iter().filter(|f| !f.internal) {
-        properties.insert(field.name.to_string(), field_schema(field));
+    for field in resource.fields.iter().filter(|f| shows(view, f)) {
+        properties.insert(field.name.to_string(), field_schema(view, field));
     }
-    for relation in resource.public_relations() {
+    for relation in relations_shown(view, resource) {
         let target = catalog().target(relation);
         // anyOf, not oneOf: a `{"__KEY": …}` stub is also a valid (sparse) record.
         let one = json!({"anyOf": [
@@ -80,11 +114,11 @@ fn record_schema(resource: &Resource) -> Value {
 
 /// The leaf properties of a record a filter or an order key can name (objects by their
 /// subfields), without internal ones.
-fn leaf_fields(fields: &[Field]) -> Vec<&Field> {
+fn leaf_fields(view: View, fields: &[Field]) -> Vec<&Field> {
     let mut leaves = Vec::new();
-    for field in fields.iter().filter(|f| !f.internal) {
+    for field in fields.iter().filter(|f| shows(view, f)) {
         match field.ty {
-            FieldType::Object => leaves.extend(leaf_fields(&field.subfields)),
+            FieldType::Object => leaves.extend(leaf_fields(view, &field.subfields)),
             _ => leaves.push(field),
         }
     }
@@ -122,19 +156,19 @@ const GROUP_TYPES: [FieldType; 4] = [
 /// (`stock_variant.barcode`, `stock_variant.variant_product.fk_brand`), each as an escaped
 /// regular expression with the type of the field it ends at. Deeper paths are accepted too;
 /// the document describes these.
-fn relation_leaf_paths(resource: &Resource) -> Vec<(String, FieldType)> {
+fn relation_leaf_paths(view: View, resource: &Resource) -> Vec<(String, FieldType)> {
     let escaped = |path: &str| path.replace('.', "\\.");
     let mut paths = Vec::new();
-    for relation in resource.public_relations() {
+    for relation in relations_traversed(view, resource) {
         let target = catalog().target(relation);
-        for field in leaf_fields(&target.fields) {
+        for field in leaf_fields(view, &target.fields) {
             paths.push((
                 format!("{}\\.{}", relation.name, escaped(&field.path)),
                 element_type(field),
             ));
         }
-        for further in target.public_relations() {
-            for field in leaf_fields(&catalog().target(further).fields) {
+        for further in relations_traversed(view, target) {
+            for field in leaf_fields(view, &catalog().target(further).fields) {
                 paths.push((
                     format!(
                         "{}\\.{}\\.{}",
@@ -151,8 +185,8 @@ fn relation_leaf_paths(resource: &Resource) -> Vec<(String, FieldType)> {
 }
 
 /// [`relation_leaf_paths`] without their types.
-fn relation_paths(resource: &Resource) -> Vec<String> {
-    relation_leaf_paths(resource)
+fn relation_paths(view: View, resource: &Resource) -> Vec<String> {
+    relation_leaf_paths(view, resource)
         .into_iter()
         .map(|(path, _)| path)
         .collect()
@@ -160,9 +194,9 @@ fn relation_paths(resource: &Resource) -> Vec<String> {
 
 /// A regular-expression alternative of a resource's names: `leaves` (with their dots
 /// escaped), and the paths through its relations ([`relation_paths`]).
-fn names_pattern(resource: &Resource, leaves: &[String]) -> String {
+fn names_pattern(view: View, resource: &Resource, leaves: &[String]) -> String {
     let mut alternatives: Vec<String> = leaves.iter().map(|p| p.replace('.', "\\.")).collect();
-    alternatives.extend(relation_paths(resource));
+    alternatives.extend(relation_paths(view, resource));
     format!("(?:{})", alternatives.join("|"))
 }
 
@@ -188,8 +222,8 @@ fn filter_value_schema(ty: FieldType) -> Value {
 /// request is planned), so that a client, or a conformance tool, can tell a valid request
 /// from an invalid one; properties restricted for a user type (`x-hidden-from`) are unknown
 /// to that type.
-fn parameters(resource: &Resource) -> Value {
-    let leaves = leaf_fields(&resource.fields);
+fn parameters(view: View, resource: &Resource) -> Value {
+    let leaves = leaf_fields(view, &resource.fields);
     let sortable: Vec<String> = leaves
         .iter()
         .filter(|f| f.ty != FieldType::List)
@@ -200,20 +234,24 @@ fn parameters(resource: &Resource) -> Value {
         resource
             .fields
             .iter()
-            .filter(|f| !f.internal && f.ty == FieldType::Object)
+            .filter(|f| shows(view, f) && f.ty == FieldType::Object)
             .map(|f| f.path.clone()),
     );
     // A relation alone selects (or removes) its target's template.
-    selectable.extend(resource.public_relations().map(|r| r.name.to_string()));
-    let removable = names_pattern(resource, &selectable);
+    selectable.extend(
+        relations_traversed(view, resource)
+            .iter()
+            .map(|r| r.name.to_string()),
+    );
+    let removable = names_pattern(view, resource, &selectable);
     selectable.push("\\*".into());
-    let key = names_pattern(resource, &sortable);
+    let key = names_pattern(view, resource, &sortable);
     let order_item = format!("(?:[<>]?{key}|{key}[<>])");
     let order_by = format!(
         "^{order_item}(?:;{order_item}){{0,{}}}$",
         limits::ORDER_KEYS.max - 1
     );
-    let name = names_pattern(resource, &selectable);
+    let name = names_pattern(view, resource, &selectable);
     let name_list =
         |name: &str, limit: &limits::Limit| format!("^{name}(?:,{name}){{0,{}}}$", limit.max - 1);
     let mut filters = Map::new();
@@ -222,7 +260,7 @@ fn parameters(resource: &Resource) -> Value {
     }
     // Paths through relations, by the type of the field they end at.
     let mut through = Map::new();
-    let paths = relation_leaf_paths(resource);
+    let paths = relation_leaf_paths(view, resource);
     for (group, ty) in GROUP_TYPES.iter().enumerate() {
         let names: Vec<&str> = paths
             .iter()
@@ -270,9 +308,9 @@ fn condition_value_schema(ty: FieldType) -> Value {
 
 /// The fields of a resource a condition can name, its own and through its relations, grouped
 /// by the type of value they take: (pattern of the names, value schema).
-fn condition_groups(resource: &Resource) -> Vec<(String, Value)> {
-    let leaves = leaf_fields(&resource.fields);
-    let through = relation_leaf_paths(resource);
+fn condition_groups(view: View, resource: &Resource) -> Vec<(String, Value)> {
+    let leaves = leaf_fields(view, &resource.fields);
+    let through = relation_leaf_paths(view, resource);
     let mut groups = Vec::new();
     for (group, ty) in GROUP_TYPES.iter().enumerate() {
         let names: Vec<String> = leaves
@@ -301,8 +339,8 @@ fn condition_groups(resource: &Resource) -> Vec<(String, Value)> {
 /// and takes a value of that field's type; every condition after the first of a list needs
 /// its conjunction; `query` and `querywitharray` exclude each other (a `null` list is an
 /// absent one).
-fn complex_query_schema(resource: &Resource) -> Value {
-    let groups = condition_groups(resource);
+fn complex_query_schema(view: View, resource: &Resource) -> Value {
+    let groups = condition_groups(view, resource);
     let condition = |conjunction: bool| {
         // Equality compares with any value, an empty one included (unset); an ordering
         // needs a value to order by.
@@ -385,17 +423,26 @@ fn responses_with(ok: Value, status: &str) -> Value {
 
 /// A JSON write body of these field paths (dotted paths nest, as records show them):
 /// `required` must be given, `filled` may not be given empty (null, or "" for text).
-fn write_body(resource: &Resource, paths: &[&str], required: &[&str], filled: &[&str]) -> Value {
+fn write_body(
+    view: View,
+    resource: &Resource,
+    paths: &[&str],
+    required: &[&str],
+    filled: &[&str],
+) -> Value {
     let mut body = json!({"type": "object", "additionalProperties": false, "properties": {}});
     for path in paths {
         let field = resource
             .field_at(path)
             .expect("the catalog checks that writes name fields");
+        if !shows(view, field) {
+            continue;
+        }
         let mut at = &mut body;
         let mut parts = path.split('.').peekable();
         while let Some(part) = parts.next() {
             if parts.peek().is_none() {
-                let mut schema = field_schema(field);
+                let mut schema = field_schema(view, field);
                 let must_fill = required.contains(path) || filled.contains(path);
                 if field.ty == FieldType::Text {
                     // A write may send `null` for text: it stores "" (unset text, CONTRACT §3);
@@ -457,21 +504,27 @@ fn write_body(resource: &Resource, paths: &[&str], required: &[&str], filled: &[
 }
 
 /// The JSON writes a resource accepts (CONTRACT §9), on its list and by-id paths.
-fn add_write_paths(resource: &Resource, list: &mut Value, by_id: &mut Value, envelope: &Value) {
+fn add_write_paths(
+    view: View,
+    resource: &Resource,
+    list: &mut Value,
+    by_id: &mut Value,
+    envelope: &Value,
+) {
     let name = resource.name;
     let writes = &resource.writes;
     let id = json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}]);
     if !writes.create.is_empty() {
         list["post"] = json!({
             "summary": format!("Create a {name} record"), "tags": [name],
-            "requestBody": write_body(resource, &writes.create, &writes.create_required, &[]),
+            "requestBody": write_body(view, resource, &writes.create, &writes.create_required, &[]),
             "responses": responses_with(envelope.clone(), "201")});
     }
     if !writes.update.is_empty() {
         by_id["patch"] = json!({
             "summary": format!("Change fields of a {name} record"), "tags": [name],
             "parameters": id.clone(),
-            "requestBody": write_body(resource, &writes.update, &[], &writes.create_required),
+            "requestBody": write_body(view, resource, &writes.update, &[], &writes.create_required),
             "responses": responses(envelope.clone())});
     }
     if writes.delete {
@@ -485,6 +538,7 @@ fn add_write_paths(resource: &Resource, list: &mut Value, by_id: &mut Value, env
 /// A resource that moves through a lifecycle (orders, CONTRACT §11): its create is an intake
 /// with lines, its PATCH an action, and each declared action a `POST` of an array of actions.
 fn add_lifecycle_paths(
+    view: View,
     paths: &mut Map<String, Value>,
     resource: &Resource,
     list: &mut Value,
@@ -504,11 +558,18 @@ fn add_lifecycle_paths(
         schema["properties"][lifecycle.lines] = json!({"type": "array", "minItems": min_items, "items": line_body["content"]["application/json"]["schema"]});
         body
     };
-    let mut intake_line = write_body(line, lifecycle.line_intake, lifecycle.line_required, &[]);
+    let mut intake_line = write_body(
+        view,
+        line,
+        lifecycle.line_intake,
+        lifecycle.line_required,
+        &[],
+    );
     intake_line["content"]["application/json"]["schema"]["properties"]["barcode"] = json!({
         "type": "string", "description": "Names the variant (of the brand store's brand) when fk_variant is absent."});
     let intake = with_lines(
         write_body(
+            view,
             resource,
             &resource.writes.create,
             &resource.writes.create_required,
@@ -526,15 +587,16 @@ fn add_lifecycle_paths(
         .iter()
         .partition(|path| resource.field_at(path).is_some());
     let mut action = with_lines(
-        write_body(resource, &own, &[lifecycle.status], &[]),
-        write_body(line, lifecycle.line_action, &["id"], &[]),
+        write_body(view, resource, &own, &[lifecycle.status], &[]),
+        write_body(view, line, lifecycle.line_action, &["id"], &[]),
         0,
     );
     for path in on_lines {
         let field = line
             .field_at(path)
             .expect("the catalog checks that actions name fields of the record or its lines");
-        action["content"]["application/json"]["schema"]["properties"][path] = field_schema(field);
+        action["content"]["application/json"]["schema"]["properties"][path] =
+            field_schema(view, field);
     }
     by_id["patch"] = json!({
         "summary": format!("A lifecycle action on a {name} record: the new status and what the step needs"),
@@ -592,23 +654,26 @@ fn add_upload_paths(
         "responses": bytes("The template workbook.")}}));
 }
 
-fn document() -> Value {
+fn document(view: View) -> Value {
     let mut paths = Map::new();
     let mut schemas = Map::new();
     for resource in catalog().resources() {
         let name = resource.name;
         let schema = schema_name(resource);
-        schemas.insert(schema.clone(), record_schema(resource));
+        schemas.insert(schema.clone(), record_schema(view, resource));
         let envelope = json!({"description": format!("A page of {name} records."), "content": {"application/json": {"schema": {
             "type": "object", "properties": {"response": {"type": "object", "properties": {
                 "page": {"type": "integer"}, "pageCount": {"type": "integer"}, "recordsSent": {"type": "integer"}, "recordsFound": {"type": "integer"},
                 name: {"type": "array", "items": {"$ref": format!("#/components/schemas/{schema}")}}}}}}}}});
         let count = json!({"description": "The number of records found.", "content": {"application/json": {"schema": {
             "type": "object", "properties": {"count": {"type": "integer"}}}}}});
-        schemas.insert(format!("{schema}Query"), complex_query_schema(resource));
+        schemas.insert(
+            format!("{schema}Query"),
+            complex_query_schema(view, resource),
+        );
         let body = json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}Query")}}}});
         let mut list = json!({"get": {
-            "summary": format!("List {name} records"), "tags": [name], "parameters": parameters(resource), "responses": responses(envelope.clone())}});
+            "summary": format!("List {name} records"), "tags": [name], "parameters": parameters(view, resource), "responses": responses(envelope.clone())}});
         let mut by_id = json!({"get": {
             "summary": format!("One {name} record"), "tags": [name],
             "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
@@ -616,15 +681,15 @@ fn document() -> Value {
         if resource.uploads {
             add_upload_paths(&mut paths, &mut list, name, &envelope);
         }
-        add_write_paths(resource, &mut list, &mut by_id, &envelope);
-        add_lifecycle_paths(&mut paths, resource, &mut list, &mut by_id, &envelope);
+        add_write_paths(view, resource, &mut list, &mut by_id, &envelope);
+        add_lifecycle_paths(view, &mut paths, resource, &mut list, &mut by_id, &envelope);
         paths.insert(format!("/api/{name}"), list);
         paths.insert(format!("/api/{name}/{{id}}"), by_id);
         paths.insert(format!("/api/{name}/count"), json!({
-            "get": {"summary": format!("Count {name} records"), "tags": [name], "parameters": parameters(resource), "responses": responses(count.clone())},
+            "get": {"summary": format!("Count {name} records"), "tags": [name], "parameters": parameters(view, resource), "responses": responses(count.clone())},
             "post": {"summary": format!("Count {name} records of a complex query"), "tags": [name], "requestBody": body.clone(), "responses": responses(count)}}));
         paths.insert(format!("/api/{name}/query"), json!({"post": {
-            "summary": format!("Complex query over {name}"), "tags": [name], "parameters": parameters(resource), "requestBody": body, "responses": responses(envelope)}}));
+            "summary": format!("Complex query over {name}"), "tags": [name], "parameters": parameters(view, resource), "requestBody": body, "responses": responses(envelope)}}));
     }
     schemas.insert("Key".into(), json!({"type": "object", "properties": {"__KEY": {"type": "string"}}, "required": ["__KEY"]}));
     let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
@@ -643,12 +708,36 @@ fn document() -> Value {
     })
 }
 
-static DOCUMENT: LazyLock<Vec<u8>> =
-    LazyLock::new(|| serde_json::to_vec_pretty(&document()).unwrap_or_default());
+/// The document of every property, then one per user type in `UserType::ALL`'s order.
+static DOCUMENTS: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
+    std::iter::once(None)
+        .chain(UserType::ALL.into_iter().map(Some))
+        .map(|view| serde_json::to_vec_pretty(&document(view)).unwrap_or_default())
+        .collect()
+});
 
-/// `GET /api/openapi.json` (no key needed).
-pub async fn openapi() -> Response {
-    json(StatusCode::OK, DOCUMENT.clone())
+/// `GET /api/openapi.json` (no key needed); `?userType=<type>` answers the document as that
+/// user type sees the API (without the properties and relations restricted for it).
+pub async fn openapi(RawQuery(query): RawQuery) -> Result<Response, Problem> {
+    let mut view = None;
+    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match (name.as_ref(), UserType::parse(&value)) {
+            ("userType", Some(user_type)) => view = Some(user_type),
+            _ => {
+                return Err(Problem(ApiError::new(
+                    Code::InvalidParameter,
+                    format!(
+                        "/api/openapi.json takes one parameter, userType, one of {}.",
+                        UserType::NAMES.join(", ")
+                    ),
+                )));
+            }
+        }
+    }
+    let index = view.map_or(0, |t| {
+        1 + UserType::ALL.iter().position(|u| *u == t).unwrap_or(0)
+    });
+    Ok(json(StatusCode::OK, DOCUMENTS[index].clone()))
 }
 
 #[cfg(test)]
@@ -656,8 +745,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_user_types_document_leaves_out_what_is_hidden_from_it() {
+        let every = document(None);
+        let warehouse = document(Some(UserType::Warehouse));
+        let order = |doc: &Value| {
+            doc["components"]["schemas"]["Order"]["properties"]["detail"]["properties"].clone()
+        };
+        assert!(order(&every).get("net").is_some());
+        assert!(
+            order(&warehouse).get("net").is_none(),
+            "money is hidden from warehouses"
+        );
+        let host = document(Some(UserType::Host));
+        assert!(
+            every["components"]["schemas"]["Price"]["properties"]
+                .get("fk_file")
+                .is_some()
+        );
+        assert!(
+            host["components"]["schemas"]["Price"]["properties"]
+                .get("fk_file")
+                .is_none()
+        );
+        let filters = |doc: &Value| {
+            doc["paths"]["/api/price"]["get"]["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == "filters")
+                .unwrap()["schema"]["properties"]
+                .clone()
+        };
+        assert!(filters(&every).get("fk_file").is_some());
+        assert!(
+            filters(&host).get("fk_file").is_none(),
+            "a host cannot filter on it"
+        );
+    }
+
+    #[test]
     fn every_resource_has_paths_and_a_schema() {
-        let doc = document();
+        let doc = document(None);
         for resource in catalog().resources() {
             assert!(doc["paths"][format!("/api/{}", resource.name)]["get"].is_object());
             assert!(doc["components"]["schemas"][schema_name(resource)].is_object());

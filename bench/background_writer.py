@@ -54,13 +54,17 @@ class Client:
         self.headers = {"Authorization": f"Basic {token}", "Accept": "application/json"}
         self.connection = None
 
-    def call(self, method, path, body=None):
-        """Returns (status, parsed JSON or None, milliseconds)."""
+    def call(self, method, path, body=None, raw_body=None, content_type=None):
+        """Returns (status, parsed JSON or None, milliseconds, raw answer). `body` is sent as
+        JSON; `raw_body` (bytes) as it is, with `content_type`."""
         headers = dict(self.headers)
         data = None
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+        elif raw_body is not None:
+            data = raw_body
+            headers["Content-Type"] = content_type
         for attempt in (1, 2):
             if self.connection is None:
                 self.connection = http.client.HTTPSConnection(

@@ -41,7 +41,6 @@ and prints one progress line per minute.
 """
 
 import argparse
-import http.client
 import json
 import os
 import random
@@ -54,7 +53,7 @@ import urllib.parse
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from background_writer import Client, percentile  # noqa: E402
+from background_writer import Client, percentile, records  # noqa: E402
 
 READS = ["W1", "W2", "W3", "W4", "W5"]
 WORKLOADS = READS + ["upload", "write"]
@@ -73,39 +72,9 @@ def key_of(value):
     return value["__KEY"] if isinstance(value, dict) else value
 
 
-def records(answer, resource):
-    try:
-        return answer["response"][resource]
-    except (KeyError, TypeError):
-        return []
-
-
 def send_raw(client, method, path, data, content_type):
-    """Client.call for a body that is not JSON: returns (status, parsed JSON or None, ms, raw)."""
-    headers = dict(client.headers)
-    headers["Content-Type"] = content_type
-    for attempt in (1, 2):
-        if client.connection is None:
-            client.connection = http.client.HTTPSConnection(
-                client.host, client.port, context=client.context, timeout=UPLOAD_WAIT + 30)
-        started = time.monotonic()
-        try:
-            client.connection.request(method, path, body=data, headers=headers)
-            response = client.connection.getresponse()
-            raw = response.read()
-        except (http.client.HTTPException, OSError):
-            client.connection.close()
-            client.connection = None
-            if attempt == 2:
-                raise
-            continue
-        ms = (time.monotonic() - started) * 1000.0
-        try:
-            parsed = json.loads(raw) if raw else None
-        except ValueError:
-            parsed = None
-        return response.status, parsed, ms, raw
-    raise RuntimeError("unreachable")
+    """Client.call for a body that is not JSON (an upload)."""
+    return client.call(method, path, raw_body=data, content_type=content_type)
 
 
 def page_cache_mb(url):

@@ -307,8 +307,8 @@ fn condition_value_schema(ty: FieldType) -> Value {
 }
 
 /// The fields of a resource a condition can name, its own and through its relations, grouped
-/// by the type of value they take: (pattern of the names, value schema).
-fn condition_groups(view: View, resource: &Resource) -> Vec<(String, Value)> {
+/// by the type of value they take: (pattern of the names, value schema, whether ordered).
+fn condition_groups(view: View, resource: &Resource) -> Vec<(String, Value, bool)> {
     let leaves = leaf_fields(view, &resource.fields);
     let through = relation_leaf_paths(view, resource);
     let mut groups = Vec::new();
@@ -327,9 +327,11 @@ fn condition_groups(view: View, resource: &Resource) -> Vec<(String, Value)> {
         if names.is_empty() {
             continue;
         }
+        // Booleans are not ordered: only = and # compare them.
         groups.push((
             format!("^(?:{})$", names.join("|")),
             condition_value_schema(*ty),
+            *ty != FieldType::Boolean,
         ));
     }
     groups
@@ -353,7 +355,12 @@ fn complex_query_schema(view: View, resource: &Resource) -> Value {
         ];
         let shapes: Vec<Value> = groups
             .iter()
-            .flat_map(|(names, value)| {
+            .flat_map(|(names, value, ordered)| {
+                let operators = if *ordered {
+                    &operators[..]
+                } else {
+                    &operators[..1]
+                };
                 operators.iter().map(move |(allowed, excluded)| {
                     let mut value = value.clone();
                     if let Some(excluded) = excluded {
@@ -379,7 +386,7 @@ fn complex_query_schema(view: View, resource: &Resource) -> Value {
         "items": condition(true), "maxItems": limits::CONDITIONS.max});
     let shapes: Vec<Value> = groups
         .iter()
-        .map(|(names, value)| {
+        .map(|(names, value, _)| {
             json!({"type": "object", "required": ["field", "values"], "additionalProperties": false, "properties": {
                 "field": {"type": "string", "pattern": names},
                 "values": {"type": "array", "minItems": 1, "maxItems": limits::VALUES.max, "items": value},
@@ -474,18 +481,31 @@ fn write_body(
                     // Always set: a write may not send null.
                     types.retain(|t| t != "null");
                 }
+                // A list's length and words bound its elements.
+                let is_list = field.ty == FieldType::List;
                 if let Some(max) = field.max_chars {
-                    schema["maxLength"] = json!(max);
+                    let bounded = if is_list {
+                        &mut schema["items"]
+                    } else {
+                        &mut schema
+                    };
+                    bounded["maxLength"] = json!(max);
                 }
                 if let Some(words) = field.domain.and_then(|d| d.words()) {
                     let mut allowed = json!(words);
                     if !must_fill
                         && !field.required
+                        && !is_list
                         && let Some(list) = allowed.as_array_mut()
                     {
                         list.push(Value::Null);
                     }
-                    schema["enum"] = allowed;
+                    let bounded = if is_list {
+                        &mut schema["items"]
+                    } else {
+                        &mut schema
+                    };
+                    bounded["enum"] = allowed;
                 }
                 at["properties"][part] = schema;
             } else {
@@ -780,6 +800,21 @@ mod tests {
         assert!(
             filters(&host).get("fk_file").is_none(),
             "a host cannot filter on it"
+        );
+    }
+
+    #[test]
+    fn a_lists_words_and_length_bound_its_elements() {
+        let doc = document(None);
+        let events = &doc["paths"]["/api/webhook"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["properties"]["events"];
+        assert_eq!(events["type"], "array");
+        assert!(events.get("enum").is_none(), "{events}");
+        assert!(
+            events["items"]["enum"]
+                .as_array()
+                .is_some_and(|w| !w.is_empty()),
+            "{events}"
         );
     }
 

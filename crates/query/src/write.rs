@@ -107,6 +107,15 @@ fn id_value(field: &Field, value: &Value) -> Result<Option<String>, FieldError> 
     }
 }
 
+/// Text with a NUL character, which no field can hold (PostgreSQL's text cannot).
+fn nul_error(field: &Field) -> FieldError {
+    FieldError {
+        field: field.path.clone(),
+        message: "contains the NUL character (U+0000), which no field can hold".into(),
+        index: None,
+    }
+}
+
 /// A JSON value as a cell of the field's type, within the field's rules
 /// (`Field::value_problem`, which spreadsheet rows are checked by too).
 fn typed(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
@@ -125,6 +134,7 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
     Ok(match field.ty {
         FieldType::Text => match value {
             Value::Null => Cell::Text(String::new()),
+            Value::String(text) if text.contains('\0') => return Err(nul_error(field)),
             Value::String(text) => Cell::Text(text.clone()),
             other => return Err(kind_error(field, "text", other)),
         },
@@ -183,6 +193,7 @@ fn list_values(field: &'static Field, value: &Value) -> Result<Vec<String>, Fiel
                 Some(id) => out.push(id),
                 None => return Err(kind_error(field, "an array of ids", value)),
             },
+            (_, Value::String(text)) if text.contains('\0') => return Err(nul_error(field)),
             (_, Value::String(text)) => {
                 let problem = field
                     .length_problem(text)
@@ -484,6 +495,17 @@ mod tests {
                 Code::InvalidValue
             );
         }
+    }
+
+    #[test]
+    fn text_with_a_nul_character_is_refused_by_name() {
+        let body = br#"{"name": "a\u0000b", "email": "n@x.test", "type": "host", "detail": {"lang": "d\u0000e"}}"#;
+        let error = parse_write(user(), WriteMode::Create, body, &Viewer::admin())
+            .unwrap()
+            .checked()
+            .unwrap_err();
+        let fields: Vec<&str> = error.errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, vec!["detail.lang", "name"]);
     }
 
     #[test]

@@ -298,41 +298,36 @@ def main():
             workload, method, path, body = read_request(rng, ctx)
             call(client, workload, SERVERS[server], method, path, body)
 
-    def writer():
-        clients = [Client(b, args.user, args.key) for b in args.base]
-        rng = random.Random(f"writer-{time.time()}")
+    def paced(interval, late, act):
+        """Calls act(server, n) every `interval` seconds from the start, the servers in turn;
+        a call more than a second behind its slot is noted as `late`."""
         n = 0
         while running():
-            due = started + n / args.write_rate
-            pause = due - time.monotonic()
+            pause = started + n * interval - time.monotonic()
             if pause > 0:
                 stop.wait(pause)
                 continue
             if -pause > 1.0:
-                tally.note("write_late")
-            server = n % 2
+                tally.note(late)
             n += 1
+            act((n - 1) % 2, n)
+
+    def writer():
+        clients = [Client(b, args.user, args.key) for b in args.base]
+        rng = random.Random(f"writer-{time.time()}")
+
+        def write(server, _n):
             record = rng.choice(ctx["stock_ids"])
             call(clients[server], "write", SERVERS[server], "PATCH", f"/api/stock/{record}",
                  {"inStock": rng.randrange(100000)})
+        paced(1.0 / args.write_rate, "write_late", write)
 
     def uploader():
         clients = [Client(b, args.user, args.key) for b in args.base]
         rng = random.Random(f"uploader-{time.time()}")
         part = f"stock,{ctx['brand']},{ctx['warehouse']}"
-        barcodes = ctx["barcodes"]
-        n = 0
-        while running():
-            due = started + n * args.upload_every
-            pause = due - time.monotonic()
-            if pause > 0:
-                stop.wait(pause)
-                continue
-            if -pause > 1.0:
-                tally.note("upload_late")
-            server = n % 2
-            n += 1
-            upload_one(clients, server, rng, part, barcodes, n)
+        paced(args.upload_every, "upload_late",
+              lambda server, n: upload_one(clients, server, rng, part, ctx["barcodes"], n))
 
     def upload_one(clients, server, rng, part, barcodes, n):
         name = SERVERS[server]

@@ -176,7 +176,21 @@ mod tests {
         // Among them sheet_xls/calamine-mulrk-overflow: a MULRK record whose column range runs
         // backwards, where calamine's subtraction overflows (a panic with overflow checks on,
         // caught and answered as an unreadable file).
-        assert!(read_count >= 1, "the regressions are found");
+        assert!(read_count >= 2, "the regressions are found");
+    }
+
+    /// sheet_xls/scattered-cells-grid: a few cells far apart, whose grid calamine would build
+    /// whole, are refused before calamine opens the file.
+    #[test]
+    fn an_xls_with_scattered_cells_is_refused_before_its_grid_is_built() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/regressions/sheet_xls/scattered-cells-grid");
+        let bytes = std::fs::read(path).unwrap();
+        let err = crate::read(&bytes, Format::Xls, &Limits::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("cells lie scattered over a grid"),
+            "{err}"
+        );
     }
     use calamine::{CellErrorType, ExcelDateTimeType};
 

@@ -17,15 +17,15 @@ async fn call(
     key: &str,
     body: Option<Value>,
 ) -> common::Response {
-    let mut request = fx
-        .client()
-        .request(method, format!("{}{path}", fx.base))
-        .basic_auth(user, Some(key));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.expect("the server answers");
-    common::Response::read(response).await
+    common::send(
+        fx,
+        method,
+        path,
+        common::As::Key(user, key),
+        &[],
+        body.as_ref(),
+    )
+    .await
 }
 
 fn user_of<'a>(fx: &'a common::Fixture, user_type: &str) -> (&'a str, &'a str) {

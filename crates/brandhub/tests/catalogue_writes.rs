@@ -7,14 +7,8 @@
 
 mod common;
 
+use common::As;
 use serde_json::{Value, json};
-
-/// Who a request is sent as: a demo user type, or an email and secret.
-#[derive(Clone, Copy)]
-enum As<'a> {
-    Demo(&'a str),
-    Key(&'a str, &'a str),
-}
 
 async fn call(
     fx: &common::Fixture,
@@ -23,21 +17,7 @@ async fn call(
     who: As<'_>,
     body: Option<Value>,
 ) -> common::Response {
-    let (email, secret) = match who {
-        As::Demo(user_type) => {
-            let credential = fx.credential(user_type);
-            (credential.email.clone(), credential.secret.clone())
-        }
-        As::Key(email, secret) => (email.to_string(), secret.to_string()),
-    };
-    let mut request = fx
-        .client()
-        .request(method, format!("{}{path}", fx.base))
-        .basic_auth(&email, Some(&secret));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    common::Response::read(request.send().await.expect("the server answers")).await
+    common::send(fx, method, path, who, &[], body.as_ref()).await
 }
 
 const ADMIN: As<'static> = As::Demo("admin");

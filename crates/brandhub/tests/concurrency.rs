@@ -33,18 +33,7 @@ async fn call(
     headers: &[(&str, &str)],
     body: Option<&Value>,
 ) -> common::Response {
-    let credential = fx.credential(user_type);
-    let mut request = fx
-        .client()
-        .request(method, format!("{}{path}", fx.base))
-        .basic_auth(&credential.email, Some(&credential.secret));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    if let Some(body) = body {
-        request = request.json(body);
-    }
-    common::Response::read(request.send().await.expect("the server answers")).await
+    common::send(fx, method, path, common::As::Demo(user_type), headers, body).await
 }
 
 fn text(value: &Value) -> String {

@@ -639,7 +639,11 @@ async fn as_each_user(fx: &common::Fixture) {
                 "a warehouse never sees order money"
             );
         }
-        if let Some(link) = order_link.first() {
+        // Every demo user type has orders in its scope: the first one opens.
+        {
+            let link = order_link
+                .first()
+                .unwrap_or_else(|| panic!("{user_type} sees no order: {orders}"));
             link.click().await.unwrap();
             find(&client, "dl.record").await;
             settled(&client).await;

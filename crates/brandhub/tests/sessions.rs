@@ -21,14 +21,8 @@ async fn call(
     auth: Option<(&str, &str)>,
     body: Option<Value>,
 ) -> common::Response {
-    let mut request = fx.client().request(method, format!("{}{path}", fx.base));
-    if let Some((user, key)) = auth {
-        request = request.basic_auth(user, Some(key));
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    common::Response::read(request.send().await.expect("the server answers")).await
+    let who = auth.map_or(common::As::Nobody, |(user, key)| common::As::Key(user, key));
+    common::send(fx, method, path, who, &[], body.as_ref()).await
 }
 
 async fn sign_in(fx: &common::Fixture, email: &str, password: &str) -> common::Response {

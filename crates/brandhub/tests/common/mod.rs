@@ -124,6 +124,58 @@ impl Fixture {
     }
 }
 
+/// Who a test request is sent as.
+#[derive(Clone, Copy)]
+pub enum As<'a> {
+    /// The demo user of this user type.
+    Demo(&'a str),
+    /// A user's email (or a key's id) and its secret.
+    Key(&'a str, &'a str),
+    /// No credentials at all.
+    Nobody,
+}
+
+/// A request to the server at `base` (the fixture's, or another over the same database) as
+/// `who`, with extra headers and an optional JSON body: the one place tests build requests.
+pub async fn send_to(
+    fx: &Fixture,
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    who: As<'_>,
+    headers: &[(&str, &str)],
+    body: Option<&serde_json::Value>,
+) -> Response {
+    let mut request = fx.client().request(method, format!("{base}{path}"));
+    request = match who {
+        As::Demo(user_type) => {
+            let credential = fx.credential(user_type);
+            request.basic_auth(&credential.email, Some(&credential.secret))
+        }
+        As::Key(user, secret) => request.basic_auth(user, Some(secret)),
+        As::Nobody => request,
+    };
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    Response::read(request.send().await.expect("the server answers")).await
+}
+
+/// A request to the fixture's server as `who`, with extra headers and an optional JSON body.
+pub async fn send(
+    fx: &Fixture,
+    method: reqwest::Method,
+    path: &str,
+    who: As<'_>,
+    headers: &[(&str, &str)],
+    body: Option<&serde_json::Value>,
+) -> Response {
+    send_to(fx, &fx.base, method, path, who, headers, body).await
+}
+
 /// A request as a demo user of `user_type`, with an optional JSON body.
 pub async fn call(
     fx: &Fixture,
@@ -132,15 +184,7 @@ pub async fn call(
     user_type: &str,
     body: Option<serde_json::Value>,
 ) -> Response {
-    let credential = fx.credential(user_type);
-    let mut request = fx
-        .client()
-        .request(method, format!("{}{path}", fx.base))
-        .basic_auth(&credential.email, Some(&credential.secret));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    Response::read(request.send().await.expect("the server answers")).await
+    send(fx, method, path, As::Demo(user_type), &[], body.as_ref()).await
 }
 
 /// An .xlsx whose first sheet holds these rows as text cells (empty strings stay empty).
@@ -294,6 +338,20 @@ impl Response {
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
+    }
+
+    /// The database statements the answer ran, as its Server-Timing header counts them
+    /// (`db;dur=…;desc="N statements"`).
+    pub fn statements(&self) -> u64 {
+        let timing = self
+            .header("server-timing")
+            .expect("Server-Timing on every answer");
+        timing
+            .split("desc=\"")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no statement count in {timing}"))
     }
 
     /// The records of an envelope.

@@ -43,14 +43,8 @@ async fn call_at(
     path: &str,
     body: Option<Value>,
 ) -> Response {
-    let mut request = fx
-        .client()
-        .request(method, format!("{base}{path}"))
-        .basic_auth(&who.user, Some(&who.key));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    Response::read(request.send().await.expect("the server answers")).await
+    let who = common::As::Key(&who.user, &who.key);
+    common::send_to(fx, base, method, path, who, &[], body.as_ref()).await
 }
 
 async fn call(

@@ -6,34 +6,16 @@
 
 use crate::common;
 use crate::on_both_backends;
-use common::{Fixture, Response};
+use common::{Fixture, Response, call};
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const NON_ADMINS: [&str; 4] = ["sponsor", "company", "host", "warehouse"];
-
-async fn call(
-    fx: &Fixture,
-    user_type: &str,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> Response {
-    let credential = fx.credential(user_type);
-    let mut request = fx
-        .client()
-        .request(method, format!("{}{path}", fx.base))
-        .basic_auth(&credential.email, Some(&credential.secret));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    Response::read(request.send().await.expect("the server answers")).await
-}
 
 /// Ids of `resource` the admin sees and `user_type` does not.
 async fn unseen(fx: &Fixture, user_type: &str, resource: &str) -> String {
     let path = format!("/api/{resource}?fields=id&pageSize=1000");
-    let seen = call(fx, user_type, Method::GET, &path, None)
+    let seen = call(fx, Method::GET, &path, user_type, None)
         .await
         .ids(resource);
     fx.get(&path)
@@ -76,13 +58,13 @@ async fn no_user_type_creates_master_data_outside_its_rights(fx) {
             ("store", json!({"fk_host": host, "name": "X", "code": code, "currency": "EUR"})),
         ];
         for (resource, body) in attempts {
-            let refused = call(fx, user_type, Method::POST, &format!("/api/{resource}"), Some(body)).await;
+            let refused = call(fx, Method::POST, &format!("/api/{resource}"), user_type, Some(body)).await;
             assert_refused(&refused, &format!("{user_type} POST {resource}"));
             let written = fx.get(&format!("/api/{resource}/count?code={code}")).await.json()["count"].as_u64();
             assert_eq!(written, Some(0), "{user_type} {resource}: nothing written");
         }
         let links_before = fx.get("/api/brandStore/count").await.json()["count"].as_u64();
-        let refused = call(fx, user_type, Method::POST, "/api/brandStore", Some(json!({"fk_brand": brand, "fk_store": store, "fk_warehouse": warehouse}))).await;
+        let refused = call(fx, Method::POST, "/api/brandStore", user_type, Some(json!({"fk_brand": brand, "fk_store": store, "fk_warehouse": warehouse}))).await;
         assert_refused(&refused, &format!("{user_type} POST brandStore"));
         assert_eq!(fx.get("/api/brandStore/count").await.json()["count"].as_u64(), links_before);
     }
@@ -96,19 +78,19 @@ async fn no_user_type_changes_or_deletes_master_data_it_does_not_own(fx) {
         let brand = unseen(fx, user_type, "brand").await;
         for (resource, id) in [("host", host_id.clone()), ("brand", brand)] {
             let before = fx.get(&format!("/api/{resource}/{id}")).await.body;
-            let patched = call(fx, user_type, Method::PATCH, &format!("/api/{resource}/{id}"), Some(json!({"name": "Taken"}))).await;
+            let patched = call(fx, Method::PATCH, &format!("/api/{resource}/{id}"), user_type, Some(json!({"name": "Taken"}))).await;
             assert_refused(&patched, &format!("{user_type} PATCH {resource}"));
-            let deleted = call(fx, user_type, Method::DELETE, &format!("/api/{resource}/{id}"), None).await;
+            let deleted = call(fx, Method::DELETE, &format!("/api/{resource}/{id}"), user_type, None).await;
             assert_refused(&deleted, &format!("{user_type} DELETE {resource}"));
-            let upserted = call(fx, user_type, Method::POST, &format!("/api/{resource}?upsert=true"), Some(json!({"name": "Taken", "code": "SEC-GUARDED"}))).await;
+            let upserted = call(fx, Method::POST, &format!("/api/{resource}?upsert=true"), user_type, Some(json!({"name": "Taken", "code": "SEC-GUARDED"}))).await;
             assert_refused(&upserted, &format!("{user_type} upsert {resource}"));
             assert_eq!(fx.get(&format!("/api/{resource}/{id}")).await.body, before, "{user_type} {resource}: unchanged");
         }
     }
     // The owner of a record sees it but, without a write rule, may not change it: a host user
     // and its own host.
-    let own_host = call(fx, "host", Method::GET, "/api/host?fields=id", None).await.ids("host")[0].clone();
-    let refused = call(fx, "host", Method::PATCH, &format!("/api/host/{own_host}"), Some(json!({"name": "Mine now"}))).await;
+    let own_host = call(fx, Method::GET, "/api/host?fields=id", "host", None).await.ids("host")[0].clone();
+    let refused = call(fx, Method::PATCH, &format!("/api/host/{own_host}"), "host", Some(json!({"name": "Mine now"}))).await;
     refused.assert_problem(403, "forbidden");
 }
 

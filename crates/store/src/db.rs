@@ -538,15 +538,21 @@ impl WriteTx {
         table: &'static str,
         statement: &sea_query::UpdateStatement,
     ) -> StoreResult<u64> {
+        self.mark_updated(table);
+        self.execute_untracked(table, statement).await
+    }
+
+    /// Remembers that rows of `table` changed but none came or went, so only its content
+    /// version is bumped on commit.
+    pub(crate) fn mark_updated(&mut self, table: &'static str) {
         if !self.updated.contains(&table) {
             self.updated.push(table);
         }
-        self.execute_untracked(table, statement).await
     }
 
     /// Remembers that `table` was written (rows may have come or gone), so its versions are
     /// bumped on commit.
-    fn touch(&mut self, table: &'static str) {
+    pub(crate) fn touch(&mut self, table: &'static str) {
         if !self.touched.contains(&table) {
             self.touched.push(table);
         }
@@ -589,7 +595,7 @@ impl WriteTx {
 
     /// Runs a statement that returns rows and decodes them by `kinds`; `failed` turns a
     /// database error into the caller's error.
-    async fn fetch_rows<S>(
+    pub(crate) async fn fetch_rows<S>(
         &mut self,
         statement: &S,
         kinds: &[Kind],
@@ -668,7 +674,7 @@ impl WriteTx {
 }
 
 /// A constraint violation is the client's conflict; anything else is ours.
-fn write_error(table: &str, error: sqlx::Error) -> StoreError {
+pub(crate) fn write_error(table: &str, error: sqlx::Error) -> StoreError {
     if let sqlx::Error::Database(db) = &error {
         if db.is_unique_violation() {
             return StoreError::Conflict {

@@ -63,6 +63,20 @@ async fn a_write_elsewhere_shows_in_the_next_page_and_count(fx) {
 
 async fn a_patch_keeps_the_count_of_every_record_and_a_delete_changes_it(fx) {
     let count = |response: &common::Response| response.json()["count"].as_u64().unwrap();
+    // The stock table's versions as another process reads them, to tell a count taken again
+    // because rows came or went (another writer) from one taken again after an update.
+    let probe = another_process(fx).await;
+    let versions = || {
+        let probe = probe.clone();
+        async move {
+            fx.on_server(async move {
+                let v = probe.versions(&brandhub_store::Timing::default()).await.unwrap();
+                (v.stamp(&[brandhub_store::versions::rows_key("stock")]), v.stamp(&["stock"]))
+            })
+            .await
+        }
+    };
+    let before = versions().await;
     let total = count(&fx.get("/api/stock/count").await);
     let ids = fx.get("/api/stock?fields=id&pageSize=2").await.ids("stock");
     let patched = common::call(fx, reqwest::Method::PATCH, &format!("/api/stock/{}", ids[0]), "admin", Some(serde_json::json!({"inStock": 987_654}))).await;
@@ -71,7 +85,10 @@ async fn a_patch_keeps_the_count_of_every_record_and_a_delete_changes_it(fx) {
     // record is still the remembered one (the versions read is the answer's one statement);
     // a count that filters on what changed is counted again.
     let after_patch = fx.get("/api/stock/count").await;
+    let after = versions().await;
     assert_eq!(count(&after_patch), total);
+    assert!(after.1 > before.1, "the update is a write of the stock table: {before:?} → {after:?}");
+    assert_eq!(after.0, before.0, "an update leaves the stock rows' version as it was");
     assert_eq!(after_patch.statements(), 1, "{:?}", after_patch.header("server-timing"));
     assert_eq!(count(&fx.get("/api/stock/count?inStock=987654").await), 1, "a stale filtered count");
     let deleted = common::call(fx, reqwest::Method::DELETE, &format!("/api/stock/{}", ids[1]), "admin", None).await;

@@ -107,24 +107,35 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<PageData> {
-        let found = self
-            .count(
-                &CountPlan {
-                    resource: plan.resource,
-                    scope: plan.scope.clone(),
-                    filter: plan.filter.clone(),
-                },
-                versions,
-                timing,
-            )
-            .await?;
+        let count_plan = CountPlan {
+            resource: plan.resource,
+            scope: plan.scope.clone(),
+            filter: plan.filter.clone(),
+        };
         let columns = node_columns(&plan.selection, None);
-        let rows = if found == 0 || plan.offset() >= found {
-            Vec::new()
+        let (found, rows) = if plan.filter.pins_ids() {
+            // Found by the primary key (a by-id read, a write's answer): the page is read
+            // first, and unless it is full (or empty past the first page) it tells how many
+            // match, so the count that every write of the table makes stale is not taken.
+            let strategy = self.page_strategy(plan, 0, versions, timing).await?;
+            let rows = self
+                .fetch(&page_statement(plan, strategy), &kinds(&columns), timing)
+                .await?;
+            let pinned = plan.filter.pinned_ids().map(|n| n as u64);
+            match found_from_page(plan.page_size, plan.offset(), rows.len() as u64, pinned) {
+                Some(found) => (found, rows),
+                None => (self.count(&count_plan, versions, timing).await?, rows),
+            }
         } else {
-            let strategy = self.page_strategy(plan, found, versions, timing).await?;
-            self.fetch(&page_statement(plan, strategy), &kinds(&columns), timing)
-                .await?
+            let found = self.count(&count_plan, versions, timing).await?;
+            let rows = if found == 0 || plan.offset() >= found {
+                Vec::new()
+            } else {
+                let strategy = self.page_strategy(plan, found, versions, timing).await?;
+                self.fetch(&page_statement(plan, strategy), &kinds(&columns), timing)
+                    .await?
+            };
+            (found, rows)
         };
         let mut root = NodeData {
             columns,
@@ -284,5 +295,63 @@ impl Store {
             node.lists.push((field, elements));
         }
         Ok(())
+    }
+}
+
+/// The number of matches a page of `rows` records proves: a page that is not full is the
+/// last one, unless it is empty past the first page (the matches may end anywhere before);
+/// a first page holding all of the `most` records the filter can match has them all.
+fn found_from_page(page_size: u64, offset: u64, rows: u64, most: Option<u64>) -> Option<u64> {
+    let all_found = offset == 0 && most.is_some_and(|most| rows >= most);
+    let last_page = rows < page_size && (rows > 0 || offset == 0);
+    (all_found || last_page).then_some(offset + rows)
+}
+
+#[cfg(test)]
+mod page_count_tests {
+    use super::found_from_page;
+
+    #[test]
+    fn a_page_that_is_not_full_tells_the_count() {
+        assert_eq!(
+            found_from_page(100, 0, 1, None),
+            Some(1),
+            "a short first page"
+        );
+        assert_eq!(
+            found_from_page(1, 0, 0, Some(1)),
+            Some(0),
+            "no record by that id"
+        );
+        assert_eq!(
+            found_from_page(1, 0, 1, Some(1)),
+            Some(1),
+            "the one record by id"
+        );
+        assert_eq!(
+            found_from_page(3, 0, 3, Some(3)),
+            Some(3),
+            "every id named found"
+        );
+        assert_eq!(
+            found_from_page(2, 2, 1, None),
+            Some(3),
+            "the last of several pages"
+        );
+        assert_eq!(
+            found_from_page(2, 0, 2, None),
+            None,
+            "a full page: more may follow"
+        );
+        assert_eq!(
+            found_from_page(2, 0, 2, Some(3)),
+            None,
+            "two of three ids on one page"
+        );
+        assert_eq!(
+            found_from_page(2, 4, 0, None),
+            None,
+            "empty past the first page"
+        );
     }
 }

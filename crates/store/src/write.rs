@@ -321,16 +321,37 @@ impl WriteTx {
         let fk = resource.fk_field(relation).expect("checked to-one path");
         let mut values = own(fk.name);
         let mut current = catalog().target(relation);
-        // (the resource reached, the column of it that leads on), then the final field.
+        // (the resource reached, the column of it that leads on), then the final field. Where
+        // a resource reached stores the rest of the path as a derived field of its own (a
+        // variant its brand, for a stock record's), that column ends the walk a link early.
         let mut steps = Vec::new();
-        for hop in further {
+        let mut rest = further;
+        loop {
+            let remaining = rest
+                .iter()
+                .chain([last])
+                .copied()
+                .collect::<Vec<_>>()
+                .join(".");
+            if let Some(stored) = current
+                .fields
+                .iter()
+                .find(|f| f.derived_from == Some(remaining.as_str()))
+            {
+                steps.push((current, stored.column.clone()));
+                break;
+            }
+            let Some((hop, more)) = rest.split_first() else {
+                let field = current.field_at(last).expect("checked to-one path");
+                steps.push((current, field.column.clone()));
+                break;
+            };
             let relation = current.relation(hop).expect("checked to-one path");
             let fk = current.fk_field(relation).expect("checked to-one path");
             steps.push((current, fk.column.clone()));
             current = catalog().target(relation);
+            rest = more;
         }
-        let field = current.field_at(last).expect("checked to-one path");
-        steps.push((current, field.column.clone()));
         for (table_of, column) in steps {
             let ids: Vec<String> = values
                 .iter()

@@ -38,14 +38,24 @@ impl Predicate {
     /// its records by the primary key, so how to find them needs no counts of the table or
     /// the scope, which every write of the table would make stale.
     pub fn pins_ids(&self) -> bool {
+        self.pinned_ids().is_some()
+    }
+
+    /// The most records a filter that [pins ids](Self::pins_ids) can match: the number of ids
+    /// it names (the fewest, where several conditions pin ids). A page of a by-id read that
+    /// holds that many has found them all, and needs no count.
+    pub fn pinned_ids(&self) -> Option<usize> {
         match self {
-            Predicate::All(items) => items.iter().any(Predicate::pins_ids),
-            Predicate::Leaf(leaf) => {
-                leaf.path.hops.is_empty()
-                    && leaf.path.field.path == "id"
-                    && matches!(leaf.test, Test::OneOf(_))
-            }
-            Predicate::Any(_) | Predicate::Not(_) => false,
+            Predicate::All(items) => items.iter().filter_map(Predicate::pinned_ids).min(),
+            Predicate::Leaf(leaf) => match &leaf.test {
+                Test::OneOf(values)
+                    if leaf.path.hops.is_empty() && leaf.path.field.path == "id" =>
+                {
+                    Some(values.len())
+                }
+                _ => None,
+            },
+            Predicate::Any(_) | Predicate::Not(_) => None,
         }
     }
 

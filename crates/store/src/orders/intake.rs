@@ -29,6 +29,15 @@ pub const COUNTER_TABLE: &str = "bh_counter";
 /// How far a given amount may be from the one brandhub computes.
 const TOLERANCE: f64 = 0.01;
 
+/// The brand store an intake names, as the caller sees it.
+struct Target {
+    id: String,
+    brand: Option<String>,
+    warehouse: Option<String>,
+    /// The currency of the brand store's store: a line's when it gives none.
+    currency: String,
+}
+
 fn problem(
     field: impl Into<String>,
     message: impl Into<String>,
@@ -189,30 +198,58 @@ impl Store {
         }
         let mut tx = self.begin().await?;
 
-        // The brand store: one the caller sees (a host: of one of its stores).
-        let mut target = None;
+        // The brand store (one the caller sees: a host's, of one of its stores), its brand,
+        // its warehouse and its store's currency, in one statement.
+        let mut target: Option<Target> = None;
         if let Some(id) = intake.order.text("fk_brandStore") {
-            let seen = tx
+            let column = |resource: &'static brandhub_catalog::Resource, path: &str| {
+                let field = resource.field_at(path).expect("the intake's fields exist");
+                Expr::col((
+                    Alias::new(resource.table),
+                    Alias::new(field.column.as_str()),
+                ))
+            };
+            let statement = Query::select()
+                .expr(column(brand_store, "id"))
+                .expr(column(brand_store, "fk_brand"))
+                .expr(column(brand_store, "fk_warehouse"))
+                .expr(column(store, "currency"))
+                .from(Alias::new(brand_store.table))
+                .left_join(
+                    Alias::new(store.table),
+                    column(store, "id").equals((
+                        Alias::new(brand_store.table),
+                        Alias::new(
+                            brand_store
+                                .field_at("fk_store")
+                                .expect("a brand store's store")
+                                .column
+                                .as_str(),
+                        ),
+                    )),
+                )
+                .and_where(column(brand_store, "id").in_subquery(satisfying_ids(
+                    brand_store,
+                    std::slice::from_ref(&id),
+                    &viewer.scope(brand_store),
+                )))
+                .to_owned();
+            let rows = tx
                 .fetch(
-                    &satisfying_ids(
-                        brand_store,
-                        std::slice::from_ref(&id),
-                        &viewer.scope(brand_store),
-                    ),
-                    &[Kind::Text],
+                    &statement,
+                    &[Kind::Text, Kind::Text, Kind::Text, Kind::Text],
                 )
                 .await?;
-            let loaded = if seen.is_empty() {
-                Vec::new()
-            } else {
-                tx.load_records(
-                    brand_store,
-                    Condition::all().add(Expr::col(Alias::new("id")).eq(id.as_str())),
-                )
-                .await?
-            };
-            match loaded.into_iter().next() {
-                Some(record) => target = Some(record),
+            let text = |cell: &Cell| cell.as_text().map(str::to_string);
+            match rows.first() {
+                Some(row) => {
+                    target = Some(Target {
+                        id: text(&row[0]).unwrap_or_default(),
+                        brand: text(&row[1]),
+                        warehouse: text(&row[2]),
+                        currency: text(&row[3]).unwrap_or_default(),
+                    })
+                }
                 None => problems.push(problem(
                     "fk_brandStore",
                     format!("no brandStore with id '{id}' exists for the caller"),
@@ -220,15 +257,8 @@ impl Store {
                 )),
             }
         }
-        let bs = Layout::of(brand_store);
-        let brand = target
-            .as_ref()
-            .and_then(|r| r.cells[bs.cell("fk_brand")].as_text().map(str::to_string));
-        let warehouse = target.as_ref().and_then(|r| {
-            r.cells[bs.cell("fk_warehouse")]
-                .as_text()
-                .map(str::to_string)
-        });
+        let brand = target.as_ref().and_then(|t| t.brand.clone());
+        let warehouse = target.as_ref().and_then(|t| t.warehouse.clone());
 
         // A second push of the same order.
         if let (Some(target), Some(reference)) = (&target, intake.order.text("hostOrderRef")) {
@@ -237,7 +267,7 @@ impl Store {
                     &Query::select()
                         .column(Alias::new("id"))
                         .from(Alias::new(order.table))
-                        .and_where(Expr::col(Alias::new("fk_brand_store")).eq(target.id()))
+                        .and_where(Expr::col(Alias::new("fk_brand_store")).eq(target.id.as_str()))
                         .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(&reference)))
                         .limit(1)
                         .to_owned(),
@@ -255,29 +285,10 @@ impl Store {
         }
 
         // The store's currency, for lines that give none.
-        let currency = match &target {
-            Some(record) => {
-                let store_id = record.cells[bs.cell("fk_store")]
-                    .as_text()
-                    .unwrap_or_default()
-                    .to_string();
-                let rows = tx
-                    .fetch(
-                        &Query::select()
-                            .column(Alias::new("currency"))
-                            .from(Alias::new(store.table))
-                            .and_where(Expr::col(Alias::new("id")).eq(store_id))
-                            .to_owned(),
-                        &[Kind::Text],
-                    )
-                    .await?;
-                rows.first()
-                    .and_then(|r| r[0].as_text())
-                    .unwrap_or_default()
-                    .to_string()
-            }
-            None => String::new(),
-        };
+        let currency = target
+            .as_ref()
+            .map(|t| t.currency.clone())
+            .unwrap_or_default();
 
         // The variants, by id or barcode, within the brand store's brand.
         let mut variants: Vec<Option<String>> = vec![None; intake.lines.len()];

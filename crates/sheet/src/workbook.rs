@@ -129,9 +129,17 @@ fn from_data_ref(data: &DataRef<'_>) -> Cell {
     }
 }
 
-/// A date-formatted number: a date; a duration stays the number it is.
+/// The serial number of Excel's last date (9999-12-31), plus the 1904 system's offset: a
+/// date-formatted number beyond it is no date, and calamine's conversion of it would overflow
+/// (a panic that would refuse the whole file).
+const LAST_DATE_SERIAL: f64 = 2_958_465.0 + 1_462.0;
+
+/// A date-formatted number: a date; a duration, or a number no date has, stays the number
+/// it is.
 fn from_excel_datetime(dt: &ExcelDateTime) -> Cell {
-    match dt.is_datetime().then(|| dt.as_datetime()).flatten() {
+    let serial = dt.as_f64();
+    let a_date = dt.is_datetime() && serial.abs() <= LAST_DATE_SERIAL;
+    match a_date.then(|| dt.as_datetime()).flatten() {
         Some(datetime) => Cell::Date(datetime),
         None => Cell::Number(dt.as_f64()),
     }
@@ -208,6 +216,20 @@ mod tests {
         assert_eq!(
             from_data(&Data::DateTime(serial)),
             Cell::Date(date.and_time(NaiveTime::MIN))
+        );
+        // A date-formatted number past any date (found by the sheet_xls fuzzer): a number.
+        let huge = ExcelDateTime::new(1e300, ExcelDateTimeType::DateTime, false);
+        assert_eq!(from_data(&Data::DateTime(huge)), Cell::Number(1e300));
+        let nan = ExcelDateTime::new(f64::NAN, ExcelDateTimeType::DateTime, false);
+        assert!(matches!(from_data(&Data::DateTime(nan)), Cell::Number(n) if n.is_nan()));
+        let last = ExcelDateTime::new(2_958_465.0, ExcelDateTimeType::DateTime, false);
+        assert_eq!(
+            from_data(&Data::DateTime(last)),
+            Cell::Date(
+                NaiveDate::from_ymd_opt(9999, 12, 31)
+                    .unwrap()
+                    .and_time(NaiveTime::MIN)
+            )
         );
         let duration = ExcelDateTime::new(1.5, ExcelDateTimeType::TimeDelta, false);
         assert_eq!(from_data(&Data::DateTime(duration)), Cell::Number(1.5));

@@ -77,7 +77,14 @@ pub struct Store {
     pub(crate) insecure_loopback: bool,
     /// Notified when a write of this process committed events (see [`Store::events_written`]).
     pub(crate) events_written: std::sync::Arc<tokio::sync::Notify>,
+    /// SQLite only: where this process's write transactions queue for the database's one
+    /// write lock (see [`Store::begin`]).
+    pub(crate) write_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
 }
+
+/// How long a write transaction waits for SQLite's write lock in this process before it
+/// gives up, as long as SQLite's own busy timeout for other processes.
+const WRITE_GATE_WAIT: Duration = Duration::from_secs(30);
 
 /// How a store connects.
 #[derive(Debug, Clone)]
@@ -292,7 +299,10 @@ impl Store {
             )));
         };
         let count_writer = Some(crate::count::start_writer(pool.clone()));
+        let write_gate = matches!(pool, Pool::Sqlite(_))
+            .then(|| std::sync::Arc::new(tokio::sync::Semaphore::new(1)));
         Ok(Store {
+            write_gate,
             pool,
             export_pool,
             count_writer,
@@ -472,6 +482,19 @@ impl Store {
     /// Starts a write transaction. On SQLite it takes the write lock at once (`BEGIN
     /// IMMEDIATE`), so two writers never deadlock upgrading read locks.
     pub async fn begin(&self) -> StoreResult<WriteTx> {
+        // SQLite takes one writer at a time. Writers of this process queue for it here, in
+        // order, and each finds the lock free: waiting in SQLite's busy handler instead means
+        // sleeping between tries (up to 100 ms each), so the lock stays idle while the
+        // waiters sleep and a busy moment's answers take hundreds of milliseconds.
+        let gate = match &self.write_gate {
+            Some(gate) => Some(
+                tokio::time::timeout(WRITE_GATE_WAIT, gate.clone().acquire_owned())
+                    .await
+                    .map_err(|e| internal("waited too long to write", e))?
+                    .map_err(|e| internal("the write gate closed", e))?,
+            ),
+            None => None,
+        };
         let tx = match &self.pool {
             Pool::Sqlite(pool) => Tx::Sqlite(
                 pool.begin_with("BEGIN IMMEDIATE")
@@ -486,6 +509,7 @@ impl Store {
         };
         Ok(WriteTx {
             tx,
+            _gate: gate,
             touched: Vec::new(),
             updated: Vec::new(),
             clock: self.clock.clone(),
@@ -506,6 +530,8 @@ enum Tx {
 /// change is visible, and not a moment before.
 pub struct WriteTx {
     tx: Tx,
+    /// SQLite: this process's turn to write, released when the transaction ends.
+    _gate: Option<tokio::sync::OwnedSemaphorePermit>,
     /// Tables written by statements that may insert or delete rows: both their versions are
     /// bumped on commit (see [`crate::versions::rows_key`]).
     touched: Vec<&'static str>,

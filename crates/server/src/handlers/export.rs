@@ -254,7 +254,15 @@ async fn write_csv(
 ) {
     let mut chunk = first;
     let mut header = true;
+    let plan = std::sync::Arc::new(table.plan.clone());
+    let viewer = std::sync::Arc::new(viewer);
     loop {
+        // The next chunk is read while this one is written: the database and the writing
+        // each take a core, and two chunks at most are held.
+        let reading = chunk.next.take().map(|after| {
+            let (store, viewer, plan) = (store.clone(), viewer.clone(), plan.clone());
+            tokio::spawn(async move { next_chunk(&store, &viewer, &plan, &after, limit).await })
+        });
         // Writing CSV into memory cannot fail.
         let mut writer = csv::Writer::from_writer(Vec::with_capacity(PIECE * 2));
         if std::mem::take(&mut header) {
@@ -272,12 +280,12 @@ async fn write_csv(
         if sender.send(Ok(Bytes::from(bytes))).await.is_err() {
             return; // The client went away.
         }
-        let Some(after) = chunk.next.take() else {
+        let Some(reading) = reading else {
             return;
         };
-        match next_chunk(&store, &viewer, &table.plan, &after, limit).await {
-            Some(next) => chunk = next,
-            None => {
+        match reading.await {
+            Ok(Some(next)) => chunk = next,
+            _ => {
                 let _ = sender.send(Err(broken())).await;
                 return;
             }

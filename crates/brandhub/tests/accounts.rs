@@ -19,6 +19,7 @@ async fn call(
 ) -> common::Response {
     common::send(
         fx,
+        &fx.base,
         method,
         path,
         common::As::Key(user, key),

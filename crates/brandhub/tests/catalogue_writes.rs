@@ -17,7 +17,7 @@ async fn call(
     who: As<'_>,
     body: Option<Value>,
 ) -> common::Response {
-    common::send(fx, method, path, who, &[], body.as_ref()).await
+    common::send(fx, &fx.base, method, path, who, &[], body.as_ref()).await
 }
 
 const ADMIN: As<'static> = As::Demo("admin");

@@ -33,7 +33,16 @@ async fn call(
     headers: &[(&str, &str)],
     body: Option<&Value>,
 ) -> common::Response {
-    common::send(fx, method, path, common::As::Demo(user_type), headers, body).await
+    common::send(
+        fx,
+        &fx.base,
+        method,
+        path,
+        common::As::Demo(user_type),
+        headers,
+        body,
+    )
+    .await
 }
 
 fn text(value: &Value) -> String {

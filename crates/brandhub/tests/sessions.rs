@@ -22,7 +22,7 @@ async fn call(
     body: Option<Value>,
 ) -> common::Response {
     let who = auth.map_or(common::As::Nobody, |(user, key)| common::As::Key(user, key));
-    common::send(fx, method, path, who, &[], body.as_ref()).await
+    common::send(fx, &fx.base, method, path, who, &[], body.as_ref()).await
 }
 
 async fn sign_in(fx: &common::Fixture, email: &str, password: &str) -> common::Response {

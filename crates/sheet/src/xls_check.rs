@@ -238,30 +238,25 @@ impl Sheet {
     }
 }
 
-/// The bounding box of some cells.
+/// The bounding box of some cells: (first row, last row), (first column, last column).
 #[derive(Default, Clone, Copy)]
-struct Span {
-    rows: Option<(u32, u32)>,
-    columns: Option<(u32, u32)>,
-}
+struct Span(Option<((u32, u32), (u32, u32))>);
 
 impl Span {
     fn include(&mut self, row: u32, column: u32) {
-        let widen = |span: Option<(u32, u32)>, at: u32| match span {
-            None => Some((at, at)),
-            Some((low, high)) => Some((low.min(at), high.max(at))),
-        };
-        self.rows = widen(self.rows, row);
-        self.columns = widen(self.columns, column);
+        let widen = |(low, high): (u32, u32), at: u32| (low.min(at), high.max(at));
+        self.0 = Some(match self.0 {
+            None => ((row, row), (column, column)),
+            Some((rows, columns)) => (widen(rows, row), widen(columns, column)),
+        });
     }
 
     /// The slots of the grid between the furthest cells, as `Range::from_sparse` allocates.
     fn slots(&self) -> u64 {
-        match (self.rows, self.columns) {
-            (Some((top, bottom)), Some((left, right))) => (u64::from(bottom) - u64::from(top) + 1)
-                .saturating_mul(u64::from(right) - u64::from(left) + 1),
-            _ => 0,
-        }
+        self.0.map_or(0, |((top, bottom), (left, right))| {
+            (u64::from(bottom) - u64::from(top) + 1)
+                .saturating_mul(u64::from(right) - u64::from(left) + 1)
+        })
     }
 }
 

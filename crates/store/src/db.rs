@@ -621,7 +621,7 @@ impl WriteTx {
 
     /// Runs a statement that returns rows and decodes them by `kinds`; `failed` turns a
     /// database error into the caller's error.
-    pub(crate) async fn fetch_rows<S>(
+    async fn fetch_rows<S>(
         &mut self,
         statement: &S,
         kinds: &[Kind],
@@ -666,6 +666,22 @@ impl WriteTx {
             .await
     }
 
+    /// [`WriteTx::fetch_returning`] on `table` without counting it as written: for a caller
+    /// that learns from the rows whether rows came ([`WriteTx::touch`]) or only changed
+    /// ([`WriteTx::mark_updated`]).
+    pub(crate) async fn fetch_untracked<S>(
+        &mut self,
+        table: &'static str,
+        statement: &S,
+        kinds: &[Kind],
+    ) -> StoreResult<Vec<Vec<Cell>>>
+    where
+        S: SqlxBinder,
+    {
+        self.fetch_rows(statement, kinds, |e| write_error(table, e))
+            .await
+    }
+
     /// Writes the announced events to the outbox, bumps the versions of the written tables,
     /// then commits.
     pub async fn commit(mut self) -> StoreResult<()> {
@@ -700,7 +716,7 @@ impl WriteTx {
 }
 
 /// A constraint violation is the client's conflict; anything else is ours.
-pub(crate) fn write_error(table: &str, error: sqlx::Error) -> StoreError {
+fn write_error(table: &str, error: sqlx::Error) -> StoreError {
     if let sqlx::Error::Database(db) = &error {
         if db.is_unique_violation() {
             return StoreError::Conflict {

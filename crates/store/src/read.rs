@@ -117,7 +117,7 @@ impl Store {
             // Found by the primary key (a by-id read, a write's answer): the page is read
             // first, and unless it is full (or empty past the first page) it tells how many
             // match, so the count that every write of the table makes stale is not taken.
-            let strategy = self.page_strategy(plan, 0, versions, timing).await?;
+            let strategy = self.pinned_strategy();
             let rows = self
                 .fetch(&page_statement(plan, strategy), &kinds(&columns), timing)
                 .await?;
@@ -148,6 +148,15 @@ impl Store {
         Ok(PageData { root, found })
     }
 
+    /// How to find the page of a filter that pins ids (a by-id read, a write's answer): the
+    /// filter drives and the scope judges, without counting the scope or the table first.
+    fn pinned_strategy(&self) -> PageStrategy {
+        match self.backend() {
+            Backend::Sqlite => PageStrategy::SortMatches { probe_scope: true },
+            _ => PageStrategy::MatchesFirst { probe_scope: true },
+        }
+    }
+
     /// How to find a page's ids, from the exact count of matches and of visible records.
     /// PostgreSQL's planner, under a LIMIT, prefers walking an index in order and hopes to
     /// meet matches early, which fails badly when matches are few or clustered; there, few or
@@ -160,14 +169,6 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<PageStrategy> {
-        if plan.filter.pins_ids() {
-            // Found by the primary key (a by-id read, a write's answer): the filter drives
-            // and the scope judges, without counting the scope or the table first.
-            return Ok(match self.backend() {
-                Backend::Sqlite => PageStrategy::SortMatches { probe_scope: true },
-                _ => PageStrategy::MatchesFirst { probe_scope: true },
-            });
-        }
         let visible = self
             .count(
                 &CountPlan::visible(plan.resource, plan.scope.clone()),

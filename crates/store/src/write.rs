@@ -1,7 +1,7 @@
 //! Writing records: every text value is stored with its folded copy, lists go to their own
 //! tables, and rows are sent in multi-row statements sized to the backends' parameter limits.
 
-use crate::db::{Kind, WriteTx, write_error};
+use crate::db::{Kind, WriteTx};
 use crate::error::StoreResult;
 use crate::schema::ROW_VERSION;
 use brandhub_catalog::{
@@ -461,10 +461,6 @@ impl WriteTx {
                 .collect()
         };
         records.sort_by_key(key_of);
-        let id_at = fields
-            .iter()
-            .position(|f| f.path == "id")
-            .expect("every resource stores its id");
         let column = |field: &Field| {
             Expr::col((
                 Alias::new(resource.table),
@@ -528,7 +524,7 @@ impl WriteTx {
                 // The ids of the records added to: the existing ones' where the key was taken.
                 .returning_col(Alias::new("id"));
             let rows = self
-                .fetch_rows(&insert, &[Kind::Text], |e| write_error(resource.table, e))
+                .fetch_untracked(resource.table, &insert, &[Kind::Text])
                 .await?;
             let returned: Vec<String> = rows
                 .into_iter()
@@ -537,10 +533,8 @@ impl WriteTx {
             // Only a record's own new id coming back means a row was inserted; if every id is
             // an existing record's, rows were only updated and the count of the resource's
             // records stays cached (see `versions::rows_key`).
-            let inserted = records[start..end]
-                .iter()
-                .filter_map(|r| r.cells[id_at].as_text())
-                .any(|id| returned.iter().any(|back| back == id));
+            let back: HashSet<&str> = returned.iter().map(String::as_str).collect();
+            let inserted = records[start..end].iter().any(|r| back.contains(r.id()));
             if inserted {
                 self.touch(resource.table);
             } else {

@@ -135,9 +135,10 @@ pub enum As<'a> {
     Nobody,
 }
 
-/// A request to the server at `base` (the fixture's, or another over the same database) as
-/// `who`, with extra headers and an optional JSON body: the one place tests build requests.
-pub async fn send_to(
+/// A request to the server at `base` (usually `fx.base`; another server over the same
+/// database in some tests) as `who`, with extra headers and an optional JSON body: the one
+/// place tests build requests.
+pub async fn send(
     fx: &Fixture,
     base: &str,
     method: reqwest::Method,
@@ -164,18 +165,6 @@ pub async fn send_to(
     Response::read(request.send().await.expect("the server answers")).await
 }
 
-/// A request to the fixture's server as `who`, with extra headers and an optional JSON body.
-pub async fn send(
-    fx: &Fixture,
-    method: reqwest::Method,
-    path: &str,
-    who: As<'_>,
-    headers: &[(&str, &str)],
-    body: Option<&serde_json::Value>,
-) -> Response {
-    send_to(fx, &fx.base, method, path, who, headers, body).await
-}
-
 /// A request as a demo user of `user_type`, with an optional JSON body.
 pub async fn call(
     fx: &Fixture,
@@ -184,7 +173,16 @@ pub async fn call(
     user_type: &str,
     body: Option<serde_json::Value>,
 ) -> Response {
-    send(fx, method, path, As::Demo(user_type), &[], body.as_ref()).await
+    send(
+        fx,
+        &fx.base,
+        method,
+        path,
+        As::Demo(user_type),
+        &[],
+        body.as_ref(),
+    )
+    .await
 }
 
 /// An .xlsx whose first sheet holds these rows as text cells (empty strings stay empty).

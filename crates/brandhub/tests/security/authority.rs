@@ -44,7 +44,7 @@ async fn call_at(
     body: Option<Value>,
 ) -> Response {
     let who = common::As::Key(&who.user, &who.key);
-    common::send_to(fx, base, method, path, who, &[], body.as_ref()).await
+    common::send(fx, base, method, path, who, &[], body.as_ref()).await
 }
 
 async fn call(

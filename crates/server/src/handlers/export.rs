@@ -285,7 +285,11 @@ async fn write_csv(
         };
         match reading.await {
             Ok(Some(next)) => chunk = next,
-            _ => {
+            // `next_chunk` logged why it read nothing; a task that did not finish is told here.
+            outcome => {
+                if let Err(error) = outcome {
+                    tracing::error!(%error, "an export stopped: reading a chunk did not finish");
+                }
                 let _ = sender.send(Err(broken())).await;
                 return;
             }

@@ -483,12 +483,12 @@ fn write_body(
                 }
                 // A list's length and words bound its elements.
                 let is_list = field.ty == FieldType::List;
+                let bounded = if is_list {
+                    &mut schema["items"]
+                } else {
+                    &mut schema
+                };
                 if let Some(max) = field.max_chars {
-                    let bounded = if is_list {
-                        &mut schema["items"]
-                    } else {
-                        &mut schema
-                    };
                     bounded["maxLength"] = json!(max);
                 }
                 if let Some(words) = field.domain.and_then(|d| d.words()) {
@@ -500,11 +500,6 @@ fn write_body(
                     {
                         list.push(Value::Null);
                     }
-                    let bounded = if is_list {
-                        &mut schema["items"]
-                    } else {
-                        &mut schema
-                    };
                     bounded["enum"] = allowed;
                 }
                 at["properties"][part] = schema;

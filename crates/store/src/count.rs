@@ -1,5 +1,5 @@
 //! Exact counts without counting on every request. A count is cached under a hash of its
-//! statement and stamped with the versions of the tables it reads (see [`crate::versions`]);
+//! statement and stamped with the versions of what it reads (see [`crate::versions`]);
 //! a count whose stamp is no longer current is never used. Counts are kept in this process's
 //! memory and in a table, so every server process on one PostgreSQL shares them. Remembering a
 //! count in the table is done by one background writer, so a read never waits for the
@@ -10,7 +10,7 @@ use crate::error::StoreResult;
 use crate::versions::Versions;
 use brandhub_catalog::{Cell, Resource};
 use brandhub_query::plan::{CountPlan, Predicate};
-use brandhub_query::sql::{CountStrategy, count_statement, filter_drives, is_rare, tables_read};
+use brandhub_query::sql::{CountStrategy, count_statement, filter_drives, is_rare};
 use sea_query::{Alias, Expr, ExprTrait, OnConflict, Query, SelectStatement, SqliteQueryBuilder};
 use sea_query_sqlx::SqlxBinder;
 use sha2::{Digest, Sha256};
@@ -132,19 +132,19 @@ pub(crate) struct RouteWeight;
 
 impl quick_cache::Weighter<String, CountRoute> for RouteWeight {
     fn weight(&self, request: &String, route: &CountRoute) -> u64 {
-        (request.len() + route.key.len() + route.tables.len() * 16 + 96) as u64
+        (request.len() + route.key.len() + route.depends_on.len() * 16 + 96) as u64
     }
 }
 
 /// The count routes of a process, request → route.
 pub(crate) type RouteCache = quick_cache::sync::Cache<String, CountRoute, RouteWeight>;
 
-/// Where a plan's count is remembered (the hash of its plain statement) and the tables whose
-/// writes make it stale: all a request needs to find its count again without planning.
+/// Where a plan's count is remembered (the hash of its plain statement) and the versions
+/// whose bumps make it stale: all a request needs to find its count again without planning.
 #[derive(Debug, Clone)]
 pub(crate) struct CountRoute {
     key: String,
-    tables: Vec<&'static str>,
+    depends_on: Vec<&'static str>,
 }
 
 impl CountRoute {
@@ -157,12 +157,16 @@ impl CountRoute {
             // with the table's version must never be taken for one of the rows' version).
             return CountRoute {
                 key: format!("rows:{key}"),
-                tables: vec![crate::versions::rows_key(plan.resource.table)],
+                depends_on: vec![crate::versions::rows_key(plan.resource.table)],
             };
         }
+        // Stamped with the versions of what the filter compares and joins through (see
+        // `versions::predicate_keys`), not of whole tables: its key says so.
+        let mut keys = std::collections::BTreeSet::new();
+        crate::versions::predicate_keys(plan.resource, &filter, &mut keys);
         CountRoute {
-            key,
-            tables: tables_read(plan.resource, &filter),
+            key: format!("fields:{key}"),
+            depends_on: keys.into_iter().collect(),
         }
     }
 }
@@ -182,7 +186,7 @@ impl Store {
     ) -> StoreResult<u64> {
         if let Some(route) = self.count_routes.get(&request)
             && let Some((at, count)) = self.counts.get(&route.key)
-            && at == versions.stamp(&route.tables)
+            && at == versions.stamp(&route.depends_on)
         {
             self.tallies.count.record(true);
             return Ok(count);
@@ -333,8 +337,8 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<(CountKey, Option<u64>)> {
-        let CountRoute { key, tables } = CountRoute::of(plan);
-        let stamp = versions.stamp(&tables);
+        let CountRoute { key, depends_on } = CountRoute::of(plan);
+        let stamp = versions.stamp(&depends_on);
         if let Some((at, count)) = self.counts.get(&key)
             && at == stamp
         {

@@ -511,7 +511,7 @@ impl Store {
             tx,
             _gate: gate,
             touched: Vec::new(),
-            updated: Vec::new(),
+            updated_columns: Vec::new(),
             clock: self.clock.clone(),
             insecure_loopback: self.insecure_loopback,
             outbox: Default::default(),
@@ -535,8 +535,8 @@ pub struct WriteTx {
     /// Tables written by statements that may insert or delete rows: both their versions are
     /// bumped on commit (see [`crate::versions::rows_key`]).
     touched: Vec<&'static str>,
-    /// Tables only updated: their content version alone is bumped.
-    updated: Vec<&'static str>,
+    /// Tables updated in named columns, with the versions of those columns' fields.
+    updated_columns: Vec<(&'static str, Vec<&'static str>)>,
     /// The store's clock, for the job queue's times.
     pub(crate) clock: crate::clock::Clock,
     /// See [`Store::allowing_insecure_loopback_urls`].
@@ -564,15 +564,32 @@ impl WriteTx {
         table: &'static str,
         statement: &sea_query::UpdateStatement,
     ) -> StoreResult<u64> {
-        self.mark_updated(table);
+        let columns: Vec<_> = statement
+            .get_values()
+            .iter()
+            .map(|(c, _)| c.inner())
+            .collect();
+        self.mark_updated_columns(table, columns.iter().map(|c| c.as_ref()));
         self.execute_untracked(table, statement).await
     }
 
-    /// Remembers that rows of `table` changed but none came or went, so only its content
-    /// version is bumped on commit.
-    pub(crate) fn mark_updated(&mut self, table: &'static str) {
-        if !self.updated.contains(&table) {
-            self.updated.push(table);
+    /// Remembers that rows of `table` changed in these SQL columns only (none came or went),
+    /// so its content version and the versions of those columns' fields are bumped on commit.
+    pub(crate) fn mark_updated_columns<'a>(
+        &mut self,
+        table: &'static str,
+        columns: impl IntoIterator<Item = &'a str>,
+    ) {
+        let keys = crate::versions::written_keys(table, columns);
+        match self.updated_columns.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, known)) => {
+                for key in keys {
+                    if !known.contains(&key) {
+                        known.push(key);
+                    }
+                }
+            }
+            None => self.updated_columns.push((table, keys)),
         }
     }
 
@@ -668,7 +685,7 @@ impl WriteTx {
 
     /// [`WriteTx::fetch_returning`] on `table` without counting it as written: for a caller
     /// that learns from the rows whether rows came ([`WriteTx::touch`]) or only changed
-    /// ([`WriteTx::mark_updated`]).
+    /// ([`WriteTx::mark_updated_columns`]).
     pub(crate) async fn fetch_untracked<S>(
         &mut self,
         table: &'static str,
@@ -686,15 +703,20 @@ impl WriteTx {
     /// then commits.
     pub async fn commit(mut self) -> StoreResult<()> {
         let announced = self.write_outbox().await?;
-        let mut versions: Vec<&'static str> = std::mem::take(&mut self.touched);
-        let rows: Vec<&'static str> = versions
-            .iter()
-            .map(|t| crate::versions::rows_key(t))
-            .collect();
-        for table in std::mem::take(&mut self.updated).into_iter().chain(rows) {
-            if !versions.contains(&table) {
-                versions.push(table);
+        let mut versions: Vec<&'static str> = Vec::new();
+        let mut bump = |key: &'static str| {
+            if !versions.contains(&key) {
+                versions.push(key);
             }
+        };
+        for table in std::mem::take(&mut self.touched) {
+            bump(table);
+            bump(crate::versions::rows_key(table));
+            bump(crate::versions::columns_key(table));
+        }
+        for (table, keys) in std::mem::take(&mut self.updated_columns) {
+            bump(table);
+            keys.into_iter().for_each(&mut bump);
         }
         if !versions.is_empty() {
             let bump = crate::versions::bump_statement(&versions);

@@ -288,12 +288,10 @@ pub fn bookkeeping_statements() -> Vec<String> {
         format!("CREATE TABLE IF NOT EXISTS \"{}\" (\"id\" TEXT PRIMARY KEY, \"event_type\" TEXT NOT NULL, \"resource\" TEXT NOT NULL, \"record_id\" TEXT NOT NULL, \"created_at\" BIGINT NOT NULL, \"created_date\" TEXT NOT NULL)", crate::events::EVENT_TABLE),
         format!("CREATE INDEX IF NOT EXISTS \"ix_bh_event_created_at\" ON \"{}\" (\"created_at\", \"id\")", crate::events::EVENT_TABLE),
     ];
-    for table in versioned_tables() {
-        for name in [table, crate::versions::rows_key(table)] {
-            statements.push(format!(
-                "INSERT INTO \"bh_table_version\" (\"table_name\", \"version\") VALUES ('{name}', 0) ON CONFLICT DO NOTHING"
-            ));
-        }
+    for name in crate::versions::all_keys() {
+        statements.push(format!(
+            "INSERT INTO \"bh_table_version\" (\"table_name\", \"version\") VALUES ('{name}', 0) ON CONFLICT DO NOTHING"
+        ));
     }
     statements
 }

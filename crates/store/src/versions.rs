@@ -1,35 +1,210 @@
 //! Per-table write versions: every committed write bumps the versions of the tables it wrote
 //! (see [`crate::db::WriteTx::commit`]). A request reads all versions once ([`Versions`]);
 //! anything cached for it (an authenticated key, a count, a rendered page) is stamped with the
-//! sum of the versions of the tables it depends on. Versions only grow, so the sum changes
-//! exactly when one of those tables was written, and nothing stale is ever served. The
-//! versions live in the database, so this holds across server processes.
+//! sum of the versions it depends on. Versions only grow, so the sum changes exactly when one
+//! of them was bumped, and nothing stale is ever served. The versions live in the database, so
+//! this holds across server processes.
+//!
+//! A table has several versions, so that a count is not invalidated by writes that cannot
+//! change it:
+//! - its own name: any write of the table (pages depend on it);
+//! - [`rows_key`]: rows came or went;
+//! - [`columns_key`]: rows changed in columns the write did not name;
+//! - one per indexed field ([`field_key`]): an update that named the field's column (the
+//!   indexed fields are the ones filters, joins and scopes go through);
+//! - [`others_key`]: an update that named a column of a field that is not indexed.
+//!
+//! A count depends on the rows and unnamed-column versions of every table its filter reaches
+//! and on the versions of the fields it compares and joins through ([`predicate_keys`]), so a
+//! `PATCH` of a stock record's `inStock` leaves the count of a brand's stock cached.
 
 use crate::db::{Kind, Store, Timing};
 use crate::error::StoreResult;
-use brandhub_catalog::Cell;
+use brandhub_catalog::{Cell, Field, RelationKind, Resource, catalog};
+use brandhub_query::plan::Predicate;
 use sea_query::{Alias, Expr, ExprTrait, Query, UpdateStatement};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 const TABLE: &str = "bh_table_version";
 
-/// The name of a table's second version, of its rows rather than their contents: bumped by
-/// every write that may insert or delete rows of the table, and not by an update, which
-/// changes what rows hold but never how many there are. The count of every record of a
-/// resource is stamped with it alone, so that `PATCH`es leave it cached. A table brandhub
-/// does not version answers its own name (its one version).
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+/// The derived version names of every versioned table, made once.
+struct Names {
+    rows: HashMap<&'static str, &'static str>,
+    columns: HashMap<&'static str, &'static str>,
+    others: HashMap<&'static str, &'static str>,
+    /// (table, SQL column) → the versions an update of that column bumps: the field's own
+    /// (its folded copy's column names it too) and those of the generated fields computed
+    /// from it.
+    written: HashMap<(&'static str, String), Vec<&'static str>>,
+    /// (table, field column) → the indexed field's version.
+    fields: HashMap<(&'static str, String), &'static str>,
+}
+
+static NAMES: LazyLock<Names> = LazyLock::new(|| {
+    let mut names = Names {
+        rows: HashMap::new(),
+        columns: HashMap::new(),
+        others: HashMap::new(),
+        written: HashMap::new(),
+        fields: HashMap::new(),
+    };
+    for table in crate::schema::versioned_tables() {
+        names.rows.insert(table, leak(format!("{table}#rows")));
+        names.columns.insert(table, leak(format!("{table}#cols")));
+        names.others.insert(table, leak(format!("{table}#other")));
+    }
+    for resource in catalog().resources() {
+        let table = resource.table;
+        let other = names.others[table];
+        let own = |field: &Field, fields: &mut HashMap<(&'static str, String), &'static str>| {
+            if !field.indexed {
+                return other;
+            }
+            *fields
+                .entry((table, field.column.clone()))
+                .or_insert_with(|| leak(format!("{table}.{}", field.column)))
+        };
+        for field in resource.leaf_fields().filter(|f| f.has_column()) {
+            let key = own(field, &mut names.fields);
+            let mut columns = vec![field.column.clone()];
+            columns.extend(field.folded_column());
+            for column in columns {
+                names.written.entry((table, column)).or_default().push(key);
+            }
+        }
+        for field in resource.leaf_fields().filter(|f| f.has_column()) {
+            let Some(brandhub_catalog::Generated::ClampedDifference {
+                minuend,
+                subtrahend,
+            }) = field.generated
+            else {
+                continue;
+            };
+            let key = own(field, &mut names.fields);
+            for input in [minuend, subtrahend] {
+                let input = resource.field_at(input).expect("generated from fields");
+                names
+                    .written
+                    .entry((table, input.column.clone()))
+                    .or_default()
+                    .push(key);
+            }
+        }
+    }
+    names
+});
+
+/// The name of a table's version of its rows rather than their contents: bumped by every
+/// write that may insert or delete rows of the table, and not by an update, which changes
+/// what rows hold but never how many there are. The count of every record of a resource is
+/// stamped with it alone, so that `PATCH`es leave it cached. A table brandhub does not
+/// version answers its own name (its one version).
 pub fn rows_key(table: &'static str) -> &'static str {
-    static KEYS: LazyLock<HashMap<&'static str, &'static str>> = LazyLock::new(|| {
-        crate::schema::versioned_tables()
-            .into_iter()
-            .map(|table| {
-                let key: &'static str = Box::leak(format!("{table}#rows").into_boxed_str());
-                (table, key)
-            })
-            .collect()
-    });
-    KEYS.get(table).copied().unwrap_or(table)
+    NAMES.rows.get(table).copied().unwrap_or(table)
+}
+
+/// The name of a table's version bumped by writes that may change any column of existing
+/// rows (an upsert, an update that does not say which columns it sets).
+pub fn columns_key(table: &'static str) -> &'static str {
+    NAMES.columns.get(table).copied().unwrap_or(table)
+}
+
+/// The name of a table's version bumped by updates of the columns of fields that are not
+/// indexed.
+pub fn others_key(table: &'static str) -> &'static str {
+    NAMES.others.get(table).copied().unwrap_or(table)
+}
+
+/// The version of one field of a resource's records: its own for an indexed field, else the
+/// one all its table's other fields share.
+pub fn field_key(resource: &Resource, field: &Field) -> &'static str {
+    NAMES
+        .fields
+        .get(&(resource.table, field.column.clone()))
+        .copied()
+        .unwrap_or_else(|| others_key(resource.table))
+}
+
+/// The versions an update of these SQL columns of `table` bumps beside the table's own. A
+/// column no field owns (the row version) counts as another field's.
+pub fn written_keys<'a>(
+    table: &'static str,
+    columns: impl IntoIterator<Item = &'a str>,
+) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    for column in columns {
+        match NAMES.written.get(&(table, column.to_string())) {
+            Some(found) => keys.extend(found.iter().copied()),
+            None => keys.push(others_key(table)),
+        }
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// Every version name: the rows [`crate::schema`] creates in the versions table.
+pub fn all_keys() -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    for table in crate::schema::versioned_tables() {
+        keys.extend([
+            table,
+            rows_key(table),
+            columns_key(table),
+            others_key(table),
+        ]);
+    }
+    let mut fields: Vec<&'static str> = NAMES.fields.values().copied().collect();
+    fields.sort_unstable();
+    keys.extend(fields);
+    keys
+}
+
+/// The versions a filter of `resource`'s records depends on: for the resource and every
+/// resource its conditions reach, whether rows came or went or changed in unnamed columns;
+/// the fields the conditions compare and the foreign keys they join through; the scopes of
+/// the relations they pass; the list tables they look into.
+pub fn predicate_keys(
+    resource: &'static Resource,
+    predicate: &Predicate,
+    keys: &mut BTreeSet<&'static str>,
+) {
+    keys.insert(rows_key(resource.table));
+    keys.insert(columns_key(resource.table));
+    for leaf in predicate.leaves() {
+        let path = &leaf.path;
+        let mut at = resource;
+        for (hop, scope) in path.hops.iter().zip(&path.hop_scopes) {
+            match hop.relation.kind {
+                RelationKind::ToOne { fk } => {
+                    let field = at.field_named(fk).expect("catalog-checked relation");
+                    keys.insert(field_key(at, field));
+                }
+                RelationKind::ToMany { target_fk } => {
+                    let field = hop
+                        .to
+                        .field_named(target_fk)
+                        .expect("catalog-checked relation");
+                    keys.insert(field_key(hop.to, field));
+                }
+            }
+            predicate_keys(hop.to, scope, keys);
+            at = hop.to;
+        }
+        match &path.field.list {
+            Some(list) => {
+                keys.insert(list.table);
+            }
+            None => {
+                keys.insert(field_key(at, path.field));
+            }
+        }
+    }
 }
 
 /// `UPDATE bh_table_version SET version = version + 1 WHERE table_name IN (…)`.
@@ -108,5 +283,77 @@ mod tests {
     fn every_versioned_table_has_a_rows_key_and_others_their_own_version() {
         assert_eq!(rows_key("stock"), "stock#rows");
         assert_eq!(rows_key("bh_not_versioned"), "bh_not_versioned");
+        assert_eq!(columns_key("stock"), "stock#cols");
+        assert_eq!(others_key("stock"), "stock#other");
+    }
+
+    fn filter_keys(resource: &str, query: &str) -> Vec<&'static str> {
+        use brandhub_query::parse::parse_query_string;
+        use brandhub_query::plan::{Viewer, plan_count};
+        let resource = catalog().resource(resource).unwrap();
+        let request = parse_query_string(query).unwrap();
+        let plan = plan_count(resource, &request, &Viewer::admin()).unwrap();
+        let mut keys = BTreeSet::new();
+        predicate_keys(resource, &plan.full_filter(), &mut keys);
+        keys.into_iter().collect()
+    }
+
+    #[test]
+    fn a_filter_depends_on_the_fields_it_compares_and_joins_through() {
+        assert_eq!(
+            filter_keys("stock", "stock_variant.variant_product.fk_brand=X"),
+            vec![
+                "product#cols",
+                "product#rows",
+                "product.fk_brand",
+                "stock#cols",
+                "stock#rows",
+                "stock.fk_variant",
+                "variant#cols",
+                "variant#rows",
+                "variant.fk_product",
+            ]
+        );
+        // Through a to-many relation the join is the related records' foreign key; a field
+        // that is not indexed shares its table's other version.
+        assert_eq!(
+            filter_keys("variant", "variant_stock.inStock=3"),
+            vec![
+                "stock#cols",
+                "stock#other",
+                "stock#rows",
+                "stock.fk_variant",
+                "variant#cols",
+                "variant#rows",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_update_bumps_its_indexed_fields_own_versions_and_what_is_generated_from_them() {
+        assert_eq!(
+            written_keys("variant", ["barcode"]),
+            vec!["variant.barcode"]
+        );
+        assert_eq!(
+            written_keys("variant", ["sequence", "row_version"]),
+            vec!["variant#other"],
+            "fields that are not indexed, and columns no field owns, share one version"
+        );
+        // `available` is computed by the database from `inStock` and `demand`.
+        assert_eq!(
+            written_keys("stock", ["in_stock"]),
+            vec!["stock#other", "stock.available"]
+        );
+        let all = all_keys();
+        for key in [
+            "stock",
+            "stock#rows",
+            "stock#cols",
+            "stock#other",
+            "stock.fk_variant",
+        ] {
+            assert!(all.contains(&key), "{key} has a row");
+        }
     }
 }

@@ -492,6 +492,14 @@ impl WriteTx {
             Alias::new(ROW_VERSION),
             Expr::col((Alias::new(resource.table), Alias::new(ROW_VERSION))).add(1),
         );
+        // What a conflict updates, for the versions of the fields it changes.
+        let updated_columns: Vec<&str> = add
+            .iter()
+            .map(|path| resource.field_at(path).expect("added fields exist"))
+            .chain(resource.stamped_fields())
+            .map(|field| field.column.as_str())
+            .chain([ROW_VERSION])
+            .collect();
         let now = self.now_timestamp();
         let columns = insert_columns(resource);
         let rows_per_statement = (MAX_PARAMETERS / columns.len()).clamp(1, MAX_ROWS);
@@ -538,7 +546,7 @@ impl WriteTx {
             if inserted {
                 self.touch(resource.table);
             } else {
-                self.mark_updated(resource.table);
+                self.mark_updated_columns(resource.table, updated_columns.iter().copied());
             }
             changed.extend(returned);
             start = end;

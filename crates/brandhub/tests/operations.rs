@@ -8,47 +8,6 @@ mod common;
 use common::process::{Brandhub, Server};
 use common::{BOUNDARY, Db, Fixture, multipart};
 use serde_json::Value;
-use std::collections::BTreeMap;
-
-/// A sample's value in Prometheus's text format: the line of `name` with exactly these labels.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let wanted: BTreeMap<&str, &str> = labels.iter().copied().collect();
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|line| {
-            let (series, value) = line.rsplit_once(' ')?;
-            let (series_name, label_text) = match series.split_once('{') {
-                Some((n, rest)) => (n, rest.strip_suffix('}')?),
-                None => (series, ""),
-            };
-            if series_name != name {
-                return None;
-            }
-            let found: BTreeMap<&str, &str> = label_text
-                .split("\",")
-                .filter(|p| !p.is_empty())
-                .filter_map(|pair| {
-                    let (k, v) = pair.split_once("=\"")?;
-                    Some((k, v.trim_end_matches('"')))
-                })
-                .collect();
-            (found == wanted).then(|| value.parse().ok())?
-        })
-}
-
-async fn scrape(fx: &Fixture) -> String {
-    let response = common::plain_client()
-        .get(format!("{}/metrics", fx.metrics_base))
-        .send()
-        .await
-        .expect("the metrics listener answers");
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.headers()["content-type"],
-        "text/plain; version=0.0.4; charset=utf-8"
-    );
-    response.text().await.unwrap()
-}
 
 /// An unauthenticated GET over HTTPS: status, content type, body.
 async fn anonymous(fx: &Fixture, path: &str) -> (u16, String, String) {
@@ -137,9 +96,9 @@ async fn metrics_count_what_happened_and_readiness_follows_the_database(db: Db) 
     );
     assert_eq!(upload.records("file")[0]["status"], "processed");
 
-    let text = scrape(fx).await;
+    let text = common::scrape_metrics(fx).await;
     let requests = |route: &str, method: &str, status: &str| {
-        sample(
+        common::metric_sample(
             &text,
             "brandhub_http_requests_total",
             &[("method", method), ("route", route), ("status", status)],
@@ -169,7 +128,7 @@ async fn metrics_count_what_happened_and_readiness_follows_the_database(db: Db) 
     );
     // A latency histogram per route, method and status, counting the same requests.
     assert_eq!(
-        sample(
+        common::metric_sample(
             &text,
             "brandhub_http_request_duration_seconds_count",
             &[
@@ -181,7 +140,7 @@ async fn metrics_count_what_happened_and_readiness_follows_the_database(db: Db) 
         Some(3.0)
     );
     assert_eq!(
-        sample(
+        common::metric_sample(
             &text,
             "brandhub_http_request_duration_seconds_bucket",
             &[
@@ -200,49 +159,58 @@ async fn metrics_count_what_happened_and_readiness_follows_the_database(db: Db) 
     );
     // The same page asked three times: one miss, then hits.
     assert!(
-        sample(&text, "brandhub_cache_hits_total", &[("cache", "page")]).unwrap() >= 2.0,
+        common::metric_sample(&text, "brandhub_cache_hits_total", &[("cache", "page")]).unwrap()
+            >= 2.0,
         "{text}"
     );
     assert!(
-        sample(&text, "brandhub_cache_misses_total", &[("cache", "page")]).unwrap() >= 1.0,
+        common::metric_sample(&text, "brandhub_cache_misses_total", &[("cache", "page")]).unwrap()
+            >= 1.0,
         "{text}"
     );
     assert!(
-        sample(&text, "brandhub_cache_misses_total", &[("cache", "count")]).is_some(),
+        common::metric_sample(&text, "brandhub_cache_misses_total", &[("cache", "count")])
+            .is_some(),
         "{text}"
     );
     assert_eq!(
-        sample(&text, "brandhub_db_pool_max_connections", &[]),
+        common::metric_sample(&text, "brandhub_db_pool_max_connections", &[]),
         Some(8.0)
     );
-    let open = sample(
+    let open = common::metric_sample(
         &text,
         "brandhub_db_pool_connections",
         &[("state", "in_use")],
     )
     .unwrap()
-        + sample(&text, "brandhub_db_pool_connections", &[("state", "idle")]).unwrap();
+        + common::metric_sample(&text, "brandhub_db_pool_connections", &[("state", "idle")])
+            .unwrap();
     assert!((1.0..=8.0).contains(&open), "{text}");
     assert_eq!(
-        sample(&text, "brandhub_job_queue_depth", &[("state", "pending")]),
+        common::metric_sample(&text, "brandhub_job_queue_depth", &[("state", "pending")]),
         Some(0.0)
     );
     assert_eq!(
-        sample(&text, "brandhub_job_queue_depth", &[("state", "running")]),
+        common::metric_sample(&text, "brandhub_job_queue_depth", &[("state", "running")]),
         Some(0.0)
     );
     assert_eq!(
-        sample(&text, "brandhub_files_total", &[("outcome", "processed")]),
+        common::metric_sample(&text, "brandhub_files_total", &[("outcome", "processed")]),
         Some(1.0)
     );
     assert_eq!(
-        sample(&text, "brandhub_files_total", &[("outcome", "failed")]),
+        common::metric_sample(&text, "brandhub_files_total", &[("outcome", "failed")]),
         Some(0.0)
     );
-    let memory = sample(&text, "process_resident_memory_bytes", &[]).expect("Linux reports memory");
+    let memory = common::metric_sample(&text, "process_resident_memory_bytes", &[])
+        .expect("Linux reports memory");
     assert!(memory > 1e6, "{memory}");
-    assert!(sample(&text, "brandhub_process_peak_resident_memory_bytes", &[]).unwrap() >= memory);
-    let pages = sample(&text, "brandhub_page_cache_bytes", &[]).expect("the page cache's size");
+    assert!(
+        common::metric_sample(&text, "brandhub_process_peak_resident_memory_bytes", &[]).unwrap()
+            >= memory
+    );
+    let pages = common::metric_sample(&text, "brandhub_page_cache_bytes", &[])
+        .expect("the page cache's size");
     assert!((0.0..memory).contains(&pages), "{pages}");
 
     // Readiness names what migrations would create.
@@ -523,7 +491,7 @@ async fn text_logs_written_to_a_pipe_have_no_colour_codes_and_name_the_request()
         .await
         .unwrap();
     assert_eq!(
-        sample(&text, "brandhub_files_total", &[("outcome", "processed")]),
+        common::metric_sample(&text, "brandhub_files_total", &[("outcome", "processed")]),
         Some(1.0),
         "{text}"
     );

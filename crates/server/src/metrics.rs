@@ -134,7 +134,7 @@ impl Metrics {
             cache_hits: counters(
                 r,
                 "brandhub_cache_hits_total",
-                "Lookups answered from a cache: page (rendered pages), count (counts in memory), count_shared (the counts table shared by every process).",
+                "Lookups answered from a cache: page (rendered pages), page_listing (the ids and counts of pages whose records changed), count (counts in memory), count_shared (the counts table shared by every process).",
                 &["cache"],
             ),
             cache_misses: counters(

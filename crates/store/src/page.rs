@@ -22,11 +22,24 @@ pub struct RenderedPage {
     pub records: usize,
 }
 
-/// A cached page with the stamp it was rendered at.
+/// What the page cache keeps: rendered pages, and the ids (and count) each page listed.
+#[derive(Debug, Clone)]
+enum Kept {
+    Rendered(RenderedPage),
+    /// A page's ids in order and how many records its request found: while what decides
+    /// them stands ([`crate::versions::listing_keys`]), the page is its ids' records, read
+    /// again by id, when a write changed only what they hold.
+    Listing {
+        ids: Vec<String>,
+        found: u64,
+    },
+}
+
+/// A cached page or listing with the stamp it was made at.
 #[derive(Debug, Clone)]
 pub(crate) struct CachedPage {
     stamp: i64,
-    page: RenderedPage,
+    kept: Kept,
 }
 
 /// Weighs cached pages by their size, so the cache is bounded in bytes.
@@ -35,7 +48,11 @@ pub(crate) struct PageWeight;
 
 impl quick_cache::Weighter<[u8; 32], Arc<CachedPage>> for PageWeight {
     fn weight(&self, _key: &[u8; 32], value: &Arc<CachedPage>) -> u64 {
-        value.page.body.len() as u64 + 64
+        let bytes = match &value.kept {
+            Kept::Rendered(page) => page.body.len(),
+            Kept::Listing { ids, .. } => ids.iter().map(|id| id.len() + 24).sum(),
+        };
+        bytes as u64 + 64
     }
 }
 
@@ -47,9 +64,9 @@ pub(crate) fn page_cache(bytes: u64) -> PageCache {
     PageCache::with_weighter(1024, bytes, PageWeight)
 }
 
-/// What identifies a page: who sees it, the statement that reads its records (filter, order,
-/// paging) and what it shows of them.
-fn page_key(plan: &ReadPlan, viewer: &Viewer) -> [u8; 32] {
+/// What identifies a page's listing: who sees it and the statement that reads its records
+/// (filter, order, paging).
+fn listing_key(plan: &ReadPlan, viewer: &Viewer) -> Sha256 {
     let mut hasher = Sha256::new();
     hasher.update(viewer.cache_key().as_bytes());
     hasher.update([0]);
@@ -58,6 +75,12 @@ fn page_key(plan: &ReadPlan, viewer: &Viewer) -> [u8; 32] {
             .to_string(SqliteQueryBuilder)
             .as_bytes(),
     );
+    hasher
+}
+
+/// What identifies a rendered page: its listing and what it shows of the records.
+fn page_key(listing: &Sha256, plan: &ReadPlan) -> [u8; 32] {
+    let mut hasher = listing.clone();
     hasher.update([0]);
     hasher.update(plan.selection.signature().as_bytes());
     hasher.finalize().into()
@@ -65,7 +88,9 @@ fn page_key(plan: &ReadPlan, viewer: &Viewer) -> [u8; 32] {
 
 impl Store {
     /// The rendered envelope of a plan's page: from the cache while it is true, else read,
-    /// rendered and remembered.
+    /// rendered and remembered. A page made stale by a write that changed only what its
+    /// records hold (not which records it lists, or their order) is read again by its ids,
+    /// without counting or searching.
     pub async fn render_page(
         &self,
         plan: &ReadPlan,
@@ -74,15 +99,59 @@ impl Store {
         timing: &Timing,
     ) -> StoreResult<RenderedPage> {
         let stamp = versions.stamp(&page_tables(plan, viewer));
-        let key = page_key(plan, viewer);
+        let listing = listing_key(plan, viewer);
+        let key = page_key(&listing, plan);
         if let Some(cached) = self.pages.get(&key)
             && cached.stamp == stamp
+            && let Kept::Rendered(page) = &cached.kept
         {
             self.tallies.page.record(true);
-            return Ok(cached.page.clone());
+            return Ok(page.clone());
         }
         self.tallies.page.record(false);
-        let data = self.read_page(plan, viewer, versions, timing).await?;
+        // By-id reads find their records by the primary key already.
+        let listed = !plan.filter.pins_ids();
+        let listing: [u8; 32] = listing.finalize().into();
+        let listing_stamp = versions.stamp(&crate::versions::listing_keys(plan));
+        let known = self
+            .pages
+            .get(&listing)
+            .filter(|cached| listed && cached.stamp == listing_stamp);
+        let data = match known.as_deref() {
+            Some(CachedPage {
+                kept: Kept::Listing { ids, found },
+                ..
+            }) => {
+                self.tallies.listing.record(true);
+                self.read_listed(plan, ids, *found, viewer, timing).await?
+            }
+            _ => {
+                if listed {
+                    self.tallies.listing.record(false);
+                }
+                let data = self.read_page(plan, viewer, versions, timing).await?;
+                if listed {
+                    let ids = data
+                        .root
+                        .rows
+                        .iter()
+                        .filter_map(|row| row[0].as_text().map(str::to_string))
+                        .collect();
+                    let kept = Kept::Listing {
+                        ids,
+                        found: data.found,
+                    };
+                    self.pages.insert(
+                        listing,
+                        Arc::new(CachedPage {
+                            stamp: listing_stamp,
+                            kept,
+                        }),
+                    );
+                }
+                data
+            }
+        };
         let mut body = Vec::with_capacity(16 * 1024);
         render_envelope(&mut body, &plan.selection, &data, plan.page, plan.page_size);
         let page = RenderedPage {
@@ -93,7 +162,7 @@ impl Store {
             key,
             Arc::new(CachedPage {
                 stamp,
-                page: page.clone(),
+                kept: Kept::Rendered(page.clone()),
             }),
         );
         Ok(page)

@@ -148,6 +148,34 @@ impl Store {
         Ok(PageData { root, found })
     }
 
+    /// The page of a plan whose ids, in order, and count are known (from the page cache's
+    /// listing): the records read again by id, with their related records.
+    pub(crate) async fn read_listed(
+        &self,
+        plan: &ReadPlan,
+        ids: &[String],
+        found: u64,
+        viewer: &Viewer,
+        timing: &Timing,
+    ) -> StoreResult<PageData> {
+        let columns = node_columns(&plan.selection, None);
+        let rows = if ids.is_empty() {
+            Vec::new()
+        } else {
+            let statement = page_statement(&plan.narrowed_to(ids), self.pinned_strategy());
+            self.fetch(&statement, &kinds(&columns), timing).await?
+        };
+        let mut root = NodeData {
+            columns,
+            rows,
+            ..NodeData::default()
+        };
+        root.index_by(0);
+        self.load_node(&plan.selection, &mut root, viewer, timing)
+            .await?;
+        Ok(PageData { root, found })
+    }
+
     /// How to find the page of a filter that pins ids (a by-id read, a write's answer): the
     /// filter drives and the scope judges, without counting the scope or the table first.
     fn pinned_strategy(&self) -> PageStrategy {

@@ -34,6 +34,8 @@ impl Tally {
 pub(crate) struct CacheTallies {
     /// Rendered pages in this process's memory ([`crate::page`]).
     pub(crate) page: Tally,
+    /// The ids and counts of pages, asked when a rendered page was stale ([`crate::page`]).
+    pub(crate) listing: Tally,
     /// Counts in this process's memory ([`crate::count`]).
     pub(crate) count: Tally,
     /// Counts in the table shared by every process, asked when memory missed.
@@ -80,6 +82,7 @@ impl Store {
         CacheStats {
             caches: vec![
                 ("page", tallies.page.read()),
+                ("page_listing", tallies.listing.read()),
                 ("count", tallies.count.read()),
                 ("count_shared", tallies.shared_count.read()),
             ],

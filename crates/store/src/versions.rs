@@ -21,7 +21,7 @@
 use crate::db::{Kind, Store, Timing};
 use crate::error::StoreResult;
 use brandhub_catalog::{Cell, Field, RelationKind, Resource, catalog};
-use brandhub_query::plan::Predicate;
+use brandhub_query::plan::{FieldPath, Predicate, ReadPlan};
 use sea_query::{Alias, Expr, ExprTrait, Query, UpdateStatement};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
@@ -177,32 +177,49 @@ pub fn predicate_keys(
     keys.insert(rows_key(resource.table));
     keys.insert(columns_key(resource.table));
     for leaf in predicate.leaves() {
-        let path = &leaf.path;
-        let mut at = resource;
-        for (hop, scope) in path.hops.iter().zip(&path.hop_scopes) {
-            match hop.relation.kind {
-                RelationKind::ToOne { fk } => {
-                    let field = at.field_named(fk).expect("catalog-checked relation");
-                    keys.insert(field_key(at, field));
-                }
-                RelationKind::ToMany { target_fk } => {
-                    let field = hop
-                        .to
-                        .field_named(target_fk)
-                        .expect("catalog-checked relation");
-                    keys.insert(field_key(hop.to, field));
-                }
+        path_keys(resource, &leaf.path, keys);
+    }
+}
+
+/// The versions that decide which records a page of a plan lists and in which order: those
+/// of its filter and scope ([`predicate_keys`]) and of the fields its order keys reach. While
+/// they stand, the page lists the same ids, whatever else its records' fields became.
+pub fn listing_keys(plan: &ReadPlan) -> Vec<&'static str> {
+    let mut keys = BTreeSet::new();
+    predicate_keys(plan.resource, &plan.full_filter(), &mut keys);
+    for order in &plan.order {
+        path_keys(plan.resource, &order.path, &mut keys);
+    }
+    keys.into_iter().collect()
+}
+
+/// The versions of what a path from `resource` reads: the foreign keys it joins through, the
+/// rows and scopes of the records it reaches, and the field (or list table) it ends at.
+fn path_keys(resource: &'static Resource, path: &FieldPath, keys: &mut BTreeSet<&'static str>) {
+    let mut at = resource;
+    for (hop, scope) in path.hops.iter().zip(&path.hop_scopes) {
+        match hop.relation.kind {
+            RelationKind::ToOne { fk } => {
+                let field = at.field_named(fk).expect("catalog-checked relation");
+                keys.insert(field_key(at, field));
             }
-            predicate_keys(hop.to, scope, keys);
-            at = hop.to;
+            RelationKind::ToMany { target_fk } => {
+                let field = hop
+                    .to
+                    .field_named(target_fk)
+                    .expect("catalog-checked relation");
+                keys.insert(field_key(hop.to, field));
+            }
         }
-        match &path.field.list {
-            Some(list) => {
-                keys.insert(list.table);
-            }
-            None => {
-                keys.insert(field_key(at, path.field));
-            }
+        predicate_keys(hop.to, scope, keys);
+        at = hop.to;
+    }
+    match &path.field.list {
+        Some(list) => {
+            keys.insert(list.table);
+        }
+        None => {
+            keys.insert(field_key(at, path.field));
         }
     }
 }

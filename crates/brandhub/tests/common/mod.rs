@@ -22,7 +22,7 @@ use brandhub_ingest::WorkerSettings;
 use brandhub_server::tls::TlsSource;
 use brandhub_server::{Settings, Uploads, start};
 use brandhub_store::{Store, StoreOptions};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 /// The demo scale every shared fixture loads.
@@ -652,4 +652,44 @@ macro_rules! on_both_backends {
             )*
         }
     };
+}
+
+/// A sample's value in Prometheus's text format: the line of `name` with exactly these labels.
+pub fn metric_sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let wanted: BTreeMap<&str, &str> = labels.iter().copied().collect();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (series_name, label_text) = match series.split_once('{') {
+                Some((n, rest)) => (n, rest.strip_suffix('}')?),
+                None => (series, ""),
+            };
+            if series_name != name {
+                return None;
+            }
+            let found: BTreeMap<&str, &str> = label_text
+                .split("\",")
+                .filter(|p| !p.is_empty())
+                .filter_map(|pair| {
+                    let (k, v) = pair.split_once("=\"")?;
+                    Some((k, v.trim_end_matches('"')))
+                })
+                .collect();
+            (found == wanted).then(|| value.parse().ok())?
+        })
+}
+
+pub async fn scrape_metrics(fx: &Fixture) -> String {
+    let response = plain_client()
+        .get(format!("{}/metrics", fx.metrics_base))
+        .send()
+        .await
+        .expect("the metrics listener answers");
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    response.text().await.unwrap()
 }

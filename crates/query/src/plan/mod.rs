@@ -237,6 +237,33 @@ impl ReadPlan {
         (self.page - 1).saturating_mul(self.page_size)
     }
 
+    /// The same plan for only the records of `ids`, all on its first page, in the plan's
+    /// order: the records of a page whose ids are known, read again. The filter still
+    /// applies, so a record that stopped matching is left out.
+    pub fn narrowed_to(&self, ids: &[String]) -> ReadPlan {
+        let id_path = resolve(
+            self.resource,
+            "id",
+            &Viewer::catalog_rules(),
+            PathUse::Filter,
+        )
+        .expect("every resource has an id");
+        let by_id = Predicate::Leaf(Box::new(Leaf {
+            path: id_path,
+            test: Test::OneOf(
+                ids.iter()
+                    .map(|id| Operand::Text(id.to_ascii_uppercase()))
+                    .collect(),
+            ),
+        }));
+        ReadPlan {
+            filter: by_id.and(self.filter.clone()),
+            page: 1,
+            page_size: ids.len().max(1) as u64,
+            ..self.clone()
+        }
+    }
+
     /// The direction of the id tie-breaker: that of the last order key.
     pub fn tie_break(&self) -> Direction {
         self.order
@@ -337,20 +364,7 @@ pub fn plan_by_ids(
     request: &ReadRequest,
     viewer: &Viewer,
 ) -> ApiResult<ReadPlan> {
-    let mut plan = plan_read(resource, request, viewer)?;
-    let id_path = resolve(resource, "id", viewer, PathUse::Filter)?;
-    let by_id = Predicate::Leaf(Box::new(Leaf {
-        path: id_path,
-        test: Test::OneOf(
-            ids.iter()
-                .map(|id| Operand::Text(id.to_ascii_uppercase()))
-                .collect(),
-        ),
-    }));
-    plan.filter = by_id.and(plan.filter);
-    plan.page = 1;
-    plan.page_size = ids.len().max(1) as u64;
-    Ok(plan)
+    Ok(plan_read(resource, request, viewer)?.narrowed_to(ids))
 }
 
 /// Plans a count request.

@@ -66,6 +66,9 @@ pub struct Store {
     pub(crate) counts: std::sync::Arc<quick_cache::sync::Cache<String, (i64, u64)>>,
     /// Where the count of a request is found (see [`Store::count_request`]), bounded by bytes.
     pub(crate) count_routes: std::sync::Arc<crate::count::RouteCache>,
+    /// `brandOrderRef` numbers this process reserved and has not handed out yet
+    /// ([`crate::orders::intake`]).
+    pub(crate) order_numbers: std::sync::Arc<tokio::sync::Mutex<std::ops::Range<i64>>>,
     /// Rendered pages known in this process.
     pub(crate) pages: std::sync::Arc<crate::page::PageCache>,
     pub(crate) matches_first_limit: u64,
@@ -318,6 +321,7 @@ impl Store {
             tallies: Default::default(),
             insecure_loopback: false,
             events_written: Default::default(),
+            order_numbers: Default::default(),
         })
     }
 

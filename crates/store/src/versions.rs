@@ -22,7 +22,7 @@ use crate::db::{Kind, Store, Timing};
 use crate::error::StoreResult;
 use brandhub_catalog::{Cell, Field, RelationKind, Resource, catalog};
 use brandhub_query::plan::{FieldPath, Predicate, ReadPlan};
-use sea_query::{Alias, Expr, ExprTrait, Query, UpdateStatement};
+use sea_query::{Alias, Expr, ExprTrait, InsertStatement, OnConflict, Query};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
@@ -224,16 +224,31 @@ fn path_keys(resource: &'static Resource, path: &FieldPath, keys: &mut BTreeSet<
     }
 }
 
-/// `UPDATE bh_table_version SET version = version + 1 WHERE table_name IN (…)`.
-pub fn bump_statement(tables: &[&'static str]) -> UpdateStatement {
-    Query::update()
-        .table(Alias::new(TABLE))
-        .value(
-            Alias::new("version"),
-            Expr::col(Alias::new("version")).add(1),
-        )
-        .and_where(Expr::col(Alias::new("table_name")).is_in(tables.iter().copied()))
-        .to_owned()
+/// `INSERT INTO bh_table_version … VALUES (…), (…) ON CONFLICT DO UPDATE SET version =
+/// version + 1`, the names in sorted order: rows are locked in the order of the values, so
+/// concurrent writers lock the version rows they share in the same order and never deadlock
+/// (an `UPDATE … WHERE table_name IN (…)` locks them in the order a scan meets them, which
+/// changes as the rows are rewritten). A missing row is created.
+pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
+    let mut names = names.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    let mut insert = Query::insert();
+    insert
+        .into_table(Alias::new(TABLE))
+        .columns([Alias::new("table_name"), Alias::new("version")]);
+    for name in names {
+        insert.values_panic([name.into(), 1i64.into()]);
+    }
+    insert.on_conflict(
+        OnConflict::column(Alias::new("table_name"))
+            .value(
+                Alias::new("version"),
+                Expr::col((Alias::new(TABLE), Alias::new("version"))).add(1),
+            )
+            .to_owned(),
+    );
+    insert.to_owned()
 }
 
 /// The write versions of every table, as read at one moment.

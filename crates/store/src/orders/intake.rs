@@ -2,8 +2,8 @@
 //! problem (the order's fields, each line's, the brand store, the variants, the amounts) is
 //! gathered into one 422 before anything is written; a second push of the same (brand
 //! store, hostOrderRef) is 409 naming the order it already made. brandhub sets the id,
-//! `brandOrderRef` (from a counter row in the database, so every process draws distinct
-//! numbers), the warehouse, the statuses and the totals, and adds each line's quantity to
+//! `brandOrderRef` (from blocks of a counter row in the database, so every process draws
+//! distinct numbers), the warehouse, the statuses and the totals, and adds each line's quantity to
 //! the demand of its variant in that warehouse, all in one transaction.
 
 use super::machine::intake_moves;
@@ -116,25 +116,29 @@ fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -
     (net, tax, gross)
 }
 
+/// How many `brandOrderRef` numbers a process reserves at once: intakes then draw them from
+/// memory instead of each taking the counter row's lock until it commits, which made every
+/// intake of every process wait for the one before it.
+const NUMBERS_RESERVED: i64 = 32;
+
 impl WriteTx {
-    /// The next `brandOrderRef` number: one counter row, incremented in this transaction (its
-    /// row lock orders concurrent intakes; a rollback gives the number back). The first draw
-    /// starts past the highest `BO-` reference already stored (the demo's).
-    async fn next_order_number(&mut self) -> StoreResult<i64> {
-        // Every draw but the first: one statement.
+    /// Moves the counter row `n` numbers on and returns the last of them. The first
+    /// reservation starts past the highest `BO-` reference already stored (the demo's).
+    async fn reserve_order_numbers(&mut self, n: i64) -> StoreResult<i64> {
+        // Every reservation but the first: one statement.
         let bump = Query::update()
             .table(Alias::new(COUNTER_TABLE))
-            .value(Alias::new("value"), Expr::col(Alias::new("value")).add(1))
+            .value(Alias::new("value"), Expr::col(Alias::new("value")).add(n))
             .and_where(Expr::col(Alias::new("name")).eq(COUNTER))
             .returning_col(Alias::new("value"))
             .to_owned();
-        if let Some(Cell::Integer(n)) = self
+        if let Some(Cell::Integer(last)) = self
             .fetch_returning(None, &bump, &[Kind::Integer])
             .await?
             .first()
             .map(|r| &r[0])
         {
-            return Ok(*n);
+            return Ok(*last);
         }
         let order = resource("order");
         let highest = self
@@ -147,22 +151,21 @@ impl WriteTx {
                 &[Kind::Text],
             )
             .await?;
-        let start = highest
+        let stored = highest
             .first()
             .and_then(|row| row[0].as_text())
             .and_then(|r| r.get(3..))
             .and_then(|n| n.parse::<i64>().ok())
-            .unwrap_or(0)
-            + 1;
+            .unwrap_or(0);
         let mut on_conflict = OnConflict::column(Alias::new("name"));
         on_conflict.value(
             Alias::new("value"),
-            Expr::col((Alias::new(COUNTER_TABLE), Alias::new("value"))).add(1),
+            Expr::col((Alias::new(COUNTER_TABLE), Alias::new("value"))).add(n),
         );
         let statement = Query::insert()
             .into_table(Alias::new(COUNTER_TABLE))
             .columns([Alias::new("name"), Alias::new("value")])
-            .values_panic([COUNTER.into(), start.into()])
+            .values_panic([COUNTER.into(), (stored + n).into()])
             .on_conflict(on_conflict)
             .returning_col(Alias::new("value"))
             .to_owned();
@@ -170,9 +173,28 @@ impl WriteTx {
             .fetch_returning(None, &statement, &[Kind::Integer])
             .await?;
         match rows.first().map(|r| &r[0]) {
-            Some(Cell::Integer(n)) => Ok(*n),
+            Some(Cell::Integer(last)) => Ok(*last),
             _ => Err(StoreError::Internal),
         }
+    }
+}
+
+impl Store {
+    /// The next `brandOrderRef` number: from this process's reserved block, else from a new
+    /// block reserved in a transaction of its own (committed at once, before the intake's
+    /// own transaction begins, so no intake holds the counter row). Numbers are unique across
+    /// processes; a block a process did not use up, or a number drawn by an intake that was
+    /// refused, is a gap.
+    pub(crate) async fn next_order_number(&self) -> StoreResult<i64> {
+        let mut numbers = self.order_numbers.lock().await;
+        if let Some(number) = numbers.next() {
+            return Ok(number);
+        }
+        let mut tx = self.begin().await?;
+        let last = tx.reserve_order_numbers(NUMBERS_RESERVED).await?;
+        tx.commit().await?;
+        *numbers = (last - NUMBERS_RESERVED + 1)..(last + 1);
+        numbers.next().ok_or(StoreError::Internal)
     }
 }
 
@@ -196,6 +218,8 @@ impl Store {
         for line in &intake.lines {
             problems.extend(line.values.problems.iter().cloned());
         }
+        // Drawn before the intake's transaction: see `next_order_number`.
+        let number = self.next_order_number().await?;
         let mut tx = self.begin().await?;
 
         // The brand store (one the caller sees: a host's, of one of its stores), its brand,
@@ -434,14 +458,60 @@ impl Store {
             }
             lines.push(r);
         }
-        // The stock first and the counter row last: concurrent intakes wait on the counter's
-        // row lock only for the two inserts and the commit.
-        tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
-        let number = tx.next_order_number().await?;
+        // The stock last: concurrent intakes of the same variants wait on those stock rows'
+        // locks only from their update to the commit.
         record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
         tx.insert_records(order, &mut [record]).await?;
         tx.insert_records(item, &mut lines).await?;
+        tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
         tx.commit().await?;
         Ok(order_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Store, StoreOptions};
+
+    async fn open(url: &str) -> Store {
+        Store::connect(&StoreOptions {
+            url: url.to_string(),
+            max_connections: 2,
+            page_cache_bytes: 0,
+            matches_first_limit: 40,
+            pg_settings: Vec::new(),
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn two_processes_on_one_database_never_draw_the_same_order_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("numbers.db").display());
+        let first = open(&url).await;
+        first.migrate().await.unwrap();
+        let second = open(&url).await;
+        let mut drawn = Vec::new();
+        let (mut last_first, mut last_second) = (0, 0);
+        for turn in 0..150 {
+            // Uneven turns, so each process runs out of its block at other moments.
+            if turn % 3 == 0 {
+                let n = first.next_order_number().await.unwrap();
+                assert!(n > last_first, "numbers grow within a process");
+                last_first = n;
+                drawn.push(n);
+            } else {
+                let n = second.next_order_number().await.unwrap();
+                assert!(n > last_second, "numbers grow within a process");
+                last_second = n;
+                drawn.push(n);
+            }
+        }
+        let mut distinct = drawn.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), drawn.len(), "a number was drawn twice");
+        assert!(distinct[0] >= 1);
     }
 }

@@ -203,6 +203,35 @@ async fn a_taken_natural_key_conflicts_or_is_upserted(fx) {
     clash.assert_problem(409, "conflict");
 }
 
+async fn an_upsert_of_existing_records_checks_them_all_and_writes_all_or_none(fx) {
+    let own = own_company(fx).await;
+    let foreign = foreign_company(fx).await;
+    let codes = ["UPA-1", "UPA-2", "UPA-3", "UPA-4"];
+    for code in codes {
+        created(&post(fx, "/api/brand", "company", json!({"fk_company": own, "name": "Before", "code": code})).await, "brand");
+    }
+    let body = |companies: [&str; 4]| {
+        json!(codes.iter().zip(companies).map(|(code, company)| json!({"fk_company": company, "name": "After", "code": code})).collect::<Vec<_>>())
+    };
+    // Two existing records moved to another company: both refused in one 422, by index.
+    let refused = post(fx, "/api/brand?upsert=true", "company", body([&own, &foreign, &own, &foreign])).await;
+    let problem = refused.assert_problem(422, "validation_failed");
+    let indexes: std::collections::BTreeSet<u64> = problem["errors"].as_array().unwrap().iter().map(|e| e["index"].as_u64().unwrap()).collect();
+    assert_eq!(indexes, [1, 3].into(), "{problem}");
+    let names = || async {
+        let mut names = Vec::new();
+        for code in codes {
+            names.push(fx.get(&format!("/api/brand?code={code}&fields=name")).await.records("brand")[0]["name"].clone());
+        }
+        names
+    };
+    assert!(names().await.iter().all(|n| n == "Before"), "nothing is written when one record is refused");
+    let upserted = post(fx, "/api/brand?upsert=true", "company", body([&own, &own, &own, &own])).await;
+    assert_eq!(upserted.status, 200, "{}", String::from_utf8_lossy(&upserted.body));
+    assert_eq!(upserted.records("brand").len(), 4);
+    assert!(names().await.iter().all(|n| n == "After"));
+}
+
 async fn writes_stay_within_scope_and_rights(fx) {
     let own = own_company(fx).await;
     let foreign = foreign_company(fx).await;

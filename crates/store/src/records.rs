@@ -877,6 +877,7 @@ async fn try_create_in(
     }
     let mut written = Vec::with_capacity(items.len());
     let mut fresh = Vec::new();
+    let mut existing: Vec<(&str, &WriteValues, Option<usize>)> = Vec::new();
     for (i, record) in records.into_iter().enumerate() {
         match &holders[i] {
             None => {
@@ -889,14 +890,8 @@ async fn try_create_in(
             }
             Some(holder) if !upsert => return Err(key_taken(resource, holder, index(i))),
             Some(holder) => {
-                let mut values = items[i].clone();
-                values.problems.clear();
-                update_in(tx, resource, holder, &values, writer)
-                    .await
-                    .map_err(|error| match index(i) {
-                        Some(i) => error.at_element(i),
-                        None => error,
-                    })?;
+                // Checked above with the create's problems.
+                existing.push((holder, &items[i], index(i)));
                 written.push(Written {
                     id: holder.clone(),
                     created: false,
@@ -905,6 +900,7 @@ async fn try_create_in(
             }
         }
     }
+    update_many_in(tx, resource, &existing, writer).await?;
     policy::before_insert(tx, resource, &fresh).await?;
     let mut secrets = issue_secrets(resource, &mut fresh).into_iter();
     for written in written.iter_mut().filter(|w| w.created) {
@@ -956,124 +952,207 @@ async fn update_in(
     values: &WriteValues,
     writer: &Writer<'_>,
 ) -> StoreResult<()> {
-    match tx.may_write(resource, id, writer.viewer).await? {
-        (false, _) => return Err(not_found(resource, id)),
-        (true, false) => return Err(forbidden(resource, writer.viewer)),
-        (true, true) => {}
+    update_many_in(tx, resource, &[(id, values, None)], writer).await
+}
+
+/// An upsert's records that exist already, at most this many checked and updated together.
+const UPDATES_PER_BATCH: usize = 500;
+
+/// Updates records of one resource, each `(id, values, index)` (`index` where the write was
+/// an array) as [`Store::update_record`] does one: reads, checks and derived fields in
+/// batches, every problem of every record in one 422, then one `UPDATE` a record. An
+/// upsert's existing records go through here together instead of one at a time.
+async fn update_many_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    updates: &[(&str, &WriteValues, Option<usize>)],
+    writer: &Writer<'_>,
+) -> StoreResult<()> {
+    for batch in updates.chunks(UPDATES_PER_BATCH) {
+        update_batch_in(tx, resource, batch, writer).await?;
     }
-    let condition = Condition::all().add(Expr::col(Alias::new("id")).eq(id));
-    let Some(mut record) = tx.load_records(resource, condition).await?.pop() else {
-        return Err(not_found(resource, id));
+    Ok(())
+}
+
+async fn update_batch_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    updates: &[(&str, &WriteValues, Option<usize>)],
+    writer: &Writer<'_>,
+) -> StoreResult<()> {
+    let at = |error: StoreError, index: Option<usize>| match index {
+        Some(i) => error.at_element(i),
+        None => error,
     };
-    tx.load_lists(resource, std::slice::from_mut(&mut record))
-        .await?;
-    // Fields an update may not change are refused by the parse; an upsert's body may repeat
-    // the natural key and its fixed links unchanged.
-    let changes: Vec<(&'static Field, Cell)> = values
-        .cells
-        .iter()
-        .filter(|(field, cell)| cell_of(resource, &record, &field.path) != Some(cell))
-        .cloned()
-        .collect();
-    let list_changes: Vec<(usize, &'static Field, Vec<String>)> = list_fields(resource)
+    let ids: Vec<String> = updates.iter().map(|(id, _, _)| id.to_string()).collect();
+    let visible = tx.visible_ids(resource, &ids, writer.viewer).await?;
+    if let Some((id, _, index)) = updates.iter().find(|(id, _, _)| !visible.contains(*id)) {
+        return Err(at(not_found(resource, id), *index));
+    }
+    let writable: HashSet<String> = tx
+        .fetch(
+            &satisfying_ids(
+                resource,
+                &ids,
+                &writer.viewer.authority(resource, WriteAction::Write),
+            ),
+            &[Kind::Text],
+        )
+        .await?
         .into_iter()
-        .enumerate()
-        .filter_map(|(i, field)| {
-            values
-                .list(&field.path)
-                .filter(|given| **given != record.lists[i])
-                .map(|given| (i, field, given.clone()))
-        })
+        .filter_map(|row| row[0].as_text().map(str::to_string))
         .collect();
-    let mut problems = values.problems.clone();
-    let changed_paths = changes
+    if let Some((_, _, index)) = updates.iter().find(|(id, _, _)| !writable.contains(*id)) {
+        return Err(at(forbidden(resource, writer.viewer), *index));
+    }
+    let condition = Condition::all().add(Expr::col(Alias::new("id")).is_in(ids.iter().cloned()));
+    let mut loaded = tx.load_records(resource, condition).await?;
+    tx.load_lists(resource, &mut loaded).await?;
+    let mut by_id: HashMap<String, Record> = loaded
+        .into_iter()
+        .map(|record| (record.id().to_string(), record))
+        .collect();
+    let mut problems: Vec<FieldError> = Vec::new();
+    let mut records = Vec::with_capacity(updates.len());
+    let mut befores = Vec::with_capacity(updates.len());
+    let mut all_changes = Vec::with_capacity(updates.len());
+    let mut all_list_changes = Vec::with_capacity(updates.len());
+    for (id, values, index) in updates {
+        let Some(mut record) = by_id.remove(*id) else {
+            return Err(at(not_found(resource, id), *index));
+        };
+        // Fields an update may not change are refused by the parse; an upsert's body may
+        // repeat the natural key and its fixed links unchanged.
+        let changes: Vec<(&'static Field, Cell)> = values
+            .cells
+            .iter()
+            .filter(|(field, cell)| cell_of(resource, &record, &field.path) != Some(cell))
+            .cloned()
+            .collect();
+        let list_changes: Vec<(usize, &'static Field, Vec<String>)> = list_fields(resource)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, field)| {
+                values
+                    .list(&field.path)
+                    .filter(|given| **given != record.lists[i])
+                    .map(|given| (i, field, given.clone()))
+            })
+            .collect();
+        problems.extend(values.problems.iter().map(|p| FieldError {
+            index: *index,
+            ..p.clone()
+        }));
+        let changed_paths = changes
+            .iter()
+            .map(|(field, _)| *field)
+            .chain(list_changes.iter().map(|(_, field, _)| *field));
+        for field in changed_paths {
+            if !resource.writes.update.contains(&field.path.as_str())
+                && !values.has_problem(&field.path)
+            {
+                problems.push(problem(&field.path, "cannot be changed".into(), *index));
+            }
+        }
+        befores.push(record.clone());
+        for (field, cell) in &changes {
+            if let Some(i) = position_of(resource, &field.path) {
+                record.cells[i] = cell.clone();
+            }
+        }
+        for (i, _, given) in &list_changes {
+            record.lists[*i].clone_from(given);
+        }
+        records.push(record);
+        all_changes.push(changes);
+        all_list_changes.push(list_changes);
+    }
+    let given: Vec<(Option<usize>, &WriteValues)> = updates
         .iter()
-        .map(|(field, _)| *field)
-        .chain(list_changes.iter().map(|(_, field, _)| *field));
-    for field in changed_paths {
-        if !resource.writes.update.contains(&field.path.as_str())
-            && !values.has_problem(&field.path)
-        {
-            problems.push(problem(&field.path, "cannot be changed".into(), None));
-        }
-    }
-    problems.extend(
-        tx.link_problems(resource, &[(None, values)], writer.viewer)
-            .await?,
-    );
-    let before = record.clone();
-    for (field, cell) in &changes {
-        if let Some(i) = position_of(resource, &field.path) {
-            record.cells[i] = cell.clone();
-        }
-    }
-    for (i, _, given) in &list_changes {
-        record.lists[*i].clone_from(given);
-    }
-    let mut changes = changes;
-    // Derived fields follow a changed link; stamped fields record every write.
-    let relinked = changes.iter().any(|(field, _)| {
-        stored_fields(resource).iter().any(|f| {
-            f.derived_from
-                .and_then(|path| path.split('.').next())
-                .and_then(|link| resource.relation(link))
-                .is_some_and(|r| r.kind == (RelationKind::ToOne { fk: field.name }))
+        .map(|(_, values, index)| (*index, *values))
+        .collect();
+    problems.extend(tx.link_problems(resource, &given, writer.viewer).await?);
+    // Derived fields follow a changed link.
+    let relinked: Vec<usize> = all_changes
+        .iter()
+        .enumerate()
+        .filter(|(_, changes)| {
+            changes.iter().any(|(field, _)| {
+                stored_fields(resource).iter().any(|f| {
+                    f.derived_from
+                        .and_then(|path| path.split('.').next())
+                        .and_then(|link| resource.relation(link))
+                        .is_some_and(|r| r.kind == (RelationKind::ToOne { fk: field.name }))
+                })
+            })
         })
-    });
-    if relinked {
-        tx.fill_derived(resource, std::slice::from_mut(&mut record))
-            .await?;
+        .map(|(i, _)| i)
+        .collect();
+    if !relinked.is_empty() {
+        let mut moved: Vec<Record> = relinked.iter().map(|i| records[*i].clone()).collect();
+        tx.fill_derived(resource, &mut moved).await?;
+        for (i, record) in relinked.iter().zip(moved) {
+            records[*i] = record;
+        }
     }
+    // Stamped fields record every write; whatever else the record now holds differently
+    // (derived fields) is written with the changes.
     let now = tx.now_timestamp();
-    for (i, field) in stored_fields(resource).into_iter().enumerate() {
-        if field.stamped {
-            record.cells[i] = Cell::Text(now.clone());
-        }
-        if (field.stamped || record.cells[i] != before.cells[i])
-            && !changes.iter().any(|(f, _)| f.path == field.path)
-        {
-            changes.push((field, record.cells[i].clone()));
+    for ((record, before), changes) in records.iter_mut().zip(&befores).zip(&mut all_changes) {
+        for (i, field) in stored_fields(resource).into_iter().enumerate() {
+            if field.stamped {
+                record.cells[i] = Cell::Text(now.clone());
+            }
+            if (field.stamped || record.cells[i] != before.cells[i])
+                && !changes.iter().any(|(f, _)| f.path == field.path)
+            {
+                changes.push((field, record.cells[i].clone()));
+            }
         }
     }
-    problems.extend(
-        tx.agreement_problems(resource, std::slice::from_ref(&record), &[None])
-            .await?,
-    );
-    problems.extend(tx.insecure_url_problems(resource, std::slice::from_ref(&record), &[None]));
-    problems.extend(
-        tx.authority_problems(
-            resource,
-            &record,
-            Some(id),
-            writer.viewer,
-            None,
-            &mut RuleMemo::new(),
-        )
-        .await?,
-    );
-    problems.extend(
-        policy::problems(
-            tx,
-            resource,
-            writer,
-            &mut record,
-            Some(&before),
-            values,
-            None,
-        )
-        .await?,
-    );
+    let indexes: Vec<Option<usize>> = updates.iter().map(|(_, _, index)| *index).collect();
+    problems.extend(tx.agreement_problems(resource, &records, &indexes).await?);
+    problems.extend(tx.insecure_url_problems(resource, &records, &indexes));
+    let mut memo = RuleMemo::new();
+    for (((id, values, index), record), before) in
+        updates.iter().zip(records.iter_mut()).zip(&befores)
+    {
+        problems.extend(
+            tx.authority_problems(resource, record, Some(id), writer.viewer, *index, &mut memo)
+                .await?,
+        );
+        problems.extend(
+            policy::problems(tx, resource, writer, record, Some(before), values, *index).await?,
+        );
+    }
     if !problems.is_empty() {
         return Err(sorted(problems));
     }
-    if let Some(key) = key_of(resource, &record)
-        && let Some(holder) = tx.holder_of(resource, &key, Some(id)).await?
-    {
-        return Err(key_taken(resource, &holder, None));
+    // A natural key moved onto another record's.
+    let keyed: Vec<(usize, Vec<String>)> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, record)| key_of(resource, record).map(|key| (i, key)))
+        .collect();
+    if !keyed.is_empty() {
+        let keys: Vec<Vec<String>> = keyed.iter().map(|(_, key)| key.clone()).collect();
+        let holders = tx.holders_of(resource, &keys).await?;
+        for (i, key) in &keyed {
+            if let Some(holder) = holders.get(key)
+                && holder != updates[*i].0
+            {
+                return Err(key_taken(resource, holder, updates[*i].2));
+            }
+        }
     }
-    tx.update_cells(resource, id, &changes).await?;
-    for (_, field, given) in &list_changes {
-        tx.replace_list(field, id, given).await?;
+    for ((id, _, _), (changes, list_changes)) in updates
+        .iter()
+        .zip(all_changes.iter().zip(&all_list_changes))
+    {
+        tx.update_cells(resource, id, changes).await?;
+        for (_, field, given) in list_changes {
+            tx.replace_list(field, id, given).await?;
+        }
     }
     Ok(())
 }

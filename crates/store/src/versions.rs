@@ -18,7 +18,7 @@
 //! and on the versions of the fields it compares and joins through ([`predicate_keys`]), so a
 //! `PATCH` of a stock record's `inStock` leaves the count of a brand's stock cached.
 
-use crate::db::{Kind, Store, Timing};
+use crate::db::{Backend, Kind, Store, Timing};
 use crate::error::StoreResult;
 use brandhub_catalog::{Cell, Field, RelationKind, Resource, catalog};
 use brandhub_query::plan::{FieldPath, Predicate, ReadPlan};
@@ -274,30 +274,56 @@ impl Versions {
 }
 
 impl Store {
-    /// Reads every table's version (one small statement per request).
+    /// Reads every version (one small statement per request). The rows come back folded into
+    /// one text, `name:version,…`, so that a request pays for one row, not one per version.
     pub async fn versions(&self, timing: &Timing) -> StoreResult<Versions> {
+        // Constant SQL over the bookkeeping table; no input reaches it.
+        let folded = match self.backend() {
+            Backend::Sqlite => "group_concat(\"table_name\" || ':' || \"version\", ',')",
+            Backend::Postgres => "string_agg(\"table_name\" || ':' || \"version\"::text, ',')",
+        };
         let statement = Query::select()
-            .column(Alias::new("table_name"))
-            .column(Alias::new("version"))
+            .expr(Expr::cust(folded))
             .from(Alias::new(TABLE))
             .to_owned();
-        let rows = self
-            .fetch(&statement, &[Kind::Text, Kind::Integer], timing)
-            .await?;
-        let by_table = rows
-            .into_iter()
-            .filter_map(|row| match row.as_slice() {
-                [Cell::Text(table), Cell::Integer(version)] => Some((table.clone(), *version)),
-                _ => None,
+        let rows = self.fetch(&statement, &[Kind::Text], timing).await?;
+        let text = rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(Cell::as_text)
+            .unwrap_or_default();
+        Ok(Versions::parse(text))
+    }
+}
+
+impl Versions {
+    /// The versions in their folded form, `name:version,…` (names hold neither `:` nor `,`).
+    fn parse(text: &str) -> Versions {
+        let by_table = text
+            .split(',')
+            .filter_map(|pair| {
+                let (name, version) = pair.rsplit_once(':')?;
+                Some((name.to_string(), version.parse().ok()?))
             })
             .collect();
-        Ok(Versions { by_table })
+        Versions { by_table }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_read_back_from_their_folded_text() {
+        let versions = Versions::parse("stock:3,stock#rows:2,variant.barcode:7");
+        assert_eq!(versions.stamp(&["stock", "variant.barcode"]), 10);
+        assert_eq!(versions.stamp(&["stock#rows"]), 2);
+        assert_eq!(Versions::parse("").stamp(&["stock"]), 0);
+        for name in all_keys() {
+            assert!(!name.contains([':', ',']), "{name} would not fold");
+        }
+    }
 
     #[test]
     fn a_stamp_counts_each_table_once_and_grows_with_any_write() {

@@ -13,6 +13,7 @@ use brandhub_query::plan::{ReadPlan, Viewer};
 use brandhub_query::sql::{PageStrategy, page_statement, page_tables};
 use sea_query::SqliteQueryBuilder;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A rendered envelope and how many records it holds.
@@ -59,6 +60,50 @@ impl quick_cache::Weighter<[u8; 32], Arc<CachedPage>> for PageWeight {
 /// The page cache type held by the store.
 pub(crate) type PageCache = quick_cache::sync::Cache<[u8; 32], Arc<CachedPage>, PageWeight>;
 
+/// The pages some request of this process is reading and rendering now, each with a lock its
+/// request holds meanwhile: a write makes a page stale for every connection at once, and
+/// without this each of them would read and render it again (the misses of one page coalesce).
+pub(crate) type InMaking =
+    std::sync::Arc<std::sync::Mutex<HashMap<[u8; 32], Arc<tokio::sync::Mutex<()>>>>>;
+
+/// Holds a page's making lock; dropping it lets the next request in and forgets the lock when
+/// no request waits for it any more.
+struct Making<'a> {
+    key: [u8; 32],
+    lock: Arc<tokio::sync::Mutex<()>>,
+    _held: Option<tokio::sync::OwnedMutexGuard<()>>,
+    all: &'a InMaking,
+}
+
+impl Drop for Making<'_> {
+    fn drop(&mut self) {
+        self._held = None;
+        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        // This guard's Arc and the map's: nobody else waits.
+        if Arc::strong_count(&self.lock) <= 2 {
+            all.remove(&self.key);
+        }
+    }
+}
+
+/// Waits until no other request of this process is making the page `key`, and keeps others
+/// waiting until the returned guard is dropped.
+async fn make_in_turn(all: &InMaking, key: [u8; 32]) -> Making<'_> {
+    let lock = all
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key)
+        .or_default()
+        .clone();
+    let held = lock.clone().lock_owned().await;
+    Making {
+        key,
+        lock,
+        _held: Some(held),
+        all,
+    }
+}
+
 /// A new page cache of at most `bytes`.
 pub(crate) fn page_cache(bytes: u64) -> PageCache {
     PageCache::with_weighter(1024, bytes, PageWeight)
@@ -101,6 +146,18 @@ impl Store {
         let stamp = versions.stamp(&page_tables(plan, viewer));
         let listing = listing_key(plan, viewer);
         let key = page_key(&listing, plan);
+        if let Some(cached) = self.pages.get(&key)
+            && cached.stamp == stamp
+            && let Kept::Rendered(page) = &cached.kept
+        {
+            self.tallies.page.record(true);
+            return Ok(page.clone());
+        }
+        // Another request may be making this very page: wait for it, then look again.
+        let _making = match &self.pages_in_making {
+            Some(all) => Some(make_in_turn(all, key).await),
+            None => None,
+        };
         if let Some(cached) = self.pages.get(&key)
             && cached.stamp == stamp
             && let Kept::Rendered(page) = &cached.kept
@@ -166,5 +223,35 @@ impl Store {
             }),
         );
         Ok(page)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_page_in_making_keeps_the_next_request_waiting_and_is_forgotten_after() {
+        let all = InMaking::default();
+        let first = make_in_turn(&all, [1; 32]).await;
+        // Another page is made meanwhile.
+        drop(make_in_turn(&all, [2; 32]).await);
+        let waiting = {
+            let all = all.clone();
+            tokio::spawn(async move {
+                let _second = make_in_turn(&all, [1; 32]).await;
+            })
+        };
+        tokio::task::yield_now().await;
+        assert!(
+            !waiting.is_finished(),
+            "the second request waits for the first"
+        );
+        drop(first);
+        waiting.await.unwrap();
+        assert!(
+            all.lock().unwrap().is_empty(),
+            "no lock is kept once nobody waits"
+        );
     }
 }

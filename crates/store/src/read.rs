@@ -137,15 +137,8 @@ impl Store {
             };
             (found, rows)
         };
-        let mut root = NodeData {
-            columns,
-            rows,
-            ..NodeData::default()
-        };
-        root.index_by(0);
-        self.load_node(&plan.selection, &mut root, viewer, timing)
-            .await?;
-        Ok(PageData { root, found })
+        self.with_related(plan, columns, rows, found, viewer, timing)
+            .await
     }
 
     /// The page of a plan whose ids, in order, and count are known (from the page cache's
@@ -165,6 +158,20 @@ impl Store {
             let statement = page_statement(&plan.narrowed_to(ids), self.pinned_strategy());
             self.fetch(&statement, &kinds(&columns), timing).await?
         };
+        self.with_related(plan, columns, rows, found, viewer, timing)
+            .await
+    }
+
+    /// A page of root rows completed with their lists and related records.
+    async fn with_related(
+        &self,
+        plan: &ReadPlan,
+        columns: Vec<&'static Field>,
+        rows: Vec<Vec<Cell>>,
+        found: u64,
+        viewer: &Viewer,
+        timing: &Timing,
+    ) -> StoreResult<PageData> {
         let mut root = NodeData {
             columns,
             rows,

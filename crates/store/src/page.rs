@@ -132,6 +132,16 @@ fn page_key(listing: &Sha256, plan: &ReadPlan) -> [u8; 32] {
 }
 
 impl Store {
+    /// The rendered page kept under `key`, if it was rendered at `stamp` (counted as a hit).
+    fn rendered(&self, key: &[u8; 32], stamp: i64) -> Option<RenderedPage> {
+        let cached = self.pages.get(key).filter(|cached| cached.stamp == stamp)?;
+        let Kept::Rendered(page) = &cached.kept else {
+            return None;
+        };
+        self.tallies.page.record(true);
+        Some(page.clone())
+    }
+
     /// The rendered envelope of a plan's page: from the cache while it is true, else read,
     /// rendered and remembered. A page made stale by a write that changed only what its
     /// records hold (not which records it lists, or their order) is read again by its ids,
@@ -146,34 +156,27 @@ impl Store {
         let stamp = versions.stamp(&page_tables(plan, viewer));
         let listing = listing_key(plan, viewer);
         let key = page_key(&listing, plan);
-        if let Some(cached) = self.pages.get(&key)
-            && cached.stamp == stamp
-            && let Kept::Rendered(page) = &cached.kept
-        {
-            self.tallies.page.record(true);
-            return Ok(page.clone());
+        if let Some(page) = self.rendered(&key, stamp) {
+            return Ok(page);
         }
         // Another request may be making this very page: wait for it, then look again.
         let _making = match &self.pages_in_making {
             Some(all) => Some(make_in_turn(all, key).await),
             None => None,
         };
-        if let Some(cached) = self.pages.get(&key)
-            && cached.stamp == stamp
-            && let Kept::Rendered(page) = &cached.kept
-        {
-            self.tallies.page.record(true);
-            return Ok(page.clone());
+        if let Some(page) = self.rendered(&key, stamp) {
+            return Ok(page);
         }
         self.tallies.page.record(false);
-        // By-id reads find their records by the primary key already.
-        let listed = !plan.filter.pins_ids();
+        // By-id reads find their records by the primary key already: no listing for them.
         let listing: [u8; 32] = listing.finalize().into();
-        let listing_stamp = versions.stamp(&crate::versions::listing_keys(plan));
-        let known = self
-            .pages
-            .get(&listing)
-            .filter(|cached| listed && cached.stamp == listing_stamp);
+        let listing_stamp =
+            (!plan.filter.pins_ids()).then(|| versions.stamp(&crate::versions::listing_keys(plan)));
+        let known = listing_stamp.and_then(|stamp| {
+            self.pages
+                .get(&listing)
+                .filter(|cached| cached.stamp == stamp)
+        });
         let data = match known.as_deref() {
             Some(CachedPage {
                 kept: Kept::Listing { ids, found },
@@ -183,11 +186,11 @@ impl Store {
                 self.read_listed(plan, ids, *found, viewer, timing).await?
             }
             _ => {
-                if listed {
+                if listing_stamp.is_some() {
                     self.tallies.listing.record(false);
                 }
                 let data = self.read_page(plan, viewer, versions, timing).await?;
-                if listed {
+                if let Some(listing_stamp) = listing_stamp {
                     let ids = data
                         .root
                         .rows

@@ -458,18 +458,36 @@ impl WriteTx {
         id: &str,
         viewer: &Viewer,
     ) -> StoreResult<(bool, bool)> {
-        let ids = [id.to_string()];
-        let sees = !self.visible_ids(resource, &ids, viewer).await?.is_empty();
-        if !sees {
-            return Ok((false, false));
+        let (seen, writable) = self
+            .seen_and_writable(resource, &[id.to_string()], viewer)
+            .await?;
+        Ok((!seen.is_empty(), !writable.is_empty()))
+    }
+
+    /// Which of `ids` (distinct) the caller sees, and which of those it may write; the second
+    /// is only asked when it sees them all (an update of one it does not see is 404 anyway).
+    async fn seen_and_writable(
+        &mut self,
+        resource: &'static Resource,
+        ids: &[String],
+        viewer: &Viewer,
+    ) -> StoreResult<(HashSet<String>, HashSet<String>)> {
+        let seen = self.visible_ids(resource, ids, viewer).await?;
+        if seen.len() < ids.len() {
+            return Ok((seen, HashSet::new()));
         }
         let statement = satisfying_ids(
             resource,
-            &ids,
+            ids,
             &viewer.authority(resource, WriteAction::Write),
         );
-        let writes = !self.fetch(&statement, &[Kind::Text]).await?.is_empty();
-        Ok((true, writes))
+        let writable = self
+            .fetch(&statement, &[Kind::Text])
+            .await?
+            .into_iter()
+            .filter_map(|row| row[0].as_text().map(str::to_string))
+            .collect();
+        Ok((seen, writable))
     }
 
     /// Plain-http loopback URLs where the catalog asks for https (`Domain::SecureUrl`), unless
@@ -985,23 +1003,10 @@ async fn update_batch_in(
         None => error,
     };
     let ids: Vec<String> = updates.iter().map(|(id, _, _)| id.to_string()).collect();
-    let visible = tx.visible_ids(resource, &ids, writer.viewer).await?;
+    let (visible, writable) = tx.seen_and_writable(resource, &ids, writer.viewer).await?;
     if let Some((id, _, index)) = updates.iter().find(|(id, _, _)| !visible.contains(*id)) {
         return Err(at(not_found(resource, id), *index));
     }
-    let writable: HashSet<String> = tx
-        .fetch(
-            &satisfying_ids(
-                resource,
-                &ids,
-                &writer.viewer.authority(resource, WriteAction::Write),
-            ),
-            &[Kind::Text],
-        )
-        .await?
-        .into_iter()
-        .filter_map(|row| row[0].as_text().map(str::to_string))
-        .collect();
     if let Some((_, _, index)) = updates.iter().find(|(id, _, _)| !writable.contains(*id)) {
         return Err(at(forbidden(resource, writer.viewer), *index));
     }

@@ -37,12 +37,12 @@ struct Names {
     rows: HashMap<&'static str, &'static str>,
     columns: HashMap<&'static str, &'static str>,
     others: HashMap<&'static str, &'static str>,
-    /// (table, SQL column) → the versions an update of that column bumps: the field's own
+    /// table → SQL column → the versions an update of that column bumps: the field's own
     /// (its folded copy's column names it too) and those of the generated fields computed
     /// from it.
-    written: HashMap<(&'static str, String), Vec<&'static str>>,
-    /// (table, field column) → the indexed field's version.
-    fields: HashMap<(&'static str, String), &'static str>,
+    written: HashMap<&'static str, HashMap<String, Vec<&'static str>>>,
+    /// table → field column → the indexed field's version.
+    fields: HashMap<&'static str, HashMap<String, &'static str>>,
 }
 
 static NAMES: LazyLock<Names> = LazyLock::new(|| {
@@ -61,20 +61,29 @@ static NAMES: LazyLock<Names> = LazyLock::new(|| {
     for resource in catalog().resources() {
         let table = resource.table;
         let other = names.others[table];
-        let own = |field: &Field, fields: &mut HashMap<(&'static str, String), &'static str>| {
-            if !field.indexed {
-                return other;
-            }
-            *fields
-                .entry((table, field.column.clone()))
-                .or_insert_with(|| leak(format!("{table}.{}", field.column)))
-        };
+        let own =
+            |field: &Field, fields: &mut HashMap<&'static str, HashMap<String, &'static str>>| {
+                if !field.indexed {
+                    return other;
+                }
+                *fields
+                    .entry(table)
+                    .or_default()
+                    .entry(field.column.clone())
+                    .or_insert_with(|| leak(format!("{table}.{}", field.column)))
+            };
         for field in resource.leaf_fields().filter(|f| f.has_column()) {
             let key = own(field, &mut names.fields);
             let mut columns = vec![field.column.clone()];
             columns.extend(field.folded_column());
             for column in columns {
-                names.written.entry((table, column)).or_default().push(key);
+                names
+                    .written
+                    .entry(table)
+                    .or_default()
+                    .entry(column)
+                    .or_default()
+                    .push(key);
             }
         }
         for field in resource.leaf_fields().filter(|f| f.has_column()) {
@@ -90,7 +99,9 @@ static NAMES: LazyLock<Names> = LazyLock::new(|| {
                 let input = resource.field_at(input).expect("generated from fields");
                 names
                     .written
-                    .entry((table, input.column.clone()))
+                    .entry(table)
+                    .or_default()
+                    .entry(input.column.clone())
                     .or_default()
                     .push(key);
             }
@@ -125,7 +136,8 @@ pub fn others_key(table: &'static str) -> &'static str {
 pub fn field_key(resource: &Resource, field: &Field) -> &'static str {
     NAMES
         .fields
-        .get(&(resource.table, field.column.clone()))
+        .get(resource.table)
+        .and_then(|fields| fields.get(&field.column))
         .copied()
         .unwrap_or_else(|| others_key(resource.table))
 }
@@ -138,7 +150,7 @@ pub fn written_keys<'a>(
 ) -> Vec<&'static str> {
     let mut keys = Vec::new();
     for column in columns {
-        match NAMES.written.get(&(table, column.to_string())) {
+        match NAMES.written.get(table).and_then(|by| by.get(column)) {
             Some(found) => keys.extend(found.iter().copied()),
             None => keys.push(others_key(table)),
         }
@@ -159,7 +171,11 @@ pub fn all_keys() -> Vec<&'static str> {
             others_key(table),
         ]);
     }
-    let mut fields: Vec<&'static str> = NAMES.fields.values().copied().collect();
+    let mut fields: Vec<&'static str> = NAMES
+        .fields
+        .values()
+        .flat_map(|by_column| by_column.values().copied())
+        .collect();
     fields.sort_unstable();
     keys.extend(fields);
     keys

@@ -176,3 +176,67 @@ async fn a_page_whose_records_changed_is_read_again_by_its_ids(fx) {
 }
 
 }
+
+/// A fixture of its own: the other tests' writes would make its pages stale.
+mod kept_pages {
+    use super::*;
+
+    on_both_backends! { "kept pages";
+
+    async fn a_page_outlives_writes_of_records_it_neither_shows_nor_finds(fx) {
+        let rechecks = || async {
+            let text = common::scrape_metrics(fx).await;
+            let sample = |metric| common::metric_sample(&text, metric, &[("cache", "page_recheck")]).unwrap_or(0.0);
+            (sample("brandhub_cache_hits_total"), sample("brandhub_cache_misses_total"))
+        };
+        let patch = |path: String, body: serde_json::Value| async move {
+            let answer = common::call(fx, reqwest::Method::PATCH, &path, "admin", Some(body)).await;
+            assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+        };
+        // Stock of one barcode prefix, the most recently changed first, with its variants.
+        let barcode = fx.get("/api/variant?fields=barcode&pageSize=1&barcode=5@").await.records("variant")[0]["barcode"].as_str().unwrap().to_string();
+        let prefix = &barcode[..7];
+        let page = format!("/api/stock?stock_variant.barcode={prefix}@&order_by=lastUpdate%3C&pageSize=2");
+        let first = fx.get(&page).await;
+        assert_eq!(first.status, 200, "{}", String::from_utf8_lossy(&first.body));
+        let shown = first.records("stock");
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        let all = fx.get(&format!("/api/stock?stock_variant.barcode={prefix}@&order_by=lastUpdate%3C&pageSize=50&fields=id,fk_variant")).await.records("stock");
+        assert!(all.len() >= 4, "the prefix finds records beyond the page: {all:?}");
+        let cached = fx.get(&page).await;
+        assert_eq!(cached.body, first.body, "the page is cached");
+
+        // Stock outside the prefix, and a variant the page does not show: the page stands.
+        let last = fx.get("/api/variant?fields=barcode&pageSize=1&barcode=5@&order_by=barcode<").await.records("variant")[0]["barcode"].as_str().unwrap().to_string();
+        assert_ne!(&last[..7], prefix);
+        let elsewhere = fx.get(&format!("/api/stock?fields=id&pageSize=1&stock_variant.barcode={}@", &last[..7])).await.ids("stock")[0].clone();
+        let unshown_variant = all[3]["fk_variant"].as_str().unwrap().to_string();
+        let (hits, _) = rechecks().await;
+        patch(format!("/api/stock/{elsewhere}"), serde_json::json!({"inStock": 4321})).await;
+        patch(format!("/api/variant/{unshown_variant}"), serde_json::json!({"colour": "Teal"})).await;
+        let kept = fx.get(&page).await;
+        assert_eq!(kept.body, first.body, "a write elsewhere changed the page");
+        // The versions, the rows written since, and whether one of them is found by the page.
+        assert!(kept.statements() <= 3, "a kept page costs three statements: {:?}", kept.header("server-timing"));
+        assert!(rechecks().await.0 > hits, "the page was not kept through the writes");
+
+        // Stock the prefix finds but the page did not show: now the most recent, it leads the page.
+        let found = all[3]["id"].as_str().unwrap().to_string();
+        patch(format!("/api/stock/{found}"), serde_json::json!({"inStock": 8765})).await;
+        let (_, misses) = rechecks().await;
+        let moved = fx.get(&page).await.records("stock");
+        assert_eq!(moved[0]["id"], found.as_str(), "a record written into the page's order is missing");
+        assert_eq!(moved[0]["inStock"], 8765);
+        assert_eq!(moved[1]["id"], shown[0]["id"]);
+        assert!(rechecks().await.1 > misses, "the page was rechecked and refused");
+
+        // A variant the page shows: its new colour shows.
+        let shown_variant = moved[1]["stock_variant"]["id"].as_str().unwrap().to_string();
+        patch(format!("/api/variant/{shown_variant}"), serde_json::json!({"colour": "Saffron"})).await;
+        let recoloured = fx.get(&page).await.records("stock");
+        assert_eq!(recoloured[1]["stock_variant"]["colour"], "Saffron", "a stale related record");
+        assert_eq!(recoloured[0]["id"], found.as_str());
+    }
+
+    }
+}

@@ -520,6 +520,7 @@ impl Store {
             _gate: gate,
             touched: Vec::new(),
             updated_columns: Vec::new(),
+            written_rows: Vec::new(),
             clock: self.clock.clone(),
             insecure_loopback: self.insecure_loopback,
             outbox: Default::default(),
@@ -545,6 +546,9 @@ pub struct WriteTx {
     touched: Vec<&'static str>,
     /// Tables updated in named columns, with the versions of those columns' fields.
     updated_columns: Vec<(&'static str, Vec<&'static str>)>,
+    /// Per table written, the ids of the rows written while every write of it named them:
+    /// logged on commit ([`crate::row_log`]).
+    written_rows: Vec<(&'static str, crate::row_log::Written)>,
     /// The store's clock, for the job queue's times.
     pub(crate) clock: crate::clock::Clock,
     /// See [`Store::allowing_insecure_loopback_urls`].
@@ -572,23 +576,46 @@ impl WriteTx {
         table: &'static str,
         statement: &sea_query::UpdateStatement,
     ) -> StoreResult<u64> {
+        self.execute_update_rows(table, statement, None).await
+    }
+
+    /// [`WriteTx::execute_update`] of the rows `ids` only (its `WHERE` names them): the
+    /// rows are logged as written, so pages that do not show them stay cached.
+    pub async fn execute_update_of(
+        &mut self,
+        table: &'static str,
+        statement: &sea_query::UpdateStatement,
+        ids: &[&str],
+    ) -> StoreResult<u64> {
+        self.execute_update_rows(table, statement, Some(ids)).await
+    }
+
+    async fn execute_update_rows(
+        &mut self,
+        table: &'static str,
+        statement: &sea_query::UpdateStatement,
+        ids: Option<&[&str]>,
+    ) -> StoreResult<u64> {
         let columns: Vec<_> = statement
             .get_values()
             .iter()
             .map(|(c, _)| c.inner())
             .collect();
-        self.mark_updated_columns(table, columns.iter().map(|c| c.as_ref()));
+        self.mark_updated_rows(table, columns.iter().map(|c| c.as_ref()), ids);
         self.execute_untracked(table, statement).await
     }
 
-    /// Remembers that rows of `table` changed in these SQL columns only (none came or went),
+    /// Remembers that rows of `table` changed in these SQL columns only (none came or went):
+    /// the rows `ids`, or rows it cannot name (`None`),
     /// so its content version and the versions of those columns' fields are bumped on commit.
-    pub(crate) fn mark_updated_columns<'a>(
+    pub(crate) fn mark_updated_rows<'a>(
         &mut self,
         table: &'static str,
         columns: impl IntoIterator<Item = &'a str>,
+        ids: Option<&[&str]>,
     ) {
         let keys = crate::versions::written_keys(table, columns);
+        self.rows_written(table, ids);
         match self.updated_columns.iter_mut().find(|(t, _)| *t == table) {
             Some((_, known)) => {
                 for key in keys {
@@ -604,8 +631,22 @@ impl WriteTx {
     /// Remembers that `table` was written (rows may have come or gone), so its versions are
     /// bumped on commit.
     pub(crate) fn touch(&mut self, table: &'static str) {
+        self.rows_written(table, None);
         if !self.touched.contains(&table) {
             self.touched.push(table);
+        }
+    }
+
+    /// Remembers which rows of `table` were written (`None`: rows this write cannot name).
+    /// A table's rows are logged by id on commit only if every write of it named them.
+    pub(crate) fn rows_written(&mut self, table: &'static str, ids: Option<&[&str]>) {
+        match self.written_rows.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, written)) => crate::row_log::note(written, ids),
+            None => {
+                let mut written = Some(Vec::new());
+                crate::row_log::note(&mut written, ids);
+                self.written_rows.push((table, written));
+            }
         }
     }
 
@@ -693,7 +734,7 @@ impl WriteTx {
 
     /// [`WriteTx::fetch_returning`] on `table` without counting it as written: for a caller
     /// that learns from the rows whether rows came ([`WriteTx::touch`]) or only changed
-    /// ([`WriteTx::mark_updated_columns`]).
+    /// ([`WriteTx::mark_updated_rows`]).
     pub(crate) async fn fetch_untracked<S>(
         &mut self,
         table: &'static str,
@@ -728,8 +769,13 @@ impl WriteTx {
         }
         if !versions.is_empty() {
             let bump = crate::versions::bump_statement(&versions);
-            self.execute_untracked("bh_table_version", &bump).await?;
+            let bumped = self
+                .fetch_rows(&bump, &[Kind::Text, Kind::Integer], |e| {
+                    write_error("bh_table_version", e)
+                })
+                .await?;
             tracing::debug!(?versions, "committing a write");
+            self.log_rows_written(&bumped).await?;
         }
         let started = Instant::now();
         match self.tx {
@@ -740,6 +786,35 @@ impl WriteTx {
         Timing::add_to_request(started.elapsed());
         if announced {
             self.events_written.notify_one();
+        }
+        Ok(())
+    }
+}
+
+impl WriteTx {
+    /// Logs the rows written of each table under the table's new version (`bumped`: the
+    /// bump's returned names and versions), and now and then prunes the table's old entries.
+    async fn log_rows_written(&mut self, bumped: &[Vec<Cell>]) -> StoreResult<()> {
+        let written = std::mem::take(&mut self.written_rows);
+        let mut entries = Vec::with_capacity(written.len());
+        for (table, rows) in &written {
+            let version = bumped.iter().find_map(|row| match (&row[0], &row[1]) {
+                (Cell::Text(name), Cell::Integer(version)) if name == table => Some(*version),
+                _ => None,
+            });
+            if let Some(version) = version {
+                entries.push((*table, version, rows));
+            }
+        }
+        if let Some(insert) = crate::row_log::log_statement(&entries) {
+            self.execute_untracked(crate::row_log::TABLE, &insert)
+                .await?;
+        }
+        for (table, version, _) in &entries {
+            if let Some(prune) = crate::row_log::prune_statement(table, *version) {
+                self.execute_untracked(crate::row_log::TABLE, &prune)
+                    .await?;
+            }
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 
 use crate::db::{Store, Timing};
 use crate::error::StoreResult;
+use crate::recheck::Recheck;
 use crate::render::render_envelope;
 use crate::versions::Versions;
 use brandhub_query::plan::{ReadPlan, Viewer};
@@ -41,6 +42,8 @@ enum Kept {
 pub(crate) struct CachedPage {
     stamp: i64,
     kept: Kept,
+    /// What it was made from, to keep it through writes that did not touch it.
+    recheck: Option<Recheck>,
 }
 
 /// Weighs cached pages by their size, so the cache is bounded in bytes.
@@ -53,7 +56,8 @@ impl quick_cache::Weighter<[u8; 32], Arc<CachedPage>> for PageWeight {
             Kept::Rendered(page) => page.body.len(),
             Kept::Listing { ids, .. } => ids.iter().map(|id| id.len() + 24).sum(),
         };
-        bytes as u64 + 64
+        let recheck = value.recheck.as_ref().map_or(0, Recheck::weight);
+        (bytes + recheck) as u64 + 64
     }
 }
 
@@ -167,16 +171,21 @@ impl Store {
         if let Some(page) = self.rendered(&key, stamp) {
             return Ok(page);
         }
+        if let Some(page) = self.rechecked(plan, &key, stamp, versions, timing).await? {
+            return Ok(page);
+        }
         self.tallies.page.record(false);
         // By-id reads find their records by the primary key already: no listing for them.
         let listing: [u8; 32] = listing.finalize().into();
         let listing_stamp =
             (!plan.filter.pins_ids()).then(|| versions.stamp(&crate::versions::listing_keys(plan)));
-        let known = listing_stamp.and_then(|stamp| {
-            self.pages
-                .get(&listing)
-                .filter(|cached| cached.stamp == stamp)
-        });
+        let known = match listing_stamp {
+            Some(listing_stamp) => {
+                self.listing_kept(plan, &listing, listing_stamp, versions, timing)
+                    .await?
+            }
+            None => None,
+        };
         let data = match known.as_deref() {
             Some(CachedPage {
                 kept: Kept::Listing { ids, found },
@@ -191,12 +200,13 @@ impl Store {
                 }
                 let data = self.read_page(plan, viewer, versions, timing).await?;
                 if let Some(listing_stamp) = listing_stamp {
-                    let ids = data
+                    let ids: Vec<String> = data
                         .root
                         .rows
                         .iter()
                         .filter_map(|row| row[0].as_text().map(str::to_string))
                         .collect();
+                    let recheck = Recheck::of_listing(plan, &ids, versions);
                     let kept = Kept::Listing {
                         ids,
                         found: data.found,
@@ -206,6 +216,7 @@ impl Store {
                         Arc::new(CachedPage {
                             stamp: listing_stamp,
                             kept,
+                            recheck: Some(recheck),
                         }),
                     );
                 }
@@ -223,9 +234,77 @@ impl Store {
             Arc::new(CachedPage {
                 stamp,
                 kept: Kept::Rendered(page.clone()),
+                recheck: Some(Recheck::of_page(plan, viewer, &data, versions)),
             }),
         );
         Ok(page)
+    }
+
+    /// The stale rendered page kept under `key`, if the rows written since it was made do not
+    /// touch it ([`crate::recheck`]): then stamped anew and served.
+    async fn rechecked(
+        &self,
+        plan: &ReadPlan,
+        key: &[u8; 32],
+        stamp: i64,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> StoreResult<Option<RenderedPage>> {
+        let Some(cached) = self.pages.get(key) else {
+            return Ok(None);
+        };
+        let (Kept::Rendered(page), Some(recheck)) = (&cached.kept, &cached.recheck) else {
+            return Ok(None);
+        };
+        let still = self.still_true(plan, recheck, versions, timing).await?;
+        self.tallies.recheck.record(still);
+        if !still {
+            return Ok(None);
+        }
+        // Served from the cache: a hit of the page cache too.
+        self.tallies.page.record(true);
+        self.pages.insert(
+            *key,
+            Arc::new(CachedPage {
+                stamp,
+                kept: cached.kept.clone(),
+                recheck: Some(recheck.renewed(plan, versions)),
+            }),
+        );
+        Ok(Some(page.clone()))
+    }
+
+    /// The listing kept under `key` if it was made at `stamp`, or if the rows written since
+    /// do not move it ([`crate::recheck`]).
+    async fn listing_kept(
+        &self,
+        plan: &ReadPlan,
+        key: &[u8; 32],
+        stamp: i64,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> StoreResult<Option<Arc<CachedPage>>> {
+        let Some(cached) = self.pages.get(key) else {
+            return Ok(None);
+        };
+        if cached.stamp == stamp {
+            return Ok(Some(cached));
+        }
+        let (Kept::Listing { .. }, Some(recheck)) = (&cached.kept, &cached.recheck) else {
+            return Ok(None);
+        };
+        let still = self.still_true(plan, recheck, versions, timing).await?;
+        self.tallies.recheck.record(still);
+        if !still {
+            return Ok(None);
+        }
+        let renewed = Arc::new(CachedPage {
+            stamp,
+            kept: cached.kept.clone(),
+            recheck: Some(recheck.renewed(plan, versions)),
+        });
+        self.pages.insert(*key, renewed.clone());
+        Ok(Some(renewed))
     }
 }
 

@@ -52,7 +52,7 @@ pub struct PageData {
     pub found: u64,
 }
 
-fn kinds(columns: &[&'static Field]) -> Vec<Kind> {
+pub(crate) fn kinds(columns: &[&'static Field]) -> Vec<Kind> {
     columns.iter().map(|f| Kind::of(f.ty)).collect()
 }
 
@@ -185,7 +185,7 @@ impl Store {
 
     /// How to find the page of a filter that pins ids (a by-id read, a write's answer): the
     /// filter drives and the scope judges, without counting the scope or the table first.
-    fn pinned_strategy(&self) -> PageStrategy {
+    pub(crate) fn pinned_strategy(&self) -> PageStrategy {
         match self.backend() {
             Backend::Sqlite => PageStrategy::SortMatches { probe_scope: true },
             _ => PageStrategy::MatchesFirst { probe_scope: true },

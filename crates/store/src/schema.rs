@@ -288,6 +288,7 @@ pub fn bookkeeping_statements() -> Vec<String> {
         format!("CREATE TABLE IF NOT EXISTS \"{}\" (\"id\" TEXT PRIMARY KEY, \"event_type\" TEXT NOT NULL, \"resource\" TEXT NOT NULL, \"record_id\" TEXT NOT NULL, \"created_at\" BIGINT NOT NULL, \"created_date\" TEXT NOT NULL)", crate::events::EVENT_TABLE),
         format!("CREATE INDEX IF NOT EXISTS \"ix_bh_event_created_at\" ON \"{}\" (\"created_at\", \"id\")", crate::events::EVENT_TABLE),
     ];
+    statements.extend(crate::row_log::statements());
     for name in crate::versions::all_keys() {
         statements.push(format!(
             "INSERT INTO \"bh_table_version\" (\"table_name\", \"version\") VALUES ('{name}', 0) ON CONFLICT DO NOTHING"
@@ -452,6 +453,7 @@ impl Store {
         };
         for table in [
             "bh_table_version",
+            crate::row_log::TABLE,
             "bh_count_cache",
             "bh_meta",
             crate::jobs::JOB_TABLE,
@@ -560,6 +562,7 @@ impl Store {
         // The queue refers to files: it goes first (the list is dropped from its end).
         tables.extend([
             "bh_table_version",
+            crate::row_log::TABLE,
             "bh_count_cache",
             "bh_meta",
             crate::orders::intake::COUNTER_TABLE,

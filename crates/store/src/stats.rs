@@ -36,6 +36,9 @@ pub(crate) struct CacheTallies {
     pub(crate) page: Tally,
     /// The ids and counts of pages, asked when a rendered page was stale ([`crate::page`]).
     pub(crate) listing: Tally,
+    /// Stale pages and listings whose rows written since were checked ([`crate::page`]): a
+    /// hit is one the writes did not touch, kept and served.
+    pub(crate) recheck: Tally,
     /// Counts in this process's memory ([`crate::count`]).
     pub(crate) count: Tally,
     /// Counts in the table shared by every process, asked when memory missed.
@@ -83,6 +86,7 @@ impl Store {
             caches: vec![
                 ("page", tallies.page.read()),
                 ("page_listing", tallies.listing.read()),
+                ("page_recheck", tallies.recheck.read()),
                 ("count", tallies.count.read()),
                 ("count_shared", tallies.shared_count.read()),
             ],

@@ -198,11 +198,26 @@ pub fn predicate_keys(
 }
 
 /// The versions that decide which records a page of a plan lists and in which order: those
-/// of its filter and scope ([`predicate_keys`]) and of the fields its order keys reach. While
-/// they stand, the page lists the same ids, whatever else its records' fields became.
+/// of its filter and scope ([`matching_keys`]) and of the fields its order keys reach
+/// ([`ordering_keys`]). While they stand, the page lists the same ids, whatever else its
+/// records' fields became.
 pub fn listing_keys(plan: &ReadPlan) -> Vec<&'static str> {
+    let mut keys: BTreeSet<&'static str> = matching_keys(plan).into_iter().collect();
+    keys.extend(ordering_keys(plan));
+    keys.into_iter().collect()
+}
+
+/// The versions that decide which records a plan finds (its filter and scope): while they
+/// stand, the same records match and the count is the same.
+pub fn matching_keys(plan: &ReadPlan) -> Vec<&'static str> {
     let mut keys = BTreeSet::new();
     predicate_keys(plan.resource, &plan.full_filter(), &mut keys);
+    keys.into_iter().collect()
+}
+
+/// The versions of the fields a plan's order keys reach.
+pub fn ordering_keys(plan: &ReadPlan) -> Vec<&'static str> {
+    let mut keys = BTreeSet::new();
     for order in &plan.order {
         path_keys(plan.resource, &order.path, &mut keys);
     }
@@ -241,7 +256,7 @@ fn path_keys(resource: &'static Resource, path: &FieldPath, keys: &mut BTreeSet<
 }
 
 /// `INSERT INTO bh_table_version … VALUES (…), (…) ON CONFLICT DO UPDATE SET version =
-/// version + 1`, the names in sorted order: rows are locked in the order of the values, so
+/// version + 1 RETURNING table_name, version`, the names in sorted order: rows are locked in the order of the values, so
 /// concurrent writers lock the version rows they share in the same order and never deadlock
 /// (an `UPDATE … WHERE table_name IN (…)` locks them in the order a scan meets them, which
 /// changes as the rows are rewritten). A missing row is created.
@@ -264,6 +279,8 @@ pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
             )
             .to_owned(),
     );
+    // The new versions, under which the transaction logs the rows it wrote (`row_log`).
+    insert.returning(Query::returning().columns([Alias::new("table_name"), Alias::new("version")]));
     insert.to_owned()
 }
 
@@ -274,6 +291,11 @@ pub struct Versions {
 }
 
 impl Versions {
+    /// One version as read (0 for a name never bumped).
+    pub fn of(&self, name: &str) -> i64 {
+        self.by_table.get(name).copied().unwrap_or(0)
+    }
+
     /// A number that changes whenever any of `tables` is written.
     pub fn stamp(&self, tables: &[&str]) -> i64 {
         let mut seen: Vec<&str> = Vec::with_capacity(tables.len());

@@ -422,7 +422,8 @@ impl WriteTx {
         }
         stamp_update(&mut update, resource, &self.now_timestamp());
         update.and_where(Expr::col(Alias::new("id")).eq(id));
-        self.execute_update(resource.table, &update).await?;
+        self.execute_update_of(resource.table, &update, &[id])
+            .await?;
         self.announce(resource, [id], false).await?;
         Ok(())
     }
@@ -546,7 +547,8 @@ impl WriteTx {
             if inserted {
                 self.touch(resource.table);
             } else {
-                self.mark_updated_columns(resource.table, updated_columns.iter().copied());
+                let ids: Vec<&str> = returned.iter().map(String::as_str).collect();
+                self.mark_updated_rows(resource.table, updated_columns.iter().copied(), Some(&ids));
             }
             changed.extend(returned);
             start = end;

@@ -1,0 +1,202 @@
+//! Which rows each write of a table wrote, by the table's version after it: the log that lets
+//! a cached page outlive writes that did not touch it ([`crate::page`]). A table's own
+//! version ([`crate::versions`]) grows by one per committed transaction that wrote it, and
+//! the version row stays locked from the bump to the commit, so every version of a table is
+//! one transaction's; that transaction logs the ids it wrote under its version, or one row
+//! without an id when it cannot name them (inserts, deletes, statements by other keys, more
+//! than [`LOGGED_ROWS`] rows). A reader that knows a table's version when its page was made
+//! and the version now reads the entries between: complete and all named, they are exactly
+//! the rows written since; a version missing (pruned, or never logged) means "unknown".
+
+use crate::db::{Kind, Store, Timing};
+use crate::error::StoreResult;
+use brandhub_catalog::Cell;
+use sea_query::{Alias, Cond, DeleteStatement, Expr, ExprTrait, InsertStatement, Query};
+use std::collections::{BTreeSet, HashMap};
+
+/// The log's table.
+pub const TABLE: &str = "bh_row_write";
+
+/// The most ids one transaction logs for one table; beyond, it logs "unknown rows".
+pub const LOGGED_ROWS: usize = 64;
+
+/// The most versions of one table a reader looks back over; further back, rows are
+/// "unknown" (recomputing is then as cheap as checking).
+pub const LOOK_BACK: i64 = 256;
+
+/// Every this many versions of a table, a writer deletes its entries older than
+/// [`KEPT_VERSIONS`].
+const PRUNE_EVERY: i64 = 128;
+const KEPT_VERSIONS: i64 = 4 * LOOK_BACK;
+
+/// The statements that create the log (bookkeeping, both backends).
+pub fn statements() -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS \"{TABLE}\" (\"table_name\" TEXT NOT NULL, \"version\" BIGINT NOT NULL, \"row_id\" TEXT)"
+        ),
+        format!(
+            "CREATE INDEX IF NOT EXISTS \"ix_{TABLE}\" ON \"{TABLE}\" (\"table_name\", \"version\")"
+        ),
+    ]
+}
+
+/// The rows a transaction wrote in one table: their ids while every write of the table named
+/// them, else `None`.
+pub(crate) type Written = Option<Vec<String>>;
+
+/// Adds rows written (`ids`, or `None` for rows a write cannot name) to what a transaction
+/// wrote of a table.
+pub(crate) fn note(written: &mut Written, ids: Option<&[&str]>) {
+    match (written.as_mut(), ids) {
+        (Some(known), Some(ids)) if known.len() + ids.len() <= LOGGED_ROWS => {
+            for id in ids {
+                if !known.iter().any(|k| k == id) {
+                    known.push(id.to_string());
+                }
+            }
+        }
+        _ => *written = None,
+    }
+}
+
+/// The entries of one committing transaction: each table it wrote at its new version.
+pub(crate) fn log_statement(entries: &[(&'static str, i64, &Written)]) -> Option<InsertStatement> {
+    if entries.is_empty() {
+        return None;
+    }
+    let mut insert = Query::insert();
+    insert.into_table(Alias::new(TABLE)).columns([
+        Alias::new("table_name"),
+        Alias::new("version"),
+        Alias::new("row_id"),
+    ]);
+    for (table, version, written) in entries {
+        match written {
+            Some(ids) if !ids.is_empty() => {
+                for id in ids {
+                    insert.values_panic([(*table).into(), (*version).into(), id.clone().into()]);
+                }
+            }
+            _ => {
+                insert.values_panic([
+                    (*table).into(),
+                    (*version).into(),
+                    Option::<String>::None.into(),
+                ]);
+            }
+        }
+    }
+    Some(insert.to_owned())
+}
+
+/// Deletes a table's old entries when its new version is a multiple of [`PRUNE_EVERY`].
+pub(crate) fn prune_statement(table: &'static str, version: i64) -> Option<DeleteStatement> {
+    (version % PRUNE_EVERY == 0).then(|| {
+        Query::delete()
+            .from_table(Alias::new(TABLE))
+            .and_where(Expr::col(Alias::new("table_name")).eq(table))
+            .and_where(Expr::col(Alias::new("version")).lte(version - KEPT_VERSIONS))
+            .to_owned()
+    })
+}
+
+/// One table's versions to look between: after `since`, up to and including `until`.
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    pub table: &'static str,
+    pub since: i64,
+    pub until: i64,
+}
+
+impl Store {
+    /// The ids of the rows written in each span, or `None` if any span's rows are not all
+    /// known (a write that could not name them, entries pruned, a span too long). One
+    /// statement.
+    pub async fn rows_written(
+        &self,
+        spans: &[Span],
+        timing: &Timing,
+    ) -> StoreResult<Option<HashMap<&'static str, Vec<String>>>> {
+        if spans.is_empty() {
+            return Ok(Some(HashMap::new()));
+        }
+        if spans
+            .iter()
+            .any(|s| s.until <= s.since || s.until - s.since > LOOK_BACK)
+        {
+            return Ok(None);
+        }
+        let mut any = Cond::any();
+        for span in spans {
+            any = any.add(
+                Cond::all()
+                    .add(Expr::col(Alias::new("table_name")).eq(span.table))
+                    .add(Expr::col(Alias::new("version")).gt(span.since))
+                    .add(Expr::col(Alias::new("version")).lte(span.until)),
+            );
+        }
+        let select = Query::select()
+            .columns([
+                Alias::new("table_name"),
+                Alias::new("version"),
+                Alias::new("row_id"),
+            ])
+            .from(Alias::new(TABLE))
+            .cond_where(any)
+            .to_owned();
+        let rows = self
+            .fetch(&select, &[Kind::Text, Kind::Integer, Kind::Text], timing)
+            .await?;
+        let mut versions: HashMap<&'static str, BTreeSet<i64>> = HashMap::new();
+        let mut ids: HashMap<&'static str, Vec<String>> = HashMap::new();
+        for row in rows {
+            let Some(span) = spans.iter().find(|s| row[0].as_text() == Some(s.table)) else {
+                continue;
+            };
+            let Cell::Integer(version) = row[1] else {
+                return Ok(None);
+            };
+            let Some(id) = row[2].as_text() else {
+                return Ok(None);
+            };
+            versions.entry(span.table).or_default().insert(version);
+            ids.entry(span.table).or_default().push(id.to_string());
+        }
+        for span in spans {
+            let logged = versions.get(span.table).map_or(0, BTreeSet::len) as i64;
+            if logged != span.until - span.since {
+                return Ok(None);
+            }
+        }
+        Ok(Some(ids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transaction_names_its_rows_until_one_write_cannot() {
+        let mut written: Written = Some(Vec::new());
+        note(&mut written, Some(&["A", "B"]));
+        note(&mut written, Some(&["B"]));
+        assert_eq!(written, Some(vec!["A".to_string(), "B".to_string()]));
+        note(&mut written, None);
+        assert_eq!(written, None);
+        note(&mut written, Some(&["C"]));
+        assert_eq!(written, None, "once unknown, a table's rows stay unknown");
+        let many: Vec<String> = (0..=LOGGED_ROWS).map(|i| i.to_string()).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let mut written: Written = Some(Vec::new());
+        note(&mut written, Some(&many));
+        assert_eq!(written, None, "too many rows are logged as unknown");
+    }
+
+    #[test]
+    fn old_entries_are_pruned_now_and_then() {
+        assert!(prune_statement("stock", PRUNE_EVERY + 1).is_none());
+        assert!(prune_statement("stock", PRUNE_EVERY * 9).is_some());
+    }
+}

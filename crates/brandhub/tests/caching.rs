@@ -240,3 +240,48 @@ mod kept_pages {
 
     }
 }
+
+/// A fixture of its own, for the same reason.
+mod newer_pages {
+    use super::*;
+
+    on_both_backends! { "newer pages";
+
+    async fn a_request_that_read_older_versions_takes_a_newer_page_as_it_is(fx) {
+        use brandhub_query::parse::parse_query_string;
+        use brandhub_query::plan::{Viewer, plan_read};
+        use brandhub_store::Timing;
+        let stock = fx.get("/api/stock?fields=id&pageSize=1&order_by=id").await.ids("stock")[0].clone();
+        let other = another_process(fx).await;
+        let (older, newer, hits, rechecks) = fx.on_server(async move {
+            let timing = Timing::default();
+            let resource = brandhub_catalog::catalog().resource("stock").unwrap();
+            let request = parse_query_string("pageSize=3&order_by=lastUpdate<").unwrap();
+            let plan = plan_read(resource, &request, &Viewer::admin()).unwrap();
+            let before = other.versions(&timing).await.unwrap();
+            let update = Query::update()
+                .table(Alias::new("stock"))
+                .value(Alias::new("supply"), 17)
+                .and_where(Expr::col(Alias::new("id")).eq(stock.as_str()))
+                .to_owned();
+            let mut tx = other.begin().await.unwrap();
+            tx.execute_update_of("stock", &update, &[stock.as_str()]).await.unwrap();
+            tx.commit().await.unwrap();
+            let after = other.versions(&timing).await.unwrap();
+            let newer = other.render_page(&plan, &Viewer::admin(), &after, &timing).await.unwrap();
+            let tally = |name: &str| other.cache_stats().caches.iter().find(|(n, _)| *n == name).unwrap().1;
+            let (page, recheck) = (tally("page"), tally("page_recheck"));
+            // A request that read the versions before the write, answered after the page was made.
+            let older = other.render_page(&plan, &Viewer::admin(), &before, &timing).await.unwrap();
+            let hits = tally("page").hits - page.hits;
+            let now = tally("page_recheck");
+            let rechecks = now.hits + now.misses - recheck.hits - recheck.misses;
+            other.close().await;
+            (older.body, newer.body, hits, rechecks)
+        }).await;
+        assert_eq!(older, newer, "the newer page is the answer");
+        assert_eq!((hits, rechecks), (1, 0), "taken from the cache as it is, without a recheck");
+    }
+
+    }
+}

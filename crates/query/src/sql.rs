@@ -30,12 +30,16 @@ enum Table<'a> {
     /// Aliased, and its semi-joins may only be probed, never drive the query (SQLite's
     /// `+column IN (…)`): the page walks the records in order instead.
     Probed(&'a str),
+    /// Aliased, for a statement that starts from a few known rows: a relation's condition is
+    /// a correlated `EXISTS`, looked up for each of those rows, rather than a list of every
+    /// related record that satisfies it (which SQLite builds in full first).
+    Correlated(&'a str),
     Bare,
 }
 
 fn column(table: Table<'_>, name: &str) -> Expr {
     match table {
-        Table::Aliased(alias) | Table::Probed(alias) => {
+        Table::Aliased(alias) | Table::Probed(alias) | Table::Correlated(alias) => {
             Expr::col((Alias::new(alias), Alias::new(name)))
         }
         Table::Bare => Expr::col(Alias::new(name)),
@@ -171,13 +175,22 @@ fn hop_expr(
                 .field_named(fk)
                 .expect("checked by the catalog")
                 .column;
+            let fk_expr = semi_join_column(table, fk_column);
+            let missing_matches = unset_satisfies(rest, test);
+            if let (Table::Correlated(_), false, false) = (table, negated, missing_matches) {
+                let mut related = Query::select();
+                related
+                    .expr(Expr::val(1))
+                    .from(Alias::new(hop.to.table))
+                    .and_where(Expr::col((Alias::new(hop.to.table), Alias::new("id"))).eq(fk_expr))
+                    .and_where(inner_where);
+                return Expr::exists(related);
+            }
             let mut inner = Query::select();
             inner
                 .column(Alias::new("id"))
                 .from(Alias::new(hop.to.table))
                 .and_where(inner_where);
-            let fk_expr = semi_join_column(table, fk_column);
-            let missing_matches = unset_satisfies(rest, test);
             match (negated, missing_matches) {
                 (false, false) => fk_expr.in_subquery(inner),
                 (false, true) => fk_expr.clone().is_null().or(fk_expr.in_subquery(inner)),
@@ -194,13 +207,25 @@ fn hop_expr(
                 .field_named(target_fk)
                 .expect("checked by the catalog")
                 .column;
+            let id = semi_join_column(table, "id");
+            if let (Table::Correlated(_), false) = (table, negated) {
+                let mut related = Query::select();
+                related
+                    .expr(Expr::val(1))
+                    .from(Alias::new(hop.to.table))
+                    .and_where(
+                        Expr::col((Alias::new(hop.to.table), Alias::new(back_column.as_str())))
+                            .eq(id),
+                    )
+                    .and_where(inner_where);
+                return Expr::exists(related);
+            }
             let mut inner = Query::select();
             inner
                 .column(Alias::new(back_column.as_str()))
                 .from(Alias::new(hop.to.table))
                 .and_where(Expr::col(Alias::new(back_column.as_str())).is_not_null())
                 .and_where(inner_where);
-            let id = semi_join_column(table, "id");
             if negated {
                 id.not_in_subquery(inner)
             } else {
@@ -887,6 +912,30 @@ pub fn satisfying_ids(
     statement
 }
 
+/// The first of `ids` whose record satisfies `predicate`, if any: whether any of a few
+/// known records (rows just written) is one a filter finds. Starts from those rows and looks
+/// up each relation the predicate passes for each of them (`EXISTS`), so its cost follows
+/// the rows given, not the records the predicate admits.
+pub fn any_satisfying(
+    resource: &'static Resource,
+    ids: &[String],
+    predicate: &Predicate,
+) -> SelectStatement {
+    let mut statement = Query::select();
+    statement
+        .column((Alias::new(ROOT), Alias::new("id")))
+        .from_as(Alias::new(resource.table), Alias::new(ROOT))
+        .and_where(
+            Expr::col((Alias::new(ROOT), Alias::new("id")))
+                .is_in(ids.iter().map(|id| Value::from(id.to_ascii_uppercase()))),
+        )
+        .limit(1);
+    if !predicate.is_always() {
+        statement.and_where(predicate_expr(predicate, Table::Correlated(ROOT), false));
+    }
+    statement
+}
+
 /// A predicate over a resource as the condition of a plain statement on its table (columns
 /// unqualified), for code that selects records itself (file processing).
 pub fn condition(predicate: &Predicate) -> Expr {
@@ -1401,6 +1450,35 @@ mod tests {
             page_tables(&plan, &Viewer::admin()),
             vec!["user_company", "users"]
         );
+    }
+
+    #[test]
+    fn a_few_known_rows_look_their_relations_up_one_by_one() {
+        let plan = read("stock", "stock_variant.barcode=501023@", "");
+        let ids = vec!["a".to_string(), "B".to_string()];
+        let sql = sqlite(&any_satisfying(plan.resource, &ids, &plan.full_filter()));
+        assert!(
+            sql.starts_with(r#"SELECT "t0"."id" FROM "stock" AS "t0" WHERE "t0"."id" IN ('A', 'B') AND EXISTS(SELECT 1 FROM "variant" WHERE "variant"."id" = "t0"."fk_variant" AND "#),
+            "{sql}"
+        );
+        assert!(sql.ends_with("LIMIT 1"), "{sql}");
+        // Through a to-many relation, the related records point back at the row.
+        let plan = read("variant", "variant_stock.inStock=3", "");
+        let sql = sqlite(&any_satisfying(plan.resource, &ids, &plan.full_filter()));
+        assert!(
+            sql.contains(
+                r#"EXISTS(SELECT 1 FROM "stock" WHERE "stock"."fk_variant" = "t0"."id" AND "in_stock" = 3)"#
+            ),
+            "{sql}"
+        );
+        // A negated condition keeps its semi-join (a missing record satisfies it).
+        let plan = read(
+            "stock",
+            "",
+            r##"{"query":[{"field":"stock_variant.barcode","operator":"#","value":"501023"}]}"##,
+        );
+        let sql = sqlite(&any_satisfying(plan.resource, &ids, &plan.full_filter()));
+        assert!(!sql.contains("EXISTS"), "{sql}");
     }
 
     #[test]

@@ -768,14 +768,8 @@ impl WriteTx {
             keys.into_iter().for_each(&mut bump);
         }
         if !versions.is_empty() {
-            let bump = crate::versions::bump_statement(&versions);
-            let bumped = self
-                .fetch_rows(&bump, &[Kind::Text, Kind::Integer], |e| {
-                    write_error("bh_table_version", e)
-                })
-                .await?;
             tracing::debug!(?versions, "committing a write");
-            self.log_rows_written(&bumped).await?;
+            self.bump_and_log(&versions).await?;
         }
         let started = Instant::now();
         match self.tx {
@@ -792,29 +786,28 @@ impl WriteTx {
 }
 
 impl WriteTx {
-    /// Logs the rows written of each table under the table's new version (`bumped`: the
-    /// bump's returned names and versions), and now and then prunes the table's old entries.
-    async fn log_rows_written(&mut self, bumped: &[Vec<Cell>]) -> StoreResult<()> {
+    /// Bumps the versions and logs the rows written of each table under the table's new
+    /// version ([`crate::row_log`]); now and then prunes the tables' old entries.
+    async fn bump_and_log(&mut self, versions: &[&'static str]) -> StoreResult<()> {
+        use crate::row_log::{TABLE, Versions, log_statement, prune_statement};
         let written = std::mem::take(&mut self.written_rows);
-        let mut entries = Vec::with_capacity(written.len());
-        for (table, rows) in &written {
-            let version = bumped.iter().find_map(|row| match (&row[0], &row[1]) {
-                (Cell::Text(name), Cell::Integer(version)) if name == table => Some(*version),
-                _ => None,
-            });
-            if let Some(version) = version {
-                entries.push((*table, version, rows));
+        let bump = crate::versions::bump_statement(versions);
+        let postgres = matches!(self.tx, Tx::Postgres(_));
+        match log_statement(&written, Versions::Bumped(&bump)) {
+            Some(both) if postgres => {
+                self.execute_untracked(TABLE, &both).await?;
             }
-        }
-        if let Some(insert) = crate::row_log::log_statement(&entries) {
-            self.execute_untracked(crate::row_log::TABLE, &insert)
-                .await?;
-        }
-        for (table, version, _) in &entries {
-            if let Some(prune) = crate::row_log::prune_statement(table, *version) {
-                self.execute_untracked(crate::row_log::TABLE, &prune)
+            _ => {
+                self.execute_untracked(crate::versions::TABLE, &bump)
                     .await?;
+                if let Some(log) = log_statement(&written, Versions::Table) {
+                    self.execute_untracked(TABLE, &log).await?;
+                }
             }
+        }
+        let tables: Vec<&'static str> = written.iter().map(|(table, _)| *table).collect();
+        if let Some(prune) = prune_statement(&tables) {
+            self.execute_untracked(TABLE, &prune).await?;
         }
         Ok(())
     }

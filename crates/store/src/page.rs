@@ -7,7 +7,7 @@
 
 use crate::db::{Store, Timing};
 use crate::error::StoreResult;
-use crate::recheck::Recheck;
+use crate::recheck::{Judged, Recheck};
 use crate::render::render_envelope;
 use crate::versions::Versions;
 use brandhub_query::plan::{ReadPlan, Viewer};
@@ -256,7 +256,12 @@ impl Store {
         let (Kept::Rendered(page), Some(recheck)) = (&cached.kept, &cached.recheck) else {
             return Ok(None);
         };
-        let still = self.still_true(plan, recheck, versions, timing).await?;
+        let judged = self.judge_kept(plan, recheck, versions, timing).await?;
+        if judged == Judged::Newer {
+            self.tallies.page.record(true);
+            return Ok(Some(page.clone()));
+        }
+        let still = judged == Judged::StillTrue;
         self.tallies.recheck.record(still);
         if !still {
             return Ok(None);
@@ -293,7 +298,11 @@ impl Store {
         let (Kept::Listing { .. }, Some(recheck)) = (&cached.kept, &cached.recheck) else {
             return Ok(None);
         };
-        let still = self.still_true(plan, recheck, versions, timing).await?;
+        let judged = self.judge_kept(plan, recheck, versions, timing).await?;
+        if judged == Judged::Newer {
+            return Ok(Some(cached));
+        }
+        let still = judged == Judged::StillTrue;
         self.tallies.recheck.record(still);
         if !still {
             return Ok(None);

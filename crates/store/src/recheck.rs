@@ -11,14 +11,15 @@
 //! list table, a to-many relation, a table a related record's scope joins through) must not
 //! have been written.
 
+use crate::db::Kind;
 use crate::db::{Store, Timing};
 use crate::error::StoreResult;
-use crate::read::{NodeData, PageData, kinds};
+use crate::read::{NodeData, PageData};
 use crate::row_log::Span;
 use crate::versions::{Versions, matching_keys, ordering_keys};
 use brandhub_catalog::RelationKind;
 use brandhub_query::plan::{ReadPlan, Selection, Viewer};
-use brandhub_query::sql::{node_columns, page_statement, page_tables, tables_read};
+use brandhub_query::sql::{any_satisfying, page_tables, tables_read};
 use std::collections::{HashMap, HashSet};
 
 /// What a kept page or listing was made from.
@@ -159,9 +160,43 @@ fn ordered_by_own_fields(plan: &ReadPlan) -> bool {
         .all(|key| key.path.hops.is_empty() && key.path.field.list.is_none())
 }
 
+/// What a stale-looking page is, judged against the versions a request read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Judged {
+    /// Made from versions read after the request's own (every version only grows, so each
+    /// of its tables' is at least the request's): as fresh as the request can ask.
+    Newer,
+    /// No row written since touches it: still true, to be stamped anew.
+    StillTrue,
+    Stale,
+}
+
 impl Store {
-    /// Whether a page or listing made as `recheck` says is still true at `versions`.
-    pub(crate) async fn still_true(
+    /// What a page or listing made as `recheck` says is at `versions`.
+    pub(crate) async fn judge_kept(
+        &self,
+        plan: &ReadPlan,
+        recheck: &Recheck,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> StoreResult<Judged> {
+        if recheck
+            .tables
+            .iter()
+            .any(|(table, was)| versions.of(table) < *was)
+        {
+            return Ok(Judged::Newer);
+        }
+        Ok(if self.still_true(plan, recheck, versions, timing).await? {
+            Judged::StillTrue
+        } else {
+            Judged::Stale
+        })
+    }
+
+    /// Whether a page or listing made as `recheck` says is still true at `versions`, which
+    /// are not older than those it was made at.
+    async fn still_true(
         &self,
         plan: &ReadPlan,
         recheck: &Recheck,
@@ -219,11 +254,9 @@ impl Store {
             let mut ids: Vec<String> = ids.clone();
             ids.sort_unstable();
             ids.dedup();
-            let narrowed = plan.narrowed_to(&ids);
-            let columns = node_columns(&narrowed.selection, None);
-            let statement = page_statement(&narrowed, self.pinned_strategy());
+            let statement = any_satisfying(plan.resource, &ids, &plan.full_filter());
             if !self
-                .fetch(&statement, &kinds(&columns), timing)
+                .fetch(&statement, &[Kind::Text], timing)
                 .await?
                 .is_empty()
             {

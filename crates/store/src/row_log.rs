@@ -11,8 +11,12 @@
 use crate::db::{Kind, Store, Timing};
 use crate::error::StoreResult;
 use brandhub_catalog::Cell;
-use sea_query::{Alias, Cond, DeleteStatement, Expr, ExprTrait, InsertStatement, Query};
+use sea_query::{
+    Alias, CommonTableExpression, Cond, DeleteStatement, Expr, ExprTrait, InsertStatement, Query,
+    WithClause,
+};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The log's table.
 pub const TABLE: &str = "bh_row_write";
@@ -60,45 +64,100 @@ pub(crate) fn note(written: &mut Written, ids: Option<&[&str]>) {
     }
 }
 
-/// The entries of one committing transaction: each table it wrote at its new version.
-pub(crate) fn log_statement(entries: &[(&'static str, i64, &Written)]) -> Option<InsertStatement> {
-    if entries.is_empty() {
+/// The entries of one committing transaction, each table it wrote (`written`) under the
+/// table's new version as `versions` holds it: the versions table itself after the bump
+/// (SQLite, where the transaction holds the only write lock), or the bump's `RETURNING` rows
+/// as a common table expression (PostgreSQL: bump and log in one statement, so the version
+/// rows stay locked for one round trip, not two).
+pub(crate) fn log_statement(
+    written: &[(&'static str, Written)],
+    versions: Versions<'_>,
+) -> Option<InsertStatement> {
+    if written.is_empty() {
         return None;
     }
-    let mut insert = Query::insert();
-    insert.into_table(Alias::new(TABLE)).columns([
-        Alias::new("table_name"),
-        Alias::new("version"),
-        Alias::new("row_id"),
-    ]);
-    for (table, version, written) in entries {
-        match written {
+    let mut rows: Vec<(String, Option<String>)> = Vec::new();
+    for (table, ids) in written {
+        match ids {
             Some(ids) if !ids.is_empty() => {
-                for id in ids {
-                    insert.values_panic([(*table).into(), (*version).into(), id.clone().into()]);
-                }
+                rows.extend(ids.iter().map(|id| (table.to_string(), Some(id.clone()))))
             }
-            _ => {
-                insert.values_panic([
-                    (*table).into(),
-                    (*version).into(),
-                    Option::<String>::None.into(),
-                ]);
-            }
+            _ => rows.push((table.to_string(), None)),
         }
+    }
+    let source = match versions {
+        Versions::Table => crate::versions::TABLE,
+        Versions::Bumped(_) => "bumped",
+    };
+    let mut select = Query::select();
+    select
+        .column((Alias::new(source), Alias::new("table_name")))
+        .column((Alias::new(source), Alias::new("version")))
+        .column((Alias::new("written"), Alias::new("column2")))
+        .from_values(rows, Alias::new("written"))
+        .from(Alias::new(source))
+        .and_where(
+            Expr::col((Alias::new(source), Alias::new("table_name")))
+                .equals((Alias::new("written"), Alias::new("column1"))),
+        );
+    let mut insert = Query::insert();
+    insert
+        .into_table(Alias::new(TABLE))
+        .columns([
+            Alias::new("table_name"),
+            Alias::new("version"),
+            Alias::new("row_id"),
+        ])
+        .select_from(select)
+        .expect("three columns from three");
+    if let Versions::Bumped(bump) = versions {
+        let mut bumped = CommonTableExpression::new();
+        bumped.query(bump.clone()).table_name(Alias::new("bumped"));
+        insert.with_cte(WithClause::new().cte(bumped).to_owned());
     }
     Some(insert.to_owned())
 }
 
-/// Deletes a table's old entries when its new version is a multiple of [`PRUNE_EVERY`].
-pub(crate) fn prune_statement(table: &'static str, version: i64) -> Option<DeleteStatement> {
-    (version % PRUNE_EVERY == 0).then(|| {
+/// Where [`log_statement`] finds the new versions.
+pub(crate) enum Versions<'a> {
+    /// In the versions table, bumped already by this transaction.
+    Table,
+    /// In the rows this bump returns.
+    Bumped(&'a InsertStatement),
+}
+
+/// Commits of this process since it started, for pruning now and then.
+static COMMITS: AtomicU64 = AtomicU64::new(0);
+
+/// Every [`PRUNE_EVERY`]th commit of the process deletes the entries of the tables it wrote
+/// that are older than [`KEPT_VERSIONS`].
+pub(crate) fn prune_statement(tables: &[&'static str]) -> Option<DeleteStatement> {
+    let turn = COMMITS.fetch_add(1, Ordering::Relaxed) + 1;
+    if tables.is_empty() || !turn.is_multiple_of(PRUNE_EVERY as u64) {
+        return None;
+    }
+    let now = Query::select()
+        .column(Alias::new("version"))
+        .from(Alias::new(crate::versions::TABLE))
+        .and_where(
+            Expr::col((Alias::new(crate::versions::TABLE), Alias::new("table_name")))
+                .equals((Alias::new(TABLE), Alias::new("table_name"))),
+        )
+        .to_owned();
+    Some(
         Query::delete()
             .from_table(Alias::new(TABLE))
-            .and_where(Expr::col(Alias::new("table_name")).eq(table))
-            .and_where(Expr::col(Alias::new("version")).lte(version - KEPT_VERSIONS))
-            .to_owned()
-    })
+            .and_where(
+                Expr::col((Alias::new(TABLE), Alias::new("table_name")))
+                    .is_in(tables.iter().copied()),
+            )
+            .and_where(
+                Expr::col((Alias::new(TABLE), Alias::new("version")))
+                    .add(KEPT_VERSIONS)
+                    .lte(Expr::SubQuery(None, Box::new(now.into()))),
+            )
+            .to_owned(),
+    )
 }
 
 /// One table's versions to look between: after `since`, up to and including `until`.
@@ -196,7 +255,32 @@ mod tests {
 
     #[test]
     fn old_entries_are_pruned_now_and_then() {
-        assert!(prune_statement("stock", PRUNE_EVERY + 1).is_none());
-        assert!(prune_statement("stock", PRUNE_EVERY * 9).is_some());
+        let pruned = (0..PRUNE_EVERY * 3)
+            .filter(|_| prune_statement(&["stock"]).is_some())
+            .count();
+        assert!((2..=4).contains(&pruned), "{pruned}");
+    }
+
+    #[test]
+    fn postgresql_bumps_and_logs_in_one_statement() {
+        use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
+        let written = [("stock", Some(vec!["A".to_string()])), ("orders", None)];
+        let bump = crate::versions::bump_statement(&["stock", "orders"]);
+        let sql = log_statement(&written, Versions::Bumped(&bump))
+            .unwrap()
+            .to_string(PostgresQueryBuilder);
+        assert!(
+            sql.starts_with(r#"WITH "bumped" AS (INSERT INTO "bh_table_version""#),
+            "{sql}"
+        );
+        assert!(
+            sql.contains(r#"RETURNING "table_name", "version") INSERT INTO "bh_row_write""#),
+            "{sql}"
+        );
+        assert!(sql.contains("('stock', 'A'), ('orders', NULL)"), "{sql}");
+        let sql = log_statement(&written, Versions::Table)
+            .unwrap()
+            .to_string(SqliteQueryBuilder);
+        assert!(sql.starts_with(r#"INSERT INTO "bh_row_write" ("table_name", "version", "row_id") SELECT "bh_table_version"."table_name""#), "{sql}");
     }
 }

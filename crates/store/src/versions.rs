@@ -26,7 +26,8 @@ use sea_query::{Alias, Expr, ExprTrait, InsertStatement, OnConflict, Query};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
-const TABLE: &str = "bh_table_version";
+/// The versions table.
+pub const TABLE: &str = "bh_table_version";
 
 fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
@@ -279,7 +280,8 @@ pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
             )
             .to_owned(),
     );
-    // The new versions, under which the transaction logs the rows it wrote (`row_log`).
+    // The new versions, under which PostgreSQL logs the rows written in the same statement
+    // (`row_log::log_statement`).
     insert.returning(Query::returning().columns([Alias::new("table_name"), Alias::new("version")]));
     insert.to_owned()
 }

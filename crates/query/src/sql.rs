@@ -898,18 +898,7 @@ pub fn satisfying_ids(
     ids: &[String],
     predicate: &Predicate,
 ) -> SelectStatement {
-    let mut statement = Query::select();
-    statement
-        .column((Alias::new(ROOT), Alias::new("id")))
-        .from_as(Alias::new(resource.table), Alias::new(ROOT))
-        .and_where(
-            Expr::col((Alias::new(ROOT), Alias::new("id")))
-                .is_in(ids.iter().map(|id| Value::from(id.to_ascii_uppercase()))),
-        );
-    if !predicate.is_always() {
-        statement.and_where(predicate_expr(predicate, Table::Aliased(ROOT), false));
-    }
-    statement
+    among_ids(resource, ids, predicate, Table::Aliased(ROOT))
 }
 
 /// The first of `ids` whose record satisfies `predicate`, if any: whether any of a few
@@ -921,6 +910,19 @@ pub fn any_satisfying(
     ids: &[String],
     predicate: &Predicate,
 ) -> SelectStatement {
+    let mut statement = among_ids(resource, ids, predicate, Table::Correlated(ROOT));
+    statement.limit(1);
+    statement
+}
+
+/// The ids among `ids` whose records satisfy `predicate`, its relations tested as `table`
+/// says.
+fn among_ids(
+    resource: &'static Resource,
+    ids: &[String],
+    predicate: &Predicate,
+    table: Table<'_>,
+) -> SelectStatement {
     let mut statement = Query::select();
     statement
         .column((Alias::new(ROOT), Alias::new("id")))
@@ -928,10 +930,9 @@ pub fn any_satisfying(
         .and_where(
             Expr::col((Alias::new(ROOT), Alias::new("id")))
                 .is_in(ids.iter().map(|id| Value::from(id.to_ascii_uppercase()))),
-        )
-        .limit(1);
+        );
     if !predicate.is_always() {
-        statement.and_where(predicate_expr(predicate, Table::Correlated(ROOT), false));
+        statement.and_where(predicate_expr(predicate, table, false));
     }
     statement
 }

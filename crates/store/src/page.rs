@@ -253,29 +253,17 @@ impl Store {
         let Some(cached) = self.pages.get(key) else {
             return Ok(None);
         };
-        let (Kept::Rendered(page), Some(recheck)) = (&cached.kept, &cached.recheck) else {
+        if !matches!(cached.kept, Kept::Rendered(_)) {
+            return Ok(None);
+        }
+        let kept = self
+            .kept_if_true(plan, key, cached, stamp, versions, timing)
+            .await?;
+        let Some(Kept::Rendered(page)) = kept.as_deref().map(|c| &c.kept) else {
             return Ok(None);
         };
-        let judged = self.judge_kept(plan, recheck, versions, timing).await?;
-        if judged == Judged::Newer {
-            self.tallies.page.record(true);
-            return Ok(Some(page.clone()));
-        }
-        let still = judged == Judged::StillTrue;
-        self.tallies.recheck.record(still);
-        if !still {
-            return Ok(None);
-        }
         // Served from the cache: a hit of the page cache too.
         self.tallies.page.record(true);
-        self.pages.insert(
-            *key,
-            Arc::new(CachedPage {
-                stamp,
-                kept: cached.kept.clone(),
-                recheck: Some(recheck.renewed(plan, versions)),
-            }),
-        );
         Ok(Some(page.clone()))
     }
 
@@ -295,7 +283,26 @@ impl Store {
         if cached.stamp == stamp {
             return Ok(Some(cached));
         }
-        let (Kept::Listing { .. }, Some(recheck)) = (&cached.kept, &cached.recheck) else {
+        if !matches!(cached.kept, Kept::Listing { .. }) {
+            return Ok(None);
+        }
+        self.kept_if_true(plan, key, cached, stamp, versions, timing)
+            .await
+    }
+
+    /// A cached page or listing whose stamp is not `stamp`, judged against the rows written
+    /// since ([`Store::judge_kept`]): as it is when it is newer than the request's versions,
+    /// stamped anew (and kept so) when still true, else `None`.
+    async fn kept_if_true(
+        &self,
+        plan: &ReadPlan,
+        key: &[u8; 32],
+        cached: Arc<CachedPage>,
+        stamp: i64,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> StoreResult<Option<Arc<CachedPage>>> {
+        let Some(recheck) = &cached.recheck else {
             return Ok(None);
         };
         let judged = self.judge_kept(plan, recheck, versions, timing).await?;

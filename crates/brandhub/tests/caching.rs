@@ -285,3 +285,76 @@ mod newer_pages {
 
     }
 }
+
+/// A fixture of its own, for the same reason.
+mod kept_order_pages {
+    use super::*;
+    use common::orders::{call, intake_body, ok, patch, place, text, unique};
+
+    on_both_backends! { "kept order pages";
+
+    async fn an_order_page_outlives_intakes_it_does_not_find_but_not_a_change_of_an_item_it_shows(fx) {
+        let rechecks = || async {
+            let text = common::scrape_metrics(fx).await;
+            let sample = |metric| common::metric_sample(&text, metric, &[("cache", "page_recheck")]).unwrap_or(0.0);
+            (sample("brandhub_cache_hits_total"), sample("brandhub_cache_misses_total"))
+        };
+        let p = place(fx, 0).await;
+        let push = || async { text(&ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(intake_body(&p, &unique("KEPT")))).await, 201)["id"]) };
+        let mut accepted = Vec::new();
+        for _ in 0..2 {
+            let id = push().await;
+            ok(&patch(fx, "company", &id, serde_json::json!({"status": "accepted"})).await, 200);
+            accepted.push(id);
+        }
+        // The brand store's accepted orders with their items (the order's default fields).
+        let page = format!("/api/order?fk_brandStore={}&status=accepted&order_by=id%3C&pageSize=100", p.brand_store);
+        let first = fx.get(&page).await;
+        assert_eq!(first.status, 200, "{}", String::from_utf8_lossy(&first.body));
+        let orders = first.records("order");
+        let shown = orders.iter().find(|o| o["id"] == accepted[0].as_str()).expect("the accepted order is on the page").clone();
+        let items = shown["order_orderItem"].as_array().expect("the page shows the order's items").clone();
+        assert_eq!(items.len(), 3, "{shown}");
+        assert_eq!(fx.get(&page).await.body, first.body, "the page is cached");
+
+        // An intake: a new order (status new) with new items, and demand on stock. The page
+        // finds none of it and shows none of it: it stands.
+        let (hits, _) = rechecks().await;
+        let fresh = push().await;
+        let kept = fx.get(&page).await;
+        assert_eq!(kept.body, first.body, "an order the page does not find changed it");
+        // The versions, the rows written since, whether one of them is an item of a shown
+        // order, whether one of them is found by the page.
+        assert!(kept.statements() <= 4, "a kept order page costs four statements: {:?}", kept.header("server-timing"));
+        assert!(rechecks().await.0 > hits, "the page was not kept through the intake");
+
+        // The new order accepted: now found by the page, with its items.
+        ok(&patch(fx, "company", &fresh, serde_json::json!({"status": "accepted"})).await, 200);
+        let grown = fx.get(&page).await.records("order");
+        let found = grown.iter().find(|o| o["id"] == fresh.as_str()).expect("an order the page now finds is missing");
+        assert_eq!(found["order_orderItem"].as_array().map(Vec::len), Some(3));
+
+        // An item of a shown order written by id (as another process would): it shows.
+        let item = text(&items[0]["id"]);
+        let other = another_process(fx).await;
+        fx.on_server(async move {
+            let item_resource = brandhub_catalog::catalog().resource("orderItem").unwrap();
+            let column = item_resource.field_at("hostItemRef").unwrap().column.as_str();
+            let update = Query::update()
+                .table(Alias::new(item_resource.table))
+                .value(Alias::new(column), "CHANGED")
+                .and_where(Expr::col(Alias::new("id")).eq(item.as_str()))
+                .to_owned();
+            let mut tx = other.begin().await.unwrap();
+            tx.execute_update_of(item_resource.table, &update, &[item.as_str()]).await.unwrap();
+            tx.commit().await.unwrap();
+            other.close().await;
+        }).await;
+        let after = fx.get(&page).await.records("order");
+        let order = after.iter().find(|o| o["id"] == accepted[0].as_str()).unwrap();
+        let refs: Vec<String> = order["order_orderItem"].as_array().unwrap().iter().map(|i| text(&i["hostItemRef"])).collect();
+        assert!(refs.contains(&"CHANGED".to_string()), "a stale item under a shown order: {refs:?}");
+    }
+
+    }
+}

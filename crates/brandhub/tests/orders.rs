@@ -308,4 +308,100 @@ async fn concurrent_orders_of_one_variant_never_lose_demand(fx) {
     fx.get("/api/stock?order_by=available<&pageSize=2").await.records("stock");
 }
 
+
+async fn an_intake_with_an_idempotency_key_is_applied_once_and_steps_honour_if_match(fx) {
+    let p = place(fx, 5).await;
+    let before = stock(fx, &p.warehouse, &p.variants[0].0).await;
+    let body = intake_body(&p, &unique("IDEM"));
+    let key = unique("key");
+    let push = |body: Value, key: String| async move {
+        common::send(fx, &fx.base, reqwest::Method::POST, "/api/order", common::As::Demo("host"), &[("Idempotency-Key", key.as_str())], Some(&body)).await
+    };
+    let first = push(body.clone(), key.clone()).await;
+    let order = ok(&first, 201);
+    let id = text(&order["id"]);
+    assert_eq!(first.header("etag").as_deref(), Some("\"1\""), "a new order's ETag");
+    assert_eq!(first.header("location"), Some(format!("/api/order/{id}")));
+    assert_eq!(first.header("idempotent-replayed"), None);
+
+    // The same push with the same key: the first answer again, nothing written twice.
+    let again = push(body.clone(), key.clone()).await;
+    assert_eq!(again.status, 201);
+    assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
+    assert_eq!(again.body, first.body, "the first answer, byte for byte");
+    assert_eq!(again.header("location"), first.header("location"));
+    assert_eq!(again.header("etag"), first.header("etag"));
+    assert_eq!(stock(fx, &p.warehouse, &p.variants[0].0).await.1, before.1 + 2, "demand added once");
+    let pushed = get(fx, "host", &format!("/api/order/count?hostOrderRef={}", text(&body["hostOrderRef"]))).await;
+    assert_eq!(pushed.json()["count"], 1);
+
+    // The key with another body: 409 on the key, nothing written.
+    let other = push(intake_body(&p, &unique("IDEM")), key.clone()).await;
+    let problem = other.assert_problem(409, "conflict");
+    assert_eq!(problem["field"], "Idempotency-Key", "{problem}");
+    assert_eq!(stock(fx, &p.warehouse, &p.variants[0].0).await.1, before.1 + 2);
+
+    // A step with the order's ETag goes through and answers the new one; a step with the old
+    // ETag is 412 and changes nothing.
+    let step = |if_match: &'static str, body: Value| {
+        let id = id.clone();
+        async move {
+            common::send(fx, &fx.base, reqwest::Method::PATCH, &format!("/api/order/{id}"), common::As::Demo("company"), &[("If-Match", if_match)], Some(&body)).await
+        }
+    };
+    let accepted = step("\"1\"", json!({"status": "accepted"})).await;
+    assert_eq!(ok(&accepted, 200)["status"], "accepted");
+    let etag = accepted.header("etag").expect("a step's answer has an ETag");
+    assert_ne!(etag, "\"1\"");
+    let read = get(fx, "company", &format!("/api/order/{id}")).await;
+    assert_eq!(read.header("etag"), Some(etag.clone()), "the answer's ETag is the record's");
+    let stale = step("\"1\"", json!({"status": "rejected"})).await;
+    stale.assert_problem(412, "precondition_failed");
+    assert_eq!(get(fx, "host", &format!("/api/order/{id}?fields=status")).await.records("order")[0]["status"], "accepted");
+    assert_eq!(stock(fx, &p.warehouse, &p.variants[0].0).await.1, before.1 + 2, "the refused rejection gave nothing back");
+}
+
+async fn a_dispatch_array_writes_its_orders_together_and_sums_their_stock(fx) {
+    let p = place(fx, 6).await;
+    let before: Vec<(i64, i64, i64)> = {
+        let mut all = Vec::new();
+        for (v, _) in &p.variants { all.push(stock(fx, &p.warehouse, v).await); }
+        all
+    };
+    // Three orders of the same variants, accepted.
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let order = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(intake_body(&p, &unique("BATCH")))).await, 201);
+        let id = text(&order["id"]);
+        ok(&patch(fx, "company", &id, json!({"status": "accepted"})).await, 200);
+        ids.push(id);
+    }
+    let first_lines = lines(fx, "warehouse", &ids[0]).await;
+    // One array: the first order shipped in two steps (line L1 one of two, then the rest),
+    // the second in one, the third refused (a line shipped beyond its quantity).
+    let answer = call(fx, reqwest::Method::POST, "/api/order/dispatch", "warehouse", Some(json!([
+        {"id": ids[0], "status": "partDispatched", "order_orderItem": [{"id": text(&first_lines[0]["id"]), "shipQty": 1}]},
+        {"id": ids[1], "status": "dispatched", "carrier": "UPS"},
+        {"id": ids[2], "status": "partDispatched", "order_orderItem": [{"id": text(&first_lines[0]["id"]), "shipQty": 1}]},
+        {"id": ids[0], "status": "dispatched", "carrier": "DPD"}
+    ]))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let outcomes = answer.json()["response"]["dispatch"].clone();
+    assert_eq!(outcomes[0]["orderStatus"], "partDispatched", "{outcomes}");
+    assert_eq!(outcomes[1]["orderStatus"], "dispatched", "{outcomes}");
+    assert_eq!(outcomes[2]["status"], 422, "another order's line: {outcomes}");
+    assert_eq!(outcomes[3]["orderStatus"], "dispatched", "decided from the first step's result: {outcomes}");
+    let first = get(fx, "host", &format!("/api/order/{}?fields=status,carrier", ids[0])).await.records("order")[0].clone();
+    assert_eq!((first["status"].clone(), first["carrier"].clone()), (json!("dispatched"), json!("DPD")));
+    let shipped = lines(fx, "host", &ids[0]).await;
+    assert!(shipped.iter().all(|l| l["status"] == "DSP" && l["shipQty"] == l["orderQty"]), "{shipped:?}");
+    assert_eq!(get(fx, "host", &format!("/api/order/{}?fields=status", ids[2])).await.records("order")[0]["status"], "accepted");
+    // Two orders shipped: each variant's stock left the shelf twice over; the third order's
+    // demand stands.
+    for (i, qty) in [2, 1, 3].into_iter().enumerate() {
+        let now = stock(fx, &p.warehouse, &p.variants[i].0).await;
+        assert_eq!((now.0, now.1), (before[i].0 - 2 * qty, before[i].1 + qty), "stock of line {i}");
+    }
+}
+
 }

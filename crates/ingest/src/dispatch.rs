@@ -275,12 +275,13 @@ pub(crate) async fn apply(
     // Decide each order's dispatch; rows with a problem of their own are skipped and the
     // rest decided again; a refusal of the whole order skips all its rows.
     let now = now_timestamp();
+    let mut decided = Vec::with_capacity(asks.len());
     for (li, (mut ask, mut rows)) in asks {
         let reference = text_in(&loaded[li].order, o.cell("brandOrderRef")).to_string();
         loop {
             match decide(&loaded[li].state(), &ask, uploader.user_type(), &now) {
                 Ok(outcome) => {
-                    tx.write_outcome(&loaded[li], &outcome).await?;
+                    decided.push((li, outcome));
                     for _ in &rows {
                         report.applied();
                     }
@@ -325,5 +326,8 @@ pub(crate) async fn apply(
             }
         }
     }
+    // The dispatches decided, written together (one order per dispatch).
+    let outcomes: Vec<_> = decided.iter().map(|(li, o)| (&loaded[*li], o)).collect();
+    tx.write_outcomes(&outcomes).await?;
     Ok(())
 }

@@ -569,6 +569,33 @@ impl WriteTx {
         self.execute_untracked(table, statement).await
     }
 
+    /// Runs an insert (`inserted`) or an upsert by id of the rows `ids` on `table`: counted
+    /// as [`WriteTx::execute`] counts a write, but the rows are logged by id, inserted rows
+    /// marked as such ([`crate::row_log`]), so that pages that neither show nor find them
+    /// stay cached.
+    pub async fn execute_insert_of<S>(
+        &mut self,
+        table: &'static str,
+        statement: &S,
+        ids: &[&str],
+        inserted: bool,
+    ) -> StoreResult<u64>
+    where
+        S: SqlxBinder,
+    {
+        if !self.touched.contains(&table) {
+            self.touched.push(table);
+        }
+        if inserted {
+            let marked: Vec<String> = ids.iter().map(|id| crate::row_log::inserted(id)).collect();
+            let marked: Vec<&str> = marked.iter().map(String::as_str).collect();
+            self.rows_written(table, Some(&marked));
+        } else {
+            self.rows_written(table, Some(ids));
+        }
+        self.execute_untracked(table, statement).await
+    }
+
     /// Runs an update on `table` (rows change, their number does not); returns the rows
     /// affected.
     pub async fn execute_update(

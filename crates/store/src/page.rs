@@ -67,6 +67,9 @@ pub(crate) type PageCache = quick_cache::sync::Cache<[u8; 32], Arc<CachedPage>, 
 /// The pages some request of this process is reading and rendering now, each with a lock its
 /// request holds meanwhile: a write makes a page stale for every connection at once, and
 /// without this each of them would read and render it again (the misses of one page coalesce).
+/// A page is locked at the versions it is made from ([`making_key`]): a request that read
+/// other versions (later ones, while writes flow) could not take the page being made and
+/// makes its own beside it instead of queueing behind every maker before it.
 pub(crate) type InMaking =
     std::sync::Arc<std::sync::Mutex<HashMap<[u8; 32], Arc<tokio::sync::Mutex<()>>>>>;
 
@@ -106,6 +109,16 @@ async fn make_in_turn(all: &InMaking, key: [u8; 32]) -> Making<'_> {
         _held: Some(held),
         all,
     }
+}
+
+/// What a page in making is locked under: the page and the stamp of the versions it is made
+/// from (mixed into the key's first bytes).
+fn making_key(key: &[u8; 32], stamp: i64) -> [u8; 32] {
+    let mut making = *key;
+    for (byte, mix) in making.iter_mut().zip(stamp.to_le_bytes()) {
+        *byte ^= mix;
+    }
+    making
 }
 
 /// A new page cache of at most `bytes`.
@@ -165,7 +178,7 @@ impl Store {
         }
         // Another request may be making this very page: wait for it, then look again.
         let _making = match &self.pages_in_making {
-            Some(all) => Some(make_in_turn(all, key).await),
+            Some(all) => Some(make_in_turn(all, making_key(&key, stamp)).await),
             None => None,
         };
         if let Some(page) = self.rendered(&key, stamp) {

@@ -16,23 +16,41 @@ use crate::db::{Store, Timing};
 use crate::error::StoreResult;
 use crate::read::{NodeData, PageData};
 use crate::row_log::Span;
-use crate::versions::{Versions, matching_keys, ordering_keys};
+use crate::versions::{Versions, columns_key, field_key, matching_keys, ordering_keys, rows_key};
 use brandhub_catalog::RelationKind;
 use brandhub_query::plan::{ReadPlan, Selection, Viewer};
 use brandhub_query::sql::{any_satisfying, page_tables, tables_read};
+use sea_query::{Alias, Expr, ExprTrait, Query};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// What a kept page or listing was made from.
 #[derive(Debug, Clone)]
 pub(crate) struct Recheck {
-    /// The stamp of the versions deciding which records match.
-    matching: i64,
+    /// The versions deciding which records match, each as it was.
+    matching: Vec<(&'static str, i64)>,
     /// The stamp of the versions of the fields the order reads.
     ordering: i64,
     /// The own version of every table the page reads, as it was.
     tables: Vec<(&'static str, i64)>,
-    /// The ids the page shows, by table, of the tables whose written rows can be compared.
-    shown: HashMap<&'static str, HashSet<String>>,
+    /// The ids the page shows, by table, of the tables whose written rows can be compared
+    /// (shared by the renewed copies of a page kept through writes).
+    shown: Arc<HashMap<&'static str, HashSet<String>>>,
+    /// The records the page shows through to-many relations, named by their parents.
+    children: Arc<Vec<Children>>,
+}
+
+/// The records of one table a page shows as the children of records it shows (an order's
+/// items): a row written since is one of them if its parent is.
+#[derive(Debug, Clone)]
+struct Children {
+    table: &'static str,
+    /// The column holding the parent's id.
+    parent_column: &'static str,
+    /// The version of the parent field as it was: a child moved to another parent bumps it,
+    /// and its old parent is not in the log.
+    parent_key: (&'static str, i64),
+    parents: Vec<String>,
 }
 
 impl Recheck {
@@ -40,10 +58,11 @@ impl Recheck {
     pub(crate) fn of_listing(plan: &ReadPlan, ids: &[String], versions: &Versions) -> Recheck {
         let table = plan.resource.table;
         Recheck {
-            matching: versions.stamp(&matching_keys(plan)),
+            matching: versions_of(&matching_keys(plan), versions),
             ordering: versions.stamp(&ordering_keys(plan)),
             tables: vec![(table, versions.of(table))],
-            shown: HashMap::from([(table, ids.iter().cloned().collect())]),
+            shown: Arc::new(HashMap::from([(table, ids.iter().cloned().collect())])),
+            children: Arc::new(Vec::new()),
         }
     }
 
@@ -60,8 +79,15 @@ impl Recheck {
             .map(|table| (table, versions.of(table)))
             .collect();
         let mut shown: HashMap<&'static str, HashSet<String>> = HashMap::new();
+        let mut children: Vec<Children> = Vec::new();
         let mut unsure: HashSet<&'static str> = HashSet::new();
-        shown_ids(&plan.selection, &data.root, viewer, &mut shown, &mut unsure);
+        let mut found = Found {
+            shown: &mut shown,
+            children: &mut children,
+            unsure: &mut unsure,
+            versions,
+        };
+        shown_ids(&plan.selection, &data.root, viewer, &mut found);
         shown.entry(plan.resource.table).or_default().extend(
             data.root
                 .rows
@@ -69,18 +95,28 @@ impl Recheck {
                 .filter_map(|row| row[0].as_text().map(str::to_string)),
         );
         shown.retain(|table, _| !unsure.contains(table));
+        children.retain(|c| !unsure.contains(c.table));
         Recheck {
-            matching: versions.stamp(&matching_keys(plan)),
+            matching: versions_of(&matching_keys(plan), versions),
             ordering: versions.stamp(&ordering_keys(plan)),
             tables,
-            shown,
+            shown: Arc::new(shown),
+            children: Arc::new(children),
         }
     }
 
     /// The same page, judged still true at `versions`: stamped with them.
     pub(crate) fn renewed(&self, plan: &ReadPlan, versions: &Versions) -> Recheck {
+        let children = self
+            .children
+            .iter()
+            .map(|c| Children {
+                parent_key: (c.parent_key.0, versions.of(c.parent_key.0)),
+                ..c.clone()
+            })
+            .collect();
         Recheck {
-            matching: versions.stamp(&matching_keys(plan)),
+            matching: versions_of(&matching_keys(plan), versions),
             ordering: versions.stamp(&ordering_keys(plan)),
             tables: self
                 .tables
@@ -88,6 +124,7 @@ impl Recheck {
                 .map(|(table, _)| (*table, versions.of(table)))
                 .collect(),
             shown: self.shown.clone(),
+            children: Arc::new(children),
         }
     }
 
@@ -97,20 +134,32 @@ impl Recheck {
             .values()
             .map(|ids| ids.iter().map(|id| id.len() + 32).sum::<usize>())
             .sum::<usize>()
-            + self.tables.len() * 24
+            + self
+                .children
+                .iter()
+                .map(|c| c.parents.iter().map(|id| id.len() + 24).sum::<usize>() + 64)
+                .sum::<usize>()
+            + (self.tables.len() + self.matching.len()) * 24
     }
 }
 
+fn versions_of(keys: &[&'static str], versions: &Versions) -> Vec<(&'static str, i64)> {
+    keys.iter().map(|key| (*key, versions.of(key))).collect()
+}
+
+/// What [`shown_ids`] gathers.
+struct Found<'a> {
+    shown: &'a mut HashMap<&'static str, HashSet<String>>,
+    children: &'a mut Vec<Children>,
+    unsure: &'a mut HashSet<&'static str>,
+    versions: &'a Versions,
+}
+
 /// Collects the ids of the related records a node shows through to-one relations (the
-/// referenced ids, shown or hidden by scope), and the tables whose rows it cannot name: those
-/// of to-many relations and those a related record's scope joins through.
-fn shown_ids(
-    selection: &Selection,
-    node: &NodeData,
-    viewer: &Viewer,
-    shown: &mut HashMap<&'static str, HashSet<String>>,
-    unsure: &mut HashSet<&'static str>,
-) {
+/// referenced ids, shown or hidden by scope), the parents of those it shows through to-many
+/// relations, and the tables whose rows it cannot name: those a related record's scope joins
+/// through.
+fn shown_ids(selection: &Selection, node: &NodeData, viewer: &Viewer, found: &mut Found<'_>) {
     for (relation, child) in selection.relations.iter().zip(&node.children) {
         let (Some(sub), Some(child)) = (&relation.expanded, child) else {
             continue;
@@ -118,7 +167,7 @@ fn shown_ids(
         let table = sub.resource.table;
         for joined in tables_read(sub.resource, &viewer.scope(sub.resource)) {
             if joined != table {
-                unsure.insert(joined);
+                found.unsure.insert(joined);
             }
         }
         match relation.relation.kind {
@@ -128,10 +177,10 @@ fn shown_ids(
                     .field_named(fk)
                     .and_then(|field| node.column_of(field));
                 let Some(column) = column else {
-                    unsure.insert(table);
+                    found.unsure.insert(table);
                     continue;
                 };
-                let ids = shown.entry(table).or_default();
+                let ids = found.shown.entry(table).or_default();
                 ids.extend(
                     node.rows
                         .iter()
@@ -144,11 +193,25 @@ fn shown_ids(
                         .filter_map(|row| row[0].as_text().map(str::to_string)),
                 );
             }
-            RelationKind::ToMany { .. } => {
-                unsure.insert(table);
+            RelationKind::ToMany { target_fk } => {
+                let Some(field) = sub.resource.field_named(target_fk) else {
+                    found.unsure.insert(table);
+                    continue;
+                };
+                let key = field_key(sub.resource, field);
+                found.children.push(Children {
+                    table,
+                    parent_column: field.column.as_str(),
+                    parent_key: (key, found.versions.of(key)),
+                    parents: node
+                        .rows
+                        .iter()
+                        .filter_map(|row| row[0].as_text().map(str::to_string))
+                        .collect(),
+                });
             }
         }
-        shown_ids(sub, child, viewer, shown, unsure);
+        shown_ids(sub, child, viewer, found);
     }
 }
 
@@ -203,7 +266,19 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<bool> {
-        if versions.stamp(&matching_keys(plan)) != recheck.matching {
+        // What matches may have changed only by rows inserted into the page's own table (to
+        // be found by none of them, below).
+        let root = plan.resource.table;
+        let inserted = recheck
+            .matching
+            .iter()
+            .filter(|(key, was)| versions.of(key) != *was)
+            .map(|(key, _)| *key)
+            .collect::<Vec<_>>();
+        if inserted
+            .iter()
+            .any(|key| *key != rows_key(root) && *key != columns_key(root))
+        {
             tracing::debug!("a kept page is stale: what matches changed");
             return Ok(false);
         }
@@ -218,7 +293,14 @@ impl Store {
             if now == *was {
                 continue;
             }
-            if !recheck.shown.contains_key(table) {
+            let parents = recheck.children.iter().filter(|c| c.table == *table);
+            let mut parents_moved = false;
+            let mut as_children = false;
+            for children in parents {
+                as_children = true;
+                parents_moved |= versions.of(children.parent_key.0) != children.parent_key.1;
+            }
+            if parents_moved || !(recheck.shown.contains_key(table) || as_children) {
                 tracing::debug!(
                     table,
                     "a kept page is stale: a table it cannot check was written"
@@ -238,20 +320,53 @@ impl Store {
             );
             return Ok(false);
         };
-        for (table, ids) in &written {
-            let shown = &recheck.shown[table];
-            if ids.iter().any(|id| shown.contains(id)) {
+        for (table, rows) in &written {
+            let Some(shown) = recheck.shown.get(table) else {
+                continue;
+            };
+            if rows.ids.iter().any(|id| shown.contains(id)) {
                 tracing::debug!(table, "a kept page is stale: a record it shows was written");
                 return Ok(false);
             }
         }
-        if reordered {
-            // A record written since may now sort into the page: none of them may match.
-            let Some(ids) = written.get(plan.resource.table) else {
+        if !inserted.is_empty() && !written.get(root).is_some_and(|rows| rows.inserted_only) {
+            tracing::debug!("a kept page is stale: rows it may find changed, not only came");
+            return Ok(false);
+        }
+        for children in recheck.children.iter() {
+            let Some(rows) = written.get(children.table) else {
+                continue;
+            };
+            let statement = Query::select()
+                .column(Alias::new("id"))
+                .from(Alias::new(children.table))
+                .and_where(Expr::col(Alias::new("id")).is_in(rows.ids.iter().cloned()))
+                .and_where(
+                    Expr::col(Alias::new(children.parent_column))
+                        .is_in(children.parents.iter().cloned()),
+                )
+                .limit(1)
+                .to_owned();
+            if !self
+                .fetch(&statement, &[Kind::Text], timing)
+                .await?
+                .is_empty()
+            {
+                tracing::debug!(
+                    table = children.table,
+                    "a kept page is stale: a record it shows under another was written"
+                );
+                return Ok(false);
+            }
+        }
+        if reordered || !inserted.is_empty() {
+            // A record written since may now sort into the page, or be found by it: none of
+            // them may match.
+            let Some(rows) = written.get(root) else {
                 tracing::debug!("a kept page is stale: reordered, no record written");
                 return Ok(false);
             };
-            let mut ids: Vec<String> = ids.clone();
+            let mut ids: Vec<String> = rows.ids.clone();
             ids.sort_unstable();
             ids.dedup();
             let statement = any_satisfying(plan.resource, &ids, &plan.full_filter());

@@ -49,6 +49,36 @@ pub fn statements() -> Vec<String> {
 /// them, else `None`.
 pub(crate) type Written = Option<Vec<String>>;
 
+/// The mark before the id of an inserted row in the log: a page that finds none of the rows
+/// inserted since it was made (and no other row changed) still finds what it found.
+const INSERTED: char = '+';
+
+/// The log's entry for the inserted row `id`.
+pub(crate) fn inserted(id: &str) -> String {
+    format!("{INSERTED}{id}")
+}
+
+/// The rows written in one table over a span of its versions, as the log names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rows {
+    /// Their ids.
+    pub ids: Vec<String>,
+    /// Whether every one of them was inserted (none updated; deletes are never named).
+    pub inserted_only: bool,
+}
+
+impl Rows {
+    fn add(&mut self, entry: &str) {
+        match entry.strip_prefix(INSERTED) {
+            Some(id) => self.ids.push(id.to_string()),
+            None => {
+                self.ids.push(entry.to_string());
+                self.inserted_only = false;
+            }
+        }
+    }
+}
+
 /// Adds rows written (`ids`, or `None` for rows a write cannot name) to what a transaction
 /// wrote of a table.
 pub(crate) fn note(written: &mut Written, ids: Option<&[&str]>) {
@@ -169,14 +199,13 @@ pub struct Span {
 }
 
 impl Store {
-    /// The ids of the rows written in each span, or `None` if any span's rows are not all
-    /// known (a write that could not name them, entries pruned, a span too long). One
-    /// statement.
+    /// The rows written in each span, or `None` if any span's rows are not all known (a
+    /// write that could not name them, entries pruned, a span too long). One statement.
     pub async fn rows_written(
         &self,
         spans: &[Span],
         timing: &Timing,
-    ) -> StoreResult<Option<HashMap<&'static str, Vec<String>>>> {
+    ) -> StoreResult<Option<HashMap<&'static str, Rows>>> {
         if spans.is_empty() {
             return Ok(Some(HashMap::new()));
         }
@@ -208,7 +237,7 @@ impl Store {
             .fetch(&select, &[Kind::Text, Kind::Integer, Kind::Text], timing)
             .await?;
         let mut versions: HashMap<&'static str, BTreeSet<i64>> = HashMap::new();
-        let mut ids: HashMap<&'static str, Vec<String>> = HashMap::new();
+        let mut ids: HashMap<&'static str, Rows> = HashMap::new();
         for row in rows {
             let Some(span) = spans.iter().find(|s| row[0].as_text() == Some(s.table)) else {
                 continue;
@@ -220,7 +249,12 @@ impl Store {
                 return Ok(None);
             };
             versions.entry(span.table).or_default().insert(version);
-            ids.entry(span.table).or_default().push(id.to_string());
+            ids.entry(span.table)
+                .or_insert_with(|| Rows {
+                    ids: Vec::new(),
+                    inserted_only: true,
+                })
+                .add(id);
         }
         for span in spans {
             let logged = versions.get(span.table).map_or(0, BTreeSet::len) as i64;
@@ -300,5 +334,21 @@ mod tests {
             .unwrap()
             .to_string(SqliteQueryBuilder);
         assert!(sql.starts_with(r#"INSERT INTO "bh_row_write" ("table_name", "version", "row_id") SELECT "bh_table_version"."table_name""#), "{sql}");
+    }
+
+    #[test]
+    fn inserted_rows_are_told_from_updated_ones() {
+        let mut rows = Rows {
+            ids: Vec::new(),
+            inserted_only: true,
+        };
+        rows.add(&inserted("A"));
+        assert_eq!(
+            (rows.ids.clone(), rows.inserted_only),
+            (vec!["A".to_string()], true)
+        );
+        rows.add("B");
+        assert_eq!(rows.ids, vec!["A".to_string(), "B".to_string()]);
+        assert!(!rows.inserted_only, "an update among them");
     }
 }

@@ -54,6 +54,10 @@ fn folded_type(backend: Backend) -> &'static str {
 /// is no field of the API.
 pub const ROW_VERSION: &str = "row_version";
 
+/// The version a record is inserted with (the column's default): a new record's `ETag`
+/// without reading it back.
+pub const FIRST_VERSION: i64 = 1;
+
 /// The type of a column the database computes ([`Generated`]): PostgreSQL stores it, SQLite
 /// computes it when read (SQLite cannot add a stored one to a filled table); both index it.
 fn generated_type(resource: &Resource, how: Generated, backend: Backend) -> String {
@@ -89,7 +93,7 @@ pub fn table_columns(resource: &Resource, backend: Backend) -> Vec<(String, Stri
     let mut columns = table_field_columns(resource, backend);
     columns.push((
         ROW_VERSION.to_string(),
-        "BIGINT NOT NULL DEFAULT 1".to_string(),
+        format!("BIGINT NOT NULL DEFAULT {FIRST_VERSION}"),
     ));
     columns
 }

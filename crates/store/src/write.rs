@@ -147,6 +147,16 @@ pub(crate) fn records_of(resource: &Resource, rows: Vec<Vec<Cell>>) -> Vec<Recor
         .collect()
 }
 
+/// How the rows of a multi-row insert are logged ([`crate::row_log`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Logged {
+    /// New rows (an insert that skips conflicts writes nothing else: a skipped row makes
+    /// its caller roll back).
+    Inserted,
+    /// Rows inserted or overwritten by id.
+    Written,
+}
+
 impl WriteTx {
     /// The time of this write as a record timestamp, from the store's clock.
     pub fn now_timestamp(&self) -> String {
@@ -161,7 +171,7 @@ impl WriteTx {
         records: &mut [Record],
     ) -> StoreResult<()> {
         self.fill_derived(resource, records).await?;
-        self.insert_rows(resource, records, None, Stamp::IfUnset)
+        self.insert_rows(resource, records, None, Stamp::IfUnset, Logged::Inserted)
             .await?;
         self.announce(resource, records.iter().map(Record::id), true)
             .await?;
@@ -191,7 +201,13 @@ impl WriteTx {
         self.fill_derived(resource, records).await?;
         let skip = OnConflict::new().do_nothing().to_owned();
         let inserted = self
-            .insert_rows(resource, records, Some(skip), Stamp::IfUnset)
+            .insert_rows(
+                resource,
+                records,
+                Some(skip),
+                Stamp::IfUnset,
+                Logged::Inserted,
+            )
             .await?;
         if inserted < records.len() as u64 {
             return Ok(false);
@@ -252,8 +268,14 @@ impl WriteTx {
                 Expr::col((Alias::new(resource.table), Alias::new(ROW_VERSION))).add(1),
             )
             .to_owned();
-        self.insert_rows(resource, records, Some(overwrite), Stamp::Always)
-            .await?;
+        self.insert_rows(
+            resource,
+            records,
+            Some(overwrite),
+            Stamp::Always,
+            Logged::Written,
+        )
+        .await?;
         self.announce(resource, records.iter().map(Record::id), false)
             .await?;
         Ok(())
@@ -267,6 +289,7 @@ impl WriteTx {
         records: &[Record],
         on_conflict: Option<OnConflict>,
         stamp: Stamp,
+        logged: Logged,
     ) -> StoreResult<u64> {
         let mut affected = 0;
         let fields = stored_fields(resource);
@@ -285,10 +308,17 @@ impl WriteTx {
                         .map(Into::into),
                 );
             }
-            if let Some(on_conflict) = &on_conflict {
-                insert.on_conflict(on_conflict.clone());
-            }
-            affected += self.execute(resource.table, &insert).await?;
+            let inserted = match &on_conflict {
+                Some(on_conflict) => {
+                    insert.on_conflict(on_conflict.clone());
+                    logged == Logged::Inserted
+                }
+                None => true,
+            };
+            let ids: Vec<&str> = chunk.iter().map(Record::id).collect();
+            affected += self
+                .execute_insert_of(resource.table, &insert, &ids, inserted)
+                .await?;
         }
         Ok(affected)
     }

@@ -5,8 +5,8 @@
 //! only read bodies, check grants and answer with the records as the caller sees them (money
 //! fields hidden from warehouses, as in reads).
 
-use super::read::viewer;
-use super::write::{answer, read_one};
+use super::read::{viewer, with_etag};
+use super::write::{Created, answer, read_one};
 use super::{MAX_QUERY_BODY, read_body, require_grant, resource};
 use crate::AppState;
 use crate::auth::Authenticated;
@@ -19,11 +19,13 @@ use axum::response::Response;
 use brandhub_catalog::Resource;
 use brandhub_catalog::lifecycle::transition;
 use brandhub_problem::{ApiError, Code};
+use brandhub_query::conditions::{IdempotencyKey, IfMatch};
 use brandhub_query::intake::parse_intake;
 use brandhub_query::lifecycle::read_ask;
 use brandhub_query::plan::Viewer;
 use brandhub_query::write::MAX_WRITE_RECORDS;
 use brandhub_store::Timing;
+use brandhub_store::schema::FIRST_VERSION;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -34,26 +36,45 @@ fn not_found(resource: &Resource, id: &str) -> Problem {
     ))
 }
 
-/// The intake: 201 with `Location` and the new order with its lines. The caller's grant for
-/// POST is checked by [`super::write::create`]. (An `Idempotency-Key` layer, where the server
-/// has one, wraps this call: it is one function from the body to the answer.)
+/// The intake: 201 with `Location`, `ETag` and the new order with its lines; with an
+/// `Idempotency-Key` used before for the same body, the first answer again. The caller's
+/// grant for POST is checked by [`super::write::create`].
 pub async fn intake(
     state: &AppState,
     resource: &'static Resource,
     viewer: &Viewer,
     timing: &Timing,
     bytes: &[u8],
+    key: Option<IdempotencyKey>,
 ) -> Answer<Response> {
     let intake = parse_intake(resource, bytes, viewer)?;
-    let id = state.store.intake_order(&intake, viewer).await?;
-    let page = read_one(state, resource, &id, viewer, timing)
+    let (id, replay) = match state
+        .store
+        .intake_order(&intake, viewer, key.as_ref())
         .await?
-        .ok_or_else(|| not_found(resource, &id))?;
-    Ok(answer(
-        StatusCode::CREATED,
-        page.body.to_vec(),
-        Some(format!("/api/{}/{id}", resource.name)),
-    ))
+    {
+        Ok(id) => (id, None),
+        Err(kept) => match kept.written.first() {
+            Some((id, _)) => (id.clone(), Some(kept)),
+            None => return Err(Problem(ApiError::internal())),
+        },
+    };
+    let created = Created {
+        status: StatusCode::CREATED,
+        location: Some(format!("/api/{}/{id}", resource.name)),
+        key: key.as_ref(),
+        replay: replay.as_ref(),
+    };
+    created
+        .answer(state, async {
+            let page = read_one(state, resource, &id, viewer, timing)
+                .await?
+                .ok_or_else(|| not_found(resource, &id))?;
+            // A new record's version is the first (an ETag may be older than the body it
+            // comes with, never newer).
+            Ok((page.body.to_vec(), Some(FIRST_VERSION)))
+        })
+        .await
 }
 
 /// A lifecycle step on one record: 200 with the record as it now is.
@@ -64,14 +85,21 @@ pub async fn step(
     viewer: &Viewer,
     timing: &Timing,
     bytes: &[u8],
+    if_match: Option<IfMatch>,
 ) -> Answer<Response> {
     let object = one_object(bytes)?;
     let (_, ask) = read_ask(&object, None)?;
-    state.store.order_step(id, &ask, viewer).await?;
+    let version = state
+        .store
+        .order_step_if(id, &ask, viewer, if_match.as_ref())
+        .await?;
     let page = read_one(state, resource, id, viewer, timing)
         .await?
         .ok_or_else(|| not_found(resource, id))?;
-    Ok(answer(StatusCode::OK, page.body.to_vec(), None))
+    Ok(with_etag(
+        answer(StatusCode::OK, page.body.to_vec(), None),
+        Some(version),
+    ))
 }
 
 fn one_object(bytes: &[u8]) -> Answer<serde_json::Map<String, Value>> {

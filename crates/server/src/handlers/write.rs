@@ -135,7 +135,7 @@ pub async fn create(
     let viewer = viewer(&caller);
     let key = idempotency_key(&headers, &caller, resource, query.as_deref(), &bytes)?;
     if resource.lifecycle.is_some() {
-        return super::orders::intake(&state, resource, &viewer, &timing, &bytes).await;
+        return super::orders::intake(&state, resource, &viewer, &timing, &bytes, key).await;
     }
     if key.is_some() && !resource.writes.replayable() {
         // The answer shows a secret that is never kept, so it could not be given again.
@@ -269,34 +269,73 @@ async fn create_records(
         [one] if one.created && !array => Some(format!("/api/{}/{}", resource.name, one.id)),
         _ => None,
     };
-    if let Some(KeptAnswer {
-        body: Some(body),
-        etag,
-        ..
-    }) = &replay
-    {
-        let mut response = answer(status, body.clone(), location);
-        if let Some(etag) = etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
-            response.headers_mut().insert(header::ETAG, etag);
-        }
-        return Ok(replayed(response));
-    }
-    // One record written: its ETag, read before the record (see `read::by_id`).
-    let version = match written.as_slice() {
-        [one] if !array => state.store.version_of(resource, &one.id).await?,
-        _ => None,
+    let first = Created {
+        status,
+        location,
+        key: key.as_ref(),
+        replay: replay.as_ref(),
     };
-    let body = render_written(state, resource, &written, viewer, timing).await?;
-    let etag = version.map(etag);
-    match (&key, &replay) {
-        (Some(key), None) => state.store.keep_answer(key, &body, etag.as_deref()).await?,
-        // Replayed before the first answer was kept: the same records, rendered again.
-        (Some(_), Some(_)) => {
-            return Ok(replayed(with_etag(answer(status, body, location), version)));
+    first
+        .answer(state, async {
+            // One record written: its ETag, read before the record (see `read::by_id`).
+            let version = match written.as_slice() {
+                [one] if !array => state.store.version_of(resource, &one.id).await?,
+                _ => None,
+            };
+            let body = render_written(state, resource, &written, viewer, timing).await?;
+            Ok((body, version))
+        })
+        .await
+}
+
+/// A create's answer, kept for its `Idempotency-Key` or given again for it (CONTRACT §9):
+/// the one place that decides what a create with a key answers, for the write pipeline's
+/// creates and for an order intake.
+pub(crate) struct Created<'a> {
+    /// 201, or 200 for an upsert that created nothing.
+    pub status: StatusCode,
+    /// The new record's address, for one record created.
+    pub location: Option<String>,
+    /// The request's key, if it came with one.
+    pub key: Option<&'a IdempotencyKey>,
+    /// What the first request with the key kept, when this one is its retry.
+    pub replay: Option<&'a KeptAnswer>,
+}
+
+impl Created<'_> {
+    /// The answer: the kept body when there is one; else `render`'s body and version
+    /// (`ETag`), kept for the key of a first request, marked replayed for a retry that came
+    /// before the first answer was kept.
+    pub(crate) async fn answer(
+        self,
+        state: &AppState,
+        render: impl std::future::Future<Output = Answer<(Vec<u8>, Option<i64>)>>,
+    ) -> Answer<Response> {
+        if let Some(KeptAnswer {
+            body: Some(body),
+            etag,
+            ..
+        }) = self.replay
+        {
+            let mut response = answer(self.status, body.clone(), self.location);
+            if let Some(etag) = etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
+                response.headers_mut().insert(header::ETAG, etag);
+            }
+            return Ok(replayed(response));
         }
-        _ => {}
+        let (body, version) = render.await?;
+        let response = |body| with_etag(answer(self.status, body, self.location.clone()), version);
+        match (self.key, self.replay) {
+            (Some(key), None) => {
+                let etag = version.map(etag);
+                state.store.keep_answer(key, &body, etag.as_deref()).await?;
+                Ok(response(body))
+            }
+            // Replayed before the first answer was kept: the same records, rendered again.
+            (Some(_), Some(_)) => Ok(replayed(response(body))),
+            _ => Ok(response(body)),
+        }
     }
-    Ok(with_etag(answer(status, body, location), version))
 }
 
 /// Marks an answer given again for an idempotency key.
@@ -380,11 +419,12 @@ pub async fn update(
     {
         return Err(not_found(resource, &id));
     }
+    let if_match = if_match(&headers)?;
     if resource.lifecycle.is_some() {
-        return super::orders::step(&state, resource, &id, &viewer, &timing, &bytes).await;
+        return super::orders::step(&state, resource, &id, &viewer, &timing, &bytes, if_match)
+            .await;
     }
     let values = parse_write(resource, WriteMode::Update, &bytes, &viewer)?;
-    let if_match = if_match(&headers)?;
     let writer = Writer::with_key(&viewer, &caller.grants);
     let version = state
         .store

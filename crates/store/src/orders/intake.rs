@@ -4,16 +4,20 @@
 //! store, hostOrderRef) is 409 naming the order it already made. brandhub sets the id,
 //! `brandOrderRef` (from blocks of a counter row in the database, so every process draws
 //! distinct numbers), the warehouse, the statuses and the totals, and adds each line's quantity to
-//! the demand of its variant in that warehouse, all in one transaction.
+//! the demand of its variant in that warehouse, all in one transaction. With an
+//! `Idempotency-Key` the key is claimed in that transaction too ([`crate::idempotency`]): a
+//! second push with the same key writes nothing and answers the first answer again.
 
 use super::machine::intake_moves;
 use super::resource;
 use crate::db::{Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
+use crate::idempotency::KeptAnswer;
 use crate::ids::{new_id, now_timestamp};
 use brandhub_catalog::lifecycle::{Step, transition};
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_problem::FieldError;
+use brandhub_query::conditions::IdempotencyKey;
 use brandhub_query::intake::Intake;
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
@@ -199,9 +203,15 @@ impl Store {
 }
 
 impl Store {
-    /// Creates the order of an intake for `viewer` (see the module docs); returns its id.
-    /// (An `Idempotency-Key` replay, when the server keeps one, answers before this.)
-    pub async fn intake_order(&self, intake: &Intake, viewer: &Viewer) -> StoreResult<String> {
+    /// Creates the order of an intake for `viewer` (see the module docs); returns its id, or,
+    /// when `key` was used before for the same request, what that request kept (nothing is
+    /// written then).
+    pub async fn intake_order(
+        &self,
+        intake: &Intake,
+        viewer: &Viewer,
+        key: Option<&IdempotencyKey>,
+    ) -> StoreResult<Result<String, KeptAnswer>> {
         if !transition(Step::Intake).allows(viewer.user_type()) {
             return Err(StoreError::Refused(format!(
                 "A {} user may not push orders: intake is for hosts (see the order lifecycle in the API reference).",
@@ -221,6 +231,11 @@ impl Store {
         // Drawn before the intake's transaction: see `next_order_number`.
         let number = self.next_order_number().await?;
         let mut tx = self.begin().await?;
+        if let Some(key) = key {
+            if let Some(kept) = tx.claim_key(key).await? {
+                return Ok(Err(kept));
+            }
+        }
 
         // The brand store (one the caller sees: a host's, of one of its stores), its brand,
         // its warehouse and its store's currency, in one statement.
@@ -464,8 +479,11 @@ impl Store {
         tx.insert_records(order, &mut [record]).await?;
         tx.insert_records(item, &mut lines).await?;
         tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
+        if let Some(key) = key {
+            tx.keep_written(key, &[(order_id.clone(), true)]).await?;
+        }
         tx.commit().await?;
-        Ok(order_id)
+        Ok(Ok(order_id))
     }
 }
 

@@ -13,10 +13,12 @@ use crate::error::{StoreError, StoreResult};
 use crate::ids::{new_id, now_timestamp};
 use crate::write::records_of;
 use brandhub_catalog::{Cell, Layout, Record, Resource, catalog, record::stored_fields};
+use brandhub_query::conditions::IfMatch;
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
 use machine::{Ask, Line, Order, Outcome, StockMove};
 use sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Order as By, Query};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 fn resource(name: &str) -> &'static Resource {
     catalog()
@@ -85,6 +87,75 @@ impl Loaded {
     pub fn warehouse(&self) -> Option<String> {
         stamp(&self.order, &Layout::of(resource("order")), "fk_warehouse")
     }
+
+    /// The order and its lines as `outcome` leaves them, and which of them it changed.
+    pub fn after(&self, outcome: &Outcome) -> (Loaded, Changed) {
+        let (o, l) = (
+            Layout::of(resource("order")),
+            Layout::of(resource("orderItem")),
+        );
+        let next = &outcome.order;
+        let mut order = self.order.clone();
+        let mut changed = false;
+        changed |= set(&mut order, &o, "status", Cell::Text(next.status.clone()));
+        changed |= set(&mut order, &o, "carrier", Cell::Text(next.carrier.clone()));
+        changed |= set(
+            &mut order,
+            &o,
+            "trackingRef",
+            Cell::Text(next.tracking_ref.clone()),
+        );
+        changed |= set(&mut order, &o, "shipDate", stamp_cell(&next.ship_date));
+        changed |= set(&mut order, &o, "sentToWH", stamp_cell(&next.sent_to_wh));
+        changed |= set(
+            &mut order,
+            &o,
+            "deliveryDate",
+            stamp_cell(&next.delivery_date),
+        );
+        let mut lines = Vec::with_capacity(self.lines.len());
+        let mut lines_changed = Vec::with_capacity(self.lines.len());
+        for (before, after) in self.lines.iter().zip(&next.lines) {
+            let mut record = before.clone();
+            let mut changed = false;
+            changed |= set(&mut record, &l, "status", Cell::Text(after.status.clone()));
+            changed |= set(
+                &mut record,
+                &l,
+                "detail.reason",
+                Cell::Text(after.reason.clone()),
+            );
+            changed |= set(&mut record, &l, "shipQty", Cell::Integer(after.ship_qty));
+            changed |= set(
+                &mut record,
+                &l,
+                "returnQty",
+                Cell::Integer(after.return_qty),
+            );
+            changed |= set(
+                &mut record,
+                &l,
+                "returnDate",
+                stamp_cell(&after.return_date),
+            );
+            lines.push(record);
+            lines_changed.push(changed);
+        }
+        (
+            Loaded { order, lines },
+            Changed {
+                order: changed,
+                lines: lines_changed,
+            },
+        )
+    }
+}
+
+/// What a step changed of an order: the order's own fields, and each line's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub order: bool,
+    pub lines: Vec<bool>,
 }
 
 fn set(record: &mut Record, layout: &Layout, path: &str, value: Cell) -> bool {
@@ -142,85 +213,89 @@ impl WriteTx {
     /// Writes what a step decided: the order's and its lines' changed fields, and the stock
     /// moves in the order's warehouse.
     pub async fn write_outcome(&mut self, loaded: &Loaded, outcome: &Outcome) -> StoreResult<()> {
-        let (order, item) = (resource("order"), resource("orderItem"));
-        let (o, l) = (Layout::of(order), Layout::of(item));
-        let next = &outcome.order;
-        let mut record = loaded.order.clone();
-        let mut changed = false;
-        changed |= set(&mut record, &o, "status", Cell::Text(next.status.clone()));
-        changed |= set(&mut record, &o, "carrier", Cell::Text(next.carrier.clone()));
-        changed |= set(
-            &mut record,
-            &o,
-            "trackingRef",
-            Cell::Text(next.tracking_ref.clone()),
-        );
-        changed |= set(&mut record, &o, "shipDate", stamp_cell(&next.ship_date));
-        changed |= set(&mut record, &o, "sentToWH", stamp_cell(&next.sent_to_wh));
-        changed |= set(
-            &mut record,
-            &o,
-            "deliveryDate",
-            stamp_cell(&next.delivery_date),
-        );
-        if changed {
-            self.upsert_records(order, &mut [record]).await?;
-        }
-        let mut lines = Vec::new();
-        for (before, after) in loaded.lines.iter().zip(&next.lines) {
-            let mut record = before.clone();
-            let mut changed = false;
-            changed |= set(&mut record, &l, "status", Cell::Text(after.status.clone()));
-            changed |= set(
-                &mut record,
-                &l,
-                "detail.reason",
-                Cell::Text(after.reason.clone()),
-            );
-            changed |= set(&mut record, &l, "shipQty", Cell::Integer(after.ship_qty));
-            changed |= set(
-                &mut record,
-                &l,
-                "returnQty",
-                Cell::Integer(after.return_qty),
-            );
-            changed |= set(
-                &mut record,
-                &l,
-                "returnDate",
-                stamp_cell(&after.return_date),
-            );
-            if changed {
-                lines.push(record);
-            }
-        }
-        self.upsert_records(item, &mut lines).await?;
-        // A change of its lines alone is a change of the order too.
-        self.announce(order, [loaded.order.id()], false).await?;
-        if let Some(warehouse) = loaded.warehouse() {
-            self.move_stock(&warehouse, &outcome.moves).await?;
-        }
-        Ok(())
+        self.write_outcomes(&[(loaded, outcome)]).await
     }
 
-    /// Adds `moves` to the stock of their variants in `warehouse`, each in one atomic
-    /// statement through the write layer's additive upsert (a stock record is created for a
-    /// variant the warehouse has none of, its shortcuts filled from their declarations), in
-    /// variant order, so concurrent transactions lock rows in the same order.
+    /// Writes what several steps decided, batched: every changed order in one multi-row
+    /// statement, every changed line in another, the stock moves of all of them summed per
+    /// warehouse and variant in a third (each within the parameter limits). A later step on
+    /// the same order must be decided from the earlier one's result ([`Loaded::after`]); the
+    /// last record of each order and line is the one written.
+    pub async fn write_outcomes(&mut self, outcomes: &[(&Loaded, &Outcome)]) -> StoreResult<()> {
+        let (order, item) = (resource("order"), resource("orderItem"));
+        let mut orders: BTreeMap<String, Record> = BTreeMap::new();
+        let mut lines: BTreeMap<String, Record> = BTreeMap::new();
+        let mut moves: BTreeMap<(String, String), StockMove> = BTreeMap::new();
+        let mut touched: Vec<String> = Vec::with_capacity(outcomes.len());
+        for (loaded, outcome) in outcomes {
+            let (after, changed) = loaded.after(outcome);
+            if changed.order {
+                orders.insert(after.order.id().to_string(), after.order.clone());
+            }
+            for (line, changed) in after.lines.iter().zip(&changed.lines) {
+                if *changed {
+                    lines.insert(line.id().to_string(), line.clone());
+                }
+            }
+            touched.push(after.order.id().to_string());
+            if let Some(warehouse) = loaded.warehouse() {
+                for (variant, step) in &outcome.moves {
+                    let sum = moves
+                        .entry((warehouse.clone(), variant.clone()))
+                        .or_default();
+                    sum.in_stock += step.in_stock;
+                    sum.demand += step.demand;
+                }
+            }
+        }
+        let mut orders: Vec<Record> = orders.into_values().collect();
+        let mut lines: Vec<Record> = lines.into_values().collect();
+        self.upsert_records(order, &mut orders).await?;
+        self.upsert_records(item, &mut lines).await?;
+        // A change of its lines alone is a change of the order too.
+        self.announce(order, touched.iter().map(String::as_str), false)
+            .await?;
+        self.add_to_stock(
+            moves
+                .into_iter()
+                .filter(|(_, m)| m.in_stock != 0 || m.demand != 0)
+                .collect(),
+        )
+        .await
+    }
+
+    /// Adds `moves` to the stock of their variants in `warehouse` ([`WriteTx::add_to_stock`]).
     pub async fn move_stock(
         &mut self,
         warehouse: &str,
         moves: &[(String, StockMove)],
     ) -> StoreResult<()> {
+        let mut by_stock: BTreeMap<(String, String), StockMove> = BTreeMap::new();
+        for (variant, step) in moves {
+            let sum = by_stock
+                .entry((warehouse.to_string(), variant.clone()))
+                .or_default();
+            sum.in_stock += step.in_stock;
+            sum.demand += step.demand;
+        }
+        self.add_to_stock(by_stock.into_iter().collect()).await
+    }
+
+    /// Adds each move to the stock of its (warehouse, variant), in one atomic statement
+    /// through the write layer's additive upsert (a stock record is created for a variant the
+    /// warehouse has none of, its shortcuts filled from their declarations), in (warehouse,
+    /// variant) order, so concurrent transactions lock rows in the same order. One move per
+    /// stock record: a multi-row upsert may not touch a row twice.
+    async fn add_to_stock(&mut self, moves: Vec<((String, String), StockMove)>) -> StoreResult<()> {
         let stock = resource("stock");
         let layout = Layout::of(stock);
         let mut records: Vec<Record> = moves
-            .iter()
-            .map(|(variant, m)| {
+            .into_iter()
+            .map(|((warehouse, variant), m)| {
                 let mut record = Record::empty(stock);
                 record.cells[layout.cell("id")] = Cell::Text(new_id());
-                record.cells[layout.cell("fk_warehouse")] = Cell::Text(warehouse.to_string());
-                record.cells[layout.cell("fk_variant")] = Cell::Text(variant.clone());
+                record.cells[layout.cell("fk_warehouse")] = Cell::Text(warehouse);
+                record.cells[layout.cell("fk_variant")] = Cell::Text(variant);
                 record.cells[layout.cell("inStock")] = Cell::Integer(m.in_stock);
                 record.cells[layout.cell("demand")] = Cell::Integer(m.demand);
                 record.cells[layout.cell("supply")] = Cell::Integer(0);
@@ -246,69 +321,132 @@ impl Store {
     /// outside the caller's scope, else what [`machine::decide`] says. Returns the new status.
     pub async fn order_step(&self, id: &str, ask: &Ask, viewer: &Viewer) -> StoreResult<String> {
         let mut tx = self.begin().await?;
-        let status = step_in(&mut tx, id, ask, viewer).await?;
+        let status = step_in(&mut tx, id, ask, viewer, None).await?;
         tx.commit().await?;
         Ok(status)
     }
 
+    /// [`Store::order_step`] under an `If-Match` precondition (412 when the order's version
+    /// is not one it names, checked with the order locked); returns the order's version after
+    /// the step, for the answer's `ETag`.
+    pub async fn order_step_if(
+        &self,
+        id: &str,
+        ask: &Ask,
+        viewer: &Viewer,
+        if_match: Option<&IfMatch>,
+    ) -> StoreResult<i64> {
+        let mut tx = self.begin().await?;
+        step_in(&mut tx, id, ask, viewer, if_match).await?;
+        let version = tx
+            .version_of(resource("order"), id)
+            .await?
+            .ok_or_else(|| not_found(id))?;
+        tx.commit().await?;
+        Ok(version)
+    }
+
     /// Takes one step on many orders (`POST /api/order/dispatch`), each applied or refused on
-    /// its own, in one transaction: a refusal is decided before its order is written (scope,
-    /// then the state machine, which is pure), so a refused order leaves nothing behind and
-    /// the applied ones commit together. Should a write itself fail (a database error), the
-    /// transaction is dropped and every order is taken again in a transaction of its own. The
-    /// outer `Err` is a failure of the transaction itself.
+    /// its own, in one transaction: the orders the caller sees are found in one statement and
+    /// loaded (and locked) in two, each step is decided in memory by the state machine (a
+    /// later step on the same order from the earlier one's result), and the applied ones are
+    /// written together ([`WriteTx::write_outcomes`]), so a refused order leaves nothing
+    /// behind. Should the write itself fail (a database error), the transaction is dropped
+    /// and every order is taken again in a transaction of its own. The outer `Err` is a
+    /// failure of the transaction itself.
     pub async fn order_steps(
         &self,
         asks: &[(String, Ask)],
         viewer: &Viewer,
     ) -> StoreResult<Vec<StoreResult<String>>> {
+        let order = resource("order");
+        let ids: Vec<String> = asks
+            .iter()
+            .map(|(id, _)| id.to_ascii_uppercase())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         let mut tx = self.begin().await?;
-        let mut results = Vec::with_capacity(asks.len());
-        for (id, ask) in asks {
-            let written = match decide_in(&mut tx, id, ask, viewer).await {
-                Ok((loaded, outcome)) => tx
-                    .write_outcome(&loaded, &outcome)
-                    .await
-                    .map(|()| outcome.order.status),
-                // The database failed (the transaction may be unusable): not a refusal.
-                Err(StoreError::Internal) => Err(StoreError::Internal),
-                Err(refusal) => {
-                    results.push(Err(refusal));
-                    continue;
-                }
-            };
-            match written {
-                Ok(status) => results.push(Ok(status)),
-                Err(error) => {
-                    tracing::warn!(%error, order = %id, "a dispatch array's transaction failed; taking its orders one by one");
-                    drop(tx);
-                    let mut one_by_one = Vec::with_capacity(asks.len());
-                    for (id, ask) in asks {
-                        one_by_one.push(self.order_step(id, ask, viewer).await);
-                    }
-                    return Ok(one_by_one);
-                }
+        let mut visible: HashSet<String> = HashSet::with_capacity(ids.len());
+        for chunk in ids.chunks(ORDERS_PER_STATEMENT) {
+            let rows = tx
+                .fetch(
+                    &satisfying_ids(order, chunk, &viewer.scope(order)),
+                    &[Kind::Text],
+                )
+                .await?;
+            visible.extend(
+                rows.into_iter()
+                    .filter_map(|r| r[0].as_text().map(str::to_string)),
+            );
+        }
+        let seen: Vec<String> = ids.into_iter().filter(|id| visible.contains(id)).collect();
+        let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(seen.len());
+        for chunk in seen.chunks(ORDERS_PER_STATEMENT) {
+            for one in tx.load_orders(chunk).await? {
+                loaded.insert(one.order.id().to_string(), one);
             }
         }
-        tx.commit().await?;
+        let now = now_timestamp();
+        let mut results = Vec::with_capacity(asks.len());
+        let mut decided: Vec<(Loaded, Outcome)> = Vec::new();
+        for (id, ask) in asks {
+            let id = id.to_ascii_uppercase();
+            let Some(current) = loaded.get_mut(&id) else {
+                results.push(Err(not_found(&id)));
+                continue;
+            };
+            match machine::decide(&current.state(), ask, viewer.user_type(), &now) {
+                Ok(outcome) => {
+                    let (after, _) = current.after(&outcome);
+                    results.push(Ok(outcome.order.status.clone()));
+                    decided.push((std::mem::replace(current, after), outcome));
+                }
+                Err(refusal) => results.push(Err(refusal)),
+            }
+        }
+        let pairs: Vec<(&Loaded, &Outcome)> = decided.iter().map(|(l, o)| (l, o)).collect();
+        let written = match tx.write_outcomes(&pairs).await {
+            Ok(()) => tx.commit().await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = written {
+            tracing::warn!(%error, "a dispatch array's transaction failed; taking its orders one by one");
+            let mut one_by_one = Vec::with_capacity(asks.len());
+            for (id, ask) in asks {
+                one_by_one.push(self.order_step(id, ask, viewer).await);
+            }
+            return Ok(one_by_one);
+        }
         Ok(results)
     }
 }
 
+/// Orders named in one statement of a many-order step (ids bound as parameters).
+const ORDERS_PER_STATEMENT: usize = 500;
+
 /// One lifecycle step inside a transaction (see [`Store::order_step`]).
-async fn step_in(tx: &mut WriteTx, id: &str, ask: &Ask, viewer: &Viewer) -> StoreResult<String> {
-    let (loaded, outcome) = decide_in(tx, id, ask, viewer).await?;
+async fn step_in(
+    tx: &mut WriteTx,
+    id: &str,
+    ask: &Ask,
+    viewer: &Viewer,
+    if_match: Option<&IfMatch>,
+) -> StoreResult<String> {
+    let (loaded, outcome) = decide_in(tx, id, ask, viewer, if_match).await?;
     tx.write_outcome(&loaded, &outcome).await?;
     Ok(outcome.order.status)
 }
 
 /// What a step does to the order `id`, decided without writing: 404 outside the caller's
-/// scope, else the state machine's verdict for the order as loaded (and locked).
+/// scope, 412 when `if_match` does not name its version, else the state machine's verdict
+/// for the order as loaded (and locked).
 async fn decide_in(
     tx: &mut WriteTx,
     id: &str,
     ask: &Ask,
     viewer: &Viewer,
+    if_match: Option<&IfMatch>,
 ) -> StoreResult<(Loaded, machine::Outcome)> {
     let id = id.to_ascii_uppercase();
     let order = resource("order");
@@ -320,6 +458,9 @@ async fn decide_in(
         .await?;
     if visible.is_empty() {
         return Err(not_found(&id));
+    }
+    if if_match.is_some() {
+        tx.check_precondition(order, &id, if_match).await?;
     }
     let Some(loaded) = tx.load_orders(std::slice::from_ref(&id)).await?.pop() else {
         return Err(not_found(&id));

@@ -24,6 +24,17 @@ async fn another_process(fx: &common::Fixture) -> Store {
     .await
 }
 
+/// The stale pages the server checked against the rows written since: (kept, made again).
+async fn page_rechecks(fx: &common::Fixture) -> (f64, f64) {
+    let text = common::scrape_metrics(fx).await;
+    let sample =
+        |metric| common::metric_sample(&text, metric, &[("cache", "page_recheck")]).unwrap_or(0.0);
+    (
+        sample("brandhub_cache_hits_total"),
+        sample("brandhub_cache_misses_total"),
+    )
+}
+
 on_both_backends! { "caching";
 
 async fn a_write_elsewhere_shows_in_the_next_page_and_count(fx) {
@@ -184,11 +195,7 @@ mod kept_pages {
     on_both_backends! { "kept pages";
 
     async fn a_page_outlives_writes_of_records_it_neither_shows_nor_finds(fx) {
-        let rechecks = || async {
-            let text = common::scrape_metrics(fx).await;
-            let sample = |metric| common::metric_sample(&text, metric, &[("cache", "page_recheck")]).unwrap_or(0.0);
-            (sample("brandhub_cache_hits_total"), sample("brandhub_cache_misses_total"))
-        };
+        let rechecks = || page_rechecks(fx);
         let patch = |path: String, body: serde_json::Value| async move {
             let answer = common::call(fx, reqwest::Method::PATCH, &path, "admin", Some(body)).await;
             assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
@@ -294,11 +301,7 @@ mod kept_order_pages {
     on_both_backends! { "kept order pages";
 
     async fn an_order_page_outlives_intakes_it_does_not_find_but_not_a_change_of_an_item_it_shows(fx) {
-        let rechecks = || async {
-            let text = common::scrape_metrics(fx).await;
-            let sample = |metric| common::metric_sample(&text, metric, &[("cache", "page_recheck")]).unwrap_or(0.0);
-            (sample("brandhub_cache_hits_total"), sample("brandhub_cache_misses_total"))
-        };
+        let rechecks = || page_rechecks(fx);
         let p = place(fx, 0).await;
         let push = || async { text(&ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(intake_body(&p, &unique("KEPT")))).await, 201)["id"]) };
         let mut accepted = Vec::new();

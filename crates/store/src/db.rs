@@ -418,6 +418,19 @@ impl Store {
         Ok(rows)
     }
 
+    /// [`Store::fetch`] counted in the current request's timing: for a write's reads before
+    /// its transaction, which has no `Timing` of its own.
+    pub(crate) async fn fetch_in_request(
+        &self,
+        statement: &sea_query::SelectStatement,
+        kinds: &[Kind],
+    ) -> StoreResult<Vec<Vec<Cell>>> {
+        let timing = Timing::default();
+        let rows = self.fetch(statement, kinds, &timing).await?;
+        Timing::add_to_request(timing.database_time());
+        Ok(rows)
+    }
+
     /// Runs a select that returns one integer (a count, a version).
     pub async fn fetch_integer(
         &self,

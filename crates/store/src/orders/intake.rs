@@ -1,7 +1,8 @@
 //! Order intake (CONTRACT §11): a host pushes an order with its lines in one request. Every
 //! problem (the order's fields, each line's, the brand store, the variants, the amounts) is
-//! gathered into one 422 before anything is written; a second push of the same (brand
-//! store, hostOrderRef) is 409 naming the order it already made. brandhub sets the id,
+//! gathered into one 422 before the write transaction begins (the brand store and the
+//! variants are read before it); in it, a second push of the same (brand store,
+//! hostOrderRef) is 409 naming the order it already made. brandhub sets the id,
 //! `brandOrderRef` (from blocks of a counter row in the database, so every process draws
 //! distinct numbers), the warehouse, the statuses and the totals, and adds each line's quantity to
 //! the demand of its variant in that warehouse, all in one transaction. With an
@@ -230,12 +231,6 @@ impl Store {
         }
         // Drawn before the intake's transaction: see `next_order_number`.
         let number = self.next_order_number().await?;
-        let mut tx = self.begin().await?;
-        if let Some(key) = key {
-            if let Some(kept) = tx.claim_key(key).await? {
-                return Ok(Err(kept));
-            }
-        }
 
         // The brand store (one the caller sees: a host's, of one of its stores), its brand,
         // its warehouse and its store's currency, in one statement.
@@ -273,8 +268,8 @@ impl Store {
                     &viewer.scope(brand_store),
                 )))
                 .to_owned();
-            let rows = tx
-                .fetch(
+            let rows = self
+                .fetch_in_request(
                     &statement,
                     &[Kind::Text, Kind::Text, Kind::Text, Kind::Text],
                 )
@@ -299,30 +294,6 @@ impl Store {
         let brand = target.as_ref().and_then(|t| t.brand.clone());
         let warehouse = target.as_ref().and_then(|t| t.warehouse.clone());
 
-        // A second push of the same order.
-        if let (Some(target), Some(reference)) = (&target, intake.order.text("hostOrderRef")) {
-            let holder = tx
-                .fetch(
-                    &Query::select()
-                        .column(Alias::new("id"))
-                        .from(Alias::new(order.table))
-                        .and_where(Expr::col(Alias::new("fk_brand_store")).eq(target.id.as_str()))
-                        .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(&reference)))
-                        .limit(1)
-                        .to_owned(),
-                    &[Kind::Text],
-                )
-                .await?;
-            if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
-                return Err(StoreError::conflict(
-                    format!(
-                        "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
-                    ),
-                    "hostOrderRef",
-                ));
-            }
-        }
-
         // The store's currency, for lines that give none.
         let currency = target
             .as_ref()
@@ -342,8 +313,8 @@ impl Store {
                 .iter()
                 .filter_map(|l| l.barcode.as_deref().map(fold))
                 .collect();
-            let rows = tx
-                .fetch(
+            let rows = self
+                .fetch_in_request(
                     &Query::select()
                         .columns([Alias::new("id"), Alias::new("barcode_ci")])
                         .from(Alias::new(variant.table))
@@ -418,9 +389,42 @@ impl Store {
             problems.dedup();
             return Err(StoreError::invalid(problems));
         }
-        let (Some(_), Some(warehouse)) = (target, warehouse) else {
+        let (Some(target), Some(warehouse)) = (target, warehouse) else {
             return Err(StoreError::Internal);
         };
+
+        // The writes, in one transaction. The brand store and the variants were read before
+        // it (on SQLite, writers take turns: reads inside would lengthen every turn); one
+        // deleted meanwhile fails the insert's foreign key, a 409.
+        let mut tx = self.begin().await?;
+        if let Some(key) = key
+            && let Some(kept) = tx.claim_key(key).await?
+        {
+            return Ok(Err(kept));
+        }
+        // A second push of the same order.
+        if let Some(reference) = intake.order.text("hostOrderRef") {
+            let holder = tx
+                .fetch(
+                    &Query::select()
+                        .column(Alias::new("id"))
+                        .from(Alias::new(order.table))
+                        .and_where(Expr::col(Alias::new("fk_brand_store")).eq(target.id.as_str()))
+                        .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(&reference)))
+                        .limit(1)
+                        .to_owned(),
+                    &[Kind::Text],
+                )
+                .await?;
+            if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
+                return Err(StoreError::conflict(
+                    format!(
+                        "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
+                    ),
+                    "hostOrderRef",
+                ));
+            }
+        }
 
         // The records.
         let now = now_timestamp();

@@ -357,6 +357,25 @@ mod kept_order_pages {
         let order = after.iter().find(|o| o["id"] == accepted[0].as_str()).unwrap();
         let refs: Vec<String> = order["order_orderItem"].as_array().unwrap().iter().map(|i| text(&i["hostItemRef"])).collect();
         assert!(refs.contains(&"CHANGED".to_string()), "a stale item under a shown order: {refs:?}");
+
+        // An item rewritten whole by id (an upsert) under an order the page does not show:
+        // it left a shown order, which must lose it.
+        let moved = text(&items[1]["id"]);
+        let elsewhere = push().await;
+        let other = another_process(fx).await;
+        fx.on_server(async move {
+            let item_resource = brandhub_catalog::catalog().resource("orderItem").unwrap();
+            let mut tx = other.begin().await.unwrap();
+            let mut records = tx.load_records(item_resource, sea_query::Condition::all().add(Expr::col(Alias::new("id")).eq(moved.as_str()))).await.unwrap();
+            let at = brandhub_catalog::Layout::of(item_resource).cell("fk_order");
+            records[0].cells[at] = brandhub_catalog::Cell::Text(elsewhere);
+            tx.upsert_records(item_resource, &mut records).await.unwrap();
+            tx.commit().await.unwrap();
+            other.close().await;
+        }).await;
+        let after = fx.get(&page).await.records("order");
+        let order = after.iter().find(|o| o["id"] == accepted[0].as_str()).unwrap();
+        assert_eq!(order["order_orderItem"].as_array().map(Vec::len), Some(2), "an item that left a shown order still shows under it: {order}");
     }
 
     }

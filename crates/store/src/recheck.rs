@@ -50,6 +50,9 @@ struct Children {
     /// The version of the parent field as it was: a child moved to another parent bumps it,
     /// and its old parent is not in the log.
     parent_key: (&'static str, i64),
+    /// The version of the table's rows rewritten whole (an upsert by id) as it was: such a
+    /// row may have left a shown parent, which the log cannot tell.
+    rewritten_key: (&'static str, i64),
     parents: Vec<String>,
 }
 
@@ -112,6 +115,7 @@ impl Recheck {
             .iter()
             .map(|c| Children {
                 parent_key: (c.parent_key.0, versions.of(c.parent_key.0)),
+                rewritten_key: (c.rewritten_key.0, versions.of(c.rewritten_key.0)),
                 ..c.clone()
             })
             .collect();
@@ -203,6 +207,7 @@ fn shown_ids(selection: &Selection, node: &NodeData, viewer: &Viewer, found: &mu
                     table,
                     parent_column: field.column.as_str(),
                     parent_key: (key, found.versions.of(key)),
+                    rewritten_key: (columns_key(table), found.versions.of(columns_key(table))),
                     parents: node
                         .rows
                         .iter()
@@ -337,6 +342,14 @@ impl Store {
             let Some(rows) = written.get(children.table) else {
                 continue;
             };
+            let rewritten = versions.of(children.rewritten_key.0) != children.rewritten_key.1;
+            if rewritten && !rows.inserted_only {
+                tracing::debug!(
+                    table = children.table,
+                    "a kept page is stale: a record it shows under another may have moved"
+                );
+                return Ok(false);
+            }
             let statement = Query::select()
                 .column(Alias::new("id"))
                 .from(Alias::new(children.table))

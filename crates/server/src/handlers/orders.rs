@@ -56,7 +56,12 @@ pub async fn intake(
         Ok(id) => (id, None),
         Err(kept) => match kept.written.first() {
             Some((id, _)) => (id.clone(), Some(kept)),
-            None => return Err(Problem(ApiError::internal())),
+            None => {
+                tracing::error!(
+                    "an idempotency key of an order intake was kept without the order it wrote"
+                );
+                return Err(Problem(ApiError::internal()));
+            }
         },
     };
     let created = Created {

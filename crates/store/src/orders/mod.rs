@@ -239,13 +239,7 @@ impl WriteTx {
             }
             touched.push(after.order.id().to_string());
             if let Some(warehouse) = loaded.warehouse() {
-                for (variant, step) in &outcome.moves {
-                    let sum = moves
-                        .entry((warehouse.clone(), variant.clone()))
-                        .or_default();
-                    sum.in_stock += step.in_stock;
-                    sum.demand += step.demand;
-                }
+                sum_moves(&mut moves, &warehouse, &outcome.moves);
             }
         }
         let mut orders: Vec<Record> = orders.into_values().collect();
@@ -270,14 +264,8 @@ impl WriteTx {
         warehouse: &str,
         moves: &[(String, StockMove)],
     ) -> StoreResult<()> {
-        let mut by_stock: BTreeMap<(String, String), StockMove> = BTreeMap::new();
-        for (variant, step) in moves {
-            let sum = by_stock
-                .entry((warehouse.to_string(), variant.clone()))
-                .or_default();
-            sum.in_stock += step.in_stock;
-            sum.demand += step.demand;
-        }
+        let mut by_stock = BTreeMap::new();
+        sum_moves(&mut by_stock, warehouse, moves);
         self.add_to_stock(by_stock.into_iter().collect()).await
     }
 
@@ -309,6 +297,22 @@ impl WriteTx {
             &mut records,
         )
         .await
+    }
+}
+
+/// Adds the stock moves of one order in `warehouse` to `sums`, one per (warehouse, variant):
+/// a multi-row upsert may touch each stock record once.
+fn sum_moves(
+    sums: &mut BTreeMap<(String, String), StockMove>,
+    warehouse: &str,
+    moves: &[(String, StockMove)],
+) {
+    for (variant, step) in moves {
+        let sum = sums
+            .entry((warehouse.to_string(), variant.clone()))
+            .or_default();
+        sum.in_stock += step.in_stock;
+        sum.demand += step.demand;
     }
 }
 

@@ -159,6 +159,31 @@ impl Store {
         Some(page.clone())
     }
 
+    /// The rendered envelope of a plan's page read from the database, neither looked up in
+    /// nor kept in the page cache: for the answer of a write and the checks before one. Those
+    /// name records just written (no cached page is true for them) in a form no reader asks
+    /// for again soon; kept, they would only push out the pages that readers do ask for.
+    /// The versions are read only when the page needs a count (not a first page by ids).
+    pub async fn render_fresh(
+        &self,
+        plan: &ReadPlan,
+        viewer: &Viewer,
+        timing: &Timing,
+    ) -> StoreResult<RenderedPage> {
+        let versions = if crate::read::counts_itself(plan) {
+            Versions::default()
+        } else {
+            self.versions(timing).await?
+        };
+        let data = self.read_page(plan, viewer, &versions, timing).await?;
+        let mut body = Vec::with_capacity(4 * 1024);
+        render_envelope(&mut body, &plan.selection, &data, plan.page, plan.page_size);
+        Ok(RenderedPage {
+            body: Arc::new(body),
+            records: data.root.rows.len(),
+        })
+    }
+
     /// The rendered envelope of a plan's page: from the cache while it is true, else read,
     /// rendered and remembered. A page made stale by a write that changed only what its
     /// records hold (not which records it lists, or their order) is read again by its ids,

@@ -337,6 +337,17 @@ impl Store {
 /// The number of matches a page of `rows` records proves: a page that is not full is the
 /// last one, unless it is empty past the first page (the matches may end anywhere before);
 /// a first page holding all of the `most` records the filter can match has them all.
+/// Whether [`Store::read_page`] learns a plan's count from its page alone (a first page that
+/// can hold every record of the ids it names): then no version, and no cached count, is
+/// consulted.
+pub(crate) fn counts_itself(plan: &ReadPlan) -> bool {
+    plan.offset() == 0
+        && plan
+            .filter
+            .pinned_ids()
+            .is_some_and(|most| most as u64 <= plan.page_size)
+}
+
 fn found_from_page(page_size: u64, offset: u64, rows: u64, most: Option<u64>) -> Option<u64> {
     let all_found = offset == 0 && most.is_some_and(|most| rows >= most);
     let last_page = rows < page_size && (rows > 0 || offset == 0);
@@ -389,5 +400,21 @@ mod page_count_tests {
             None,
             "empty past the first page"
         );
+    }
+
+    #[test]
+    fn a_first_page_by_ids_tells_its_count_however_many_are_found() {
+        // What `counts_itself` promises: such a page never falls back to a count.
+        for most in 1..=5u64 {
+            for page_size in most..=6 {
+                for rows in 0..=most {
+                    assert_eq!(
+                        found_from_page(page_size, 0, rows, Some(most)),
+                        Some(rows),
+                        "{rows} of {most} ids on a page of {page_size}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -41,6 +41,25 @@ fn not_accepted(resource: &Resource, method: &str, with_id: bool) -> Problem {
     Problem(error)
 }
 
+/// Whether the caller sees the record by id (scope, CONTRACT §5): its id alone read, fresh
+/// (see [`read_one_as`]). What a PATCH or DELETE checks first, so that a record outside
+/// scope is a 404 before anything else is looked at.
+pub(crate) async fn visible(
+    state: &AppState,
+    resource: &'static Resource,
+    id: &str,
+    viewer: &Viewer,
+    timing: &Timing,
+) -> Answer<bool> {
+    let request = ReadRequest {
+        fields: Some(vec!["id".to_string()]),
+        ..ReadRequest::default()
+    };
+    Ok(read_one_as(state, resource, id, &request, viewer, timing)
+        .await?
+        .is_some())
+}
+
 /// The record by id as the caller sees it, or `None` outside scope or missing.
 pub(crate) async fn read_one(
     state: &AppState,
@@ -61,14 +80,10 @@ pub(crate) async fn read_one_as(
     viewer: &Viewer,
     timing: &Timing,
 ) -> Answer<Option<RenderedPage>> {
-    // The write just changed the tables: read the versions again so nothing cached before
-    // the write is taken for the record as it now is.
-    let versions = state.store.versions(timing).await?;
+    // Read fresh, past the page cache: the record as it now is, after a write or just
+    // before one (`Store::render_fresh`).
     let plan = plan_by_id(resource, id, request, viewer)?;
-    let page = state
-        .store
-        .render_page(&plan, viewer, &versions, timing)
-        .await?;
+    let page = state.store.render_fresh(&plan, viewer, timing).await?;
     Ok((page.records > 0).then_some(page))
 }
 
@@ -360,12 +375,8 @@ async fn render_written(
     let mut ids: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
     ids.sort();
     ids.dedup();
-    let versions = state.store.versions(timing).await?;
     let plan = plan_by_ids(resource, &ids, &ReadRequest::default(), viewer)?;
-    let page = state
-        .store
-        .render_page(&plan, viewer, &versions, timing)
-        .await?;
+    let page = state.store.render_fresh(&plan, viewer, timing).await?;
     let mut envelope: serde_json::Value = serde_json::from_slice(&page.body).map_err(internal)?;
     let mut found: HashMap<String, serde_json::Value> = match envelope["response"]
         .get_mut(resource.name)
@@ -413,10 +424,7 @@ pub async fn update(
     require_grant(&caller, resource, "PATCH")?;
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
-    if read_one(&state, resource, &id, &viewer, &timing)
-        .await?
-        .is_none()
-    {
+    if !visible(&state, resource, &id, &viewer, &timing).await? {
         return Err(not_found(resource, &id));
     }
     let if_match = if_match(&headers)?;
@@ -454,10 +462,7 @@ pub async fn delete(
     }
     require_grant(&caller, resource, "DELETE")?;
     let viewer = viewer(&caller);
-    if read_one(&state, resource, &id, &viewer, &timing)
-        .await?
-        .is_none()
-    {
+    if !visible(&state, resource, &id, &viewer, &timing).await? {
         return Err(not_found(resource, &id));
     }
     let if_match = if_match(&headers)?;

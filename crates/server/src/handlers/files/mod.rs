@@ -14,7 +14,6 @@ mod upload;
 pub use upload::upload;
 
 use super::resource;
-use super::write::read_one_as;
 use crate::AppState;
 use crate::auth::Authenticated;
 use crate::problem::{Answer, Problem};
@@ -23,7 +22,6 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::plan::Viewer;
-use brandhub_query::request::ReadRequest;
 use brandhub_store::Timing;
 use brandhub_store::ids::looks_like_id;
 use std::sync::Arc;
@@ -39,13 +37,7 @@ async fn visible(
     if !looks_like_id(id) {
         return Ok(false);
     }
-    let request = ReadRequest {
-        fields: Some(vec!["id".to_string()]),
-        ..ReadRequest::default()
-    };
-    let resource = resource(resource_name)?;
-    let page = read_one_as(state, resource, id, &request, viewer, timing).await?;
-    Ok(page.is_some())
+    super::write::visible(state, resource(resource_name)?, id, viewer, timing).await
 }
 
 /// `GET /api/<resource>/<a>/<b>`: the file content and template paths; any other is 404.

@@ -308,6 +308,32 @@ async fn concurrent_orders_of_one_variant_never_lose_demand(fx) {
     fx.get("/api/stock?order_by=available<&pageSize=2").await.records("stock");
 }
 
+async fn a_duplicate_push_from_many_connections_at_once_makes_one_order(fx) {
+    // The (brand store, hostOrderRef) key is a unique index: pushes racing past each other's
+    // check for a duplicate still make one order, however the transactions interleave.
+    let p = place(fx, 7).await;
+    let before = stock(fx, &p.warehouse, &p.variants[0].0).await;
+    let body = intake_body(&p, &unique("TWICE"));
+    let mut pushes = Vec::new();
+    for _ in 0..10 {
+        let body = body.clone();
+        pushes.push(tokio::spawn(async move { call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await }));
+    }
+    let mut created = 0;
+    for push in pushes {
+        let answer = push.await.expect("the push ran");
+        match answer.status {
+            201 => created += 1,
+            _ => {
+                answer.assert_problem(409, "conflict");
+            }
+        }
+    }
+    assert_eq!(created, 1, "one push made the order, the others were told it exists");
+    let pushed = get(fx, "host", &format!("/api/order/count?hostOrderRef={}", text(&body["hostOrderRef"]))).await;
+    assert_eq!(pushed.json()["count"], 1);
+    assert_eq!(stock(fx, &p.warehouse, &p.variants[0].0).await.1, before.1 + 2, "demand added once");
+}
 
 async fn an_intake_with_an_idempotency_key_is_applied_once_and_steps_honour_if_match(fx) {
     let p = place(fx, 5).await;

@@ -570,6 +570,8 @@ fn declared() -> Vec<Resource> {
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
         .writable_by(DISPATCH, OWNERS, &[&[("order_brandStore.brandStore_brand.fk_company", Companies)]])
         .writable_by(DISPATCH, WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
+        // One order per (brand store, hostOrderRef), however many pushes race (CONTRACT §11).
+        .index(&["fk_brandStore", "hostOrderRef"], true)
         // What a host's intake may set (CONTRACT §11); every later change is a lifecycle step.
         .writable(&ORDER_INTAKE, &["fk_brandStore", "hostOrderRef"], &[], false)
         .moves_through(&crate::lifecycle::ORDER_LIFECYCLE)

@@ -121,6 +121,28 @@ fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -
     (net, tax, gross)
 }
 
+/// The order a brand store has under a `hostOrderRef`, if any.
+fn holder(brand_store: &str, reference: &str) -> sea_query::SelectStatement {
+    let order = resource("order");
+    Query::select()
+        .column(Alias::new("id"))
+        .from(Alias::new(order.table))
+        .and_where(Expr::col(Alias::new("fk_brand_store")).eq(brand_store))
+        .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(reference)))
+        .limit(1)
+        .to_owned()
+}
+
+/// The 409 of a second push of the same order, naming the first.
+fn pushed_before(reference: &str, existing: &str) -> StoreError {
+    StoreError::conflict(
+        format!(
+            "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
+        ),
+        "hostOrderRef",
+    )
+}
+
 /// How many `brandOrderRef` numbers a process reserves at once: intakes then draw them from
 /// memory instead of each taking the counter row's lock until it commits, which made every
 /// intake of every process wait for the one before it.
@@ -403,26 +425,13 @@ impl Store {
             return Ok(Err(kept));
         }
         // A second push of the same order.
-        if let Some(reference) = intake.order.text("hostOrderRef") {
+        let reference = intake.order.text("hostOrderRef");
+        if let Some(reference) = &reference {
             let holder = tx
-                .fetch(
-                    &Query::select()
-                        .column(Alias::new("id"))
-                        .from(Alias::new(order.table))
-                        .and_where(Expr::col(Alias::new("fk_brand_store")).eq(target.id.as_str()))
-                        .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(&reference)))
-                        .limit(1)
-                        .to_owned(),
-                    &[Kind::Text],
-                )
+                .fetch(&holder(&target.id, reference), &[Kind::Text])
                 .await?;
             if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
-                return Err(StoreError::conflict(
-                    format!(
-                        "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
-                    ),
-                    "hostOrderRef",
-                ));
+                return Err(pushed_before(reference, existing));
             }
         }
 
@@ -480,7 +489,20 @@ impl Store {
         // The stock last: concurrent intakes of the same variants wait on those stock rows'
         // locks only from their update to the commit.
         record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
-        tx.insert_records(order, &mut [record]).await?;
+        if let Err(error) = tx.insert_records(order, &mut [record]).await {
+            // A push of the same order committed between the check above and this insert
+            // (the unique index of the key waited for it): told as the check tells it.
+            if let (StoreError::Conflict { .. }, Some(reference)) = (&error, &reference) {
+                drop(tx);
+                let holder = self
+                    .fetch_in_request(&holder(&target.id, reference), &[Kind::Text])
+                    .await?;
+                if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
+                    return Err(pushed_before(reference, existing));
+                }
+            }
+            return Err(error);
+        }
         tx.insert_records(item, &mut lines).await?;
         tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
         if let Some(key) = key {

@@ -538,6 +538,7 @@ impl Store {
             insecure_loopback: self.insecure_loopback,
             outbox: Default::default(),
             events_written: self.events_written.clone(),
+            inserted: Vec::new(),
         })
     }
 }
@@ -570,6 +571,13 @@ pub struct WriteTx {
     pub(crate) outbox: crate::events::Outbox,
     /// Told when this transaction committed events, so this process's senders start at once.
     events_written: std::sync::Arc<tokio::sync::Notify>,
+    /// The first few records this transaction inserted, as written, until their table is
+    /// written again: the derived fields of records inserted after them are read from here
+    /// (an order's brand store for its lines, in an intake) instead of from the database.
+    pub(crate) inserted: Vec<(
+        &'static brandhub_catalog::Resource,
+        brandhub_catalog::Record,
+    )>,
 }
 
 impl WriteTx {
@@ -680,6 +688,8 @@ impl WriteTx {
     /// Remembers which rows of `table` were written (`None`: rows this write cannot name).
     /// A table's rows are logged by id on commit only if every write of it named them.
     pub(crate) fn rows_written(&mut self, table: &'static str, ids: Option<&[&str]>) {
+        self.inserted
+            .retain(|(resource, _)| resource.table != table);
         match self.written_rows.iter_mut().find(|(t, _)| *t == table) {
             Some((_, written)) => crate::row_log::note(written, ids),
             None => {

@@ -157,6 +157,10 @@ enum Logged {
     Written,
 }
 
+/// How many inserted records a transaction keeps for the derived fields of later inserts
+/// ([`WriteTx::inserted`]): enough for an order and its lines, not a file's thousands.
+const KEPT_INSERTED: usize = 64;
+
 impl WriteTx {
     /// The time of this write as a record timestamp, from the store's clock.
     pub fn now_timestamp(&self) -> String {
@@ -173,6 +177,10 @@ impl WriteTx {
         self.fill_derived(resource, records).await?;
         self.insert_rows(resource, records, None, Stamp::IfUnset, Logged::Inserted)
             .await?;
+        if self.inserted.len() + records.len() <= KEPT_INSERTED {
+            self.inserted
+                .extend(records.iter().map(|record| (resource, record.clone())));
+        }
         self.announce(resource, records.iter().map(Record::id), true)
             .await?;
         for (list_index, field) in list_fields(resource).into_iter().enumerate() {
@@ -383,7 +391,7 @@ impl WriteTx {
             rest = more;
         }
         for (table_of, column) in steps {
-            let ids: Vec<String> = values
+            let mut ids: Vec<String> = values
                 .iter()
                 .flatten()
                 .cloned()
@@ -391,6 +399,23 @@ impl WriteTx {
                 .into_iter()
                 .collect();
             let mut found: HashMap<String, String> = HashMap::new();
+            // Records this transaction inserted hold the value already.
+            if let Some(position) = stored_fields(table_of)
+                .iter()
+                .position(|f| f.column == column)
+            {
+                ids.retain(|id| {
+                    let Some((_, record)) = self.inserted.iter().find(|(resource, record)| {
+                        resource.table == table_of.table && record.id() == id
+                    }) else {
+                        return true;
+                    };
+                    if let Some(value) = record.cells[position].as_text() {
+                        found.insert(id.clone(), value.to_string());
+                    }
+                    false
+                });
+            }
             for chunk in ids.chunks(1_000) {
                 let statement = Query::select()
                     .column(Alias::new("id"))

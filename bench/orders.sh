@@ -3,7 +3,11 @@
 # into a fresh database per backend, serves it over HTTPS (with --webhook-allow-insecure-localhost
 # for a local receiver) and measures:
 #   O1  order intake: POST /api/order as the demo host user, 5 lines a request, a new
-#       hostOrderRef each (wrk, CONNECTIONS)
+#       hostOrderRef each (wrk, CONNECTIONS); each order takes the next 5 of SPREAD_VARIANTS
+#       variants of the brand stocked in the brand store's warehouse, as a shop's orders
+#       spread over its catalogue
+#   O1h the same with the same 5 variants in every order: every intake updates the same 5
+#       stock rows (the worst case of one hot product; reported, no goal)
 #   O2  a dispatch array: POST /api/order/dispatch with DISPATCH_SIZE orders of O1, first
 #       acknowledged by the admin (bench/orders_driver.py accept), timed with curl
 #   O3  webhook delivery lag: LAG_ORDERS intakes at LAG_RATE a second with a host webhook on
@@ -27,6 +31,7 @@
 #   DISPATCH_SIZE orders in the dispatch array (default 1000, the most one request may hold)
 #   LAG_ORDERS    intakes whose webhook lag is measured (default 200), at LAG_RATE a second
 #                 (default 20)
+#   SPREAD_VARIANTS  stocked variants O1's orders are spread over (default 500)
 #   FLOW_RATE     orders a second during the second read pass (default 50), over FLOW_WORKERS
 #                 connections (default 4)
 #   PAGE_CACHE_MB, WRK_TIMEOUT, PORT, BENCH_WORK_DIR, BENCH_KEEP: as in bench/writes.sh
@@ -51,6 +56,7 @@ LAG_ORDERS=${LAG_ORDERS:-200}
 LAG_RATE=${LAG_RATE:-20}
 FLOW_RATE=${FLOW_RATE:-50}
 FLOW_WORKERS=${FLOW_WORKERS:-4}
+SPREAD_VARIANTS=${SPREAD_VARIANTS:-500}
 PAGE_CACHE_MB=${PAGE_CACHE_MB:-32}
 WRK_TIMEOUT=${WRK_TIMEOUT:-30s}
 PORT=${PORT:-0}
@@ -81,6 +87,7 @@ READ_RATIO_GOAL=2         # read p50 while orders flow, against the read-only p5
 [[ $DISPATCH_SIZE =~ ^[1-9][0-9]*$ ]] && [ "$DISPATCH_SIZE" -le 1000 ] || die "DISPATCH_SIZE must be 1 to 1000"
 [[ $LAG_ORDERS =~ ^[1-9][0-9]*$ ]] || die "LAG_ORDERS must be a positive number"
 [[ $LAG_RATE =~ ^[1-9][0-9]*$ ]] || die "LAG_RATE must be a positive number"
+[[ $SPREAD_VARIANTS =~ ^[0-9]+$ ]] && [ "$SPREAD_VARIANTS" -ge 5 ] && [ "$SPREAD_VARIANTS" -le 1000 ] || die "SPREAD_VARIANTS must be 5 to 1000"
 [[ $FLOW_RATE =~ ^[1-9][0-9]*$ ]] || die "FLOW_RATE must be a positive number"
 [[ $FLOW_WORKERS =~ ^[1-9][0-9]*$ ]] || die "FLOW_WORKERS must be a positive number"
 command -v python3 >/dev/null || die "python3 is needed (the order driver)"
@@ -136,25 +143,32 @@ key = lambda v: v["__KEY"] if isinstance(v, dict) else v
 print(b["id"], key(b["fk_brand"]), key(b["fk_warehouse"]))' "$WORK/bs.json")
   local brand_store brand warehouse
   read -r brand_store brand warehouse <<<"$place"
-  api_get "/api/stock?fk_warehouse=$warehouse&stock_variant.variant_product.fk_brand=$brand&fields=fk_variant&pageSize=5&order_by=id" >"$WORK/stock.json" ||
+  api_get "/api/stock?fk_warehouse=$warehouse&stock_variant.variant_product.fk_brand=$brand&fields=fk_variant&pageSize=$SPREAD_VARIANTS&order_by=id" >"$WORK/stock.json" ||
     die "cannot list the brand's stock"
-  python3 - "$WORK/stock.json" "$brand_store" >"$WORK/intake.json" <<'EOF'
+  # intake.json: the same 5 variants in every order; intake_spread.json: "@V1@" … "@V5@",
+  # filled by order_intake.lua from variants.txt.
+  python3 - "$WORK/stock.json" "$brand_store" "$WORK" <<'EOF'
 import json, sys
 stock = json.load(open(sys.argv[1]))["response"]["stock"]
 key = lambda v: v["__KEY"] if isinstance(v, dict) else v
 if len(stock) < 5:
     sys.exit("fewer than 5 stocked variants")
-print(json.dumps({
-    "fk_brandStore": sys.argv[2],
-    "hostOrderRef": "@REF@",
-    "shipAddress": {"forename": "Ada", "surname": "Lovelace", "line1": "1 Analytical Row",
-                    "town": "London", "postcode": "N1 1AA", "countryCode": "GB"},
-    "order_orderItem": [{"fk_variant": key(s["fk_variant"]), "orderQty": 1 + i % 2,
-                         "itemPrice": 10 + i, "hostItemRef": "L%d" % i}
-                        for i, s in enumerate(stock[:5])],
-}))
+def body(variants):
+    return json.dumps({
+        "fk_brandStore": sys.argv[2],
+        "hostOrderRef": "@REF@",
+        "shipAddress": {"forename": "Ada", "surname": "Lovelace", "line1": "1 Analytical Row",
+                        "town": "London", "postcode": "N1 1AA", "countryCode": "GB"},
+        "order_orderItem": [{"fk_variant": v, "orderQty": 1 + i % 2,
+                             "itemPrice": 10 + i, "hostItemRef": "L%d" % i}
+                            for i, v in enumerate(variants)],
+    })
+ids = [key(s["fk_variant"]) for s in stock]
+open(sys.argv[3] + "/intake.json", "w").write(body(ids[:5]) + "\n")
+open(sys.argv[3] + "/intake_spread.json", "w").write(body(["@V%d@" % (i + 1) for i in range(5)]) + "\n")
+open(sys.argv[3] + "/variants.txt", "w").write("\n".join(ids) + "\n")
 EOF
-  say "brand store $brand_store (brand $brand, warehouse $warehouse), 5 variants"
+  say "brand store $brand_store (brand $brand, warehouse $warehouse), $(wc -l <"$WORK/variants.txt") stocked variants"
 
   # -- O1: intakes.
   section "$BACKEND_LABEL: O1 POST /api/order (5 lines) as the host ($host_user)"
@@ -162,11 +176,21 @@ EOF
   request POST /api/order "$WORK/first.json"
   say "  first intake: HTTP $R_CODE in $R_MS ms; Server-Timing: ${R_TIMING:-none}"
   [ "$R_CODE" = 201 ] || die "POST /api/order answered $R_CODE: $(head -c 500 "$WORK/answer.json")"
-  export BENCH_BODY_FILE=$WORK/intake.json BENCH_TAG=$TAG
+  # Each order 5 variants of the next in the list: a shop's orders spread over its catalogue.
+  export BENCH_BODY_FILE=$WORK/intake_spread.json BENCH_VARIANTS_FILE=$WORK/variants.txt BENCH_TAG=$TAG
   run_wrk O1 order_intake.lua
   local -A O=()
   if [ -n "${F[note]:-}" ]; then O[note]=${F[note]}; else
     O[p50]=${F[p50_ms]} O[p99]=${F[p99_ms]} O[ops]=${F[rps]} O[errors]=${F[errors]}
+  fi
+  # O1h: every order the same 5 variants, whose stock rows every intake then updates: the
+  # worst case of one hot product, reported beside O1 (no goal of its own).
+  section "$BACKEND_LABEL: O1h the same, every order of the same 5 variants"
+  export BENCH_BODY_FILE=$WORK/intake.json BENCH_VARIANTS_FILE="" BENCH_TAG=${TAG}h
+  run_wrk O1h order_intake.lua
+  local -A OH=()
+  if [ -n "${F[note]:-}" ]; then OH[note]=${F[note]}; else
+    OH[p50]=${F[p50_ms]} OH[p99]=${F[p99_ms]} OH[ops]=${F[rps]} OH[errors]=${F[errors]}
   fi
 
   # -- O3: webhook lag (before O2, so that the receiver sees a quiet server).
@@ -238,6 +262,12 @@ EOF
       else verdict=MISSED; fi
       printf 'O1 POST /api/order (5 lines): p50 %.2f ms, p99 %.2f ms, %.1f orders/s, %s errors  %s (goal >= %s orders/s, p50 <= %s ms)\n' \
         "${O[p50]}" "${O[p99]}" "${O[ops]}" "${O[errors]}" "$verdict" "$(ops_goal "$backend")" "$GOAL_P50"
+    fi
+    if [ -n "${OH[note]:-}" ]; then
+      printf 'O1h the same 5 variants in every order: %s\n' "${OH[note]}"
+    else
+      printf 'O1h the same 5 variants in every order: p50 %.2f ms, p99 %.2f ms, %.1f orders/s, %s errors  (the worst case, no goal)\n' \
+        "${OH[p50]}" "${OH[p99]}" "${OH[ops]}" "${OH[errors]}"
     fi
     verdict=MISSED
     if [ "$dispatch_code" != 200 ] || [ "${applied:-0}" != "$listed" ]; then verdict="INVALID (not all applied)"

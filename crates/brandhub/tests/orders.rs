@@ -281,6 +281,10 @@ async fn an_intake_of_stocked_variants_keeps_the_count_of_every_stock_record(fx)
     ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201);
     assert_eq!(count(&fx.get("/api/stock/count").await), total + 1, "a stale count after an intake created a stock record");
     assert_eq!(stock(fx, &p.warehouse, &variant).await, (0, 2, 0));
+    // Its scope (internal: the variant's brand, known from the intake's read of the
+    // variants, not read again in the transaction) lets the brand's company see it.
+    let seen = get(fx, "company", &format!("/api/stock?fk_warehouse={}&fk_variant={variant}&fields=id", p.warehouse)).await.records("stock");
+    assert_eq!(seen.len(), 1, "the company sees the stock record the intake made");
 }
 
 async fn concurrent_orders_of_one_variant_never_lose_demand(fx) {

@@ -539,6 +539,7 @@ impl Store {
             outbox: Default::default(),
             events_written: self.events_written.clone(),
             inserted: Vec::new(),
+            known: Vec::new(),
         })
     }
 }
@@ -578,6 +579,9 @@ pub struct WriteTx {
         &'static brandhub_catalog::Resource,
         brandhub_catalog::Record,
     )>,
+    /// Derived fields' values read before this transaction began ([`WriteTx::knows`]), as
+    /// (table, column, id, value): read from here as [`WriteTx::inserted`] is.
+    pub(crate) known: Vec<(&'static str, &'static str, String, String)>,
 }
 
 impl WriteTx {
@@ -690,6 +694,7 @@ impl WriteTx {
     pub(crate) fn rows_written(&mut self, table: &'static str, ids: Option<&[&str]>) {
         self.inserted
             .retain(|(resource, _)| resource.table != table);
+        self.known.retain(|(known, ..)| *known != table);
         match self.written_rows.iter_mut().find(|(t, _)| *t == table) {
             Some((_, written)) => crate::row_log::note(written, ids),
             None => {

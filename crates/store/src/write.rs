@@ -399,12 +399,19 @@ impl WriteTx {
                 .into_iter()
                 .collect();
             let mut found: HashMap<String, String> = HashMap::new();
-            // Records this transaction inserted hold the value already.
+            // Records this transaction inserted hold the value already, and values the
+            // caller read before it began may be known.
             if let Some(position) = stored_fields(table_of)
                 .iter()
                 .position(|f| f.column == column)
             {
                 ids.retain(|id| {
+                    if let Some((.., value)) = self.known.iter().find(|(table, known, at, _)| {
+                        *table == table_of.table && *known == column && at == id
+                    }) {
+                        found.insert(id.clone(), value.clone());
+                        return false;
+                    }
                     let Some((_, record)) = self.inserted.iter().find(|(resource, record)| {
                         resource.table == table_of.table && record.id() == id
                     }) else {
@@ -435,6 +442,27 @@ impl WriteTx {
                 .collect();
         }
         Ok(values)
+    }
+
+    /// Tells the transaction the value of a derived field of a record, read before it began:
+    /// inserts whose own derived fields follow that one take it from here instead of reading
+    /// it again. Only derived fields qualify: their paths pass only links no update changes
+    /// (the catalog refuses others), so a value read before is the value now, as long as the
+    /// record exists (a record deleted since fails the insert's foreign key instead).
+    pub fn knows(&mut self, resource: &'static Resource, id: &str, path: &str, value: &str) {
+        let Some(field) = resource
+            .field_at(path)
+            .filter(|field| field.derived_from.is_some())
+        else {
+            debug_assert!(false, "{}.{path} is not a derived field", resource.name);
+            return;
+        };
+        self.known.push((
+            resource.table,
+            field.column.as_str(),
+            id.to_string(),
+            value.to_string(),
+        ));
     }
 
     /// Sets every derived field of the records (`Field::derived`: a shortcut equal to the

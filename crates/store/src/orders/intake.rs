@@ -1,8 +1,9 @@
 //! Order intake (CONTRACT §11): a host pushes an order with its lines in one request. Every
 //! problem (the order's fields, each line's, the brand store, the variants, the amounts) is
 //! gathered into one 422 before the write transaction begins (the brand store and the
-//! variants are read before it); in it, a second push of the same (brand store,
-//! hostOrderRef) is 409 naming the order it already made. brandhub sets the id,
+//! variants are read before it); a second push of the same (brand store, hostOrderRef) is
+//! 409 naming the order it already made, found before the transaction or, when pushes race,
+//! by the pair's unique index in it. brandhub sets the id,
 //! `brandOrderRef` (from blocks of a counter row in the database, so every process draws
 //! distinct numbers), the warehouse, the statuses and the totals, and adds each line's quantity to
 //! the demand of its variant in that warehouse, all in one transaction. With an
@@ -415,24 +416,30 @@ impl Store {
             return Err(StoreError::Internal);
         };
 
-        // The writes, in one transaction. The brand store and the variants were read before
-        // it (on SQLite, writers take turns: reads inside would lengthen every turn); one
-        // deleted meanwhile fails the insert's foreign key, a 409.
+        // A second push of the same order, told before the transaction too. With an
+        // idempotency key the push may be the first one again, which the key's claim answers:
+        // then the unique index of (brand store, hostOrderRef) refuses a second order.
+        let reference = intake.order.text("hostOrderRef");
+        if key.is_none()
+            && let Some(reference) = &reference
+        {
+            let holder = self
+                .fetch_in_request(&holder(&target.id, reference), &[Kind::Text])
+                .await?;
+            if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
+                return Err(pushed_before(reference, existing));
+            }
+        }
+
+        // The writes, in one transaction. What they depend on was read before it (on SQLite,
+        // writers take turns: reads inside would lengthen every turn); a brand store or
+        // variant deleted meanwhile fails the insert's foreign key, a 409, and a push of the
+        // same order made meanwhile fails the unique index, the 409 above.
         let mut tx = self.begin().await?;
         if let Some(key) = key
             && let Some(kept) = tx.claim_key(key).await?
         {
             return Ok(Err(kept));
-        }
-        // A second push of the same order.
-        let reference = intake.order.text("hostOrderRef");
-        if let Some(reference) = &reference {
-            let holder = tx
-                .fetch(&holder(&target.id, reference), &[Kind::Text])
-                .await?;
-            if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
-                return Err(pushed_before(reference, existing));
-            }
         }
 
         // The records.
@@ -486,12 +493,19 @@ impl Store {
             }
             lines.push(r);
         }
+        // The variants' brand, read above, is the stock records' scope (fixed once a variant
+        // is made): not read again inside the transaction.
+        if let Some(brand) = &brand {
+            for id in variants.iter().flatten() {
+                tx.knows(variant, id, "fk_scopeBrand", brand);
+            }
+        }
         // The stock last: concurrent intakes of the same variants wait on those stock rows'
         // locks only from their update to the commit.
         record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
         if let Err(error) = tx.insert_records(order, &mut [record]).await {
-            // A push of the same order committed between the check above and this insert
-            // (the unique index of the key waited for it): told as the check tells it.
+            // A push of the same order committed since the check above (the unique index
+            // waited for it), or, with a key, before: told as the check tells it.
             if let (StoreError::Conflict { .. }, Some(reference)) = (&error, &reference) {
                 drop(tx);
                 let holder = self

@@ -24,6 +24,18 @@ pub struct RenderedPage {
     pub records: usize,
 }
 
+impl RenderedPage {
+    /// The envelope of a plan's page read from the database.
+    fn of(plan: &ReadPlan, data: &crate::read::PageData) -> RenderedPage {
+        let mut body = Vec::with_capacity(16 * 1024);
+        render_envelope(&mut body, &plan.selection, data, plan.page, plan.page_size);
+        RenderedPage {
+            body: Arc::new(body),
+            records: data.root.rows.len(),
+        }
+    }
+}
+
 /// What the page cache keeps: rendered pages, and the ids (and count) each page listed.
 #[derive(Debug, Clone)]
 enum Kept {
@@ -176,12 +188,7 @@ impl Store {
             self.versions(timing).await?
         };
         let data = self.read_page(plan, viewer, &versions, timing).await?;
-        let mut body = Vec::with_capacity(4 * 1024);
-        render_envelope(&mut body, &plan.selection, &data, plan.page, plan.page_size);
-        Ok(RenderedPage {
-            body: Arc::new(body),
-            records: data.root.rows.len(),
-        })
+        Ok(RenderedPage::of(plan, &data))
     }
 
     /// The rendered envelope of a plan's page: from the cache while it is true, else read,
@@ -261,12 +268,7 @@ impl Store {
                 data
             }
         };
-        let mut body = Vec::with_capacity(16 * 1024);
-        render_envelope(&mut body, &plan.selection, &data, plan.page, plan.page_size);
-        let page = RenderedPage {
-            body: Arc::new(body),
-            records: data.root.rows.len(),
-        };
+        let page = RenderedPage::of(plan, &data);
         self.pages.insert(
             key,
             Arc::new(CachedPage {

@@ -334,9 +334,6 @@ impl Store {
     }
 }
 
-/// The number of matches a page of `rows` records proves: a page that is not full is the
-/// last one, unless it is empty past the first page (the matches may end anywhere before);
-/// a first page holding all of the `most` records the filter can match has them all.
 /// Whether [`Store::read_page`] learns a plan's count from its page alone (a first page that
 /// can hold every record of the ids it names): then no version, and no cached count, is
 /// consulted.
@@ -348,6 +345,9 @@ pub(crate) fn counts_itself(plan: &ReadPlan) -> bool {
             .is_some_and(|most| most as u64 <= plan.page_size)
 }
 
+/// The number of matches a page of `rows` records proves: a page that is not full is the
+/// last one, unless it is empty past the first page (the matches may end anywhere before);
+/// a first page holding all of the `most` records the filter can match has them all.
 fn found_from_page(page_size: u64, offset: u64, rows: u64, most: Option<u64>) -> Option<u64> {
     let all_found = offset == 0 && most.is_some_and(|most| rows >= most);
     let last_page = rows < page_size && (rows > 0 || offset == 0);
@@ -404,6 +404,18 @@ mod page_count_tests {
 
     #[test]
     fn a_first_page_by_ids_tells_its_count_however_many_are_found() {
+        use super::counts_itself;
+        use brandhub_query::plan::{Viewer, plan_by_ids, plan_read};
+        use brandhub_query::request::ReadRequest;
+        let stock = brandhub_catalog::catalog().resource("stock").unwrap();
+        let ids: Vec<String> = ["A", "B", "C"].map(String::from).to_vec();
+        let by_ids = plan_by_ids(stock, &ids, &ReadRequest::default(), &Viewer::admin()).unwrap();
+        assert!(
+            counts_itself(&by_ids),
+            "a write's answer: its ids on one page"
+        );
+        let list = plan_read(stock, &ReadRequest::default(), &Viewer::admin()).unwrap();
+        assert!(!counts_itself(&list), "a list needs its count");
         // What `counts_itself` promises: such a page never falls back to a count.
         for most in 1..=5u64 {
             for page_size in most..=6 {

@@ -399,30 +399,16 @@ impl WriteTx {
                 .into_iter()
                 .collect();
             let mut found: HashMap<String, String> = HashMap::new();
-            // Records this transaction inserted hold the value already, and values the
-            // caller read before it began may be known.
-            if let Some(position) = stored_fields(table_of)
+            let position = stored_fields(table_of)
                 .iter()
-                .position(|f| f.column == column)
-            {
-                ids.retain(|id| {
-                    if let Some((.., value)) = self.known.iter().find(|(table, known, at, _)| {
-                        *table == table_of.table && *known == column && at == id
-                    }) {
-                        found.insert(id.clone(), value.clone());
-                        return false;
-                    }
-                    let Some((_, record)) = self.inserted.iter().find(|(resource, record)| {
-                        resource.table == table_of.table && record.id() == id
-                    }) else {
-                        return true;
-                    };
-                    if let Some(value) = record.cells[position].as_text() {
-                        found.insert(id.clone(), value.to_string());
-                    }
+                .position(|f| f.column == column);
+            ids.retain(|id| match self.held(table_of, &column, position, id) {
+                Some(value) => {
+                    found.extend(value.map(|v| (id.clone(), v)));
                     false
-                });
-            }
+                }
+                None => true,
+            });
             for chunk in ids.chunks(1_000) {
                 let statement = Query::select()
                     .column(Alias::new("id"))
@@ -442,6 +428,30 @@ impl WriteTx {
                 .collect();
         }
         Ok(values)
+    }
+
+    /// The value of `column` (the stored field at `position`) of the record `id` of `table`
+    /// that this transaction holds already, unset or not: a derived value it was told
+    /// ([`WriteTx::knows`]) or a record it inserted. `None`: it must be read.
+    fn held(
+        &self,
+        table: &Resource,
+        column: &str,
+        position: Option<usize>,
+        id: &str,
+    ) -> Option<Option<String>> {
+        if let Some((.., value)) = self
+            .known
+            .iter()
+            .find(|(known, at, of, _)| *known == table.table && *at == column && of == id)
+        {
+            return Some(Some(value.clone()));
+        }
+        let (_, record) = self
+            .inserted
+            .iter()
+            .find(|(resource, record)| resource.table == table.table && record.id() == id)?;
+        Some(record.cells[position?].as_text().map(str::to_string))
     }
 
     /// Tells the transaction the value of a derived field of a record, read before it began:

@@ -122,26 +122,31 @@ fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -
     (net, tax, gross)
 }
 
-/// The order a brand store has under a `hostOrderRef`, if any.
-fn holder(brand_store: &str, reference: &str) -> sea_query::SelectStatement {
-    let order = resource("order");
-    Query::select()
-        .column(Alias::new("id"))
-        .from(Alias::new(order.table))
-        .and_where(Expr::col(Alias::new("fk_brand_store")).eq(brand_store))
-        .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(reference)))
-        .limit(1)
-        .to_owned()
-}
-
-/// The 409 of a second push of the same order, naming the first.
-fn pushed_before(reference: &str, existing: &str) -> StoreError {
-    StoreError::conflict(
-        format!(
-            "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
-        ),
-        "hostOrderRef",
-    )
+impl Store {
+    /// The 409 of a second push of the same order, naming the order the brand store has
+    /// under `reference` already; `None` when it has none.
+    async fn pushed_before(
+        &self,
+        brand_store: &str,
+        reference: &str,
+    ) -> StoreResult<Option<StoreError>> {
+        let holder = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(resource("order").table))
+            .and_where(Expr::col(Alias::new("fk_brand_store")).eq(brand_store))
+            .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(reference)))
+            .limit(1)
+            .to_owned();
+        let rows = self.fetch_in_request(&holder, &[Kind::Text]).await?;
+        Ok(rows.first().and_then(|r| r[0].as_text()).map(|existing| {
+            StoreError::conflict(
+                format!(
+                    "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
+                ),
+                "hostOrderRef",
+            )
+        }))
+    }
 }
 
 /// How many `brandOrderRef` numbers a process reserves at once: intakes then draw them from
@@ -422,13 +427,9 @@ impl Store {
         let reference = intake.order.text("hostOrderRef");
         if key.is_none()
             && let Some(reference) = &reference
+            && let Some(conflict) = self.pushed_before(&target.id, reference).await?
         {
-            let holder = self
-                .fetch_in_request(&holder(&target.id, reference), &[Kind::Text])
-                .await?;
-            if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
-                return Err(pushed_before(reference, existing));
-            }
+            return Err(conflict);
         }
 
         // The writes, in one transaction. What they depend on was read before it (on SQLite,
@@ -508,11 +509,8 @@ impl Store {
             // waited for it), or, with a key, before: told as the check tells it.
             if let (StoreError::Conflict { .. }, Some(reference)) = (&error, &reference) {
                 drop(tx);
-                let holder = self
-                    .fetch_in_request(&holder(&target.id, reference), &[Kind::Text])
-                    .await?;
-                if let Some(existing) = holder.first().and_then(|r| r[0].as_text()) {
-                    return Err(pushed_before(reference, existing));
+                if let Some(conflict) = self.pushed_before(&target.id, reference).await? {
+                    return Err(conflict);
                 }
             }
             return Err(error);

@@ -224,7 +224,14 @@ async fn updated_date_is_set_on_create_and_moved_by_a_patch(fx) {
     assert_eq!(patched.status, 200, "{}", body(&patched));
     let record = &patched.records("company")[0];
     assert!(text(&record["updatedDate"]) >= created, "{record}");
-    assert_ne!(patched.header("etag").unwrap(), etag, "a write changes the ETag");
+    let new_etag = patched.header("etag").unwrap();
+    assert_ne!(new_etag, etag, "a write changes the ETag");
+    let reread = fx.get(&format!("/api/company/{id}")).await;
+    assert_eq!(reread.header("etag"), Some(new_etag.clone()), "a PATCH answers the version it wrote");
+    let again = call(fx, reqwest::Method::PATCH, &format!("/api/company/{id}"), "admin", &[("if-match", new_etag.as_str())], Some(&json!({"name": "Renamed again"}))).await;
+    assert_eq!(again.status, 200, "{}", body(&again));
+    let stale = call(fx, reqwest::Method::PATCH, &format!("/api/company/{id}"), "admin", &[("if-match", new_etag.as_str())], Some(&json!({"name": "Lost"}))).await;
+    stale.assert_problem(412, "precondition_failed");
     // updatedDate is a timestamp like any other: filtered and sorted.
     let day = &text(&record["updatedDate"])[..10];
     let since = fx.get(&format!("/api/company?id={id}&updatedDate={day}&order_by=<updatedDate")).await;

@@ -255,6 +255,32 @@ async fn writes_stay_within_scope_and_rights(fx) {
     let theirs_id = theirs["id"].as_str().unwrap();
     call(fx, reqwest::Method::PATCH, &format!("/api/brand/{theirs_id}"), "company", Some(json!({"name": "Hijacked"}))).await.assert_problem(404, "not_found");
     call(fx, reqwest::Method::DELETE, &format!("/api/brand/{theirs_id}"), "company", None).await.assert_problem(404, "not_found");
+    // A request refused before the store looks at the record is 404 too: neither a 400 nor a
+    // 422 tells that the record exists. The same requests on the caller's own brand are refused
+    // for what they are.
+    let theirs_path = format!("/api/brand/{theirs_id}");
+    let own_path = format!("/api/brand/{brand_id}");
+    let patch = reqwest::Method::PATCH;
+    let bad_if_match: &[(&str, &str)] = &[("If-Match", "not a tag")];
+    for (path, status, code) in [(&theirs_path, 404, "not_found"), (&own_path, 400, "invalid_value")] {
+        call(fx, patch.clone(), path, "company", Some(json!([1]))).await.assert_problem(status, code);
+    }
+    for (path, status, code) in [(&theirs_path, 404, "not_found"), (&own_path, 400, "unknown_field")] {
+        call(fx, patch.clone(), path, "company", Some(json!({"name": "x", "nope": 1}))).await.assert_problem(status, code);
+    }
+    for (path, status, code) in [(&theirs_path, 404, "not_found"), (&own_path, 422, "validation_failed")] {
+        call(fx, patch.clone(), path, "company", Some(json!({"name": 5}))).await.assert_problem(status, code);
+    }
+    for (method, path, status, code) in [
+        (patch.clone(), &theirs_path, 404, "not_found"),
+        (reqwest::Method::DELETE, &theirs_path, 404, "not_found"),
+        (patch.clone(), &own_path, 400, "invalid_parameter"),
+        (reqwest::Method::DELETE, &own_path, 400, "invalid_parameter"),
+    ] {
+        let body = json!({"name": "Hijacked"});
+        let body = (method == reqwest::Method::PATCH).then_some(&body);
+        common::send(fx, &fx.base, method, path, common::As::Demo("company"), bad_if_match, body).await.assert_problem(status, code);
+    }
     post(fx, "/api/brand?upsert=true", "company", json!({"fk_company": own, "name": "Hijacked", "code": "SCP-ADMIN"})).await.assert_problem(404, "not_found");
     assert_eq!(fx.get(&format!("/api/brand/{theirs_id}")).await.records("brand")[0]["name"], "Theirs");
     let changed = call(fx, reqwest::Method::PATCH, &format!("/api/brand/{brand_id}"), "company", Some(json!({"fk_company": foreign}))).await;

@@ -901,6 +901,28 @@ pub fn satisfying_ids(
     among_ids(resource, ids, predicate, Table::Aliased(ROOT))
 }
 
+/// The ids among `ids` of the records of `resource` that satisfy `seen`, each with 1 when it
+/// also satisfies `writable` (else 0): what an update checks of the records it changes (the
+/// caller's scope, then its write rule), in one statement instead of one per rule.
+pub fn seen_and_writable_ids(
+    resource: &'static Resource,
+    ids: &[String],
+    seen: &Predicate,
+    writable: &Predicate,
+) -> SelectStatement {
+    let mut statement = among_ids(resource, ids, seen, Table::Aliased(ROOT));
+    let flag: Expr = if writable.is_always() {
+        Expr::val(1i64)
+    } else {
+        // Bound as 64-bit integers, so that both backends answer a BIGINT.
+        Expr::case(predicate_expr(writable, Table::Aliased(ROOT), false), 1i64)
+            .finally(0i64)
+            .into()
+    };
+    statement.expr(flag);
+    statement
+}
+
 /// The first of `ids` whose record satisfies `predicate`, if any: whether any of a few
 /// known records (rows just written) is one a filter finds. Starts from those rows and looks
 /// up each relation the predicate passes for each of them (`EXISTS`), so its cost follows

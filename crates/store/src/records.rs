@@ -22,7 +22,7 @@ use brandhub_query::conditions::IdempotencyKey;
 use brandhub_query::conditions::IfMatch;
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
-use brandhub_query::sql::satisfying_ids;
+use brandhub_query::sql::{satisfying_ids, seen_and_writable_ids};
 use brandhub_query::text::fold;
 use brandhub_query::write::WriteValues;
 use sea_query::{Alias, Condition, Expr, ExprTrait, Query};
@@ -464,29 +464,34 @@ impl WriteTx {
         Ok((!seen.is_empty(), !writable.is_empty()))
     }
 
-    /// Which of `ids` (distinct) the caller sees, and which of those it may write; the second
-    /// is only asked when it sees them all (an update of one it does not see is 404 anyway).
+    /// Which of `ids` (distinct) the caller sees, and which of those it may write: both rules
+    /// in one statement (`sql::seen_and_writable_ids`).
     async fn seen_and_writable(
         &mut self,
         resource: &'static Resource,
         ids: &[String],
         viewer: &Viewer,
     ) -> StoreResult<(HashSet<String>, HashSet<String>)> {
-        let seen = self.visible_ids(resource, ids, viewer).await?;
-        if seen.len() < ids.len() {
-            return Ok((seen, HashSet::new()));
+        if ids.is_empty() {
+            return Ok((HashSet::new(), HashSet::new()));
         }
-        let statement = satisfying_ids(
+        let statement = seen_and_writable_ids(
             resource,
             ids,
+            &viewer.scope(resource),
             &viewer.authority(resource, WriteAction::Write),
         );
-        let writable = self
-            .fetch(&statement, &[Kind::Text])
-            .await?
-            .into_iter()
-            .filter_map(|row| row[0].as_text().map(str::to_string))
-            .collect();
+        let mut seen = HashSet::new();
+        let mut writable = HashSet::new();
+        for row in self.fetch(&statement, &[Kind::Text, Kind::Integer]).await? {
+            let Some(id) = row[0].as_text() else {
+                continue;
+            };
+            if row[1] == Cell::Integer(1) {
+                writable.insert(id.to_string());
+            }
+            seen.insert(id.to_string());
+        }
         Ok((seen, writable))
     }
 
@@ -657,12 +662,13 @@ impl Store {
     ) -> StoreResult<i64> {
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin().await?;
-        tx.lock_version(resource, &id).await?;
+        let locked = tx.lock_version(resource, &id).await?;
         if if_match.is_some() {
             precondition_in(&mut tx, resource, &id, writer, if_match).await?;
         }
-        update_in(&mut tx, resource, &id, values, writer).await?;
-        let version = tx.version_of(resource, &id).await?.unwrap_or_default();
+        let moved = update_in(&mut tx, resource, &id, values, writer).await?;
+        // The row stays locked until the commit: no other write moves its version meanwhile.
+        let version = locked.unwrap_or_default() + i64::from(moved);
         tx.commit().await?;
         Ok(version)
     }
@@ -962,15 +968,17 @@ fn issue_secrets(resource: &'static Resource, records: &mut [Record]) -> Vec<Opt
         .collect()
 }
 
-/// [`Store::update_record`] inside a transaction of the caller's.
+/// [`Store::update_record`] inside a transaction of the caller's; whether the record's
+/// version moved (one up: `write::stamp_update`).
 async fn update_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
     id: &str,
     values: &WriteValues,
     writer: &Writer<'_>,
-) -> StoreResult<()> {
-    update_many_in(tx, resource, &[(id, values, None)], writer).await
+) -> StoreResult<bool> {
+    let versioned = update_many_in(tx, resource, &[(id, values, None)], writer).await?;
+    Ok(versioned.first().copied().unwrap_or_default())
 }
 
 /// An upsert's records that exist already, at most this many checked and updated together.
@@ -985,19 +993,21 @@ async fn update_many_in(
     resource: &'static Resource,
     updates: &[(&str, &WriteValues, Option<usize>)],
     writer: &Writer<'_>,
-) -> StoreResult<()> {
+) -> StoreResult<Vec<bool>> {
+    let mut versioned = Vec::with_capacity(updates.len());
     for batch in updates.chunks(UPDATES_PER_BATCH) {
-        update_batch_in(tx, resource, batch, writer).await?;
+        versioned.extend(update_batch_in(tx, resource, batch, writer).await?);
     }
-    Ok(())
+    Ok(versioned)
 }
 
+/// [`update_many_in`] of one batch; for each update, whether its record's version moved.
 async fn update_batch_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
     updates: &[(&str, &WriteValues, Option<usize>)],
     writer: &Writer<'_>,
-) -> StoreResult<()> {
+) -> StoreResult<Vec<bool>> {
     let at = |error: StoreError, index: Option<usize>| match index {
         Some(i) => error.at_element(i),
         None => error,
@@ -1122,10 +1132,15 @@ async fn update_batch_in(
     for (((id, values, index), record), before) in
         updates.iter().zip(records.iter_mut()).zip(&befores)
     {
-        problems.extend(
-            tx.authority_problems(resource, record, Some(id), writer.viewer, *index, &mut memo)
-                .await?,
-        );
+        // The rules judge a record by its ids alone (`known_of`); with none of them changed,
+        // the record as it will be is judged as the stored one was by `seen_and_writable`,
+        // with its row locked: by the same rules.
+        if ids_changed(resource, record, before) {
+            problems.extend(
+                tx.authority_problems(resource, record, Some(id), writer.viewer, *index, &mut memo)
+                    .await?,
+            );
+        }
         problems.extend(
             policy::problems(tx, resource, writer, record, Some(before), values, *index).await?,
         );
@@ -1133,11 +1148,16 @@ async fn update_batch_in(
     if !problems.is_empty() {
         return Err(sorted(problems));
     }
-    // A natural key moved onto another record's.
+    // A natural key moved onto another record's (one that did not move is the record's own).
     let keyed: Vec<(usize, Vec<String>)> = records
         .iter()
+        .zip(&befores)
         .enumerate()
-        .filter_map(|(i, record)| key_of(resource, record).map(|key| (i, key)))
+        .filter_map(|(i, (record, before))| {
+            key_of(resource, record)
+                .filter(|key| key_of(resource, before).as_ref() != Some(key))
+                .map(|key| (i, key))
+        })
         .collect();
     if !keyed.is_empty() {
         let keys: Vec<Vec<String>> = keyed.iter().map(|(_, key)| key.clone()).collect();
@@ -1150,16 +1170,27 @@ async fn update_batch_in(
             }
         }
     }
+    let mut versioned = Vec::with_capacity(updates.len());
     for ((id, _, _), (changes, list_changes)) in updates
         .iter()
         .zip(all_changes.iter().zip(&all_list_changes))
     {
         tx.update_cells(resource, id, changes).await?;
+        versioned.push(!changes.is_empty());
         for (_, field, given) in list_changes {
             tx.replace_list(field, id, given).await?;
         }
     }
-    Ok(())
+    Ok(versioned)
+}
+
+/// Whether a record about to be written holds other ids (its own, its links, its derived
+/// links) than it did.
+fn ids_changed(resource: &'static Resource, record: &Record, before: &Record) -> bool {
+    stored_fields(resource)
+        .iter()
+        .zip(record.cells.iter().zip(&before.cells))
+        .any(|(field, (now, then))| field.ty == FieldType::Id && now != then)
 }
 
 #[cfg(test)]

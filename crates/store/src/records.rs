@@ -11,6 +11,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::new_id;
 use crate::policy;
+use crate::schema::ROW_VERSION;
 use crate::write::cell_of;
 use brandhub_catalog::{
     Cell, Domain, Field, FieldDefault, FieldType, Record, RelationKind, Resource, Scope,
@@ -21,11 +22,11 @@ use brandhub_problem::FieldError;
 use brandhub_query::conditions::IdempotencyKey;
 use brandhub_query::conditions::IfMatch;
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
-use brandhub_query::plan::Viewer;
+use brandhub_query::plan::{Predicate, Viewer};
 use brandhub_query::sql::{satisfying_ids, seen_and_writable_ids};
 use brandhub_query::text::fold;
 use brandhub_query::write::WriteValues;
-use sea_query::{Alias, Condition, Expr, ExprTrait, Query};
+use sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Query, SqliteQueryBuilder};
 use std::collections::{HashMap, HashSet};
 
 /// What a create did with one record of its body.
@@ -200,9 +201,17 @@ fn position_of(resource: &Resource, path: &str) -> Option<usize> {
 }
 
 /// The outcomes of the record checks of rules already read within one write, by check: the
-/// 1,000 variants of one product in an array ask the same question of that product once.
-/// Kept for the checks before anything of the write is inserted, so no answer goes stale.
+/// 1,000 variants of one product in an array ask the same question of that product once,
+/// and a rule that asks of a link what the check of the link asked already (is this brand
+/// one the caller sees?) is not asked again. Kept for the checks before anything of the write
+/// is inserted, so no answer goes stale.
 type RuleMemo = HashMap<String, bool>;
+
+/// A check's key in a [`RuleMemo`]: the statement that reads it, so that two checks that
+/// would read the same are one.
+fn check_key(resource: &'static Resource, id: &str, predicate: &Predicate) -> String {
+    satisfying_ids(resource, &[id.to_string()], predicate).to_string(SqliteQueryBuilder)
+}
 
 /// [`outcomes`] through a [`RuleMemo`].
 async fn remembered_outcomes(
@@ -212,7 +221,7 @@ async fn remembered_outcomes(
 ) -> StoreResult<Vec<bool>> {
     let mut found = Vec::new();
     for (resource, id, predicate) in judgement.record_checks() {
-        let key = format!("{}\u{0}{id}\u{0}{predicate:?}", resource.name);
+        let key = check_key(resource, id, predicate);
         let holds = match memo.get(&key) {
             Some(holds) => *holds,
             None => {
@@ -290,12 +299,14 @@ impl WriteTx {
     }
 
     /// Problems of foreign keys that name no record the caller sees (one statement per
-    /// foreign key field, for every record of the write).
+    /// foreign key field, for every record of the write); what each check found is kept in
+    /// `memo`, for the rules that ask the same.
     async fn link_problems(
         &mut self,
         resource: &'static Resource,
         records: &[(Option<usize>, &WriteValues)],
         viewer: &Viewer,
+        memo: &mut RuleMemo,
     ) -> StoreResult<Vec<FieldError>> {
         let mut problems = Vec::new();
         for (field, target) in links(resource) {
@@ -311,6 +322,10 @@ impl WriteTx {
                 .into_iter()
                 .collect();
             let found = self.visible_ids(target, &ids, viewer).await?;
+            let scope = viewer.scope(target);
+            for id in &ids {
+                memo.insert(check_key(target, id, &scope), found.contains(id));
+            }
             for (index, id) in given {
                 if !found.contains(&id) {
                     let message = if viewer.user_type() == UserType::Admin {
@@ -451,48 +466,60 @@ impl WriteTx {
             .and_then(|row| row[0].as_text().map(str::to_string)))
     }
 
-    /// Whether the caller sees and may write the existing record `id`.
+    /// Whether the caller sees and may write the existing record `id`; a record it sees stays
+    /// locked until the transaction ends.
     pub(crate) async fn may_write(
         &mut self,
         resource: &'static Resource,
         id: &str,
         viewer: &Viewer,
     ) -> StoreResult<(bool, bool)> {
-        let (seen, writable) = self
+        let found = self
             .seen_and_writable(resource, &[id.to_string()], viewer)
             .await?;
-        Ok((!seen.is_empty(), !writable.is_empty()))
+        let seen = found.values().next();
+        Ok((seen.is_some(), seen.is_some_and(|f| f.writable)))
     }
 
-    /// Which of `ids` (distinct) the caller sees, and which of those it may write: both rules
-    /// in one statement (`sql::seen_and_writable_ids`).
+    /// The records among `ids` (distinct) that the caller sees, by id, each with whether it
+    /// may write it and its version: both rules in one statement
+    /// (`sql::seen_and_writable_ids`), which locks those records until the transaction ends
+    /// (`FOR NO KEY UPDATE` on PostgreSQL; SQLite writes one transaction at a time), so what
+    /// it found holds until the write commits.
     async fn seen_and_writable(
         &mut self,
         resource: &'static Resource,
         ids: &[String],
         viewer: &Viewer,
-    ) -> StoreResult<(HashSet<String>, HashSet<String>)> {
+    ) -> StoreResult<HashMap<String, Found>> {
         if ids.is_empty() {
-            return Ok((HashSet::new(), HashSet::new()));
+            return Ok(HashMap::new());
         }
-        let statement = seen_and_writable_ids(
+        let mut statement = seen_and_writable_ids(
             resource,
             ids,
             &viewer.scope(resource),
             &viewer.authority(resource, WriteAction::Write),
         );
-        let mut seen = HashSet::new();
-        let mut writable = HashSet::new();
-        for row in self.fetch(&statement, &[Kind::Text, Kind::Integer]).await? {
-            let Some(id) = row[0].as_text() else {
+        statement
+            .column(Alias::new(ROW_VERSION))
+            .lock(LockType::NoKeyUpdate);
+        let mut found = HashMap::with_capacity(ids.len());
+        let kinds = [Kind::Text, Kind::Integer, Kind::Integer];
+        for row in self.fetch(&statement, &kinds).await? {
+            let (Some(id), Cell::Integer(version)) = (row[0].as_text(), &row[2]) else {
                 continue;
             };
-            if row[1] == Cell::Integer(1) {
-                writable.insert(id.to_string());
-            }
-            seen.insert(id.to_string());
+            let writable = row[1] == Cell::Integer(1);
+            found.insert(
+                id.to_string(),
+                Found {
+                    writable,
+                    version: *version,
+                },
+            );
         }
-        Ok((seen, writable))
+        Ok(found)
     }
 
     /// Plain-http loopback URLs where the catalog asks for https (`Domain::SecureUrl`), unless
@@ -662,13 +689,10 @@ impl Store {
     ) -> StoreResult<i64> {
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin().await?;
-        let locked = tx.lock_version(resource, &id).await?;
         if if_match.is_some() {
             precondition_in(&mut tx, resource, &id, writer, if_match).await?;
         }
-        let moved = update_in(&mut tx, resource, &id, values, writer).await?;
-        // The row stays locked until the commit: no other write moves its version meanwhile.
-        let version = locked.unwrap_or_default() + i64::from(moved);
+        let version = update_in(&mut tx, resource, &id, values, writer).await?;
         tx.commit().await?;
         Ok(version)
     }
@@ -695,7 +719,6 @@ impl Store {
     ) -> StoreResult<()> {
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin().await?;
-        tx.lock_version(resource, &id).await?;
         precondition_in(&mut tx, resource, &id, writer, if_match).await?;
         policy::before_removal(&mut tx, resource, writer, &id).await?;
         if let Some(flag) = resource.writes.revoked_by {
@@ -848,7 +871,11 @@ async fn try_create_in(
         .enumerate()
         .map(|(i, v)| (index(i), v))
         .collect();
-    problems.extend(tx.link_problems(resource, &given, writer.viewer).await?);
+    let mut memo = RuleMemo::new();
+    problems.extend(
+        tx.link_problems(resource, &given, writer.viewer, &mut memo)
+            .await?,
+    );
     let now = tx.now_timestamp();
     let mut records: Vec<Record> = items
         .iter()
@@ -884,7 +911,6 @@ async fn try_create_in(
     for (i, key) in keyed {
         holders[i] = held.remove(&key);
     }
-    let mut memo = RuleMemo::new();
     for (i, record) in records.iter_mut().enumerate() {
         if holders[i].is_none() {
             problems.extend(
@@ -968,17 +994,17 @@ fn issue_secrets(resource: &'static Resource, records: &mut [Record]) -> Vec<Opt
         .collect()
 }
 
-/// [`Store::update_record`] inside a transaction of the caller's; whether the record's
-/// version moved (one up: `write::stamp_update`).
+/// [`Store::update_record`] inside a transaction of the caller's; the record's version after
+/// the write.
 async fn update_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
     id: &str,
     values: &WriteValues,
     writer: &Writer<'_>,
-) -> StoreResult<bool> {
-    let versioned = update_many_in(tx, resource, &[(id, values, None)], writer).await?;
-    Ok(versioned.first().copied().unwrap_or_default())
+) -> StoreResult<i64> {
+    let versions = update_many_in(tx, resource, &[(id, values, None)], writer).await?;
+    Ok(versions.first().copied().unwrap_or_default())
 }
 
 /// An upsert's records that exist already, at most this many checked and updated together.
@@ -993,31 +1019,34 @@ async fn update_many_in(
     resource: &'static Resource,
     updates: &[(&str, &WriteValues, Option<usize>)],
     writer: &Writer<'_>,
-) -> StoreResult<Vec<bool>> {
-    let mut versioned = Vec::with_capacity(updates.len());
+) -> StoreResult<Vec<i64>> {
+    let mut versions = Vec::with_capacity(updates.len());
     for batch in updates.chunks(UPDATES_PER_BATCH) {
-        versioned.extend(update_batch_in(tx, resource, batch, writer).await?);
+        versions.extend(update_batch_in(tx, resource, batch, writer).await?);
     }
-    Ok(versioned)
+    Ok(versions)
 }
 
-/// [`update_many_in`] of one batch; for each update, whether its record's version moved.
+/// [`update_many_in`] of one batch; for each update, its record's version after the write.
 async fn update_batch_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
     updates: &[(&str, &WriteValues, Option<usize>)],
     writer: &Writer<'_>,
-) -> StoreResult<Vec<bool>> {
+) -> StoreResult<Vec<i64>> {
     let at = |error: StoreError, index: Option<usize>| match index {
         Some(i) => error.at_element(i),
         None => error,
     };
     let ids: Vec<String> = updates.iter().map(|(id, _, _)| id.to_string()).collect();
-    let (visible, writable) = tx.seen_and_writable(resource, &ids, writer.viewer).await?;
-    if let Some((id, _, index)) = updates.iter().find(|(id, _, _)| !visible.contains(*id)) {
+    let found = tx.seen_and_writable(resource, &ids, writer.viewer).await?;
+    if let Some((id, _, index)) = updates.iter().find(|(id, _, _)| !found.contains_key(*id)) {
         return Err(at(not_found(resource, id), *index));
     }
-    if let Some((_, _, index)) = updates.iter().find(|(id, _, _)| !writable.contains(*id)) {
+    if let Some((_, _, index)) = updates
+        .iter()
+        .find(|(id, _, _)| !found.get(*id).is_some_and(|f| f.writable))
+    {
         return Err(at(forbidden(resource, writer.viewer), *index));
     }
     let condition = Condition::all().add(Expr::col(Alias::new("id")).is_in(ids.iter().cloned()));
@@ -1086,7 +1115,11 @@ async fn update_batch_in(
         .iter()
         .map(|(_, values, index)| (*index, *values))
         .collect();
-    problems.extend(tx.link_problems(resource, &given, writer.viewer).await?);
+    let mut memo = RuleMemo::new();
+    problems.extend(
+        tx.link_problems(resource, &given, writer.viewer, &mut memo)
+            .await?,
+    );
     // Derived fields follow a changed link.
     let relinked: Vec<usize> = all_changes
         .iter()
@@ -1128,7 +1161,6 @@ async fn update_batch_in(
     let indexes: Vec<Option<usize>> = updates.iter().map(|(_, _, index)| *index).collect();
     problems.extend(tx.agreement_problems(resource, &records, &indexes).await?);
     problems.extend(tx.insecure_url_problems(resource, &records, &indexes));
-    let mut memo = RuleMemo::new();
     for (((id, values, index), record), before) in
         updates.iter().zip(records.iter_mut()).zip(&befores)
     {
@@ -1170,18 +1202,28 @@ async fn update_batch_in(
             }
         }
     }
-    let mut versioned = Vec::with_capacity(updates.len());
+    let mut versions = Vec::with_capacity(updates.len());
     for ((id, _, _), (changes, list_changes)) in updates
         .iter()
         .zip(all_changes.iter().zip(&all_list_changes))
     {
         tx.update_cells(resource, id, changes).await?;
-        versioned.push(!changes.is_empty());
+        // One up with a write (`write::stamp_update`); the row stays locked until the commit.
+        let before = found.get(*id).map_or(0, |f| f.version);
+        versions.push(before + i64::from(!changes.is_empty()));
         for (_, field, given) in list_changes {
             tx.replace_list(field, id, given).await?;
         }
     }
-    Ok(versioned)
+    Ok(versions)
+}
+
+/// What an update found of a record it changes (`WriteTx::seen_and_writable`).
+struct Found {
+    /// The caller may write it (it sees it, or it would not have been found).
+    writable: bool,
+    /// Its version as locked.
+    version: i64,
 }
 
 /// Whether a record about to be written holds other ids (its own, its links, its derived

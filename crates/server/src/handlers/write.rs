@@ -23,6 +23,7 @@ use brandhub_query::plan::{Viewer, plan_by_id, plan_by_ids};
 use brandhub_query::request::ReadRequest;
 use brandhub_query::write::{WriteMode, parse_write, parse_writes};
 use brandhub_store::records::{Writer, Written};
+use brandhub_store::schema::FIRST_VERSION;
 use brandhub_store::{Caller, KeptAnswer, RenderedPage, Timing};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -292,8 +293,11 @@ async fn create_records(
     };
     first
         .answer(state, async {
-            // One record written: its ETag, read before the record (see `read::by_id`).
+            // One record written: its ETag, read before the record (see `read::by_id`); a
+            // new record's is the first (an ETag may be older than the body it comes with,
+            // never newer).
             let version = match written.as_slice() {
+                [one] if !array && one.created => Some(FIRST_VERSION),
                 [one] if !array => state.store.version_of(resource, &one.id).await?,
                 _ => None,
             };

@@ -25,7 +25,7 @@ use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
 use brandhub_query::text::fold;
 use brandhub_query::write::WriteValues;
-use sea_query::{Alias, Condition, Expr, ExprTrait, OnConflict, Query};
+use sea_query::{Alias, Condition, Expr, ExprTrait, OnConflict, Query, SelectStatement};
 
 /// The counter row `brandOrderRef` numbers are drawn from.
 const COUNTER: &str = "brandOrderRef";
@@ -42,6 +42,39 @@ struct Target {
     warehouse: Option<String>,
     /// The currency of the brand store's store: a line's when it gives none.
     currency: String,
+    /// The order the brand store has under the intake's `hostOrderRef` already, when asked.
+    pushed: Option<String>,
+}
+
+/// The 409 of a second push of the order `reference`, naming the order `existing` that the
+/// brand store has under it.
+fn pushed_twice(reference: &str, existing: &str) -> StoreError {
+    StoreError::conflict(
+        format!(
+            "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
+        ),
+        "hostOrderRef",
+    )
+}
+
+/// The order a brand store has under `reference` (text folded as stored), as a statement;
+/// `brand_store` is the brand store's id, a value or a column of an outer statement.
+fn order_under(brand_store: Expr, reference: &str) -> SelectStatement {
+    let order = resource("order");
+    let column = |path: &str| {
+        let field = order.field_at(path).expect("an order's fields");
+        let column = field
+            .folded_column()
+            .unwrap_or_else(|| field.column.clone());
+        Expr::col((Alias::new(order.table), Alias::new(column)))
+    };
+    Query::select()
+        .expr(column("id"))
+        .from(Alias::new(order.table))
+        .and_where(column("fk_brandStore").eq(brand_store))
+        .and_where(column("hostOrderRef").eq(fold(reference)))
+        .limit(1)
+        .to_owned()
 }
 
 fn problem(
@@ -130,22 +163,12 @@ impl Store {
         brand_store: &str,
         reference: &str,
     ) -> StoreResult<Option<StoreError>> {
-        let holder = Query::select()
-            .column(Alias::new("id"))
-            .from(Alias::new(resource("order").table))
-            .and_where(Expr::col(Alias::new("fk_brand_store")).eq(brand_store))
-            .and_where(Expr::col(Alias::new("host_order_ref_ci")).eq(fold(reference)))
-            .limit(1)
-            .to_owned();
+        let holder = order_under(Expr::val(brand_store), reference);
         let rows = self.fetch_in_request(&holder, &[Kind::Text]).await?;
-        Ok(rows.first().and_then(|r| r[0].as_text()).map(|existing| {
-            StoreError::conflict(
-                format!(
-                    "This brand store has an order with hostOrderRef '{reference}' already: id '{existing}'."
-                ),
-                "hostOrderRef",
-            )
-        }))
+        Ok(rows
+            .first()
+            .and_then(|r| r[0].as_text())
+            .map(|existing| pushed_twice(reference, existing)))
     }
 }
 
@@ -271,11 +294,23 @@ impl Store {
                     Alias::new(field.column.as_str()),
                 ))
             };
+            // A second push of the same order, told in the same statement. With an
+            // idempotency key the push may be the first one again, which the key's claim
+            // answers: then the unique index of (brand store, hostOrderRef) refuses a second
+            // order.
+            let pushed: Expr = match (key, intake.order.text("hostOrderRef")) {
+                (None, Some(reference)) => Expr::SubQuery(
+                    None,
+                    Box::new(order_under(column(brand_store, "id"), &reference).into()),
+                ),
+                _ => Expr::val(Option::<String>::None),
+            };
             let statement = Query::select()
                 .expr(column(brand_store, "id"))
                 .expr(column(brand_store, "fk_brand"))
                 .expr(column(brand_store, "fk_warehouse"))
                 .expr(column(store, "currency"))
+                .expr(pushed)
                 .from(Alias::new(brand_store.table))
                 .left_join(
                     Alias::new(store.table),
@@ -299,7 +334,7 @@ impl Store {
             let rows = self
                 .fetch_in_request(
                     &statement,
-                    &[Kind::Text, Kind::Text, Kind::Text, Kind::Text],
+                    &[Kind::Text, Kind::Text, Kind::Text, Kind::Text, Kind::Text],
                 )
                 .await?;
             let text = |cell: &Cell| cell.as_text().map(str::to_string);
@@ -310,6 +345,7 @@ impl Store {
                         brand: text(&row[1]),
                         warehouse: text(&row[2]),
                         currency: text(&row[3]).unwrap_or_default(),
+                        pushed: text(&row[4]),
                     })
                 }
                 None => problems.push(problem(
@@ -421,15 +457,10 @@ impl Store {
             return Err(StoreError::Internal);
         };
 
-        // A second push of the same order, told before the transaction too. With an
-        // idempotency key the push may be the first one again, which the key's claim answers:
-        // then the unique index of (brand store, hostOrderRef) refuses a second order.
+        // A second push of the same order, found with the brand store.
         let reference = intake.order.text("hostOrderRef");
-        if key.is_none()
-            && let Some(reference) = &reference
-            && let Some(conflict) = self.pushed_before(&target.id, reference).await?
-        {
-            return Err(conflict);
+        if let (Some(reference), Some(existing)) = (&reference, &target.pushed) {
+            return Err(pushed_twice(reference, existing));
         }
 
         // The writes, in one transaction. What they depend on was read before it (on SQLite,

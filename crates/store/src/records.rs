@@ -11,6 +11,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::new_id;
 use crate::policy;
+use crate::precondition::precondition_failed;
 use crate::schema::ROW_VERSION;
 use crate::write::cell_of;
 use brandhub_catalog::{
@@ -777,9 +778,10 @@ impl Store {
     }
 }
 
-/// Inside a write of the record `id` (its row locked): 404 outside the caller's scope, 403
-/// when the caller may not write it, then 412 when `if_match` does not name its version. The
-/// scope comes first, so a precondition never tells whether a record exists.
+/// Inside a write of the record `id`, which it locks: 404 outside the caller's scope, 403
+/// when the caller may not write it, then 412 when `if_match` does not name its version (all
+/// read by one statement). The scope comes first, so a precondition never tells whether a
+/// record exists.
 async fn precondition_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
@@ -787,12 +789,22 @@ async fn precondition_in(
     writer: &Writer<'_>,
     if_match: Option<&IfMatch>,
 ) -> StoreResult<()> {
-    match tx.may_write(resource, id, writer.viewer).await? {
-        (false, _) => return Err(not_found(resource, id)),
-        (true, false) => return Err(forbidden(resource, writer.viewer)),
-        (true, true) => {}
+    let found = tx
+        .seen_and_writable(resource, &[id.to_string()], writer.viewer)
+        .await?;
+    let Some(found) = found.get(id) else {
+        return Err(not_found(resource, id));
+    };
+    if !found.writable {
+        return Err(forbidden(resource, writer.viewer));
     }
-    tx.check_precondition(resource, id, if_match).await
+    // The version was read with the row locked, by the same statement.
+    match if_match {
+        Some(if_match) if !if_match.matches(found.version) => {
+            Err(precondition_failed(resource, id, found.version))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// 403 for a record the caller sees but may not write, saying what the catalog's rule for
@@ -1207,10 +1219,10 @@ async fn update_batch_in(
         .iter()
         .zip(all_changes.iter().zip(&all_list_changes))
     {
-        tx.update_cells(resource, id, changes).await?;
-        // One up with a write (`write::stamp_update`); the row stays locked until the commit.
+        let moved = tx.update_cells(resource, id, changes).await?;
+        // The row stays locked until the commit: no other write moves its version meanwhile.
         let before = found.get(*id).map_or(0, |f| f.version);
-        versions.push(before + i64::from(!changes.is_empty()));
+        versions.push(before + i64::from(moved));
         for (_, field, given) in list_changes {
             tx.replace_list(field, id, given).await?;
         }

@@ -496,15 +496,15 @@ impl WriteTx {
 
     /// Sets the given fields (and their folded copies) of the record `id`, column by column (a
     /// concurrent change of other columns is kept), its stamped fields to now and its version
-    /// one up.
+    /// one up; whether it wrote (nothing to set writes nothing, and the version stays).
     pub async fn update_cells(
         &mut self,
         resource: &'static Resource,
         id: &str,
         cells: &[(&'static Field, Cell)],
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         if cells.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let mut update = Query::update();
         update.table(Alias::new(resource.table));
@@ -518,7 +518,7 @@ impl WriteTx {
         self.execute_update_of(resource.table, &update, &[id])
             .await?;
         self.announce(resource, [id], false).await?;
-        Ok(())
+        Ok(true)
     }
 
     /// Adds to counters of records found by a key, creating those the key finds none of (a

@@ -283,6 +283,7 @@ impl Store {
         // Drawn before the intake's transaction: see `next_order_number`.
         let number = self.next_order_number().await?;
 
+        let reference = intake.order.text("hostOrderRef");
         // The brand store (one the caller sees: a host's, of one of its stores), its brand,
         // its warehouse and its store's currency, in one statement.
         let mut target: Option<Target> = None;
@@ -298,10 +299,10 @@ impl Store {
             // idempotency key the push may be the first one again, which the key's claim
             // answers: then the unique index of (brand store, hostOrderRef) refuses a second
             // order.
-            let pushed: Expr = match (key, intake.order.text("hostOrderRef")) {
+            let pushed: Expr = match (key, &reference) {
                 (None, Some(reference)) => Expr::SubQuery(
                     None,
-                    Box::new(order_under(column(brand_store, "id"), &reference).into()),
+                    Box::new(order_under(column(brand_store, "id"), reference).into()),
                 ),
                 _ => Expr::val(Option::<String>::None),
             };
@@ -458,7 +459,6 @@ impl Store {
         };
 
         // A second push of the same order, found with the brand store.
-        let reference = intake.order.text("hostOrderRef");
         if let (Some(reference), Some(existing)) = (&reference, &target.pushed) {
             return Err(pushed_twice(reference, existing));
         }

@@ -557,6 +557,10 @@ impl Store {
         for statement in crate::accounts::sessions::statements(backend) {
             self.execute_raw(&statement).await?;
         }
+        if backend == Backend::Sqlite {
+            // A database analyzed by an earlier version may still hold samples.
+            self.forget_sqlite_samples().await?;
+        }
         Ok(())
     }
 
@@ -586,10 +590,37 @@ impl Store {
         Ok(())
     }
 
+    /// Empties SQLite's `sqlite_stat4` (the key samples `ANALYZE` gathers where SQLite is
+    /// built with STAT4, as the bundled one is), keeping `sqlite_stat1`'s averages. While
+    /// samples exist, SQLite compiles a statement again whenever a value bound in its WHERE
+    /// clause changes, which for brandhub, whose every statement binds its values, is every
+    /// execution: about a tenth of a stock PATCH's CPU went to it, and the uncached order query
+    /// (W5) took 6 times as long (bench/RESULTS.md). The plans the averages give are as good
+    /// for the workloads, which the same figures show. The connection that ran it reloads its
+    /// statistics (`ANALYZE sqlite_schema`); connections opened later read them as they are.
+    async fn forget_sqlite_samples(&self) -> StoreResult<()> {
+        let samples: i64 = on_pool!(&self.pool, |pool, _builder| {
+            sqlx::query_scalar(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_stat4'",
+            )
+            .fetch_one(pool)
+            .await
+            .map_err(|e| internal("cannot read the schema", e))?
+        });
+        if samples > 0 {
+            self.execute_raw("DELETE FROM sqlite_stat4; ANALYZE sqlite_schema")
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Updates the planner's statistics after a bulk load.
     pub async fn analyze(&self) -> StoreResult<()> {
         match self.backend() {
-            Backend::Sqlite => self.execute_raw("ANALYZE").await,
+            Backend::Sqlite => {
+                self.execute_raw("ANALYZE").await?;
+                self.forget_sqlite_samples().await
+            }
             Backend::Postgres => {
                 // VACUUM also sets the visibility map, which index-only scans need.
                 on_pool!(&self.pool, |pool, _builder| {

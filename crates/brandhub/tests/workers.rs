@@ -269,10 +269,12 @@ impl Applying {
         loop {
             let applying = match self {
                 Applying::Postgres(conn) => {
+                    // A session blocked by this one, which holds nothing but the brand's lock
+                    // (told by PostgreSQL, not by the text of the waiting statement, which
+                    // pg_stat_activity cuts short).
                     let waiting: i64 = sqlx::query_scalar(
-                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                         AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE%' \
-                         AND pid <> pg_backend_pid()",
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))",
                     )
                     .fetch_one(&mut *conn)
                     .await

@@ -599,15 +599,16 @@ impl Store {
     /// for the workloads, which the same figures show. The connection that ran it reloads its
     /// statistics (`ANALYZE sqlite_schema`); connections opened later read them as they are.
     async fn forget_sqlite_samples(&self) -> StoreResult<()> {
-        let samples: i64 = on_pool!(&self.pool, |pool, _builder| {
+        // The table exists only where SQLite gathers samples (and once ANALYZE has run).
+        let sampled: bool = on_pool!(&self.pool, |pool, _builder| {
             sqlx::query_scalar(
-                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_stat4'",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_stat4')",
             )
             .fetch_one(pool)
             .await
             .map_err(|e| internal("cannot read the schema", e))?
         });
-        if samples > 0 {
+        if sampled {
             self.execute_raw("DELETE FROM sqlite_stat4; ANALYZE sqlite_schema")
                 .await?;
         }

@@ -129,9 +129,14 @@ pub struct Timing {
 impl Timing {
     /// Adds the time of one statement.
     pub fn add(&self, elapsed: Duration) {
+        self.add_statements(elapsed, 1);
+    }
+
+    /// Adds the time of `count` statements sent together.
+    fn add_statements(&self, elapsed: Duration, count: u64) {
         self.micros
             .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
-        self.statements.fetch_add(1, Ordering::Relaxed);
+        self.statements.fetch_add(count, Ordering::Relaxed);
     }
 
     /// Runs `work` (a request's handling) with `timing` as the request's timing, so that the
@@ -145,7 +150,12 @@ impl Timing {
 
     /// Adds a statement of a write transaction to the current request's timing, if any.
     fn add_to_request(elapsed: Duration) {
-        let _ = REQUEST_TIMING.try_with(|timing| timing.add(elapsed));
+        Timing::add_batch_to_request(elapsed, 1);
+    }
+
+    /// Adds `count` statements of a write transaction sent together (a SQLite batch).
+    fn add_batch_to_request(elapsed: Duration, count: u64) {
+        let _ = REQUEST_TIMING.try_with(|timing| timing.add_statements(elapsed, count));
     }
 
     /// Total database time so far.
@@ -234,25 +244,6 @@ macro_rules! on_pool {
     };
 }
 pub(crate) use on_pool;
-
-/// Like [`on_pool!`] for a write transaction: `$conn` is its connection, `$builder` the
-/// sea-query backend.
-macro_rules! on_tx {
-    ($tx_enum:expr, |$conn:ident, $builder:ident| $body:expr) => {
-        match $tx_enum {
-            Tx::Sqlite(tx) => {
-                let $conn = &mut **tx;
-                let $builder = SqliteQueryBuilder;
-                $body
-            }
-            Tx::Postgres(tx) => {
-                let $conn = &mut **tx;
-                let $builder = PostgresQueryBuilder;
-                $body
-            }
-        }
-    };
-}
 
 impl Store {
     /// Connects (creating an SQLite file if needed) with the settings each backend wants.
@@ -517,11 +508,15 @@ impl Store {
             None => None,
         };
         let tx = match &self.pool {
-            Pool::Sqlite(pool) => Tx::Sqlite(
-                pool.begin_with("BEGIN IMMEDIATE")
-                    .await
-                    .map_err(|e| internal("cannot begin a transaction", e))?,
-            ),
+            Pool::Sqlite(pool) => Tx::Sqlite(SqliteTx {
+                conn: Some(
+                    pool.acquire()
+                        .await
+                        .map_err(|e| internal("cannot begin a transaction", e))?,
+                ),
+                unbegun: true,
+                turn: gate,
+            }),
             Pool::Postgres(pool) => Tx::Postgres(
                 pool.begin()
                     .await
@@ -530,7 +525,6 @@ impl Store {
         };
         Ok(WriteTx {
             tx,
-            _gate: gate,
             touched: Vec::new(),
             updated_columns: Vec::new(),
             written_rows: Vec::new(),
@@ -540,13 +534,79 @@ impl Store {
             events_written: self.events_written.clone(),
             inserted: Vec::new(),
             known: Vec::new(),
+            unanswered: Vec::new(),
         })
     }
 }
 
 enum Tx {
-    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Sqlite(SqliteTx),
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+/// A write transaction on SQLite, begun and ended by statements of its own: `BEGIN
+/// IMMEDIATE` travels with the transaction's first statement and `COMMIT` with its last,
+/// where sqlx's transactions send each alone. Every statement sent is a round trip to the
+/// connection's thread, which costs about as much as a short statement itself.
+struct SqliteTx {
+    /// Held until the transaction ends; `None` once it has.
+    conn: Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>,
+    /// `BEGIN IMMEDIATE` is still to be sent, with the first statement.
+    unbegun: bool,
+    /// This process's turn to write, given up when the transaction has ended.
+    turn: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Drop for SqliteTx {
+    /// A transaction dropped before its commit (an error, a request gone) is rolled back on
+    /// its connection, behind any statement of it still running there, before the
+    /// connection and the turn to write are given up.
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let turn = self.turn.take();
+        if self.unbegun {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(error) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
+                        // No transaction open (its BEGIN failed): the connection is closed
+                        // rather than trusted.
+                        tracing::warn!(%error, "a write transaction did not roll back; its connection is closed");
+                        conn.close_on_drop();
+                    }
+                    drop(turn);
+                });
+            }
+            Err(_) => conn.close_on_drop(),
+        }
+    }
+}
+
+/// How a SQLite write transaction begins: with the write lock taken at once, so that two
+/// writers never deadlock upgrading read locks.
+const BEGIN_SQL: &str = "BEGIN IMMEDIATE";
+
+/// One statement of a batch sent to SQLite ([`WriteTx::send_sqlite`]), and what its error
+/// is.
+struct Batched {
+    sql: String,
+    values: sea_query::Values,
+    part: Part,
+}
+
+/// Whose a statement of a batch is, for its error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// `BEGIN IMMEDIATE` or `COMMIT`.
+    Transaction,
+    /// Held back ([`WriteTx::update_unanswered`]), writing this table.
+    Held(&'static str),
+    /// The statement the caller sends now.
+    Own,
 }
 
 /// A write transaction. It remembers which tables it wrote and bumps their versions just
@@ -554,8 +614,6 @@ enum Tx {
 /// change is visible, and not a moment before.
 pub struct WriteTx {
     tx: Tx,
-    /// SQLite: this process's turn to write, released when the transaction ends.
-    _gate: Option<tokio::sync::OwnedSemaphorePermit>,
     /// Tables written by statements that may insert or delete rows: both their versions are
     /// bumped on commit (see [`crate::versions::rows_key`]).
     touched: Vec<&'static str>,
@@ -582,6 +640,9 @@ pub struct WriteTx {
     /// Derived fields' values read before this transaction began ([`WriteTx::knows`]), as
     /// (table, column, id, value): read from here as [`WriteTx::inserted`] is.
     pub(crate) known: Vec<(&'static str, &'static str, String, String)>,
+    /// SQLite: statements nobody waits on the answer of, sent with the next statement
+    /// ([`WriteTx::update_unanswered`]).
+    unanswered: Vec<Batched>,
 }
 
 impl WriteTx {
@@ -640,6 +701,120 @@ impl WriteTx {
         ids: &[&str],
     ) -> StoreResult<u64> {
         self.execute_update_rows(table, statement, Some(ids)).await
+    }
+
+    /// [`WriteTx::execute_update_of`] for a caller that needs no count of the rows changed
+    /// (it checked and locked them). On SQLite it is sent with the transaction's next
+    /// statement or with its commit, one round trip for all; on PostgreSQL at once. An error
+    /// it meets (a unique key taken) comes from that statement or the commit instead.
+    pub(crate) async fn update_unanswered(
+        &mut self,
+        table: &'static str,
+        statement: &sea_query::UpdateStatement,
+        ids: &[&str],
+    ) -> StoreResult<()> {
+        if !matches!(self.tx, Tx::Sqlite(_)) {
+            return self
+                .execute_update_of(table, statement, ids)
+                .await
+                .map(|_| ());
+        }
+        let columns: Vec<_> = statement
+            .get_values()
+            .iter()
+            .map(|(c, _)| c.inner())
+            .collect();
+        self.mark_updated_rows(table, columns.iter().map(|c| c.as_ref()), Some(ids));
+        let (sql, values) = statement.build(SqliteQueryBuilder);
+        self.unanswered.push(Batched {
+            sql,
+            values,
+            part: Part::Held(table),
+        });
+        Ok(())
+    }
+
+    /// SQLite: sends what waits to be sent (`BEGIN IMMEDIATE`, the statements held back),
+    /// then `own`, then `COMMIT` if `commit`, as one batch: one round trip to the
+    /// connection's thread. Returns the rows of every statement and the rows each of `own`
+    /// affected; an error says whose statement failed.
+    async fn send_sqlite(
+        &mut self,
+        own: Vec<(String, sea_query::Values)>,
+        commit: bool,
+    ) -> Result<(Vec<sqlx::sqlite::SqliteRow>, Vec<u64>), (Part, sqlx::Error)> {
+        use futures_util::StreamExt;
+        let Tx::Sqlite(tx) = &mut self.tx else {
+            return Err((
+                Part::Transaction,
+                sqlx::Error::Protocol("statements are batched on SQLite only".into()),
+            ));
+        };
+        let mut batch: Vec<Batched> = Vec::new();
+        if std::mem::take(&mut tx.unbegun) {
+            batch.push(Batched {
+                sql: BEGIN_SQL.into(),
+                values: sea_query::Values(Vec::new()),
+                part: Part::Transaction,
+            });
+        }
+        batch.append(&mut self.unanswered);
+        batch.extend(own.into_iter().map(|(sql, values)| Batched {
+            sql,
+            values,
+            part: Part::Own,
+        }));
+        if commit {
+            batch.push(Batched {
+                sql: "COMMIT".into(),
+                values: sea_query::Values(Vec::new()),
+                part: Part::Transaction,
+            });
+        }
+        let parts: Vec<Part> = batch.iter().map(|b| b.part).collect();
+        // Counted as statements, as sqlx's transactions were: all but the `BEGIN`.
+        let counted = batch.iter().filter(|b| b.sql != BEGIN_SQL).count() as u64;
+        let mut sql = String::new();
+        let mut values = Vec::new();
+        for statement in batch {
+            if !sql.is_empty() {
+                sql.push_str(";\n");
+            }
+            sql.push_str(&statement.sql);
+            values.extend(statement.values.0);
+        }
+        let conn = tx
+            .conn
+            .as_mut()
+            .expect("a transaction holds its connection until it ends");
+        let started = Instant::now();
+        // Several statements in one query: sqlx's SQLite driver prepares and runs them in
+        // order, binding each its own values, and reports each one's end. sqlx deprecates
+        // this (launchbadge/sqlx#3108) in favour of `raw_sql`, which binds no values; every
+        // write test runs through here, so a driver that stopped doing it fails them all.
+        #[allow(deprecated)]
+        let mut steps = sqlx::query_with(
+            AssertSqlSafe(sql),
+            sea_query_sqlx::SqlxValues(sea_query::Values(values)),
+        )
+        .fetch_many(&mut **conn);
+        let mut rows = Vec::new();
+        let mut affected = Vec::new();
+        let mut done = 0;
+        while let Some(step) = steps.next().await {
+            match step {
+                Ok(sqlx::Either::Left(result)) => {
+                    if parts.get(done) == Some(&Part::Own) {
+                        affected.push(result.rows_affected());
+                    }
+                    done += 1;
+                }
+                Ok(sqlx::Either::Right(row)) => rows.push(row),
+                Err(error) => return Err((parts.get(done).copied().unwrap_or(Part::Own), error)),
+            }
+        }
+        Timing::add_batch_to_request(started.elapsed(), counted);
+        Ok((rows, affected))
     }
 
     async fn execute_update_rows(
@@ -715,15 +890,22 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
-        let started = Instant::now();
-        let affected = on_tx!(&mut self.tx, |conn, builder| {
-            let (sql, values) = statement.build_sqlx(builder);
-            sqlx::query_with(AssertSqlSafe(sql), values)
-                .execute(conn)
+        let Tx::Postgres(tx) = &mut self.tx else {
+            let (sql, sea_query_sqlx::SqlxValues(values)) =
+                statement.build_sqlx(SqliteQueryBuilder);
+            let (_, affected) = self
+                .send_sqlite(vec![(sql, values)], false)
                 .await
-                .map_err(|e| write_error(table, e))?
-                .rows_affected()
-        });
+                .map_err(|(part, e)| batch_error(part, e, |e| write_error(table, e)))?;
+            return Ok(affected.first().copied().unwrap_or(0));
+        };
+        let started = Instant::now();
+        let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
+        let affected = sqlx::query_with(AssertSqlSafe(sql), values)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| write_error(table, e))?
+            .rows_affected();
         Timing::add_to_request(started.elapsed());
         Ok(affected)
     }
@@ -751,20 +933,32 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
-        let started = Instant::now();
-        let rows = on_tx!(&mut self.tx, |conn, builder| {
-            let (sql, values) = statement.build_sqlx(builder);
-            let rows = sqlx::query_with(AssertSqlSafe(sql), values)
-                .fetch_all(conn)
-                .await
-                .map_err(failed)?;
-            rows.iter()
-                .map(|r| decode_row(r, kinds))
-                .collect::<Result<_, _>>()
-                .map_err(|e| internal("a row did not decode", e))
-        });
-        Timing::add_to_request(started.elapsed());
-        rows
+        let decoded = match &mut self.tx {
+            Tx::Sqlite(_) => {
+                let (sql, sea_query_sqlx::SqlxValues(values)) =
+                    statement.build_sqlx(SqliteQueryBuilder);
+                let (rows, _) = self
+                    .send_sqlite(vec![(sql, values)], false)
+                    .await
+                    .map_err(|(part, e)| batch_error(part, e, failed))?;
+                rows.iter()
+                    .map(|r| decode_row(r, kinds))
+                    .collect::<Result<_, _>>()
+            }
+            Tx::Postgres(tx) => {
+                let started = Instant::now();
+                let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
+                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(failed)?;
+                Timing::add_to_request(started.elapsed());
+                rows.iter()
+                    .map(|r| decode_row(r, kinds))
+                    .collect::<Result<_, _>>()
+            }
+        };
+        decoded.map_err(|e| internal("a row did not decode", e))
     }
 
     /// Runs a statement that returns rows (`UPDATE … RETURNING`, `SELECT … FOR UPDATE`) and
@@ -806,7 +1000,33 @@ impl WriteTx {
     /// Writes the announced events to the outbox, bumps the versions of the written tables,
     /// then commits.
     pub async fn commit(mut self) -> StoreResult<()> {
-        let announced = self.write_outbox().await?;
+        let versions = self.versions_to_bump();
+        let announced = if matches!(self.tx, Tx::Sqlite(_)) {
+            self.commit_sqlite(&versions).await?
+        } else {
+            let announced = self.write_outbox().await?;
+            if !versions.is_empty() {
+                self.bump_and_log(&versions).await?;
+            }
+            announced
+        };
+        if let Tx::Postgres(tx) = self.tx {
+            let started = Instant::now();
+            tx.commit()
+                .await
+                .map_err(|e| internal("commit failed", e))?;
+            Timing::add_to_request(started.elapsed());
+        }
+        if announced {
+            self.events_written.notify_one();
+        }
+        Ok(())
+    }
+}
+
+impl WriteTx {
+    /// The versions the commit bumps: of every table written, and of the columns updated.
+    fn versions_to_bump(&mut self) -> Vec<&'static str> {
         let mut versions: Vec<&'static str> = Vec::new();
         let mut bump = |key: &'static str| {
             if !versions.contains(&key) {
@@ -824,40 +1044,63 @@ impl WriteTx {
         }
         if !versions.is_empty() {
             tracing::debug!(?versions, "committing a write");
-            self.bump_and_log(&versions).await?;
         }
-        let started = Instant::now();
-        match self.tx {
-            Tx::Sqlite(tx) => tx.commit().await,
-            Tx::Postgres(tx) => tx.commit().await,
-        }
-        .map_err(|e| internal("commit failed", e))?;
-        Timing::add_to_request(started.elapsed());
-        if announced {
-            self.events_written.notify_one();
-        }
-        Ok(())
+        versions
     }
-}
 
-impl WriteTx {
+    /// SQLite's commit: the statements held back, the outbox, the bump, the rows' log, a
+    /// prune now and then, and `COMMIT`, in one round trip. Whether it wrote events.
+    async fn commit_sqlite(&mut self, versions: &[&'static str]) -> StoreResult<bool> {
+        use crate::row_log::{Versions, log_statement, prune_statement};
+        let mut batch: Vec<(String, sea_query::Values)> = self
+            .outbox_statements()
+            .iter()
+            .map(|insert| insert.build(SqliteQueryBuilder))
+            .collect();
+        let outbox = batch.len();
+        if !versions.is_empty() {
+            let written = std::mem::take(&mut self.written_rows);
+            batch.push(crate::versions::bump_statement(versions).build(SqliteQueryBuilder));
+            if let Some(log) = log_statement(&written, Versions::Table) {
+                batch.push(log.build(SqliteQueryBuilder));
+            }
+            let tables: Vec<&'static str> = written.iter().map(|(table, _)| *table).collect();
+            if let Some(prune) = prune_statement(&tables) {
+                batch.push(prune.build(SqliteQueryBuilder));
+            }
+        }
+        if let Tx::Sqlite(tx) = &mut self.tx
+            && tx.unbegun
+            && batch.is_empty()
+            && self.unanswered.is_empty()
+        {
+            // Nothing was written or read: there is nothing to commit.
+            tx.conn = None;
+            return Ok(false);
+        }
+        let (_, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
+            batch_error(part, e, |e| internal("a commit's bookkeeping failed", e))
+        })?;
+        if let Tx::Sqlite(tx) = &mut self.tx {
+            // Committed: nothing to roll back when it is dropped.
+            tx.conn = None;
+        }
+        Ok(affected.iter().take(outbox).sum::<u64>() > 0)
+    }
+
     /// Bumps the versions and logs the rows written of each table under the table's new
     /// version ([`crate::row_log`]); now and then prunes the tables' old entries.
     async fn bump_and_log(&mut self, versions: &[&'static str]) -> StoreResult<()> {
         use crate::row_log::{TABLE, Versions, log_statement, prune_statement};
         let written = std::mem::take(&mut self.written_rows);
         let bump = crate::versions::bump_statement(versions);
-        let postgres = matches!(self.tx, Tx::Postgres(_));
         match log_statement(&written, Versions::Bumped(&bump)) {
-            Some(both) if postgres => {
+            Some(both) => {
                 self.execute_untracked(TABLE, &both).await?;
             }
-            _ => {
+            None => {
                 self.execute_untracked(crate::versions::TABLE, &bump)
                     .await?;
-                if let Some(log) = log_statement(&written, Versions::Table) {
-                    self.execute_untracked(TABLE, &log).await?;
-                }
             }
         }
         let tables: Vec<&'static str> = written.iter().map(|(table, _)| *table).collect();
@@ -865,6 +1108,20 @@ impl WriteTx {
             self.execute_untracked(TABLE, &prune).await?;
         }
         Ok(())
+    }
+}
+
+/// The error of a statement of a batch sent to SQLite: `own`'s for the caller's statement, a
+/// write's for one held back, ours for `BEGIN` or `COMMIT`.
+fn batch_error(
+    part: Part,
+    error: sqlx::Error,
+    own: impl FnOnce(sqlx::Error) -> StoreError,
+) -> StoreError {
+    match part {
+        Part::Own => own(error),
+        Part::Held(table) => write_error(table, error),
+        Part::Transaction => internal("cannot begin or commit a transaction", error),
     }
 }
 

@@ -4,8 +4,10 @@
 //! (`Resource::events`) and the files it finished; on commit they go to the outbox table
 //! `bh_event`, in that same transaction, so a change that rolls back announces nothing and
 //! one that commits is never lost. Only event types some active webhook subscribes to are
-//! kept (read once per transaction, when it first announces something): a stock file of a
-//! million rows writes no events on an installation without stock subscribers.
+//! kept: the outbox's insert keeps only those, reading the subscriptions as part of it, or
+//! a transaction that has announced more than [`UNCHECKED_CHANGES`] changes reads them at
+//! once and keeps no more of the others: a stock file of a million rows writes no events on
+//! an installation without stock subscribers.
 //!
 //! The delivery workers of any `serve` process then:
 //! 1. **fan out** events ([`Store::fan_out_events`]): take a batch of outbox rows (`FOR UPDATE
@@ -39,6 +41,11 @@ pub const EVENT_TABLE: &str = "bh_event";
 /// Records read per by-id statement when fanning out.
 const FAN_OUT_READ: usize = 100;
 
+/// Changes a transaction keeps before it has read which event types are subscribed: past
+/// this, it reads them at once and keeps only the subscribed changes, so a large write holds
+/// no list of changes nobody subscribes to.
+pub(crate) const UNCHECKED_CHANGES: usize = 256;
+
 /// A record changed in a transaction, to be announced on commit.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Change {
@@ -50,8 +57,9 @@ struct Change {
 /// What a write transaction will put into the outbox.
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
-    /// The event types active webhooks subscribe to, read at the first announcement.
+    /// The event types active webhooks subscribe to, once read.
     subscribed: Option<HashSet<String>>,
+    /// The changes announced: until `subscribed` is read, of any type; after, subscribed ones.
     changes: Vec<Change>,
     seen: HashSet<Change>,
 }
@@ -94,6 +102,9 @@ fn events_list() -> (Alias, Alias, Alias) {
     )
 }
 
+/// How the rows of [`subscriptions`] decode.
+const SUBSCRIPTION_KINDS: &[Kind] = &[Kind::Text, Kind::Text, Kind::Text];
+
 /// Active webhooks subscribed to any of `types` (all types when `None`): (webhook id, user id,
 /// event type) rows.
 fn subscriptions(types: Option<&[String]>) -> sea_query::SelectStatement {
@@ -133,14 +144,13 @@ impl WriteTx {
         } else {
             events.updated
         };
-        let mut ids = ids.into_iter().peekable();
-        if ids.peek().is_none() || !self.subscribes(event_type).await? {
+        if !self.may_subscribe(event_type) {
             return Ok(());
         }
         for id in ids {
             self.push_change(event_type, resource, id);
         }
-        Ok(())
+        self.check_if_many().await
     }
 
     /// Announces one event about one record that is not a plain write of it (a file reaching
@@ -151,10 +161,10 @@ impl WriteTx {
         resource: &'static Resource,
         id: &str,
     ) -> StoreResult<()> {
-        if self.subscribes(event_type).await? {
+        if self.may_subscribe(event_type) {
             self.push_change(event_type, resource, id);
         }
-        Ok(())
+        self.check_if_many().await
     }
 
     fn push_change(&mut self, event_type: &'static str, resource: &'static Resource, id: &str) {
@@ -168,61 +178,108 @@ impl WriteTx {
         }
     }
 
-    /// Whether an active webhook subscribes to `event_type` (read once per transaction).
-    async fn subscribes(&mut self, event_type: &str) -> StoreResult<bool> {
-        if self.outbox.subscribed.is_none() {
-            let rows = self
-                .fetch(&subscriptions(None), &[Kind::Text, Kind::Text, Kind::Text])
-                .await?;
-            self.outbox.subscribed = Some(
-                rows.into_iter()
-                    .filter_map(|row| row[2].as_text().map(str::to_string))
-                    .collect(),
-            );
-        }
-        Ok(self
-            .outbox
+    /// Whether an active webhook may subscribe to `event_type`: it does, or the subscriptions
+    /// are not read yet.
+    fn may_subscribe(&self, event_type: &str) -> bool {
+        self.outbox
             .subscribed
             .as_ref()
-            .is_some_and(|s| s.contains(event_type)))
+            .is_none_or(|s| s.contains(event_type))
     }
 
-    /// Writes the announced changes to the outbox (multi-row inserts); whether there were any.
-    pub(crate) async fn write_outbox(&mut self) -> StoreResult<bool> {
-        let changes = std::mem::take(&mut self.outbox.changes);
-        if changes.is_empty() {
-            return Ok(false);
+    /// Reads the subscriptions now if more than [`UNCHECKED_CHANGES`] changes wait for them.
+    async fn check_if_many(&mut self) -> StoreResult<()> {
+        if self.outbox.subscribed.is_none() && self.outbox.changes.len() > UNCHECKED_CHANGES {
+            let rows = self.fetch(&subscriptions(None), SUBSCRIPTION_KINDS).await?;
+            self.subscriptions_read(rows);
         }
+        Ok(())
+    }
+
+    /// Takes the rows of [`subscriptions`] (with [`SUBSCRIPTION_KINDS`]): keeps only the
+    /// changes some active webhook subscribes to, and announces only those from now on.
+    fn subscriptions_read(&mut self, rows: Vec<Vec<Cell>>) {
+        let subscribed: HashSet<String> = rows
+            .into_iter()
+            .filter_map(|row| row[2].as_text().map(str::to_string))
+            .collect();
+        self.outbox
+            .changes
+            .retain(|change| subscribed.contains(change.event_type));
+        self.outbox
+            .seen
+            .retain(|change| subscribed.contains(change.event_type));
+        self.outbox.subscribed = Some(subscribed);
+    }
+
+    /// Writes the announced changes to the outbox; whether any were written.
+    pub(crate) async fn write_outbox(&mut self) -> StoreResult<bool> {
+        let mut written = 0;
+        for insert in self.outbox_statements() {
+            written += self.execute_untracked(EVENT_TABLE, &insert).await?;
+        }
+        Ok(written > 0)
+    }
+
+    /// The statements that write the announced changes to the outbox, multi-row inserts of
+    /// up to 500. While this transaction has not read the subscriptions, each statement
+    /// keeps only the changes of event types an active webhook subscribes to: the read is
+    /// part of the insert, not a statement before it.
+    pub(crate) fn outbox_statements(&mut self) -> Vec<sea_query::InsertStatement> {
+        let changes = std::mem::take(&mut self.outbox.changes);
         let now = self.clock.now_millis();
         let created = timestamp_at(now);
-        for chunk in changes.chunks(500) {
-            let mut insert = Query::insert()
-                .into_table(Alias::new(EVENT_TABLE))
-                .columns(
-                    [
-                        "id",
-                        "event_type",
-                        "resource",
-                        "record_id",
-                        "created_at",
-                        "created_date",
+        let unfiltered = self.outbox.subscribed.is_none();
+        changes
+            .chunks(500)
+            .map(|chunk| {
+                let mut insert = Query::insert()
+                    .into_table(Alias::new(EVENT_TABLE))
+                    .columns(
+                        [
+                            "id",
+                            "event_type",
+                            "resource",
+                            "record_id",
+                            "created_at",
+                            "created_date",
+                        ]
+                        .map(Alias::new),
+                    )
+                    .to_owned();
+                let rows = chunk.iter().map(|change| {
+                    vec![
+                        new_id().into(),
+                        change.event_type.into(),
+                        change.resource.into(),
+                        change.record_id.clone().into(),
+                        now.into(),
+                        created.clone().into(),
                     ]
-                    .map(Alias::new),
-                )
-                .to_owned();
-            for change in chunk {
-                insert.values_panic([
-                    new_id().into(),
-                    change.event_type.into(),
-                    change.resource.into(),
-                    change.record_id.clone().into(),
-                    now.into(),
-                    created.clone().into(),
-                ]);
-            }
-            self.execute_untracked(EVENT_TABLE, &insert).await?;
-        }
-        Ok(true)
+                });
+                if unfiltered {
+                    let changes = Alias::new("changes");
+                    let mut subscribed = subscriptions(None);
+                    let (list, _, value) = events_list();
+                    subscribed.clear_selects().expr(Expr::col((list, value)));
+                    let select = Query::select()
+                        .columns(
+                            (1..=6).map(|i| (changes.clone(), Alias::new(format!("column{i}")))),
+                        )
+                        .from_values(rows.map(sea_query::ValueTuple::Many), changes.clone())
+                        .and_where(
+                            Expr::col((changes, Alias::new("column2"))).in_subquery(subscribed),
+                        )
+                        .to_owned();
+                    insert.select_from(select).expect("six columns from six");
+                } else {
+                    for row in rows {
+                        insert.values_panic(row.into_iter().map(Expr::val));
+                    }
+                }
+                insert
+            })
+            .collect()
     }
 }
 

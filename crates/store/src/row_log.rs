@@ -141,8 +141,13 @@ pub(crate) fn log_statement(
         .select_from(select)
         .expect("three columns from three");
     if let Versions::Bumped(bump) = versions {
+        // The new versions, under which the rows written are logged in the same statement.
+        let mut returning = bump.clone();
+        returning.returning(
+            Query::returning().columns([Alias::new("table_name"), Alias::new("version")]),
+        );
         let mut bumped = CommonTableExpression::new();
-        bumped.query(bump.clone()).table_name(Alias::new("bumped"));
+        bumped.query(returning).table_name(Alias::new("bumped"));
         insert.with_cte(WithClause::new().cte(bumped).to_owned());
     }
     Some(insert.to_owned())

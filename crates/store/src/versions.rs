@@ -257,7 +257,7 @@ fn path_keys(resource: &'static Resource, path: &FieldPath, keys: &mut BTreeSet<
 }
 
 /// `INSERT INTO bh_table_version … VALUES (…), (…) ON CONFLICT DO UPDATE SET version =
-/// version + 1 RETURNING table_name, version`, the names in sorted order: rows are locked in the order of the values, so
+/// version + 1`, the names in sorted order: rows are locked in the order of the values, so
 /// concurrent writers lock the version rows they share in the same order and never deadlock
 /// (an `UPDATE … WHERE table_name IN (…)` locks them in the order a scan meets them, which
 /// changes as the rows are rewritten). A missing row is created.
@@ -280,9 +280,6 @@ pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
             )
             .to_owned(),
     );
-    // The new versions, under which PostgreSQL logs the rows written in the same statement
-    // (`row_log::log_statement`).
-    insert.returning(Query::returning().columns([Alias::new("table_name"), Alias::new("version")]));
     insert.to_owned()
 }
 

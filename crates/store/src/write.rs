@@ -515,7 +515,7 @@ impl WriteTx {
         }
         stamp_update(&mut update, resource, &self.now_timestamp());
         update.and_where(Expr::col(Alias::new("id")).eq(id));
-        self.execute_update_of(resource.table, &update, &[id])
+        self.update_unanswered(resource.table, &update, &[id])
             .await?;
         self.announce(resource, [id], false).await?;
         Ok(true)

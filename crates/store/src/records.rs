@@ -698,10 +698,7 @@ impl Store {
     ) -> StoreResult<i64> {
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin().await?;
-        if if_match.is_some() {
-            precondition_in(&mut tx, resource, &id, writer, if_match).await?;
-        }
-        let version = update_in(&mut tx, resource, &id, values, writer).await?;
+        let version = update_in(&mut tx, resource, &id, values, writer, if_match).await?;
         tx.commit().await?;
         Ok(version)
     }
@@ -1022,8 +1019,9 @@ async fn update_in(
     id: &str,
     values: &WriteValues,
     writer: &Writer<'_>,
+    if_match: Option<&IfMatch>,
 ) -> StoreResult<i64> {
-    let versions = update_many_in(tx, resource, &[(id, values, None)], writer).await?;
+    let versions = update_batch_in(tx, resource, &[(id, values, None)], writer, if_match).await?;
     Ok(versions.first().copied().unwrap_or_default())
 }
 
@@ -1042,17 +1040,20 @@ async fn update_many_in(
 ) -> StoreResult<Vec<i64>> {
     let mut versions = Vec::with_capacity(updates.len());
     for batch in updates.chunks(UPDATES_PER_BATCH) {
-        versions.extend(update_batch_in(tx, resource, batch, writer).await?);
+        versions.extend(update_batch_in(tx, resource, batch, writer, None).await?);
     }
     Ok(versions)
 }
 
 /// [`update_many_in`] of one batch; for each update, its record's version after the write.
+/// `if_match` (a single `PATCH`'s precondition) is checked against the version the scope
+/// check read with the row locked: 404, then 403, then 412, in one statement.
 async fn update_batch_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
     updates: &[(&str, &WriteValues, Option<usize>)],
     writer: &Writer<'_>,
+    if_match: Option<&IfMatch>,
 ) -> StoreResult<Vec<i64>> {
     let at = |error: StoreError, index: Option<usize>| match index {
         Some(i) => error.at_element(i),
@@ -1068,6 +1069,16 @@ async fn update_batch_in(
         .find(|(id, _, _)| !found.get(*id).is_some_and(|f| f.writable))
     {
         return Err(at(forbidden(resource, writer.viewer), *index));
+    }
+    // The versions were read with the rows locked, by the same statement; a precondition
+    // comes after the scope, so it never tells whether a record exists.
+    if let Some(if_match) = if_match {
+        for (id, _, index) in updates {
+            let version = found.get(*id).map_or(0, |f| f.version);
+            if !if_match.matches(version) {
+                return Err(at(precondition_failed(resource, id, version), *index));
+            }
+        }
     }
     let mut loaded: Vec<Record> = found.values_mut().filter_map(|f| f.record.take()).collect();
     tx.load_lists(resource, &mut loaded).await?;

@@ -720,12 +720,7 @@ impl WriteTx {
                 .await
                 .map(|_| ());
         }
-        let columns: Vec<_> = statement
-            .get_values()
-            .iter()
-            .map(|(c, _)| c.inner())
-            .collect();
-        self.mark_updated_rows(table, columns.iter().map(|c| c.as_ref()), Some(ids));
+        self.mark_update(table, statement, Some(ids));
         let (sql, values) = statement.build(SqliteQueryBuilder);
         self.unanswered.push(Batched {
             sql,
@@ -752,7 +747,8 @@ impl WriteTx {
             ));
         };
         let mut batch: Vec<Batched> = Vec::new();
-        if std::mem::take(&mut tx.unbegun) {
+        let begins = std::mem::take(&mut tx.unbegun);
+        if begins {
             batch.push(Batched {
                 sql: BEGIN_SQL.into(),
                 values: sea_query::Values(Vec::new()),
@@ -774,7 +770,7 @@ impl WriteTx {
         }
         let parts: Vec<Part> = batch.iter().map(|b| b.part).collect();
         // Counted as statements, as sqlx's transactions were: all but the `BEGIN`.
-        let counted = batch.iter().filter(|b| b.sql != BEGIN_SQL).count() as u64;
+        let counted = (batch.len() - usize::from(begins)) as u64;
         let mut sql = String::new();
         let mut values = Vec::new();
         for statement in batch {
@@ -814,6 +810,11 @@ impl WriteTx {
                 Err(error) => return Err((parts.get(done).copied().unwrap_or(Part::Own), error)),
             }
         }
+        drop(steps);
+        if commit {
+            // Committed: nothing to roll back when it is dropped.
+            tx.conn = None;
+        }
         Timing::add_batch_to_request(started.elapsed(), counted);
         Ok((rows, affected))
     }
@@ -824,13 +825,23 @@ impl WriteTx {
         statement: &sea_query::UpdateStatement,
         ids: Option<&[&str]>,
     ) -> StoreResult<u64> {
+        self.mark_update(table, statement, ids);
+        self.execute_untracked(table, statement).await
+    }
+
+    /// [`WriteTx::mark_updated_rows`] with the columns `statement` sets.
+    fn mark_update(
+        &mut self,
+        table: &'static str,
+        statement: &sea_query::UpdateStatement,
+        ids: Option<&[&str]>,
+    ) {
         let columns: Vec<_> = statement
             .get_values()
             .iter()
             .map(|(c, _)| c.inner())
             .collect();
         self.mark_updated_rows(table, columns.iter().map(|c| c.as_ref()), ids);
-        self.execute_untracked(table, statement).await
     }
 
     /// Remembers that rows of `table` changed in these SQL columns only (none came or went):
@@ -1082,10 +1093,6 @@ impl WriteTx {
         let (_, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
             batch_error(part, e, |e| internal("a commit's bookkeeping failed", e))
         })?;
-        if let Tx::Sqlite(tx) = &mut self.tx {
-            // Committed: nothing to roll back when it is dropped.
-            tx.conn = None;
-        }
         Ok(affected.iter().take(outbox).sum::<u64>() > 0)
     }
 

@@ -233,19 +233,17 @@ impl WriteTx {
         changes
             .chunks(500)
             .map(|chunk| {
+                let columns = [
+                    "id",
+                    "event_type",
+                    "resource",
+                    "record_id",
+                    "created_at",
+                    "created_date",
+                ];
                 let mut insert = Query::insert()
                     .into_table(Alias::new(EVENT_TABLE))
-                    .columns(
-                        [
-                            "id",
-                            "event_type",
-                            "resource",
-                            "record_id",
-                            "created_at",
-                            "created_date",
-                        ]
-                        .map(Alias::new),
-                    )
+                    .columns(columns.map(Alias::new))
                     .to_owned();
                 let rows = chunk.iter().map(|change| {
                     vec![
@@ -264,14 +262,17 @@ impl WriteTx {
                     subscribed.clear_selects().expr(Expr::col((list, value)));
                     let select = Query::select()
                         .columns(
-                            (1..=6).map(|i| (changes.clone(), Alias::new(format!("column{i}")))),
+                            (1..=columns.len())
+                                .map(|i| (changes.clone(), Alias::new(format!("column{i}")))),
                         )
                         .from_values(rows.map(sea_query::ValueTuple::Many), changes.clone())
                         .and_where(
                             Expr::col((changes, Alias::new("column2"))).in_subquery(subscribed),
                         )
                         .to_owned();
-                    insert.select_from(select).expect("six columns from six");
+                    insert
+                        .select_from(select)
+                        .expect("the VALUES rows have the insert's columns");
                 } else {
                     for row in rows {
                         insert.values_panic(row.into_iter().map(Expr::val));

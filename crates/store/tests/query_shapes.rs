@@ -7,11 +7,12 @@
 //! the real one, migrated into an empty database: what is checked is that the backends take
 //! the statements, whatever they would find.
 
+mod support;
+
 use brandhub_catalog::{Field, FieldType, Resource, UserType, catalog};
 use brandhub_query::fuzz::statements;
 use brandhub_query::parse::parse_request;
 use brandhub_query::plan::{ReadPlan, Viewer, plan_read};
-use brandhub_store::{Store, StoreOptions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
@@ -341,17 +342,7 @@ struct Databases {
 }
 
 async fn migrated(url: &str) {
-    let store = Store::connect(&StoreOptions {
-        url: url.to_string(),
-        max_connections: 2,
-        page_cache_bytes: 0,
-        matches_first_limit: 40,
-        pg_settings: Vec::new(),
-    })
-    .await
-    .expect("the database opens");
-    store.migrate().await.expect("migrations apply");
-    store.close().await;
+    support::migrated_store(url, 2).await.close().await;
 }
 
 /// Fresh databases for one test, `name` telling them apart on the PostgreSQL server.

@@ -4,22 +4,14 @@
 //! before its commit leaves nothing, its connection comes back without a transaction open,
 //! and the next writer gets its turn.
 
-use brandhub_store::{Store, StoreError, StoreOptions};
+mod support;
+
+use brandhub_store::{Store, StoreError};
 use sea_query::{Alias, Query};
 use sqlx::Connection;
 
 async fn open(url: &str) -> Store {
-    let store = Store::connect(&StoreOptions {
-        url: url.to_string(),
-        max_connections: 2,
-        page_cache_bytes: 0,
-        matches_first_limit: 40,
-        pg_settings: Vec::new(),
-    })
-    .await
-    .unwrap();
-    store.migrate().await.unwrap();
-    store
+    support::migrated_store(url, 2).await
 }
 
 fn insert_version(name: &str, version: i64) -> sea_query::InsertStatement {

@@ -4,21 +4,13 @@
 //! `sqlite_stat1`'s averages and drops the samples, and a migration drops samples an earlier
 //! version left behind.
 
-use brandhub_store::{Store, StoreOptions};
+mod support;
+
+use brandhub_store::Store;
 use sqlx::Connection;
 
 async fn open(url: &str) -> Store {
-    let store = Store::connect(&StoreOptions {
-        url: url.to_string(),
-        max_connections: 2,
-        page_cache_bytes: 0,
-        matches_first_limit: 40,
-        pg_settings: Vec::new(),
-    })
-    .await
-    .unwrap();
-    store.migrate().await.unwrap();
-    store
+    support::migrated_store(url, 2).await
 }
 
 async fn count(connection: &mut sqlx::SqliteConnection, table: &str) -> i64 {

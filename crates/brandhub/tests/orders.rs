@@ -281,6 +281,17 @@ async fn an_intake_of_stocked_variants_keeps_the_count_of_every_stock_record(fx)
     ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201);
     assert_eq!(count(&fx.get("/api/stock/count").await), total + 1, "a stale count after an intake created a stock record");
     assert_eq!(stock(fx, &p.warehouse, &variant).await, (0, 2, 0));
+    // Lines by barcode alone (no id to look up) find their variant; a line with neither
+    // is told so, with no variant looked up at all.
+    let mut body = intake_body(&p, &unique("BAR"));
+    body["order_orderItem"] = json!([{"barcode": code.to_lowercase(), "orderQty": 1, "itemPrice": 1.0}]);
+    let order = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201);
+    assert_eq!(lines(fx, "host", &text(&order["id"])).await[0]["fk_variant"], json!(variant));
+    assert_eq!(stock(fx, &p.warehouse, &variant).await, (0, 3, 0));
+    let mut body = intake_body(&p, &unique("NONE"));
+    body["order_orderItem"] = json!([{"orderQty": 1, "itemPrice": 1.0}]);
+    let problem = call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await.assert_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "order_orderItem.fk_variant", "{problem}");
     // Its scope (internal: the variant's brand, known from the intake's read of the
     // variants, not read again in the transaction) lets the brand's company see it.
     let seen = get(fx, "company", &format!("/api/stock?fk_warehouse={}&fk_variant={variant}&fields=id", p.warehouse)).await.records("stock");

@@ -670,6 +670,38 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
+        self.mark_insert(table, ids, inserted);
+        self.execute_untracked(table, statement).await
+    }
+
+    /// [`WriteTx::execute_insert_of`] of new rows for a caller that needs no count (an
+    /// insert that fails, fails whole): on SQLite it is sent with the transaction's next
+    /// statement or its commit, as [`WriteTx::update_unanswered`] is; on PostgreSQL at once.
+    /// A unique key taken is then that later statement's error, told as this table's.
+    pub(crate) async fn insert_unanswered(
+        &mut self,
+        table: &'static str,
+        statement: &sea_query::InsertStatement,
+        ids: &[&str],
+    ) -> StoreResult<()> {
+        if !matches!(self.tx, Tx::Sqlite(_)) {
+            return self
+                .execute_insert_of(table, statement, ids, true)
+                .await
+                .map(|_| ());
+        }
+        self.mark_insert(table, ids, true);
+        let (sql, values) = statement.build(SqliteQueryBuilder);
+        self.unanswered.push(Batched {
+            sql,
+            values,
+            part: Part::Held(table),
+        });
+        Ok(())
+    }
+
+    /// Remembers rows `ids` of `table` as written (`inserted`: as new rows).
+    fn mark_insert(&mut self, table: &'static str, ids: &[&str], inserted: bool) {
         if !self.touched.contains(&table) {
             self.touched.push(table);
         }
@@ -680,7 +712,6 @@ impl WriteTx {
         } else {
             self.rows_written(table, Some(ids));
         }
-        self.execute_untracked(table, statement).await
     }
 
     /// Runs an update on `table` (rows change, their number does not); returns the rows

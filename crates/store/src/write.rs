@@ -10,8 +10,8 @@ use brandhub_catalog::{
 };
 use brandhub_query::text::fold;
 use sea_query::{
-    Alias, Condition, Expr, ExprTrait, LockType, OnConflict, Order, Query, SelectStatement,
-    UpdateStatement, Value,
+    Alias, Condition, Expr, ExprTrait, InsertStatement, LockType, OnConflict, Order, Query,
+    SelectStatement, UpdateStatement, Value,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -157,6 +157,15 @@ enum Logged {
     Written,
 }
 
+/// When an insert is sent to the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    /// At once, its answer awaited.
+    Now,
+    /// With the transaction's next statement ([`WriteTx::insert_unanswered`]).
+    WithNext,
+}
+
 /// How many inserted records a transaction keeps for the derived fields of later inserts
 /// ([`WriteTx::inserted`]): enough for an order and its lines, not a file's thousands.
 const KEPT_INSERTED: usize = 64;
@@ -174,9 +183,36 @@ impl WriteTx {
         resource: &'static Resource,
         records: &mut [Record],
     ) -> StoreResult<()> {
+        self.insert_records_sent(resource, records, Sent::Now).await
+    }
+
+    /// [`WriteTx::insert_records`] for a caller that waits for no answer: on SQLite the
+    /// inserts go with the transaction's next statement (one round trip fewer in the write
+    /// turn each), so a unique key they find taken is that statement's error, a 409 of this
+    /// resource's table.
+    pub async fn insert_records_with_next(
+        &mut self,
+        resource: &'static Resource,
+        records: &mut [Record],
+    ) -> StoreResult<()> {
+        self.insert_records_sent(resource, records, Sent::WithNext)
+            .await
+    }
+
+    async fn insert_records_sent(
+        &mut self,
+        resource: &'static Resource,
+        records: &mut [Record],
+        sent: Sent,
+    ) -> StoreResult<()> {
         self.fill_derived(resource, records).await?;
-        self.insert_rows(resource, records, None, Stamp::IfUnset, Logged::Inserted)
-            .await?;
+        match sent {
+            Sent::Now => {
+                self.insert_rows(resource, records, None, Stamp::IfUnset, Logged::Inserted)
+                    .await?;
+            }
+            Sent::WithNext => self.insert_rows_with_next(resource, records).await?,
+        }
         if self.inserted.len() + records.len() <= KEPT_INSERTED {
             self.inserted
                 .extend(records.iter().map(|record| (resource, record.clone())));
@@ -300,22 +336,7 @@ impl WriteTx {
         logged: Logged,
     ) -> StoreResult<u64> {
         let mut affected = 0;
-        let fields = stored_fields(resource);
-        let now = self.now_timestamp();
-        let columns = insert_columns(resource);
-        let rows_per_statement = (MAX_PARAMETERS / columns.len()).clamp(1, MAX_ROWS);
-        for chunk in records.chunks(rows_per_statement) {
-            let mut insert = Query::insert();
-            insert
-                .into_table(Alias::new(resource.table))
-                .columns(columns.iter().map(|c| Alias::new(c.as_str())));
-            for record in chunk {
-                insert.values_panic(
-                    row_values(&fields, record, stamp, &now)
-                        .into_iter()
-                        .map(Into::into),
-                );
-            }
+        for (chunk, mut insert) in self.insert_statements(resource, records, stamp) {
             let inserted = match &on_conflict {
                 Some(on_conflict) => {
                     insert.on_conflict(on_conflict.clone());
@@ -329,6 +350,52 @@ impl WriteTx {
                 .await?;
         }
         Ok(affected)
+    }
+
+    /// [`WriteTx::insert_rows`] of new records, sent with the next statement
+    /// ([`WriteTx::insert_unanswered`]).
+    async fn insert_rows_with_next(
+        &mut self,
+        resource: &'static Resource,
+        records: &[Record],
+    ) -> StoreResult<()> {
+        for (chunk, insert) in self.insert_statements(resource, records, Stamp::IfUnset) {
+            let ids: Vec<&str> = chunk.iter().map(Record::id).collect();
+            self.insert_unanswered(resource.table, &insert, &ids)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The multi-row inserts of `records`, as many rows each as the parameter limits allow,
+    /// with the records each one holds.
+    fn insert_statements<'r>(
+        &self,
+        resource: &'static Resource,
+        records: &'r [Record],
+        stamp: Stamp,
+    ) -> Vec<(&'r [Record], InsertStatement)> {
+        let fields = stored_fields(resource);
+        let now = self.now_timestamp();
+        let columns = insert_columns(resource);
+        let rows_per_statement = (MAX_PARAMETERS / columns.len()).clamp(1, MAX_ROWS);
+        records
+            .chunks(rows_per_statement)
+            .map(|chunk| {
+                let mut insert = Query::insert();
+                insert
+                    .into_table(Alias::new(resource.table))
+                    .columns(columns.iter().map(|c| Alias::new(c.as_str())));
+                for record in chunk {
+                    insert.values_panic(
+                        row_values(&fields, record, stamp, &now)
+                            .into_iter()
+                            .map(Into::into),
+                    );
+                }
+                (chunk, insert)
+            })
+            .collect()
     }
 
     /// The value at a to-one `path` (links, then an id field) of each record: one statement

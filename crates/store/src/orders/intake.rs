@@ -547,23 +547,30 @@ impl Store {
         // The stock last: concurrent intakes of the same variants wait on those stock rows'
         // locks only from their update to the commit.
         record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
-        if let Err(error) = tx.insert_records(order, &mut [record]).await {
+        // The order and its lines go with the stock's statement (on SQLite, one round trip
+        // of the write turn for the three), so a unique key they find taken is that
+        // statement's error, or the commit's.
+        let written = async {
+            tx.insert_records_with_next(order, &mut [record]).await?;
+            tx.insert_records_with_next(item, &mut lines).await?;
+            tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
+            if let Some(key) = key {
+                tx.keep_written(key, &[(order_id.clone(), true)]).await?;
+            }
+            tx.commit().await
+        }
+        .await;
+        if let Err(error) = written {
             // A push of the same order committed since the check above (the unique index
-            // waited for it), or, with a key, before: told as the check tells it.
-            if let (StoreError::Conflict { .. }, Some(reference)) = (&error, &reference) {
-                drop(tx);
-                if let Some(conflict) = self.pushed_before(&target.id, reference).await? {
-                    return Err(conflict);
-                }
+            // waited for it), or, with a key, before: told as the check tells it. (The
+            // transaction was given up with the error: this read waits for nothing of it.)
+            if let (StoreError::Conflict { .. }, Some(reference)) = (&error, &reference)
+                && let Some(conflict) = self.pushed_before(&target.id, reference).await?
+            {
+                return Err(conflict);
             }
             return Err(error);
         }
-        tx.insert_records(item, &mut lines).await?;
-        tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
-        if let Some(key) = key {
-            tx.keep_written(key, &[(order_id.clone(), true)]).await?;
-        }
-        tx.commit().await?;
         Ok(Ok(order_id))
     }
 }

@@ -691,13 +691,18 @@ impl WriteTx {
                 .map(|_| ());
         }
         self.mark_insert(table, ids, true);
-        let (sql, values) = statement.build(SqliteQueryBuilder);
+        self.hold(table, statement.build(SqliteQueryBuilder));
+        Ok(())
+    }
+
+    /// SQLite: keeps a statement of `table` to send with the next one
+    /// ([`WriteTx::send_sqlite`]); an error it meets is told as `table`'s.
+    fn hold(&mut self, table: &'static str, (sql, values): (String, sea_query::Values)) {
         self.unanswered.push(Batched {
             sql,
             values,
             part: Part::Held(table),
         });
-        Ok(())
     }
 
     /// Remembers rows `ids` of `table` as written (`inserted`: as new rows).
@@ -752,12 +757,7 @@ impl WriteTx {
                 .map(|_| ());
         }
         self.mark_update(table, statement, Some(ids));
-        let (sql, values) = statement.build(SqliteQueryBuilder);
-        self.unanswered.push(Batched {
-            sql,
-            values,
-            part: Part::Held(table),
-        });
+        self.hold(table, statement.build(SqliteQueryBuilder));
         Ok(())
     }
 

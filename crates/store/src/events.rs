@@ -230,17 +230,17 @@ impl WriteTx {
         let now = self.clock.now_millis();
         let created = timestamp_at(now);
         let unfiltered = self.outbox.subscribed.is_none();
+        let columns = [
+            "id",
+            "event_type",
+            "resource",
+            "record_id",
+            "created_at",
+            "created_date",
+        ];
         changes
             .chunks(500)
             .map(|chunk| {
-                let columns = [
-                    "id",
-                    "event_type",
-                    "resource",
-                    "record_id",
-                    "created_at",
-                    "created_date",
-                ];
                 let mut insert = Query::insert()
                     .into_table(Alias::new(EVENT_TABLE))
                     .columns(columns.map(Alias::new))

@@ -378,33 +378,29 @@ impl Store {
                 .iter()
                 .filter_map(|l| l.barcode.as_deref().map(fold))
                 .collect();
-            let rows =
-                if ids.is_empty() && barcodes.is_empty() {
-                    Vec::new()
-                } else {
-                    self.fetch_in_request(
-                        &Query::select()
-                            .columns([Alias::new("id"), Alias::new("barcode_ci")])
-                            .from(Alias::new(variant.table))
-                            .and_where(Expr::col(Alias::new("fk_scope_brand")).eq(brand.as_str()))
-                            // Only the lists that hold something: an empty list's `IN ()` is
-                            // rendered as a comparison of two bound values, which the planner
-                            // cannot see is false, and it would then walk the brand's variants.
-                            .cond_where(
-                                Condition::any()
-                                    .add_option(
-                                        (!ids.is_empty())
-                                            .then(|| Expr::col(Alias::new("id")).is_in(ids)),
-                                    )
-                                    .add_option((!barcodes.is_empty()).then(|| {
-                                        Expr::col(Alias::new("barcode_ci")).is_in(barcodes)
-                                    })),
-                            )
-                            .to_owned(),
-                        &[Kind::Text, Kind::Text],
-                    )
-                    .await?
-                };
+            // Only the lists that hold something: an empty list's `IN ()` is rendered as a
+            // comparison of two bound values, which the planner cannot see is false, and it
+            // would then walk the brand's variants. No list, no statement.
+            let named = Condition::any()
+                .add_option((!ids.is_empty()).then(|| Expr::col(Alias::new("id")).is_in(ids)))
+                .add_option(
+                    (!barcodes.is_empty())
+                        .then(|| Expr::col(Alias::new("barcode_ci")).is_in(barcodes)),
+                );
+            let rows = if named.is_empty() {
+                Vec::new()
+            } else {
+                self.fetch_in_request(
+                    &Query::select()
+                        .columns([Alias::new("id"), Alias::new("barcode_ci")])
+                        .from(Alias::new(variant.table))
+                        .and_where(Expr::col(Alias::new("fk_scope_brand")).eq(brand.as_str()))
+                        .cond_where(named)
+                        .to_owned(),
+                    &[Kind::Text, Kind::Text],
+                )
+                .await?
+            };
             let found: Vec<(String, String)> = rows
                 .iter()
                 .map(|r| {

@@ -7,16 +7,10 @@ mod common;
 
 use common::{BOUNDARY, Part, multipart, row, xlsx};
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A value no other test (or earlier run) uses.
 fn unique() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    (nanos / 1000 % 10_000_000_000) * 10 + NEXT.fetch_add(1, Ordering::Relaxed) % 10
+    common::unique_number()
 }
 
 /// A new 13-digit barcode that no demo variant has.

@@ -11,6 +11,27 @@
 
 #![allow(dead_code)]
 
+/// A number no other call of this process and no earlier run returns: the time in
+/// microseconds, times ten, and at least one more than the last number returned (a loop may
+/// ask many times within one microsecond, and values made from one, such as barcodes, must
+/// still differ).
+pub fn unique_number() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+        % 10_000_000_000
+        * 10;
+    let previous = LAST
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+            Some(now.max(last + 1))
+        })
+        .expect("the update always gives a value");
+    now.max(previous + 1)
+}
+
 pub mod orders;
 pub mod process;
 pub mod scope_reference;

@@ -5,13 +5,9 @@
 
 mod common;
 
+use common::unique_number as unique;
 use common::{BOUNDARY, Part, multipart, row, xlsx};
 use serde_json::{Value, json};
-
-/// A value no other test (or earlier run) uses.
-fn unique() -> u64 {
-    common::unique_number()
-}
 
 /// A new 13-digit barcode that no demo variant has.
 fn new_barcode() -> String {

@@ -4,16 +4,11 @@
 
 mod common;
 
+use common::unique_number as unique;
 use common::{BOUNDARY, Part, multipart, row, xlsx};
 use serde_json::Value;
 
 const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
-
-/// A value no other test (or earlier run) uses: for product codes and new barcodes.
-/// A value no other test (or earlier run) uses.
-fn unique() -> u64 {
-    common::unique_number()
-}
 
 /// A new 13-digit barcode that no demo variant has.
 fn new_barcode() -> String {

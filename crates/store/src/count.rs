@@ -12,7 +12,6 @@ use brandhub_catalog::{Cell, Resource};
 use brandhub_query::plan::{CountPlan, Predicate};
 use brandhub_query::sql::{CountStrategy, count_statement, filter_drives, is_rare};
 use sea_query::{Alias, Expr, ExprTrait, OnConflict, Query, SelectStatement, SqliteQueryBuilder};
-use sea_query_sqlx::SqlxBinder;
 use sha2::{Digest, Sha256};
 use sqlx::AssertSqlSafe;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -92,7 +91,7 @@ pub(crate) fn start_writer(pool: Pool) -> mpsc::Sender<CountEntry> {
                     .to_owned()
             });
             let mut result: Result<(), sqlx::Error> = on_pool!(&pool, |pool, builder| {
-                let (sql, values) = upsert.build_sqlx(builder);
+                let (sql, values) = crate::db::built(&upsert, builder);
                 sqlx::query_with(AssertSqlSafe(sql), values)
                     .execute(pool)
                     .await
@@ -100,7 +99,7 @@ pub(crate) fn start_writer(pool: Pool) -> mpsc::Sender<CountEntry> {
             });
             if let (Ok(()), Some(prune)) = (&result, &prune) {
                 result = on_pool!(&pool, |pool, builder| {
-                    let (sql, values) = prune.build_sqlx(builder);
+                    let (sql, values) = crate::db::built(prune, builder);
                     sqlx::query_with(AssertSqlSafe(sql), values)
                         .execute(pool)
                         .await

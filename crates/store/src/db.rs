@@ -245,6 +245,18 @@ fn limit_compiled_once(sql: String) -> String {
     }
 }
 
+/// A statement's SQL and values for `builder`'s database, the limit written as
+/// [`limit_compiled_once`] writes it: every statement the store runs on a pool is built here
+/// (a transaction's SQLite batches are rewritten in [`WriteTx::send_sqlite`]).
+pub(crate) fn built<S, B>(statement: &S, builder: B) -> (String, sea_query_sqlx::SqlxValues)
+where
+    S: SqlxBinder,
+    B: sea_query::QueryBuilder,
+{
+    let (sql, values) = statement.build_sqlx(builder);
+    (limit_compiled_once(sql), values)
+}
+
 /// Runs `$body` with `$pool` bound to the concrete pool and `$builder` to its sea-query
 /// backend, so that one piece of code serves both databases.
 macro_rules! on_pool {
@@ -406,8 +418,7 @@ impl Store {
     ) -> StoreResult<Vec<Vec<Cell>>> {
         let started = Instant::now();
         let rows = on_pool!(&self.pool, |pool, builder| {
-            let (sql, values) = statement.build_sqlx(builder);
-            let sql = limit_compiled_once(sql);
+            let (sql, values) = built(statement, builder);
             let logged = tracing::enabled!(tracing::Level::DEBUG).then(|| sql.clone());
             // The SQL comes from sea-query over catalog names; every value is bound.
             let rows = sqlx::query_with(AssertSqlSafe(sql), values)
@@ -461,7 +472,7 @@ impl Store {
         S: SqlxBinder,
     {
         let affected = on_pool!(&self.pool, |pool, builder| {
-            let (sql, values) = statement.build_sqlx(builder);
+            let (sql, values) = built(statement, builder);
             sqlx::query_with(AssertSqlSafe(sql), values)
                 .execute(pool)
                 .await

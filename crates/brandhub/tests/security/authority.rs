@@ -5,20 +5,10 @@
 
 use crate::common;
 use crate::on_both_backends;
+use common::unique_number as unique;
 use common::{BOUNDARY, Db, Fixture, Response, multipart, row, xlsx};
 use reqwest::Method;
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// A number no other call of this run uses (emails, product codes).
-fn unique() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    (nanos / 1000 % 1_000_000_000) * 100 + NEXT.fetch_add(1, Ordering::Relaxed) % 100
-}
 
 /// Someone who calls the API: a user name and a key.
 #[derive(Clone)]

@@ -51,7 +51,10 @@ fn now_seconds() -> i64 {
 }
 
 /// Starts the background writer of cached counts; returns where to send entries.
-pub(crate) fn start_writer(pool: Pool) -> mpsc::Sender<CountEntry> {
+pub(crate) fn start_writer(
+    pool: Pool,
+    checkpoints: Option<std::sync::Arc<crate::checkpoint::Checkpoints>>,
+) -> mpsc::Sender<CountEntry> {
     let (sender, mut receiver) = mpsc::channel::<CountEntry>(256);
     tokio::spawn(async move {
         let mut last_pruned = now_seconds();
@@ -108,6 +111,9 @@ pub(crate) fn start_writer(pool: Pool) -> mpsc::Sender<CountEntry> {
             }
             if let Err(error) = result {
                 tracing::debug!(%error, "a count was not cached");
+            }
+            if let (Some(checkpoints), Pool::Sqlite(pool)) = (&checkpoints, &pool) {
+                checkpoints.committed(pool);
             }
         }
     });

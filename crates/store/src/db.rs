@@ -44,6 +44,10 @@ fn sqlite_options(url: &str, cache_kib: u32) -> StoreResult<SqliteConnectOptions
         .pragma("cache_size", format!("-{cache_kib}"))
         .pragma("temp_store", "memory")
         .statement_cache_capacity(256)
+        .pragma(
+            "wal_autocheckpoint",
+            crate::checkpoint::AUTOMATIC_CHECKPOINT_PAGES,
+        )
         // Room for a whole page (and its padded relation loads) without the worker
         // thread blocking mid-query and waking the reader row by row.
         .row_buffer_size(4096))
@@ -86,6 +90,8 @@ pub struct Store {
     /// SQLite only: where this process's write transactions queue for the database's one
     /// write lock (see [`Store::begin`]).
     pub(crate) write_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// SQLite only: when this process checkpoints the database ([`crate::checkpoint`]).
+    pub(crate) checkpoints: Option<std::sync::Arc<crate::checkpoint::Checkpoints>>,
 }
 
 /// How long a write transaction waits for SQLite's write lock in this process before it
@@ -325,11 +331,16 @@ impl Store {
                 "database URL '{url}' is neither sqlite:// nor postgres://"
             )));
         };
-        let count_writer = Some(crate::count::start_writer(pool.clone()));
+        let checkpoints = matches!(pool, Pool::Sqlite(_)).then(std::sync::Arc::default);
+        let count_writer = Some(crate::count::start_writer(
+            pool.clone(),
+            checkpoints.clone(),
+        ));
         let write_gate = matches!(pool, Pool::Sqlite(_))
             .then(|| std::sync::Arc::new(tokio::sync::Semaphore::new(1)));
         Ok(Store {
             write_gate,
+            checkpoints,
             pool,
             export_pool,
             count_writer,
@@ -479,7 +490,15 @@ impl Store {
                 .map_err(|e| write_error(table, e))?
                 .rows_affected()
         });
+        self.committed_on_pool();
         Ok(affected)
+    }
+
+    /// Counts a write committed on the pool's SQLite connections (see [`crate::checkpoint`]).
+    fn committed_on_pool(&self) {
+        if let (Some(checkpoints), Pool::Sqlite(pool)) = (&self.checkpoints, &self.pool) {
+            checkpoints.committed(pool);
+        }
     }
 
     /// Runs plain SQL without results (schema statements); `sql` must not contain input.
@@ -553,8 +572,13 @@ impl Store {
                     .map_err(|e| internal("cannot begin a transaction", e))?,
             ),
         };
+        let checkpoints = match (&self.checkpoints, &self.pool) {
+            (Some(checkpoints), Pool::Sqlite(pool)) => Some((checkpoints.clone(), pool.clone())),
+            _ => None,
+        };
         Ok(WriteTx {
             tx,
+            checkpoints,
             touched: Vec::new(),
             updated_columns: Vec::new(),
             written_rows: Vec::new(),
@@ -645,6 +669,11 @@ enum Part {
 /// change is visible, and not a moment before.
 pub struct WriteTx {
     tx: Tx,
+    /// SQLite only: counts this transaction's commit towards the next checkpoint.
+    checkpoints: Option<(
+        std::sync::Arc<crate::checkpoint::Checkpoints>,
+        sqlx::SqlitePool,
+    )>,
     /// Tables written by statements that may insert or delete rows: both their versions are
     /// bumped on commit (see [`crate::versions::rows_key`]).
     touched: Vec<&'static str>,
@@ -875,6 +904,9 @@ impl WriteTx {
         if commit {
             // Committed: nothing to roll back when it is dropped.
             tx.conn = None;
+            if let Some((checkpoints, pool)) = &self.checkpoints {
+                checkpoints.committed(pool);
+            }
         }
         Timing::add_batch_to_request(started.elapsed(), counted);
         Ok((rows, affected))

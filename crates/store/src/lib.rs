@@ -8,6 +8,7 @@
 //! an operator about itself ([`stats`]).
 
 pub mod accounts;
+pub(crate) mod checkpoint;
 pub mod clock;
 pub mod count;
 pub mod db;

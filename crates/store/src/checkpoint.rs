@@ -1,0 +1,214 @@
+//! SQLite's checkpoints, taken off the write turn. In WAL mode a commit appends the pages it
+//! changed to the log, and a checkpoint copies them back into the database file. SQLite's
+//! own automatic checkpoint runs inside the commit that crosses 1,000 logged pages, on the
+//! committing connection, so that commit's answer waits for the copy, and with it every
+//! writer queued for this process's one write turn ([`crate::db::Store::begin`]): an order
+//! intake logs some 75 pages, so every dozenth turn was a checkpoint long. brandhub turns the
+//! automatic checkpoint off on its connections and asks for a passive checkpoint after a
+//! commit instead, on a task of its own: it copies what no reader still needs, while the
+//! next writers go on appending.
+
+use sqlx::SqlitePool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Commits between two checkpoints under a steady stream of writes. About as many logged
+/// pages as SQLite's automatic checkpoint lets grow (1,000) for the writes the benchmarks
+/// make; a checkpoint copies each page once however often it was logged since the last.
+pub(crate) const COMMITS_PER_CHECKPOINT: u32 = 16;
+
+/// Under a trickle of writes (or after one large one, such as the demo data set), a commit
+/// also starts a checkpoint once this long has passed since the last began.
+pub(crate) const CHECKPOINT_EVERY_MILLIS: u64 = 1_000;
+
+/// What the checkpoint setting of every SQLite connection brandhub opens is: no automatic
+/// checkpoint (see the module docs).
+pub(crate) const AUTOMATIC_CHECKPOINT_PAGES: &str = "0";
+
+/// When this process checkpoints its SQLite database: shared by the clones of a store.
+#[derive(Debug)]
+pub(crate) struct Checkpoints {
+    /// Commits since the last checkpoint began.
+    commits: AtomicU32,
+    /// Milliseconds from `epoch` at which the last checkpoint began.
+    last_began: AtomicU64,
+    epoch: Instant,
+    /// Whether a checkpoint is running: never two at once.
+    running: AtomicBool,
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Checkpoints {
+            commits: AtomicU32::new(0),
+            last_began: AtomicU64::new(0),
+            epoch: Instant::now(),
+            running: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Checkpoints {
+    /// Counts a commit made on `pool` and, when one is due and none runs, starts a passive
+    /// checkpoint on a task of its own. Called after the commit, so neither the committing
+    /// request nor the write turn waits for it.
+    pub(crate) fn committed(self: &Arc<Self>, pool: &SqlitePool) {
+        if !self.due_after_commit(self.epoch.elapsed().as_millis() as u64) {
+            return;
+        }
+        let this = Arc::clone(self);
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(&pool)
+                .await
+            {
+                // A closed pool (shutdown) or a busy moment: the next commit tries again, and
+                // the last connection to close checkpoints whatever is left.
+                tracing::debug!(%error, "a checkpoint did not run");
+            }
+            this.running.store(false, Ordering::Release);
+        });
+    }
+
+    /// Counts a commit at `now` (milliseconds from the epoch); whether it starts a checkpoint,
+    /// which is then marked running.
+    fn due_after_commit(&self, now: u64) -> bool {
+        let commits = self.commits.fetch_add(1, Ordering::AcqRel) + 1;
+        let waited = now.saturating_sub(self.last_began.load(Ordering::Acquire));
+        if commits < COMMITS_PER_CHECKPOINT && waited < CHECKPOINT_EVERY_MILLIS {
+            return false;
+        }
+        if self.running.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.commits.store(0, Ordering::Release);
+        self.last_began.store(now, Ordering::Release);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::{Store, StoreOptions};
+    use sea_query::{Alias, Query};
+
+    fn finished(checkpoints: &Checkpoints) {
+        checkpoints.running.store(false, Ordering::Release);
+    }
+
+    #[test]
+    fn a_steady_stream_of_commits_checkpoints_every_so_many() {
+        let checkpoints = Checkpoints::default();
+        // The first commit of a process checkpoints once a second has passed since it began.
+        assert!(checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS));
+        finished(&checkpoints);
+        let now = CHECKPOINT_EVERY_MILLIS + 1;
+        for _ in 1..COMMITS_PER_CHECKPOINT {
+            assert!(!checkpoints.due_after_commit(now));
+        }
+        assert!(checkpoints.due_after_commit(now));
+    }
+
+    #[test]
+    fn a_trickle_of_commits_checkpoints_once_a_second() {
+        let checkpoints = Checkpoints::default();
+        assert!(!checkpoints.due_after_commit(10));
+        assert!(!checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS - 1));
+        assert!(checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS));
+        finished(&checkpoints);
+        assert!(!checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS + 10));
+        assert!(checkpoints.due_after_commit(2 * CHECKPOINT_EVERY_MILLIS));
+    }
+
+    #[test]
+    fn never_two_checkpoints_at_once() {
+        let checkpoints = Checkpoints::default();
+        assert!(checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS));
+        // Still running: neither many commits nor a long wait start another.
+        for _ in 0..3 * COMMITS_PER_CHECKPOINT {
+            assert!(!checkpoints.due_after_commit(10 * CHECKPOINT_EVERY_MILLIS));
+        }
+        finished(&checkpoints);
+        assert!(checkpoints.due_after_commit(10 * CHECKPOINT_EVERY_MILLIS));
+    }
+
+    /// Waits until no checkpoint of `store` runs: the test takes its commits one after the
+    /// other as a steady writer would, without racing the checkpoints it starts.
+    async fn checkpointed(store: &Store) {
+        let checkpoints = store.checkpoints.as_ref().expect("a SQLite store");
+        while checkpoints.running.load(Ordering::Acquire) {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Many commits, through write transactions and on the pool: the log is copied back and
+    /// started over every few commits instead of growing with every one of them (SQLite's
+    /// automatic checkpoint is off on brandhub's connections), and nothing written is lost.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_stays_short_under_many_commits_and_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoints.db");
+        let store = Store::connect(&StoreOptions {
+            url: format!("sqlite://{}", path.display()),
+            max_connections: 2,
+            page_cache_bytes: 0,
+            matches_first_limit: 40,
+            pg_settings: Vec::new(),
+        })
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        store
+            .execute_raw("CREATE TABLE filler (n INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+            .await
+            .unwrap();
+        // The schema's own pages out of the log first: it starts empty.
+        store
+            .execute_raw("PRAGMA wal_checkpoint(TRUNCATE)")
+            .await
+            .unwrap();
+        const COMMITS: i64 = 400;
+        let filler = "x".repeat(3_000);
+        let insert = |n: i64| {
+            Query::insert()
+                .into_table(Alias::new("filler"))
+                .columns([Alias::new("n"), Alias::new("text")])
+                .values_panic([n.into(), filler.clone().into()])
+                .to_owned()
+        };
+        for n in 0..COMMITS {
+            if n % 2 == 0 {
+                let mut tx = store.begin().await.unwrap();
+                tx.execute("filler", &insert(n)).await.unwrap();
+                tx.commit().await.unwrap();
+            } else {
+                store.execute_untracked("filler", &insert(n)).await.unwrap();
+            }
+            checkpointed(&store).await;
+        }
+        // Every commit logs at least the page of its row (3,000 bytes): 400 pages and more
+        // without checkpoints.
+        let log = std::fs::metadata(dir.path().join("checkpoints.db-wal"))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        assert!(
+            log < 100 * 4096,
+            "the log holds {log} bytes after {COMMITS} commits"
+        );
+        let count = store
+            .fetch_integer(
+                &Query::select()
+                    .expr(sea_query::Expr::cust("COUNT(*)"))
+                    .from(Alias::new("filler"))
+                    .to_owned(),
+                &crate::db::Timing::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(count, COMMITS);
+        store.close().await;
+    }
+}

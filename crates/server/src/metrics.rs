@@ -134,7 +134,7 @@ impl Metrics {
             cache_hits: counters(
                 r,
                 "brandhub_cache_hits_total",
-                "Lookups answered from a cache: page (rendered pages), page_listing (the ids and counts of pages whose records changed), page_recheck (stale pages and listings checked against the rows written since: a hit is one kept, a kept page counting as a page hit too), count (counts in memory), count_shared (the counts table shared by every process).",
+                "Lookups answered from a cache: page (rendered pages), page_listing (the ids and counts of pages whose records changed), page_recheck (stale pages and listings checked against the rows written since: a hit is one kept, a kept page counting as a page hit too), related (the rows of expanded relations, read with a page whose own records were read), count (counts in memory), count_shared (the counts table shared by every process).",
                 &["cache"],
             ),
             cache_misses: counters(

@@ -75,6 +75,9 @@ pub struct Store {
     pub(crate) order_numbers: std::sync::Arc<tokio::sync::Mutex<std::ops::Range<i64>>>,
     /// Rendered pages known in this process.
     pub(crate) pages: std::sync::Arc<crate::page::PageCache>,
+    /// Rows of expanded relations known in this process ([`crate::related`]); none when no
+    /// page is kept either.
+    pub(crate) related: Option<std::sync::Arc<crate::related::RelatedCache>>,
     /// Pages being made now, so that requests missing the same page wait for it (none when
     /// no page is kept: they would wait for nothing).
     pub(crate) pages_in_making: Option<crate::page::InMaking>,
@@ -351,6 +354,7 @@ impl Store {
                 crate::count::RouteWeight,
             )),
             pages: std::sync::Arc::new(crate::page::page_cache(options.page_cache_bytes)),
+            related: crate::related::related_cache(options.page_cache_bytes),
             pages_in_making: (options.page_cache_bytes > 0).then(Default::default),
             matches_first_limit: options.matches_first_limit,
             clock: crate::clock::Clock::system(),

@@ -71,8 +71,14 @@ impl Store {
             ..NodeData::default()
         };
         node.index_by(0);
-        self.load_node(&plan.selection, &mut node, viewer, timing)
-            .await?;
+        self.load_node(
+            &plan.selection,
+            &mut node,
+            viewer,
+            &crate::versions::Versions::default(),
+            timing,
+        )
+        .await?;
         Ok(ExportChunk { node, next })
     }
 }

@@ -26,6 +26,7 @@ pub mod precondition;
 pub mod read;
 pub(crate) mod recheck;
 pub mod records;
+pub(crate) mod related;
 pub mod render;
 pub mod rights;
 pub mod row_log;

@@ -138,6 +138,20 @@ pub(crate) fn page_cache(bytes: u64) -> PageCache {
     PageCache::with_weighter(1024, bytes, PageWeight)
 }
 
+/// The expanded relations from which a fresh read's versions are read: one statement more, and
+/// as many fewer as the expansions' rows are found kept.
+const EXPANSIONS_WORTH_THE_VERSIONS: usize = 2;
+
+/// How many relations a selection expands, at every depth.
+fn expansions(selection: &brandhub_query::plan::Selection) -> usize {
+    selection
+        .relations
+        .iter()
+        .filter_map(|relation| relation.expanded.as_ref())
+        .map(|sub| 1 + expansions(sub))
+        .sum()
+}
+
 /// What identifies a page's listing: who sees it and the statement that reads its records
 /// (filter, order, paging).
 fn listing_key(plan: &ReadPlan, viewer: &Viewer) -> Sha256 {
@@ -175,14 +189,18 @@ impl Store {
     /// nor kept in the page cache: for the answer of a write and the checks before one. Those
     /// name records just written (no cached page is true for them) in a form no reader asks
     /// for again soon; kept, they would only push out the pages that readers do ask for.
-    /// The versions are read only when the page needs a count (not a first page by ids).
+    /// The versions are read only when the page needs a count (not a first page by ids) or
+    /// expands relations enough that their rows, kept ([`crate::related`]), save more
+    /// statements than the read of the versions costs.
     pub async fn render_fresh(
         &self,
         plan: &ReadPlan,
         viewer: &Viewer,
         timing: &Timing,
     ) -> StoreResult<RenderedPage> {
-        let versions = if crate::read::counts_itself(plan) {
+        let versions = if crate::read::counts_itself(plan)
+            && expansions(&plan.selection) < EXPANSIONS_WORTH_THE_VERSIONS
+        {
             Versions::default()
         } else {
             self.versions(timing).await?
@@ -237,7 +255,8 @@ impl Store {
                 ..
             }) => {
                 self.tallies.listing.record(true);
-                self.read_listed(plan, ids, *found, viewer, timing).await?
+                self.read_listed(plan, ids, *found, viewer, versions, timing)
+                    .await?
             }
             _ => {
                 if listing_stamp.is_some() {

@@ -137,7 +137,7 @@ impl Store {
             };
             (found, rows)
         };
-        self.with_related(plan, columns, rows, found, viewer, timing)
+        self.with_related(plan, (columns, rows), found, viewer, versions, timing)
             .await
     }
 
@@ -149,6 +149,7 @@ impl Store {
         ids: &[String],
         found: u64,
         viewer: &Viewer,
+        versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<PageData> {
         let columns = node_columns(&plan.selection, None);
@@ -158,18 +159,19 @@ impl Store {
             let statement = page_statement(&plan.narrowed_to(ids), self.pinned_strategy());
             self.fetch(&statement, &kinds(&columns), timing).await?
         };
-        self.with_related(plan, columns, rows, found, viewer, timing)
+        self.with_related(plan, (columns, rows), found, viewer, versions, timing)
             .await
     }
 
-    /// A page of root rows completed with their lists and related records.
+    /// A page of root rows (with the fields they hold) completed with their lists and
+    /// related records.
     async fn with_related(
         &self,
         plan: &ReadPlan,
-        columns: Vec<&'static Field>,
-        rows: Vec<Vec<Cell>>,
+        (columns, rows): (Vec<&'static Field>, Vec<Vec<Cell>>),
         found: u64,
         viewer: &Viewer,
+        versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<PageData> {
         let mut root = NodeData {
@@ -178,7 +180,7 @@ impl Store {
             ..NodeData::default()
         };
         root.index_by(0);
-        self.load_node(&plan.selection, &mut root, viewer, timing)
+        self.load_node(&plan.selection, &mut root, viewer, versions, timing)
             .await?;
         Ok(PageData { root, found })
     }
@@ -243,12 +245,15 @@ impl Store {
         Ok(strategy)
     }
 
-    /// Loads the lists and expanded relations of a node whose rows are loaded.
+    /// Loads the lists and expanded relations of a node whose rows are loaded; each
+    /// relation's rows are taken from the cache ([`crate::related`]) while `versions` (when
+    /// read) say they are still true.
     pub(crate) fn load_node<'a>(
         &'a self,
         selection: &'a Selection,
         node: &'a mut NodeData,
         viewer: &'a Viewer,
+        versions: &'a Versions,
         timing: &'a Timing,
     ) -> Loading<'a> {
         Box::pin(async move {
@@ -281,19 +286,27 @@ impl Store {
                     ..NodeData::default()
                 };
                 if !keys.is_empty() {
+                    let scope = viewer.scope(target);
                     let statement = related_statement(
                         sub,
                         key_field,
                         &keys,
-                        &viewer.scope(target),
+                        &scope,
                         self.backend() == Backend::Sqlite,
                     );
                     child.rows = self
-                        .fetch(&statement, &kinds(&child.columns), timing)
+                        .fetch_related(
+                            &statement,
+                            &kinds(&child.columns),
+                            (target, &scope),
+                            versions,
+                            timing,
+                        )
                         .await?;
                     let key_column = child.column_of(key_field).expect("the key column is read");
                     child.index_by(key_column);
-                    self.load_node(sub, &mut child, viewer, timing).await?;
+                    self.load_node(sub, &mut child, viewer, versions, timing)
+                        .await?;
                 }
                 node.children.push(Some(child));
             }

@@ -39,6 +39,8 @@ pub(crate) struct CacheTallies {
     /// Stale pages and listings whose rows written since were checked ([`crate::page`]): a
     /// hit is one the writes did not touch, kept and served.
     pub(crate) recheck: Tally,
+    /// Rows of expanded relations in this process's memory ([`crate::related`]).
+    pub(crate) related: Tally,
     /// Counts in this process's memory ([`crate::count`]).
     pub(crate) count: Tally,
     /// Counts in the table shared by every process, asked when memory missed.
@@ -87,6 +89,7 @@ impl Store {
                 ("page", tallies.page.read()),
                 ("page_listing", tallies.listing.read()),
                 ("page_recheck", tallies.recheck.read()),
+                ("related", tallies.related.read()),
                 ("count", tallies.count.read()),
                 ("count_shared", tallies.shared_count.read()),
             ],

@@ -287,6 +287,9 @@ pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
 #[derive(Debug, Clone, Default)]
 pub struct Versions {
     by_table: HashMap<String, i64>,
+    /// Whether they were read from the database: [`Versions::default`] stands for versions
+    /// not read, under which nothing may be taken from a cache.
+    read: bool,
 }
 
 impl Versions {
@@ -307,6 +310,13 @@ impl Versions {
             })
             .map(|t| self.by_table.get(*t).copied().unwrap_or(0))
             .sum()
+    }
+
+    /// Whether these versions were read from the database, rather than being the default that
+    /// stands for none (a write's answer that needs no count, an export): only versions read
+    /// may find or keep anything cached.
+    pub fn were_read(&self) -> bool {
+        self.read
     }
 }
 
@@ -343,7 +353,10 @@ impl Versions {
                 Some((name.to_string(), version.parse().ok()?))
             })
             .collect();
-        Versions { by_table }
+        Versions {
+            by_table,
+            read: true,
+        }
     }
 }
 

@@ -7,6 +7,13 @@
 //! automatic checkpoint off on its connections and asks for a passive checkpoint after a
 //! commit instead, on a task of its own: it copies what no reader still needs, while the
 //! next writers go on appending.
+//!
+//! The log only starts over (from its first page) when a writer begins after a checkpoint
+//! copied all of it. Under a steady stream of writes the next writer always begins while
+//! the checkpoint runs, so a log checkpointed only beside the writers would grow for as long
+//! as they write. Once the log holds more than [`RESTART_AFTER_FRAMES`] pages, the next
+//! checkpoint takes the write turn first: it copies the little the checkpoints beside the
+//! writers left, and the writer after it starts the log over.
 
 use sqlx::SqlitePool;
 use std::sync::Arc;
@@ -26,6 +33,10 @@ pub(crate) const CHECKPOINT_EVERY_MILLIS: u64 = 1_000;
 /// checkpoint (see the module docs).
 pub(crate) const AUTOMATIC_CHECKPOINT_PAGES: &str = "0";
 
+/// The pages (frames) the log may hold before a checkpoint takes the write turn so that the
+/// log starts over: 16 MiB of 4 KiB pages.
+pub(crate) const RESTART_AFTER_FRAMES: i64 = 4_096;
+
 /// When this process checkpoints its SQLite database: shared by the clones of a store.
 #[derive(Debug)]
 pub(crate) struct Checkpoints {
@@ -36,37 +47,64 @@ pub(crate) struct Checkpoints {
     epoch: Instant,
     /// Whether a checkpoint is running: never two at once.
     running: AtomicBool,
+    /// The pages the log held at the last checkpoint (copied or not: see the module docs).
+    log_frames: std::sync::atomic::AtomicI64,
+    /// See [`RESTART_AFTER_FRAMES`] (a test sets a smaller one).
+    restart_after_frames: i64,
 }
 
 impl Default for Checkpoints {
     fn default() -> Self {
+        Checkpoints::restarting_after(RESTART_AFTER_FRAMES)
+    }
+}
+
+impl Checkpoints {
+    /// Checkpoints that take the write turn once the log holds more than `frames` pages.
+    pub(crate) fn restarting_after(frames: i64) -> Checkpoints {
         Checkpoints {
             commits: AtomicU32::new(0),
             last_began: AtomicU64::new(0),
             epoch: Instant::now(),
             running: AtomicBool::new(false),
+            log_frames: std::sync::atomic::AtomicI64::new(0),
+            restart_after_frames: frames,
         }
     }
-}
 
-impl Checkpoints {
     /// Counts a commit made on `pool` and, when one is due and none runs, starts a passive
     /// checkpoint on a task of its own. Called after the commit, so neither the committing
-    /// request nor the write turn waits for it.
-    pub(crate) fn committed(self: &Arc<Self>, pool: &SqlitePool) {
+    /// request nor the write turn waits for it; the checkpoint itself takes the turn (`gate`)
+    /// when the log has grown long (see the module docs).
+    pub(crate) fn committed(
+        self: &Arc<Self>,
+        pool: &SqlitePool,
+        gate: Option<&Arc<tokio::sync::Semaphore>>,
+    ) {
         if !self.due_after_commit(self.epoch.elapsed().as_millis() as u64) {
             return;
         }
         let this = Arc::clone(self);
         let pool = pool.clone();
+        let gate = gate
+            .filter(|_| this.log_frames.load(Ordering::Acquire) > this.restart_after_frames)
+            .cloned();
         tokio::spawn(async move {
-            if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-                .execute(&pool)
+            // Behind the writers already waiting; none appends while it copies.
+            let _turn = match gate {
+                Some(gate) => gate.acquire_owned().await.ok(),
+                None => None,
+            };
+            match sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(PASSIVE)")
+                .fetch_one(&pool)
                 .await
             {
+                // Copied whole or not, the log starts over only when a writer begins after
+                // a whole copy: beside the writers, one always began before it ended.
+                Ok((_, log, _)) => this.log_frames.store(log, Ordering::Release),
                 // A closed pool (shutdown) or a busy moment: the next commit tries again, and
                 // the last connection to close checkpoints whatever is left.
-                tracing::debug!(%error, "a checkpoint did not run");
+                Err(error) => tracing::debug!(%error, "a checkpoint did not run"),
             }
             this.running.store(false, Ordering::Release);
         });
@@ -209,6 +247,80 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(count, COMMITS);
+        store.close().await;
+    }
+
+    /// Writers that never wait for one another or for the checkpoints: the log still starts
+    /// over every so often (a checkpoint takes the write turn once it is long), instead of
+    /// growing with every commit for as long as they write.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_starts_over_while_writers_never_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("restarts.db");
+        let mut store = Store::connect(&StoreOptions {
+            url: format!("sqlite://{}", path.display()),
+            max_connections: 4,
+            page_cache_bytes: 0,
+            matches_first_limit: 40,
+            pg_settings: Vec::new(),
+        })
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        store
+            .execute_raw("CREATE TABLE filler (n INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+            .await
+            .unwrap();
+        store
+            .execute_raw("PRAGMA wal_checkpoint(TRUNCATE)")
+            .await
+            .unwrap();
+        const RESTART_AFTER: i64 = 64;
+        store.checkpoints = Some(Arc::new(Checkpoints::restarting_after(RESTART_AFTER)));
+        const WRITERS: i64 = 4;
+        const COMMITS: i64 = 150;
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|writer| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    for n in 0..COMMITS {
+                        let insert = Query::insert()
+                            .into_table(Alias::new("filler"))
+                            .columns([Alias::new("n"), Alias::new("text")])
+                            .values_panic([(writer * COMMITS + n).into(), "x".repeat(3_000).into()])
+                            .to_owned();
+                        let mut tx = store.begin().await.unwrap();
+                        tx.execute("filler", &insert).await.unwrap();
+                        tx.commit().await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        checkpointed(&store).await;
+        // 600 commits of a 3,000-byte row and the versions: some 1,800 pages logged, 7 MB,
+        // in a log that never started over.
+        let log = std::fs::metadata(dir.path().join("restarts.db-wal"))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        assert!(
+            log < 6 * RESTART_AFTER as u64 * 4096,
+            "the log holds {log} bytes after {} commits",
+            WRITERS * COMMITS
+        );
+        let count = store
+            .fetch_integer(
+                &Query::select()
+                    .expr(sea_query::Expr::cust("COUNT(*)"))
+                    .from(Alias::new("filler"))
+                    .to_owned(),
+                &crate::db::Timing::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(count, WRITERS * COMMITS);
         store.close().await;
     }
 }

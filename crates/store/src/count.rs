@@ -113,7 +113,8 @@ pub(crate) fn start_writer(
                 tracing::debug!(%error, "a count was not cached");
             }
             if let (Some(checkpoints), Pool::Sqlite(pool)) = (&checkpoints, &pool) {
-                checkpoints.committed(pool);
+                // Not in the write turn: a checkpoint it starts copies beside the writers.
+                checkpoints.committed(pool, None);
             }
         }
     });

@@ -501,7 +501,7 @@ impl Store {
     /// Counts a write committed on the pool's SQLite connections (see [`crate::checkpoint`]).
     fn committed_on_pool(&self) {
         if let (Some(checkpoints), Pool::Sqlite(pool)) = (&self.checkpoints, &self.pool) {
-            checkpoints.committed(pool);
+            checkpoints.committed(pool, self.write_gate.as_ref());
         }
     }
 
@@ -577,7 +577,11 @@ impl Store {
             ),
         };
         let checkpoints = match (&self.checkpoints, &self.pool) {
-            (Some(checkpoints), Pool::Sqlite(pool)) => Some((checkpoints.clone(), pool.clone())),
+            (Some(checkpoints), Pool::Sqlite(pool)) => Some(Checkpointing {
+                checkpoints: checkpoints.clone(),
+                pool: pool.clone(),
+                gate: self.write_gate.clone(),
+            }),
             _ => None,
         };
         Ok(WriteTx {
@@ -668,16 +672,21 @@ enum Part {
     Own,
 }
 
+/// What a SQLite transaction's commit tells the checkpoints ([`crate::checkpoint`]): where to
+/// checkpoint, and the write turn a checkpoint takes when the log has grown long.
+struct Checkpointing {
+    checkpoints: std::sync::Arc<crate::checkpoint::Checkpoints>,
+    pool: sqlx::SqlitePool,
+    gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+}
+
 /// A write transaction. It remembers which tables it wrote and bumps their versions just
 /// before committing, so cached counts over those tables stop being used the moment the
 /// change is visible, and not a moment before.
 pub struct WriteTx {
     tx: Tx,
     /// SQLite only: counts this transaction's commit towards the next checkpoint.
-    checkpoints: Option<(
-        std::sync::Arc<crate::checkpoint::Checkpoints>,
-        sqlx::SqlitePool,
-    )>,
+    checkpoints: Option<Checkpointing>,
     /// Tables written by statements that may insert or delete rows: both their versions are
     /// bumped on commit (see [`crate::versions::rows_key`]).
     touched: Vec<&'static str>,
@@ -908,8 +917,8 @@ impl WriteTx {
         if commit {
             // Committed: nothing to roll back when it is dropped.
             tx.conn = None;
-            if let Some((checkpoints, pool)) = &self.checkpoints {
-                checkpoints.committed(pool);
+            if let Some(c) = &self.checkpoints {
+                c.checkpoints.committed(&c.pool, c.gate.as_ref());
             }
         }
         Timing::add_batch_to_request(started.elapsed(), counted);

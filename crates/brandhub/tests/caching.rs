@@ -192,9 +192,11 @@ async fn expanded_records_outlive_a_write_of_their_page_and_not_a_write_of_their
         let sample = |metric| common::metric_sample(&text, metric, &[("cache", "related")]).unwrap_or(0.0);
         (sample("brandhub_cache_hits_total"), sample("brandhub_cache_misses_total"))
     };
-    // A stock record of the first brand, read with its default template: its warehouse, its
-    // variant, the variant's product and the product's brand.
-    let listed = fx.get("/api/stock?pageSize=1&order_by=id&stock_variant.variant_product.product_brand.code=BR0001").await.records("stock");
+    // A stock record no other test of this fixture writes (the third of a brand none of them
+    // reads), read with its default template: its warehouse, its variant, the variant's
+    // product and the product's brand.
+    let listed = fx.get("/api/stock?pageSize=1&page=3&order_by=id&stock_variant.variant_product.product_brand.code=BR0003").await.records("stock");
+    assert_eq!(listed.len(), 1, "the fixture has no third stock record of BR0003");
     let id = listed[0]["id"].as_str().unwrap().to_string();
     let path = format!("/api/stock/{id}");
     let first = fx.get(&path).await.records("stock");

@@ -24,6 +24,27 @@ async fn another_process(fx: &common::Fixture) -> Store {
     .await
 }
 
+/// Updates exactly one row of `table` through [`another_process`], in a write transaction of
+/// its own.
+async fn update_elsewhere(
+    fx: &common::Fixture,
+    table: &'static str,
+    update: sea_query::UpdateStatement,
+) {
+    let other = another_process(fx).await;
+    fx.on_server(async move {
+        let mut tx = other.begin().await.expect("a transaction");
+        assert_eq!(
+            tx.execute(table, &update).await.expect("the update runs"),
+            1,
+            "one {table} row"
+        );
+        tx.commit().await.expect("the commit");
+        other.close().await;
+    })
+    .await;
+}
+
 /// The stale pages the server checked against the rows written since: (kept, made again).
 async fn page_rechecks(fx: &common::Fixture) -> (f64, f64) {
     let text = common::scrape_metrics(fx).await;
@@ -45,22 +66,13 @@ async fn a_write_elsewhere_shows_in_the_next_page_and_count(fx) {
     let stock_page = fx.get("/api/stock?pageSize=5&stock_variant.variant_product.product_brand.code=BR0002").await;
     assert_eq!(stock_page.status, 200);
 
-    let other = another_process(fx).await;
     let new_name = format!("Renamed Brand {}", before[0]["name"].as_str().unwrap().len());
-    let name = new_name.clone();
-    fx.on_server(async move {
-        let update = Query::update()
-            .table(Alias::new("brand"))
-            .value(Alias::new("name"), name.clone())
-            .value(Alias::new("name_ci"), fold(&name))
-            .and_where(Expr::col(Alias::new("code_ci")).eq("br0002"))
-            .to_owned();
-        let mut tx = other.begin().await.expect("a transaction");
-        assert_eq!(tx.execute("brand", &update).await.expect("the update runs"), 1);
-        tx.commit().await.expect("the commit");
-        other.close().await;
-    })
-    .await;
+    update_elsewhere(fx, "brand", Query::update()
+        .table(Alias::new("brand"))
+        .value(Alias::new("name"), new_name.clone())
+        .value(Alias::new("name_ci"), fold(&new_name))
+        .and_where(Expr::col(Alias::new("code_ci")).eq("br0002"))
+        .to_owned()).await;
 
     let after = fx.get("/api/brand?fields=name,code&code=BR0002").await.records("brand");
     assert_eq!(after[0]["name"], new_name.as_str(), "a stale cached page was served after the write");
@@ -218,22 +230,13 @@ async fn expanded_records_outlive_a_write_of_their_page_and_not_a_write_of_their
     assert!(hits_after >= hits + 8.0, "the expansions of the answer and the page were read again: {hits} -> {hits_after} hits");
 
     // Another process renames the product: the next read shows the new title.
-    let other = another_process(fx).await;
     let title = format!("Retitled {}", common::unique_number());
-    let retitled = title.clone();
-    fx.on_server(async move {
-        let update = Query::update()
-            .table(Alias::new("product"))
-            .value(Alias::new("title"), retitled.clone())
-            .value(Alias::new("title_ci"), fold(&retitled))
-            .and_where(Expr::col(Alias::new("id")).eq(product))
-            .to_owned();
-        let mut tx = other.begin().await.expect("a transaction");
-        assert_eq!(tx.execute("product", &update).await.expect("the update runs"), 1);
-        tx.commit().await.expect("the commit");
-        other.close().await;
-    })
-    .await;
+    update_elsewhere(fx, "product", Query::update()
+        .table(Alias::new("product"))
+        .value(Alias::new("title"), title.clone())
+        .value(Alias::new("title_ci"), fold(&title))
+        .and_where(Expr::col(Alias::new("id")).eq(product))
+        .to_owned()).await;
     let renamed = fx.get(&path).await.records("stock");
     assert_eq!(renamed[0]["stock_variant"]["variant_product"]["title"], title.as_str(), "a stale expanded product");
     assert!(related().await.1 > misses_after, "the product's rows were not read again");

@@ -37,9 +37,14 @@ pub(crate) const AUTOMATIC_CHECKPOINT_PAGES: &str = "0";
 /// log starts over: 16 MiB of 4 KiB pages.
 pub(crate) const RESTART_AFTER_FRAMES: i64 = 4_096;
 
-/// When this process checkpoints its SQLite database: shared by the clones of a store.
+/// When and where this process checkpoints its SQLite database: shared by the clones of a
+/// store.
 #[derive(Debug)]
 pub(crate) struct Checkpoints {
+    /// The database's pool, where a checkpoint runs.
+    pool: SqlitePool,
+    /// The process's write turn ([`crate::db::Store::begin`]), taken when the log is long.
+    gate: Arc<tokio::sync::Semaphore>,
     /// Commits since the last checkpoint began.
     commits: AtomicU32,
     /// Milliseconds from `epoch` at which the last checkpoint began.
@@ -53,16 +58,17 @@ pub(crate) struct Checkpoints {
     restart_after_frames: i64,
 }
 
-impl Default for Checkpoints {
-    fn default() -> Self {
-        Checkpoints::restarting_after(RESTART_AFTER_FRAMES)
-    }
-}
-
 impl Checkpoints {
-    /// Checkpoints that take the write turn once the log holds more than `frames` pages.
-    pub(crate) fn restarting_after(frames: i64) -> Checkpoints {
+    /// Checkpoints of the database of `pool` that take the write turn `gate` once the log
+    /// holds more than `frames` pages ([`RESTART_AFTER_FRAMES`] but in a test).
+    pub(crate) fn new(
+        pool: SqlitePool,
+        gate: Arc<tokio::sync::Semaphore>,
+        frames: i64,
+    ) -> Checkpoints {
         Checkpoints {
+            pool,
+            gate,
             commits: AtomicU32::new(0),
             last_began: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -72,31 +78,24 @@ impl Checkpoints {
         }
     }
 
-    /// Counts a commit made on `pool` and, when one is due and none runs, starts a passive
-    /// checkpoint on a task of its own. Called after the commit, so neither the committing
-    /// request nor the write turn waits for it; the checkpoint itself takes the turn (`gate`)
-    /// when the log has grown long (see the module docs).
-    pub(crate) fn committed(
-        self: &Arc<Self>,
-        pool: &SqlitePool,
-        gate: Option<&Arc<tokio::sync::Semaphore>>,
-    ) {
+    /// Counts a commit and, when one is due and none runs, starts a passive checkpoint on a
+    /// task of its own. Called after the commit, so neither the committing request nor the
+    /// write turn waits for it; the checkpoint itself takes the turn when the log has grown
+    /// long (see the module docs).
+    pub(crate) fn committed(self: &Arc<Self>) {
         if !self.due_after_commit(self.epoch.elapsed().as_millis() as u64) {
             return;
         }
         let this = Arc::clone(self);
-        let pool = pool.clone();
-        let gate = gate
-            .filter(|_| this.log_frames.load(Ordering::Acquire) > this.restart_after_frames)
-            .cloned();
+        let long = this.log_frames.load(Ordering::Acquire) > this.restart_after_frames;
         tokio::spawn(async move {
             // Behind the writers already waiting; none appends while it copies.
-            let _turn = match gate {
-                Some(gate) => gate.acquire_owned().await.ok(),
-                None => None,
+            let _turn = match long {
+                true => this.gate.clone().acquire_owned().await.ok(),
+                false => None,
             };
             match sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(PASSIVE)")
-                .fetch_one(&pool)
+                .fetch_one(&this.pool)
                 .await
             {
                 // Copied whole or not, the log starts over only when a writer begins after
@@ -137,9 +136,22 @@ mod tests {
         checkpoints.running.store(false, Ordering::Release);
     }
 
-    #[test]
-    fn a_steady_stream_of_commits_checkpoints_every_so_many() {
-        let checkpoints = Checkpoints::default();
+    /// Checkpoints whose schedule alone is tested: a pool that never connects (sqlx makes
+    /// even that one inside a runtime).
+    fn schedule() -> Checkpoints {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .connect_lazy("sqlite::memory:")
+            .unwrap();
+        Checkpoints::new(
+            pool,
+            Arc::new(tokio::sync::Semaphore::new(1)),
+            RESTART_AFTER_FRAMES,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_steady_stream_of_commits_checkpoints_every_so_many() {
+        let checkpoints = schedule();
         // The first commit of a process checkpoints once a second has passed since it began.
         assert!(checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS));
         finished(&checkpoints);
@@ -150,9 +162,9 @@ mod tests {
         assert!(checkpoints.due_after_commit(now));
     }
 
-    #[test]
-    fn a_trickle_of_commits_checkpoints_once_a_second() {
-        let checkpoints = Checkpoints::default();
+    #[tokio::test]
+    async fn a_trickle_of_commits_checkpoints_once_a_second() {
+        let checkpoints = schedule();
         assert!(!checkpoints.due_after_commit(10));
         assert!(!checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS - 1));
         assert!(checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS));
@@ -161,9 +173,9 @@ mod tests {
         assert!(checkpoints.due_after_commit(2 * CHECKPOINT_EVERY_MILLIS));
     }
 
-    #[test]
-    fn never_two_checkpoints_at_once() {
-        let checkpoints = Checkpoints::default();
+    #[tokio::test]
+    async fn never_two_checkpoints_at_once() {
+        let checkpoints = schedule();
         assert!(checkpoints.due_after_commit(CHECKPOINT_EVERY_MILLIS));
         // Still running: neither many commits nor a long wait start another.
         for _ in 0..3 * COMMITS_PER_CHECKPOINT {
@@ -276,7 +288,14 @@ mod tests {
         let path = dir.path().join("restarts.db");
         let mut store = filler_store(&path, 4).await;
         const RESTART_AFTER: i64 = 64;
-        store.checkpoints = Some(Arc::new(Checkpoints::restarting_after(RESTART_AFTER)));
+        let crate::db::Pool::Sqlite(pool) = &store.pool else {
+            unreachable!("a SQLite store")
+        };
+        store.checkpoints = Some(Arc::new(Checkpoints::new(
+            pool.clone(),
+            store.write_gate.clone().expect("a SQLite store"),
+            RESTART_AFTER,
+        )));
         const WRITERS: i64 = 4;
         const COMMITS: i64 = 150;
         let writers: Vec<_> = (0..WRITERS)

@@ -112,9 +112,8 @@ pub(crate) fn start_writer(
             if let Err(error) = result {
                 tracing::debug!(%error, "a count was not cached");
             }
-            if let (Some(checkpoints), Pool::Sqlite(pool)) = (&checkpoints, &pool) {
-                // Not in the write turn: a checkpoint it starts copies beside the writers.
-                checkpoints.committed(pool, None);
+            if let Some(checkpoints) = &checkpoints {
+                checkpoints.committed();
             }
         }
     });

@@ -334,13 +334,22 @@ impl Store {
                 "database URL '{url}' is neither sqlite:// nor postgres://"
             )));
         };
-        let checkpoints = matches!(pool, Pool::Sqlite(_)).then(std::sync::Arc::default);
+        let write_gate = matches!(pool, Pool::Sqlite(_))
+            .then(|| std::sync::Arc::new(tokio::sync::Semaphore::new(1)));
+        let checkpoints = match (&pool, &write_gate) {
+            (Pool::Sqlite(sqlite), Some(gate)) => {
+                Some(std::sync::Arc::new(crate::checkpoint::Checkpoints::new(
+                    sqlite.clone(),
+                    gate.clone(),
+                    crate::checkpoint::RESTART_AFTER_FRAMES,
+                )))
+            }
+            _ => None,
+        };
         let count_writer = Some(crate::count::start_writer(
             pool.clone(),
             checkpoints.clone(),
         ));
-        let write_gate = matches!(pool, Pool::Sqlite(_))
-            .then(|| std::sync::Arc::new(tokio::sync::Semaphore::new(1)));
         Ok(Store {
             write_gate,
             checkpoints,
@@ -500,8 +509,8 @@ impl Store {
 
     /// Counts a write committed on the pool's SQLite connections (see [`crate::checkpoint`]).
     fn committed_on_pool(&self) {
-        if let (Some(checkpoints), Pool::Sqlite(pool)) = (&self.checkpoints, &self.pool) {
-            checkpoints.committed(pool, self.write_gate.as_ref());
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.committed();
         }
     }
 
@@ -576,17 +585,9 @@ impl Store {
                     .map_err(|e| internal("cannot begin a transaction", e))?,
             ),
         };
-        let checkpoints = match (&self.checkpoints, &self.pool) {
-            (Some(checkpoints), Pool::Sqlite(pool)) => Some(Checkpointing {
-                checkpoints: checkpoints.clone(),
-                pool: pool.clone(),
-                gate: self.write_gate.clone(),
-            }),
-            _ => None,
-        };
         Ok(WriteTx {
             tx,
-            checkpoints,
+            checkpoints: self.checkpoints.clone(),
             touched: Vec::new(),
             updated_columns: Vec::new(),
             written_rows: Vec::new(),
@@ -672,21 +673,13 @@ enum Part {
     Own,
 }
 
-/// What a SQLite transaction's commit tells the checkpoints ([`crate::checkpoint`]): where to
-/// checkpoint, and the write turn a checkpoint takes when the log has grown long.
-struct Checkpointing {
-    checkpoints: std::sync::Arc<crate::checkpoint::Checkpoints>,
-    pool: sqlx::SqlitePool,
-    gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
-}
-
 /// A write transaction. It remembers which tables it wrote and bumps their versions just
 /// before committing, so cached counts over those tables stop being used the moment the
 /// change is visible, and not a moment before.
 pub struct WriteTx {
     tx: Tx,
     /// SQLite only: counts this transaction's commit towards the next checkpoint.
-    checkpoints: Option<Checkpointing>,
+    checkpoints: Option<std::sync::Arc<crate::checkpoint::Checkpoints>>,
     /// Tables written by statements that may insert or delete rows: both their versions are
     /// bumped on commit (see [`crate::versions::rows_key`]).
     touched: Vec<&'static str>,
@@ -917,8 +910,8 @@ impl WriteTx {
         if commit {
             // Committed: nothing to roll back when it is dropped.
             tx.conn = None;
-            if let Some(c) = &self.checkpoints {
-                c.checkpoints.committed(&c.pool, c.gate.as_ref());
+            if let Some(checkpoints) = &self.checkpoints {
+                checkpoints.committed();
             }
         }
         Timing::add_batch_to_request(started.elapsed(), counted);

@@ -56,14 +56,10 @@ pub(crate) fn related_cache(page_cache_bytes: u64) -> Option<Arc<RelatedCache>> 
     (bytes > 0).then(|| Arc::new(RelatedCache::with_weighter(1024, bytes, RowsWeight)))
 }
 
-/// What identifies an expansion statement's rows: its text and its bound values.
+/// What identifies an expansion statement's rows: its text with its values written in, as
+/// pages are keyed ([`crate::page`]).
 fn key_of(statement: &SelectStatement) -> [u8; 32] {
-    let (sql, values) = statement.build(SqliteQueryBuilder);
-    let mut hasher = Sha256::new();
-    hasher.update(sql.as_bytes());
-    hasher.update([0]);
-    hasher.update(format!("{:?}", values.0).as_bytes());
-    hasher.finalize().into()
+    Sha256::digest(statement.to_string(SqliteQueryBuilder).as_bytes()).into()
 }
 
 impl Store {

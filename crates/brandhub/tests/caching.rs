@@ -242,6 +242,30 @@ async fn expanded_records_outlive_a_write_of_their_page_and_not_a_write_of_their
     assert!(related().await.1 > misses_after, "the product's rows were not read again");
 }
 
+async fn a_writes_answer_shows_what_it_wrote_of_the_records_it_expands(fx) {
+    use common::orders::{call, intake_body, ok, patch, place, text, unique};
+    // An order with its items, read by the warehouse: the items' rows are kept under the
+    // versions of that moment.
+    let p = place(fx, 0).await;
+    let order = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(intake_body(&p, &unique("ANSWER")))).await, 201);
+    let id = text(&order["id"]);
+    let read = || async { ok(&call(fx, reqwest::Method::GET, &format!("/api/order/{id}"), "warehouse", None).await, 200) };
+    let before = read().await;
+    let items = before["order_orderItem"].as_array().expect("the order shows its items").clone();
+    assert!(items.iter().all(|item| item["status"] == "ACC"), "{items:?}");
+
+    // The warehouse rejects a line. The answer reads under the versions its request began
+    // with, so the kept rows of the items would still match them: the items table, which the
+    // step wrote, must be read again.
+    let rejected = text(&items[0]["id"]);
+    let answer = ok(&patch(fx, "warehouse", &id, serde_json::json!({"status": "accepted", "order_orderItem": [{"id": rejected, "status": "REJ", "detail": {"reason": "OUT_OF_STOCK"}}]})).await, 200);
+    let shown = answer["order_orderItem"].as_array().expect("the answer shows the items");
+    let line = shown.iter().find(|item| item["id"] == rejected.as_str()).expect("the rejected line is shown");
+    assert_eq!(line["status"], "REJ", "the answer shows the line as it was before the step: {line}");
+    assert_eq!(answer["status"], "accepted");
+    assert_eq!(read().await["order_orderItem"], answer["order_orderItem"], "the answer and the next read differ");
+}
+
 }
 
 /// A fixture of its own: the other tests' writes would make its pages stale.

@@ -242,6 +242,8 @@ impl FromRequestParts<AppState> for Authenticated {
                 .ok_or_else(|| unauthenticated("This call needs an API key: send Authorization: Basic base64(<user email or id>:<API key>)."))?;
             let (user, secret) = parse_basic(header)?;
             let versions = Arc::new(state.store.versions(&timing).await?);
+            // A write's answer reads under them too (`Timing::versions_after_writes`).
+            timing.keep_request_versions(versions.clone());
             let caller = auth
                 .authenticate(
                     &state.store,

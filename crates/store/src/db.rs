@@ -3,6 +3,7 @@
 //! a transaction that bumps the written tables' versions.
 
 use crate::error::{StoreError, StoreResult};
+use crate::versions::Versions;
 use brandhub_catalog::{Cell, FieldType};
 use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
 use sea_query_sqlx::SqlxBinder;
@@ -128,11 +129,17 @@ tokio::task_local! {
     static REQUEST_TIMING: std::sync::Arc<Timing>;
 }
 
-/// Database time spent for one request, reported in `Server-Timing`.
+/// Database time spent for one request, reported in `Server-Timing`; and, because a
+/// request's write transactions report here, what a write's answer may take from the caches
+/// ([`Timing::versions_after_writes`]).
 #[derive(Debug, Default)]
 pub struct Timing {
     micros: AtomicU64,
     statements: AtomicU64,
+    /// The versions the request read when it began (its authentication's).
+    request_versions: std::sync::OnceLock<std::sync::Arc<Versions>>,
+    /// The versions the request's committed writes bumped.
+    written: std::sync::Mutex<Vec<&'static str>>,
 }
 
 impl Timing {
@@ -155,6 +162,33 @@ impl Timing {
         work: F,
     ) -> F::Output {
         REQUEST_TIMING.scope(timing, work).await
+    }
+
+    /// Keeps the versions the request read when it began, for its write's answer.
+    pub fn keep_request_versions(&self, versions: std::sync::Arc<Versions>) {
+        let _ = self.request_versions.set(versions);
+    }
+
+    /// The versions a write's answer reads under: the request's own, read before it wrote,
+    /// with every version its writes bumped unknown (nothing kept of those tables is taken or
+    /// kept). Rows of the other tables read now are at least as new as the request's
+    /// versions say, as a read's are. `None` when the request kept no versions.
+    pub fn versions_after_writes(&self) -> Option<Versions> {
+        let versions = self.request_versions.get()?;
+        let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        Some(versions.with_unknown(&written))
+    }
+
+    /// Notes the versions a transaction of the current request is about to bump.
+    fn note_written_in_request(versions: &[&'static str]) {
+        let _ = REQUEST_TIMING.try_with(|timing| {
+            let mut written = timing.written.lock().unwrap_or_else(|e| e.into_inner());
+            for version in versions {
+                if !written.contains(version) {
+                    written.push(version);
+                }
+            }
+        });
     }
 
     /// Adds a statement of a write transaction to the current request's timing, if any.
@@ -1112,6 +1146,9 @@ impl WriteTx {
     /// then commits.
     pub async fn commit(mut self) -> StoreResult<()> {
         let versions = self.versions_to_bump();
+        // Before the commit is sent: a commit that fails leaves the versions unknown, which
+        // costs only a cache lookup.
+        Timing::note_written_in_request(&versions);
         let announced = if matches!(self.tx, Tx::Sqlite(_)) {
             self.commit_sqlite(&versions).await?
         } else {
@@ -1271,6 +1308,24 @@ mod tests {
         assert_eq!(limit_compiled_once(postgres.to_string()), postgres);
         let unlimited = r#"SELECT "a" FROM "t" WHERE "b" = ?"#;
         assert_eq!(limit_compiled_once(unlimited.to_string()), unlimited);
+    }
+
+    /// A request's writes make what they bumped unknown to its answer, and only to its own:
+    /// a write of another task (another request) leaves the request's versions whole.
+    #[tokio::test]
+    async fn the_versions_a_requests_writes_bumped_are_unknown_to_its_answer() {
+        let timing = std::sync::Arc::new(Timing::default());
+        assert!(timing.versions_after_writes().is_none(), "no versions kept");
+        timing.keep_request_versions(std::sync::Arc::new(Versions::parse("stock:3,variant:5")));
+        let elsewhere = tokio::spawn(async { Timing::note_written_in_request(&["variant"]) });
+        elsewhere.await.unwrap();
+        Timing::scope(timing.clone(), async {
+            Timing::note_written_in_request(&["stock", "stock#rows"]);
+        })
+        .await;
+        let after = timing.versions_after_writes().expect("versions kept");
+        assert!(!after.know_all(&["stock"]));
+        assert!(after.know_all(&["variant"]));
     }
 
     /// The rewritten limit still limits, read by the pool and inside a write transaction, for

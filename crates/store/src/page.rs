@@ -189,21 +189,25 @@ impl Store {
     /// nor kept in the page cache: for the answer of a write and the checks before one. Those
     /// name records just written (no cached page is true for them) in a form no reader asks
     /// for again soon; kept, they would only push out the pages that readers do ask for.
-    /// The versions are read only when the page needs a count (not a first page by ids) or
-    /// expands relations enough that their rows, kept ([`crate::related`]), save more
-    /// statements than the read of the versions costs.
+    /// A first page by ids is read under the request's own versions with what its writes
+    /// bumped unknown ([`Timing::versions_after_writes`]): its expansions of tables it did not
+    /// write may come from [`crate::related`] without a statement. Without the request's
+    /// versions (a command's write), they are read only when the page needs a count or expands
+    /// relations enough that their kept rows save more statements than the read costs.
     pub async fn render_fresh(
         &self,
         plan: &ReadPlan,
         viewer: &Viewer,
         timing: &Timing,
     ) -> StoreResult<RenderedPage> {
-        let versions = if crate::read::counts_itself(plan)
-            && expansions(&plan.selection) < EXPANSIONS_WORTH_THE_VERSIONS
-        {
-            Versions::default()
-        } else {
-            self.versions(timing).await?
+        let versions = match timing.versions_after_writes() {
+            Some(versions) if crate::read::counts_itself(plan) => versions,
+            _ if crate::read::counts_itself(plan)
+                && expansions(&plan.selection) < EXPANSIONS_WORTH_THE_VERSIONS =>
+            {
+                Versions::default()
+            }
+            _ => self.versions(timing).await?,
         };
         let data = self.read_page(plan, viewer, &versions, timing).await?;
         Ok(RenderedPage::of(plan, &data))

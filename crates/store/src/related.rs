@@ -75,10 +75,11 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<Vec<Vec<Cell>>> {
-        let Some(cache) = self.related.as_ref().filter(|_| versions.were_read()) else {
+        let tables = tables_read(resource, scope);
+        let Some(cache) = self.related.as_ref().filter(|_| versions.know_all(&tables)) else {
             return self.fetch(statement, kinds, timing).await;
         };
-        let stamp = versions.stamp(&tables_read(resource, scope));
+        let stamp = versions.stamp(&tables);
         let key = key_of(statement);
         if let Some(kept) = cache.get(&key)
             && kept.stamp == stamp

@@ -290,6 +290,9 @@ pub struct Versions {
     /// Whether they were read from the database: [`Versions::default`] stands for versions
     /// not read, under which nothing may be taken from a cache.
     read: bool,
+    /// Versions bumped since these were read ([`Versions::with_unknown`]): what reads any of
+    /// them neither finds nor keeps anything cached.
+    unknown: Vec<&'static str>,
 }
 
 impl Versions {
@@ -313,10 +316,22 @@ impl Versions {
     }
 
     /// Whether these versions were read from the database, rather than being the default that
-    /// stands for none (a write's answer that needs no count, an export): only versions read
-    /// may find or keep anything cached.
+    /// stands for none (an export's): only versions read may find or keep anything cached.
     pub fn were_read(&self) -> bool {
         self.read
+    }
+
+    /// These versions with `bumped` unknown: a request's own versions after its writes, which
+    /// still stamp what it reads of the tables it did not write.
+    pub fn with_unknown(&self, bumped: &[&'static str]) -> Versions {
+        let mut versions = self.clone();
+        versions.unknown.extend_from_slice(bumped);
+        versions
+    }
+
+    /// Whether every one of `tables` has its version here: read, and not bumped since.
+    pub fn know_all(&self, tables: &[&str]) -> bool {
+        self.read && !tables.iter().any(|t| self.unknown.contains(t))
     }
 }
 
@@ -345,7 +360,7 @@ impl Store {
 
 impl Versions {
     /// The versions in their folded form, `name:version,…` (names hold neither `:` nor `,`).
-    fn parse(text: &str) -> Versions {
+    pub(crate) fn parse(text: &str) -> Versions {
         let by_table = text
             .split(',')
             .filter_map(|pair| {
@@ -356,6 +371,7 @@ impl Versions {
         Versions {
             by_table,
             read: true,
+            unknown: Vec::new(),
         }
     }
 }
@@ -373,6 +389,20 @@ mod tests {
         for name in all_keys() {
             assert!(!name.contains([':', ',']), "{name} would not fold");
         }
+    }
+
+    #[test]
+    fn versions_with_a_table_unknown_know_only_the_others() {
+        let read = Versions::parse("stock:3,variant:5");
+        assert!(read.know_all(&["stock", "variant"]));
+        let after = read.with_unknown(&["stock", "stock#rows"]);
+        assert!(!after.know_all(&["variant", "stock"]));
+        assert!(after.know_all(&["variant", "brand"]));
+        assert_eq!(after.stamp(&["variant"]), read.stamp(&["variant"]));
+        assert!(
+            !Versions::default().know_all(&["variant"]),
+            "versions never read"
+        );
     }
 
     #[test]

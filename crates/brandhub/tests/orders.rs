@@ -250,6 +250,11 @@ async fn intake_gathers_every_problem_and_keeps_to_scope(fx) {
     let mine = get(fx, "warehouse", "/api/order?pageSize=1000&fields=id").await.ids("order");
     let other = fx.get("/api/order?status=accepted&pageSize=1000&fields=id").await.ids("order").into_iter().find(|o| !mine.contains(o)).expect("an order of another warehouse");
     patch(fx, "warehouse", &other, json!({"status": "dispatched"})).await.assert_problem(404, "not_found");
+    // Not even by its refusal of a body that asks no step, or of a step it does not know.
+    patch(fx, "warehouse", &other, json!({"carrier": "DPD"})).await.assert_problem(404, "not_found");
+    patch(fx, "warehouse", &other, json!({"status": "lost"})).await.assert_problem(404, "not_found");
+    let own = mine.first().expect("the warehouse sees an order");
+    assert_ne!(patch(fx, "warehouse", own, json!({"status": "lost"})).await.status, 404, "an order in scope with a bad step");
     let answer = call(fx, reqwest::Method::POST, "/api/order/dispatch", "warehouse", Some(json!([{"id": other, "status": "dispatched"}]))).await;
     assert_eq!(answer.json()["response"]["dispatch"][0]["status"], 404);
     assert_eq!(fx.get(&format!("/api/order/{other}?fields=status")).await.records("order")[0]["status"], "accepted");

@@ -21,7 +21,7 @@ use brandhub_catalog::lifecycle::transition;
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::conditions::{IdempotencyKey, IfMatch};
 use brandhub_query::intake::parse_intake;
-use brandhub_query::lifecycle::read_ask;
+use brandhub_query::lifecycle::{Ask, read_ask};
 use brandhub_query::plan::Viewer;
 use brandhub_query::write::MAX_WRITE_RECORDS;
 use brandhub_store::Timing;
@@ -82,21 +82,26 @@ pub async fn intake(
         .await
 }
 
-/// A lifecycle step on one record: 200 with the record as it now is.
+/// The step a `PATCH` of a record with a lifecycle asks for (400 or 422 when it asks none).
+pub fn read_step(bytes: &[u8]) -> Answer<Ask> {
+    let object = one_object(bytes)?;
+    Ok(read_ask(&object, None)?.1)
+}
+
+/// A lifecycle step on one record: 200 with the record as it now is. The store answers 404
+/// for a record outside the caller's scope before it looks at the step.
 pub async fn step(
     state: &AppState,
     resource: &'static Resource,
     id: &str,
     viewer: &Viewer,
     timing: &Timing,
-    bytes: &[u8],
+    ask: &Ask,
     if_match: Option<IfMatch>,
 ) -> Answer<Response> {
-    let object = one_object(bytes)?;
-    let (_, ask) = read_ask(&object, None)?;
     let version = state
         .store
-        .order_step_if(id, &ask, viewer, if_match.as_ref())
+        .order_step_if(id, ask, viewer, if_match.as_ref())
         .await?;
     let page = read_one(state, resource, id, viewer, timing)
         .await?

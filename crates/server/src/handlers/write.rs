@@ -428,16 +428,17 @@ pub async fn update(
     require_grant(&caller, resource, "PATCH")?;
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
+    // The store answers 404 for a record outside scope before it looks at the values or the
+    // step; a request refused before it gets there asks the same question first.
     if resource.lifecycle.is_some() {
-        if !visible(&state, resource, &id, &viewer, &timing).await? {
-            return Err(not_found(resource, &id));
-        }
-        let if_match = if_match(&headers)?;
-        return super::orders::step(&state, resource, &id, &viewer, &timing, &bytes, if_match)
-            .await;
+        let parsed = if_match(&headers).and_then(|if_match| {
+            let ask = super::orders::read_step(&bytes)?;
+            Ok((if_match, ask))
+        });
+        let (if_match, ask) =
+            out_of_scope_first(&state, resource, &id, &viewer, &timing, parsed).await?;
+        return super::orders::step(&state, resource, &id, &viewer, &timing, &ask, if_match).await;
     }
-    // The store answers 404 for a record outside scope before it looks at the values; a
-    // request refused before it gets there asks the same question first.
     let parsed = if_match(&headers).and_then(|if_match| {
         let values = parse_write(resource, WriteMode::Update, &bytes, &viewer)?;
         Ok((if_match, values))

@@ -138,8 +138,9 @@ pub(crate) fn page_cache(bytes: u64) -> PageCache {
     PageCache::with_weighter(1024, bytes, PageWeight)
 }
 
-/// The expanded relations from which a fresh read's versions are read: one statement more, and
-/// as many fewer as the expansions' rows are found kept.
+/// The expanded relations from which a fresh read without its request's versions (a
+/// command's) reads them: one statement more, and as many fewer as the expansions' rows are
+/// found kept.
 const EXPANSIONS_WORTH_THE_VERSIONS: usize = 2;
 
 /// How many relations a selection expands, at every depth.

@@ -65,8 +65,8 @@ fn key_of(statement: &SelectStatement) -> [u8; 32] {
 impl Store {
     /// The rows of `statement`, an expansion of `resource` within `scope`: kept ones while
     /// the tables it reads are as `versions` found them, else read and kept. Versions not read
-    /// from the database (an export's, a write's answer that expands little) neither find nor
-    /// keep rows.
+    /// from the database (an export's, a command's write answer that expands little) neither
+    /// find nor keep rows, nor does a write's answer that reads a table the write changed.
     pub(crate) async fn fetch_related(
         &self,
         statement: &SelectStatement,

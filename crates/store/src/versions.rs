@@ -315,12 +315,6 @@ impl Versions {
             .sum()
     }
 
-    /// Whether these versions were read from the database, rather than being the default that
-    /// stands for none (an export's): only versions read may find or keep anything cached.
-    pub fn were_read(&self) -> bool {
-        self.read
-    }
-
     /// These versions with `bumped` unknown: a request's own versions after its writes, which
     /// still stamp what it reads of the tables it did not write.
     pub fn with_unknown(&self, bumped: &[&'static str]) -> Versions {
@@ -329,7 +323,9 @@ impl Versions {
         versions
     }
 
-    /// Whether every one of `tables` has its version here: read, and not bumped since.
+    /// Whether every one of `tables` has its version here: read from the database (not the
+    /// default that stands for none, an export's), and not bumped since. Only what reads
+    /// tables whose versions are known may find or keep anything cached.
     pub fn know_all(&self, tables: &[&str]) -> bool {
         self.read && !tables.iter().any(|t| self.unknown.contains(t))
     }

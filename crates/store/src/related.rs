@@ -75,10 +75,13 @@ impl Store {
         versions: &Versions,
         timing: &Timing,
     ) -> StoreResult<Vec<Vec<Cell>>> {
-        let tables = tables_read(resource, scope);
-        let Some(cache) = self.related.as_ref().filter(|_| versions.know_all(&tables)) else {
+        let Some(cache) = self.related.as_ref() else {
             return self.fetch(statement, kinds, timing).await;
         };
+        let tables = tables_read(resource, scope);
+        if !versions.know_all(&tables) {
+            return self.fetch(statement, kinds, timing).await;
+        }
         let stamp = versions.stamp(&tables);
         let key = key_of(statement);
         if let Some(kept) = cache.get(&key)

@@ -286,7 +286,8 @@ pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
 /// The write versions of every table, as read at one moment.
 #[derive(Debug, Clone, Default)]
 pub struct Versions {
-    by_table: HashMap<String, i64>,
+    /// Shared: a write's answer copies the request's versions ([`Versions::with_unknown`]).
+    by_table: std::sync::Arc<HashMap<String, i64>>,
     /// Whether they were read from the database: [`Versions::default`] stands for versions
     /// not read, under which nothing may be taken from a cache.
     read: bool,
@@ -365,7 +366,7 @@ impl Versions {
             })
             .collect();
         Versions {
-            by_table,
+            by_table: std::sync::Arc::new(by_table),
             read: true,
             unknown: Vec::new(),
         }
@@ -404,11 +405,14 @@ mod tests {
     #[test]
     fn a_stamp_counts_each_table_once_and_grows_with_any_write() {
         let mut versions = Versions::default();
-        versions.by_table.insert("stock".into(), 3);
-        versions.by_table.insert("variant".into(), 5);
+        let by_table = std::sync::Arc::make_mut(&mut versions.by_table);
+        by_table.insert("stock".into(), 3);
+        by_table.insert("variant".into(), 5);
         assert_eq!(versions.stamp(&["stock", "variant", "stock"]), 8);
         let before = versions.stamp(&["stock", "variant"]);
-        *versions.by_table.get_mut("variant").unwrap() += 1;
+        *std::sync::Arc::make_mut(&mut versions.by_table)
+            .get_mut("variant")
+            .unwrap() += 1;
         assert!(versions.stamp(&["stock", "variant"]) > before);
         assert_eq!(versions.stamp(&["stock"]), 3);
     }

@@ -507,3 +507,155 @@ async fn a_file_and_patches_of_the_same_records_lose_neither_change(fx) {
     }
 }
 }
+
+/// On PostgreSQL a `PATCH` checks its record unlocked and writes it on condition that its
+/// version has not moved; these tests change the record between the check and the write.
+/// SQLite writes one transaction at a time: there, nothing changes between the two.
+mod postgres_races {
+    use super::*;
+    use brandhub_store::Timing;
+    use brandhub_store::db::Kind;
+
+    /// Changes company `id`'s `name` in a transaction of its own and keeps the row locked
+    /// until `release` is told; `locked` is told once the change is made.
+    fn hold_changed(
+        fx: &'static common::Fixture,
+        id: &str,
+        name: &str,
+        locked: tokio::sync::oneshot::Sender<()>,
+        release: tokio::sync::oneshot::Receiver<()>,
+    ) -> tokio::task::JoinHandle<()> {
+        let store = fx.store.clone();
+        let (id, name) = (id.to_string(), name.to_string());
+        tokio::spawn(fx.on_server(async move {
+            use sea_query::{Alias, Expr, ExprTrait, Query};
+            let update = Query::update()
+                .table(Alias::new("company"))
+                .value(Alias::new("name"), name.clone())
+                .value(Alias::new("name_ci"), name.to_lowercase())
+                .value(
+                    Alias::new("row_version"),
+                    Expr::col(Alias::new("row_version")).add(1),
+                )
+                .and_where(Expr::col(Alias::new("id")).eq(id))
+                .to_owned();
+            let mut tx = store.begin().await.expect("a transaction");
+            assert_eq!(tx.execute("company", &update).await.expect("the update"), 1);
+            locked.send(()).expect("the test waits");
+            release.await.expect("the test releases the row");
+            tx.commit().await.expect("the commit");
+        }))
+    }
+
+    /// Waits until a statement on the company table waits for a row lock: the `PATCH` sent
+    /// meanwhile has read the record (unlocked) and now waits to write it.
+    async fn until_a_company_write_waits(fx: &'static common::Fixture) {
+        let store = fx.store.clone();
+        fx.on_server(async move {
+            use sea_query::{Alias, Asterisk, Expr, ExprTrait, Func, Query};
+            let waiting = Query::select()
+                .expr(Func::count(Expr::col(Asterisk)))
+                .from(Alias::new("pg_stat_activity"))
+                .and_where(Expr::col(Alias::new("wait_event_type")).eq("Lock"))
+                .and_where(Expr::col(Alias::new("query")).like("%UPDATE \"company\"%"))
+                .to_owned();
+            for _ in 0..3000 {
+                let rows = store
+                    .fetch(&waiting, &[Kind::Integer], &Timing::default())
+                    .await
+                    .expect("pg_stat_activity reads");
+                if matches!(rows[0][0], brandhub_catalog::Cell::Integer(n) if n > 0) {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("no PATCH came to wait for the company's row");
+        })
+        .await
+    }
+
+    /// Sends `body` as a PATCH of `path` as the admin, with `headers`.
+    fn patch(
+        fx: &'static common::Fixture,
+        path: &str,
+        headers: &[(&'static str, String)],
+        body: Value,
+    ) -> tokio::task::JoinHandle<common::Response> {
+        let admin = fx.credential("admin").clone();
+        let mut request = fx
+            .client()
+            .patch(format!("{}{path}", fx.base))
+            .basic_auth(&admin.email, Some(&admin.secret))
+            .json(&body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        tokio::spawn(async move {
+            common::Response::read(request.send().await.expect("the server answers")).await
+        })
+    }
+
+    /// Creates a company, then sends a `PATCH` of it with `body` (and its first ETag in
+    /// `If-Match` if `with_etag`) while another transaction renames it to `renamed`: the
+    /// `PATCH` reads the record before the rename commits and writes it after. Returns the
+    /// `PATCH`'s answer, the company's path and its first ETag.
+    async fn patched_while_renamed(
+        fx: &'static common::Fixture,
+        renamed: &str,
+        with_etag: bool,
+        body: Value,
+    ) -> (common::Response, String, String) {
+        let (company, etag) = new_company(fx).await;
+        let id = text(&company["id"]);
+        let path = format!("/api/company/{id}");
+        let (locked, is_locked) = tokio::sync::oneshot::channel();
+        let (release, released) = tokio::sync::oneshot::channel();
+        let other = hold_changed(fx, &id, renamed, locked, released);
+        is_locked.await.unwrap();
+        let headers = if with_etag {
+            vec![("if-match", etag.clone())]
+        } else {
+            Vec::new()
+        };
+        let patching = patch(fx, &path, &headers, body);
+        until_a_company_write_waits(fx).await;
+        release.send(()).unwrap();
+        other.await.unwrap();
+        (patching.await.unwrap(), path, etag)
+    }
+
+    /// An `If-Match` that held when the record was checked but not when it was written: the
+    /// write is checked again, locked, and refused (412), and the other change stands.
+    #[tokio::test]
+    async fn a_precondition_that_fails_between_check_and_write_is_refused() {
+        let Some(fx) = common::shared(common::Db::Postgres, "concurrency") else {
+            return;
+        };
+        let (patched, path, _) =
+            patched_while_renamed(fx, "Changed meanwhile", true, json!({"name": "Patched"})).await;
+        patched.assert_problem(412, "precondition_failed");
+        let read = fx.get(&path).await;
+        assert_eq!(read.records("company")[0]["name"], "Changed meanwhile");
+    }
+
+    /// A `PATCH` without a precondition whose record changed between check and write is
+    /// applied on top of the other change: neither is lost, and the version moved twice.
+    #[tokio::test]
+    async fn a_patch_whose_record_changed_meanwhile_keeps_both_changes() {
+        let Some(fx) = common::shared(common::Db::Postgres, "concurrency") else {
+            return;
+        };
+        let version =
+            |etag: &str| -> i64 { etag.trim_matches('"').parse().expect("a numeric ETag") };
+        let code = format!("RC{}", unique());
+        let (patched, path, etag) =
+            patched_while_renamed(fx, "Renamed meanwhile", false, json!({"code": code})).await;
+        assert_eq!(patched.status, 200, "{}", body(&patched));
+        let read = fx.get(&path).await;
+        let record = &read.records("company")[0];
+        assert_eq!(record["name"], "Renamed meanwhile");
+        assert_eq!(record["code"], code.as_str());
+        let now = read.header("etag").expect("a by-id read has an ETag");
+        assert_eq!(version(&now), version(&etag) + 2, "{etag} then {now}");
+    }
+}

@@ -3,9 +3,13 @@
 //! a transaction that bumps the written tables' versions.
 
 use crate::error::{StoreError, StoreResult};
+use crate::events::EVENT_TABLE;
 use crate::versions::Versions;
 use brandhub_catalog::{Cell, FieldType};
-use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
+use sea_query::{
+    Alias, Asterisk, CommonTableExpression, Expr, ExprTrait, Func, InsertStatement,
+    PostgresQueryBuilder, Query, SqliteQueryBuilder, WithClause,
+};
 use sea_query_sqlx::SqlxBinder;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
@@ -587,6 +591,26 @@ impl Store {
         Ok(Some(session))
     }
 
+    /// Starts a write that checks before it locks: on PostgreSQL its reads run on a
+    /// connection of its own outside any transaction, and if all it writes is one update of a
+    /// record it read (a `PATCH`), that update goes with the version bump, the rows' log and
+    /// the outbox as ONE statement that commits itself, on condition that the record's
+    /// version is still the one read ([`WriteTx::is_optimistic`]): the version rows stay
+    /// locked for that statement's execution only, not for a round trip to brandhub and
+    /// back. A write that needs more begins the transaction at its first write statement. A
+    /// record that changed meanwhile ends the write with [`StoreError::raced`], and the
+    /// caller starts again with [`Store::begin`]. On SQLite it is [`Store::begin`].
+    pub(crate) async fn begin_optimistic(&self) -> StoreResult<WriteTx> {
+        let Pool::Postgres(pool) = &self.pool else {
+            return self.begin().await;
+        };
+        let conn = pool
+            .acquire()
+            .await
+            .map_err(|e| internal("cannot begin a transaction", e))?;
+        Ok(self.write_tx(Tx::PostgresUnbegun(Some(conn))))
+    }
+
     /// Starts a write transaction. On SQLite it takes the write lock at once (`BEGIN
     /// IMMEDIATE`), so two writers never deadlock upgrading read locks.
     pub async fn begin(&self) -> StoreResult<WriteTx> {
@@ -619,7 +643,12 @@ impl Store {
                     .map_err(|e| internal("cannot begin a transaction", e))?,
             ),
         };
-        Ok(WriteTx {
+        Ok(self.write_tx(tx))
+    }
+
+    /// A write on `tx`, with nothing written yet.
+    fn write_tx(&self, tx: Tx) -> WriteTx {
+        WriteTx {
             tx,
             checkpoints: self.checkpoints.clone(),
             touched: Vec::new(),
@@ -632,13 +661,17 @@ impl Store {
             inserted: Vec::new(),
             known: Vec::new(),
             unanswered: Vec::new(),
-        })
+            held_updates: Vec::new(),
+        }
     }
 }
 
 enum Tx {
     Sqlite(SqliteTx),
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    /// [`Store::begin_optimistic`] before its first write statement: reads run on the
+    /// connection outside a transaction. `None` once it is ended.
+    PostgresUnbegun(Option<sqlx::pool::PoolConnection<sqlx::Postgres>>),
 }
 
 /// A write transaction on SQLite, begun and ended by statements of its own: `BEGIN
@@ -743,7 +776,25 @@ pub struct WriteTx {
     /// SQLite: statements nobody waits on the answer of, sent with the next statement
     /// ([`WriteTx::update_unanswered`]).
     unanswered: Vec<Batched>,
+    /// PostgreSQL: updates of rows this transaction locked, nobody waiting on their answer
+    /// ([`WriteTx::update_unanswered`]), with their table and the ids they name: sent as
+    /// common table expressions of the commit's statement, or alone before any other.
+    held_updates: Vec<HeldUpdate>,
 }
+
+/// An update held back on PostgreSQL ([`WriteTx::held_updates`]).
+struct HeldUpdate {
+    table: &'static str,
+    ids: Vec<String>,
+    statement: sea_query::UpdateStatement,
+    /// Whether its `WHERE` names the version its row was read at, unlocked (an optimistic
+    /// write): no row changed then means the row changed meanwhile.
+    conditional: bool,
+}
+
+/// The most updates held back on PostgreSQL at once: past it they are sent, so that the
+/// commit's statement stays small.
+const MOST_HELD_UPDATES: usize = 32;
 
 impl WriteTx {
     /// Runs an insert, update or delete on `table`; returns the rows affected.
@@ -841,22 +892,86 @@ impl WriteTx {
 
     /// [`WriteTx::execute_update_of`] for a caller that needs no count of the rows changed
     /// (it checked and locked them). On SQLite it is sent with the transaction's next
-    /// statement or with its commit, one round trip for all; on PostgreSQL at once. An error
-    /// it meets (a unique key taken) comes from that statement or the commit instead.
+    /// statement or with its commit, one round trip for all; on PostgreSQL with the next
+    /// statement's round trip too: alone just before it, or, when the commit comes first,
+    /// inside the commit's statement. An error it meets (a unique key taken) comes from that
+    /// statement or the commit instead.
+    ///
+    /// `conditional`: its `WHERE` names the version of the row as read by an optimistic
+    /// write ([`WriteTx::is_optimistic`]); if it changes no row, the write fails with
+    /// [`StoreError::raced`].
     pub(crate) async fn update_unanswered(
         &mut self,
         table: &'static str,
         statement: &sea_query::UpdateStatement,
         ids: &[&str],
+        conditional: bool,
     ) -> StoreResult<()> {
-        if !matches!(self.tx, Tx::Sqlite(_)) {
-            return self
-                .execute_update_of(table, statement, ids)
-                .await
-                .map(|_| ());
-        }
         self.mark_update(table, statement, Some(ids));
-        self.hold(table, statement.build(SqliteQueryBuilder));
+        if matches!(self.tx, Tx::Sqlite(_)) {
+            self.hold(table, statement.build(SqliteQueryBuilder));
+            return Ok(());
+        }
+        // One statement may not change a row twice: a row held already goes out first.
+        let again = self.held_updates.iter().any(|held| {
+            held.table == table && held.ids.iter().any(|id| ids.contains(&id.as_str()))
+        });
+        if again || self.held_updates.len() >= MOST_HELD_UPDATES {
+            self.send_held_updates().await?;
+        }
+        self.held_updates.push(HeldUpdate {
+            table,
+            ids: ids.iter().map(|id| id.to_string()).collect(),
+            statement: statement.clone(),
+            conditional,
+        });
+        Ok(())
+    }
+
+    /// Whether this write checks before it locks ([`Store::begin_optimistic`]) and has not
+    /// begun its transaction: what it reads is not locked, so an update names the version
+    /// it read ([`WriteTx::update_unanswered`]).
+    pub(crate) fn is_optimistic(&self) -> bool {
+        matches!(self.tx, Tx::PostgresUnbegun(_))
+    }
+
+    /// An optimistic write's transaction, begun before its first write statement.
+    async fn begin_postgres(&mut self) -> StoreResult<()> {
+        if let Tx::PostgresUnbegun(conn) = &mut self.tx {
+            let conn = conn.take().ok_or_else(ended)?;
+            let started = Instant::now();
+            let tx = sqlx::Transaction::begin(conn, None)
+                .await
+                .map_err(|e| internal("cannot begin a transaction", e))?;
+            Timing::add_to_request(started.elapsed());
+            self.tx = Tx::Postgres(tx);
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL: sends the updates held back ([`WriteTx::update_unanswered`]), each alone,
+    /// before a statement that may read what they write.
+    async fn send_held_updates(&mut self) -> StoreResult<()> {
+        if self.held_updates.is_empty() {
+            return Ok(());
+        }
+        self.begin_postgres().await?;
+        let Tx::Postgres(tx) = &mut self.tx else {
+            return Ok(());
+        };
+        for held in std::mem::take(&mut self.held_updates) {
+            let started = Instant::now();
+            let (sql, values) = held.statement.build_sqlx(PostgresQueryBuilder);
+            let changed = sqlx::query_with(AssertSqlSafe(sql), values)
+                .execute(&mut **tx)
+                .await
+                .map_err(|e| write_error(held.table, e))?
+                .rows_affected();
+            Timing::add_to_request(started.elapsed());
+            if held.conditional && changed == 0 {
+                return Err(StoreError::raced());
+            }
+        }
         Ok(())
     }
 
@@ -1035,6 +1150,8 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
+        self.send_held_updates().await?;
+        self.begin_postgres().await?;
         let Tx::Postgres(tx) = &mut self.tx else {
             let (sql, sea_query_sqlx::SqlxValues(values)) =
                 statement.build_sqlx(SqliteQueryBuilder);
@@ -1061,23 +1178,29 @@ impl WriteTx {
         statement: &sea_query::SelectStatement,
         kinds: &[Kind],
     ) -> StoreResult<Vec<Vec<Cell>>> {
-        self.fetch_rows(statement, kinds, |e| {
+        self.fetch_rows(statement, kinds, true, |e| {
             internal("a read in a write failed", e)
         })
         .await
     }
 
     /// Runs a statement that returns rows and decodes them by `kinds`; `failed` turns a
-    /// database error into the caller's error.
+    /// database error into the caller's error. `reading`: it writes and locks nothing, so an
+    /// optimistic write runs it outside a transaction.
     async fn fetch_rows<S>(
         &mut self,
         statement: &S,
         kinds: &[Kind],
+        reading: bool,
         failed: impl FnOnce(sqlx::Error) -> StoreError,
     ) -> StoreResult<Vec<Vec<Cell>>>
     where
         S: SqlxBinder,
     {
+        self.send_held_updates().await?;
+        if !reading {
+            self.begin_postgres().await?;
+        }
         let decoded = match &mut self.tx {
             Tx::Sqlite(_) => {
                 let (sql, sea_query_sqlx::SqlxValues(values)) =
@@ -1090,11 +1213,17 @@ impl WriteTx {
                     .map(|r| decode_row(r, kinds))
                     .collect::<Result<_, _>>()
             }
-            Tx::Postgres(tx) => {
+            Tx::Postgres(_) | Tx::PostgresUnbegun(_) => {
+                // In the transaction, or outside one for an optimistic write's reads.
+                let conn: &mut sqlx::PgConnection = match &mut self.tx {
+                    Tx::Postgres(tx) => tx,
+                    Tx::PostgresUnbegun(Some(conn)) => conn,
+                    _ => return Err(ended()),
+                };
                 let started = Instant::now();
                 let (sql, values) = statement.build_sqlx(PostgresQueryBuilder);
                 let rows = sqlx::query_with(AssertSqlSafe(sql), values)
-                    .fetch_all(&mut **tx)
+                    .fetch_all(conn)
                     .await
                     .map_err(failed)?;
                 Timing::add_to_request(started.elapsed());
@@ -1122,7 +1251,7 @@ impl WriteTx {
             self.touch(table);
         }
         let name = table.unwrap_or("bookkeeping");
-        self.fetch_rows(statement, kinds, |e| write_error(name, e))
+        self.fetch_rows(statement, kinds, false, |e| write_error(name, e))
             .await
     }
 
@@ -1138,7 +1267,7 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
-        self.fetch_rows(statement, kinds, |e| write_error(table, e))
+        self.fetch_rows(statement, kinds, false, |e| write_error(table, e))
             .await
     }
 
@@ -1152,11 +1281,7 @@ impl WriteTx {
         let announced = if matches!(self.tx, Tx::Sqlite(_)) {
             self.commit_sqlite(&versions).await?
         } else {
-            let announced = self.write_outbox().await?;
-            if !versions.is_empty() {
-                self.bump_and_log(&versions).await?;
-            }
-            announced
+            self.commit_postgres(&versions).await?
         };
         if let Tx::Postgres(tx) = self.tx {
             let started = Instant::now();
@@ -1201,7 +1326,7 @@ impl WriteTx {
     async fn commit_sqlite(&mut self, versions: &[&'static str]) -> StoreResult<bool> {
         use crate::row_log::{Versions, log_statement, prune_statement};
         let mut batch: Vec<(String, sea_query::Values)> = self
-            .outbox_statements()
+            .outbox_statements(None)
             .iter()
             .map(|insert| insert.build(SqliteQueryBuilder))
             .collect();
@@ -1232,27 +1357,159 @@ impl WriteTx {
         Ok(affected.iter().take(outbox).sum::<u64>() > 0)
     }
 
-    /// Bumps the versions and logs the rows written of each table under the table's new
-    /// version ([`crate::row_log`]); now and then prunes the tables' old entries.
-    async fn bump_and_log(&mut self, versions: &[&'static str]) -> StoreResult<()> {
-        use crate::row_log::{TABLE, Versions, log_statement, prune_statement};
-        let written = std::mem::take(&mut self.written_rows);
-        let bump = crate::versions::bump_statement(versions);
-        match log_statement(&written, Versions::Bumped(&bump)) {
-            Some(both) => {
-                self.execute_untracked(TABLE, &both).await?;
+    /// PostgreSQL's commit before `COMMIT`: the updates held back, the outbox, the bump and
+    /// the rows' log in one statement (all but the bump as its common table expressions;
+    /// PostgreSQL runs every data-modifying one to completion, and the held updates before
+    /// the bump locks a version row), a prune now and then. Whether it wrote events.
+    ///
+    /// An optimistic write ([`Store::begin_optimistic`]) whose one write is an update held
+    /// back sends that statement outside a transaction, so it commits itself, with every
+    /// part on condition that the update changed its row; if it did not, nothing was
+    /// written and the write fails with [`StoreError::raced`].
+    async fn commit_postgres(&mut self, versions: &[&'static str]) -> StoreResult<bool> {
+        use crate::row_log::{TABLE, Versions, bumped_versions, log_statement, prune_statement};
+        let alone = self.is_optimistic()
+            && !versions.is_empty()
+            && self.held_updates.len() == 1
+            && self.outbox_statement_count() <= 1;
+        if !alone {
+            if self.is_optimistic() && versions.is_empty() && self.held_updates.is_empty() {
+                // Nothing was written (a write announces only what it wrote).
+                return Ok(false);
             }
-            None => {
+            self.begin_postgres().await?;
+            if self.held_updates.iter().any(|held| held.conditional) {
+                // Each alone, so that each one's rows are counted.
+                self.send_held_updates().await?;
+            }
+        }
+        let changed_its_row = alone.then(|| count_of("held0").eq(1));
+        let mut outbox = self.outbox_statements(changed_its_row.as_ref());
+        // Past one statement's worth of events (a large write), the others go first.
+        let last = outbox.pop();
+        let mut announced = false;
+        for insert in &outbox {
+            announced |= self.execute_untracked(EVENT_TABLE, insert).await? > 0;
+        }
+        if versions.is_empty() {
+            // Nothing held: an update marks its table written.
+            self.send_held_updates().await?;
+            if let Some(insert) = last {
+                announced |= self.execute_untracked(EVENT_TABLE, &insert).await? > 0;
+            }
+            return Ok(announced);
+        }
+        let held = std::mem::take(&mut self.held_updates);
+        let written = std::mem::take(&mut self.written_rows);
+        let log = log_statement(&written, Versions::Bumped);
+        match (held.is_empty(), log, last) {
+            (true, None, None) => {
+                let bump = crate::versions::bump_statement(versions);
                 self.execute_untracked(crate::versions::TABLE, &bump)
                     .await?;
+            }
+            (true, Some(mut log), None) => {
+                let bump = crate::versions::bump_statement(versions);
+                log.with_cte(WithClause::new().cte(bumped_versions(&bump)).to_owned());
+                self.execute_untracked(TABLE, &log).await?;
+            }
+            (_, log, last) => {
+                let mut with = WithClause::new();
+                let blamed = held.first().map_or(EVENT_TABLE, |h| h.table);
+                let mut after: Option<Expr> = changed_its_row.clone();
+                for (i, held) in held.into_iter().enumerate() {
+                    let name = format!("held{i}");
+                    let mut update = held.statement;
+                    update.returning(Query::returning().column(Alias::new("id")));
+                    with.cte(
+                        CommonTableExpression::new()
+                            .query(update)
+                            .table_name(Alias::new(&name))
+                            .to_owned(),
+                    );
+                    if !alone {
+                        let sent = count_of(&name).gte(0);
+                        after = Some(match after {
+                            Some(earlier) => earlier.and(sent),
+                            None => sent,
+                        });
+                    }
+                }
+                let bump = match after {
+                    Some(after) => crate::versions::bump_statement_after(versions, after),
+                    None => crate::versions::bump_statement(versions),
+                };
+                with.cte(bumped_versions(&bump));
+                if let Some(log) = log {
+                    with.cte(named_cte(log, "logged"));
+                }
+                let mut statement = Query::select();
+                match last {
+                    Some(mut insert) => {
+                        insert.returning(Query::returning().column(Alias::new("id")));
+                        with.cte(named_cte(insert, "announced"));
+                        statement.expr(count_of("announced"));
+                    }
+                    None => {
+                        statement.expr(Expr::val(0i64));
+                    }
+                }
+                if alone {
+                    statement.expr(count_of("held0"));
+                }
+                statement.with_cte(with);
+                let kinds = [Kind::Integer, Kind::Integer];
+                let rows = self
+                    .fetch_rows(&statement, &kinds[..1 + usize::from(alone)], alone, |e| {
+                        write_error(blamed, e)
+                    })
+                    .await?;
+                let count = |i: usize| match rows.first().and_then(|r| r.get(i)) {
+                    Some(Cell::Integer(n)) => *n,
+                    _ => 0,
+                };
+                if alone && count(1) == 0 {
+                    return Err(StoreError::raced());
+                }
+                announced |= count(0) > 0;
             }
         }
         let tables: Vec<&'static str> = written.iter().map(|(table, _)| *table).collect();
         if let Some(prune) = prune_statement(&tables) {
             self.execute_untracked(TABLE, &prune).await?;
         }
-        Ok(())
+        Ok(announced)
     }
+}
+
+/// `(SELECT COUNT(*) FROM name)`: a common table expression read to its end.
+fn count_of(name: &str) -> Expr {
+    Expr::SubQuery(
+        None,
+        Box::new(
+            Query::select()
+                .expr(Func::count(Expr::col(Asterisk)))
+                .from(Alias::new(name))
+                .to_owned()
+                .into(),
+        ),
+    )
+}
+
+/// A statement sent on an optimistic write that ended already: a bug, told as ours.
+fn ended() -> StoreError {
+    internal(
+        "a write ended",
+        sqlx::Error::Protocol("the optimistic write ended".into()),
+    )
+}
+
+/// `insert` as the common table expression `name` of a larger statement.
+fn named_cte(insert: InsertStatement, name: &str) -> CommonTableExpression {
+    CommonTableExpression::new()
+        .query(insert)
+        .table_name(Alias::new(name))
+        .to_owned()
 }
 
 /// The error of a statement of a batch sent to SQLite: `own`'s for the caller's statement, a

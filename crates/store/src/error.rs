@@ -37,6 +37,9 @@ pub enum StoreError {
     Internal,
 }
 
+/// [`StoreError::raced`]'s detail.
+const RACED: &str = "The record changed while this write was being checked; send it again.";
+
 /// Shorthand for store results.
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -47,6 +50,21 @@ impl StoreError {
             detail: detail.into(),
             field: Some(field.into()),
         }
+    }
+
+    /// A write that checked a record without locking it ([`crate::Store::begin_optimistic`])
+    /// found, when it wrote, that the record had changed meanwhile: nothing was written, and
+    /// the write is done again. Told as a conflict should it ever reach a caller.
+    pub fn raced() -> StoreError {
+        StoreError::Conflict {
+            detail: RACED.into(),
+            field: None,
+        }
+    }
+
+    /// Whether this is [`StoreError::raced`].
+    pub fn is_raced(&self) -> bool {
+        matches!(self, StoreError::Conflict { detail, field: None } if detail == RACED)
     }
 
     /// Every problem of a write, listed by record then field.

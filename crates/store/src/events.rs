@@ -212,20 +212,22 @@ impl WriteTx {
         self.outbox.subscribed = Some(subscribed);
     }
 
-    /// Writes the announced changes to the outbox; whether any were written.
-    pub(crate) async fn write_outbox(&mut self) -> StoreResult<bool> {
-        let mut written = 0;
-        for insert in self.outbox_statements() {
-            written += self.execute_untracked(EVENT_TABLE, &insert).await?;
-        }
-        Ok(written > 0)
+    /// How many outbox statements [`WriteTx::outbox_statements`] would make now.
+    pub(crate) fn outbox_statement_count(&self) -> usize {
+        self.outbox.changes.len().div_ceil(OUTBOX_ROWS)
     }
 
     /// The statements that write the announced changes to the outbox, multi-row inserts of
     /// up to 500. While this transaction has not read the subscriptions, each statement
     /// keeps only the changes of event types an active webhook subscribes to: the read is
     /// part of the insert, not a statement before it.
-    pub(crate) fn outbox_statements(&mut self) -> Vec<sea_query::InsertStatement> {
+    ///
+    /// `guard`: a condition each statement's rows must also meet (an optimistic write's: its
+    /// update changed its row), for statements that are parts of a larger one.
+    pub(crate) fn outbox_statements(
+        &mut self,
+        guard: Option<&Expr>,
+    ) -> Vec<sea_query::InsertStatement> {
         let changes = std::mem::take(&mut self.outbox.changes);
         let now = self.clock.now_millis();
         let created = timestamp_at(now);
@@ -239,7 +241,7 @@ impl WriteTx {
             "created_date",
         ];
         changes
-            .chunks(500)
+            .chunks(OUTBOX_ROWS)
             .map(|chunk| {
                 let mut insert = Query::insert()
                     .into_table(Alias::new(EVENT_TABLE))
@@ -255,21 +257,26 @@ impl WriteTx {
                         created.clone().into(),
                     ]
                 });
-                if unfiltered {
+                if unfiltered || guard.is_some() {
                     let changes = Alias::new("changes");
-                    let mut subscribed = subscriptions(None);
-                    let (list, _, value) = events_list();
-                    subscribed.clear_selects().expr(Expr::col((list, value)));
-                    let select = Query::select()
+                    let mut select = Query::select()
                         .columns(
                             (1..=columns.len())
                                 .map(|i| (changes.clone(), Alias::new(format!("column{i}")))),
                         )
                         .from_values(rows.map(sea_query::ValueTuple::Many), changes.clone())
-                        .and_where(
-                            Expr::col((changes, Alias::new("column2"))).in_subquery(subscribed),
-                        )
                         .to_owned();
+                    if unfiltered {
+                        let mut subscribed = subscriptions(None);
+                        let (list, _, value) = events_list();
+                        subscribed.clear_selects().expr(Expr::col((list, value)));
+                        select.and_where(
+                            Expr::col((changes, Alias::new("column2"))).in_subquery(subscribed),
+                        );
+                    }
+                    if let Some(guard) = guard {
+                        select.and_where(guard.clone());
+                    }
                     insert
                         .select_from(select)
                         .expect("the VALUES rows have the insert's columns");
@@ -283,6 +290,9 @@ impl WriteTx {
             .collect()
     }
 }
+
+/// The most events one outbox statement writes.
+const OUTBOX_ROWS: usize = 500;
 
 /// An event taken from the outbox.
 #[derive(Debug, Clone)]

@@ -507,8 +507,11 @@ impl WriteTx {
         let fields = stored_fields(resource);
         statement
             .column(Alias::new(ROW_VERSION))
-            .columns(fields.iter().map(|f| Alias::new(f.column.as_str())))
-            .lock(LockType::NoKeyUpdate);
+            .columns(fields.iter().map(|f| Alias::new(f.column.as_str())));
+        if !self.is_optimistic() {
+            // An optimistic write names the version it read in its update instead.
+            statement.lock(LockType::NoKeyUpdate);
+        }
         let mut found = HashMap::with_capacity(ids.len());
         let mut kinds = vec![Kind::Text, Kind::Integer, Kind::Integer];
         kinds.extend(fields.iter().map(|f| Kind::of(f.ty)));
@@ -686,8 +689,12 @@ impl Store {
     }
 
     /// [`Store::update_record`] under an `If-Match` precondition (412 when the record's
-    /// version is not one it names), checked with the record's row locked; returns the
-    /// record's version after the write.
+    /// version is not one it names); returns the record's version after the write.
+    ///
+    /// The record is first checked unlocked and written on condition that its version did
+    /// not move ([`Store::begin_optimistic`]: on PostgreSQL a `PATCH` of one record is then
+    /// three statements, none of them `BEGIN` or `COMMIT`); a record that changed meanwhile
+    /// is checked again with its row locked until the commit, as every other write does.
     pub async fn update_record_if(
         &self,
         resource: &'static Resource,
@@ -697,6 +704,15 @@ impl Store {
         if_match: Option<&IfMatch>,
     ) -> StoreResult<i64> {
         let id = id.to_ascii_uppercase();
+        let mut tx = self.begin_optimistic().await?;
+        let first = match update_in(&mut tx, resource, &id, values, writer, if_match).await {
+            Ok(version) => tx.commit().await.map(|()| version),
+            Err(error) => Err(error),
+        };
+        match first {
+            Err(error) if error.is_raced() => {}
+            done => return done,
+        }
         let mut tx = self.begin().await?;
         let version = update_in(&mut tx, resource, &id, values, writer, if_match).await?;
         tx.commit().await?;
@@ -732,7 +748,7 @@ impl Store {
             let field = resource
                 .field_at(flag)
                 .expect("the catalog checks the flag");
-            tx.update_cells(resource, &id, &[(field, Cell::Boolean(true))])
+            tx.update_cells(resource, &id, &[(field, Cell::Boolean(true))], None)
                 .await?;
             return tx.commit().await;
         }
@@ -1237,7 +1253,8 @@ async fn update_batch_in(
         .iter()
         .zip(all_changes.iter().zip(&all_list_changes))
     {
-        let moved = tx.update_cells(resource, id, changes).await?;
+        let read_at = found.get(*id).map(|f| f.version);
+        let moved = tx.update_cells(resource, id, changes, read_at).await?;
         // The row stays locked until the commit: no other write moves its version meanwhile.
         let before = found.get(*id).map_or(0, |f| f.version);
         versions.push(before + i64::from(moved));

@@ -13,7 +13,6 @@ use crate::error::StoreResult;
 use brandhub_catalog::Cell;
 use sea_query::{
     Alias, CommonTableExpression, Cond, DeleteStatement, Expr, ExprTrait, InsertStatement, Query,
-    WithClause,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,11 +96,11 @@ pub(crate) fn note(written: &mut Written, ids: Option<&[&str]>) {
 /// The entries of one committing transaction, each table it wrote (`written`) under the
 /// table's new version as `versions` holds it: the versions table itself after the bump
 /// (SQLite, where the transaction holds the only write lock), or the bump's `RETURNING` rows
-/// as a common table expression (PostgreSQL: bump and log in one statement, so the version
-/// rows stay locked for one round trip, not two).
+/// as the common table expression [`bumped_versions`] of the same statement (PostgreSQL: bump
+/// and log in one statement, so the version rows stay locked for one round trip, not two).
 pub(crate) fn log_statement(
     written: &[(&'static str, Written)],
-    versions: Versions<'_>,
+    versions: Versions,
 ) -> Option<InsertStatement> {
     if written.is_empty() {
         return None;
@@ -117,7 +116,7 @@ pub(crate) fn log_statement(
     }
     let source = match versions {
         Versions::Table => crate::versions::TABLE,
-        Versions::Bumped(_) => "bumped",
+        Versions::Bumped => BUMPED,
     };
     let mut select = Query::select();
     select
@@ -140,25 +139,30 @@ pub(crate) fn log_statement(
         ])
         .select_from(select)
         .expect("three columns from three");
-    if let Versions::Bumped(bump) = versions {
-        // The new versions, under which the rows written are logged in the same statement.
-        let mut returning = bump.clone();
-        returning.returning(
-            Query::returning().columns([Alias::new("table_name"), Alias::new("version")]),
-        );
-        let mut bumped = CommonTableExpression::new();
-        bumped.query(returning).table_name(Alias::new("bumped"));
-        insert.with_cte(WithClause::new().cte(bumped).to_owned());
-    }
     Some(insert.to_owned())
 }
 
+/// The name under which [`bumped_versions`] holds the new versions.
+const BUMPED: &str = "bumped";
+
+/// The bump as a common table expression returning the new versions, for a
+/// [`log_statement`] under [`Versions::Bumped`] in the same statement.
+pub(crate) fn bumped_versions(bump: &InsertStatement) -> CommonTableExpression {
+    let mut returning = bump.clone();
+    returning
+        .returning(Query::returning().columns([Alias::new("table_name"), Alias::new("version")]));
+    CommonTableExpression::new()
+        .query(returning)
+        .table_name(Alias::new(BUMPED))
+        .to_owned()
+}
+
 /// Where [`log_statement`] finds the new versions.
-pub(crate) enum Versions<'a> {
+pub(crate) enum Versions {
     /// In the versions table, bumped already by this transaction.
     Table,
-    /// In the rows this bump returns.
-    Bumped(&'a InsertStatement),
+    /// In [`bumped_versions`], a common table expression of the same statement.
+    Bumped,
 }
 
 /// Commits of this process since it started, for pruning now and then.
@@ -323,9 +327,13 @@ mod tests {
         use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
         let written = [("stock", Some(vec!["A".to_string()])), ("orders", None)];
         let bump = crate::versions::bump_statement(&["stock", "orders"]);
-        let sql = log_statement(&written, Versions::Bumped(&bump))
-            .unwrap()
-            .to_string(PostgresQueryBuilder);
+        let mut log = log_statement(&written, Versions::Bumped).unwrap();
+        log.with_cte(
+            sea_query::WithClause::new()
+                .cte(bumped_versions(&bump))
+                .to_owned(),
+        );
+        let sql = log.to_string(PostgresQueryBuilder);
         assert!(
             sql.starts_with(r#"WITH "bumped" AS (INSERT INTO "bh_table_version""#),
             "{sql}"

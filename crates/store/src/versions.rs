@@ -262,25 +262,58 @@ fn path_keys(resource: &'static Resource, path: &FieldPath, keys: &mut BTreeSet<
 /// (an `UPDATE … WHERE table_name IN (…)` locks them in the order a scan meets them, which
 /// changes as the rows are rewritten). A missing row is created.
 pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
-    let mut names = names.to_vec();
-    names.sort_unstable();
-    names.dedup();
     let mut insert = Query::insert();
     insert
         .into_table(Alias::new(TABLE))
         .columns([Alias::new("table_name"), Alias::new("version")]);
-    for name in names {
+    for name in sorted_names(names) {
         insert.values_panic([name.into(), 1i64.into()]);
     }
-    insert.on_conflict(
-        OnConflict::column(Alias::new("table_name"))
-            .value(
-                Alias::new("version"),
-                Expr::col((Alias::new(TABLE), Alias::new("version"))).add(1),
-            )
-            .to_owned(),
-    );
+    insert.on_conflict(one_up());
     insert.to_owned()
+}
+
+/// [`bump_statement`] whose rows come only once `after` is decided: a condition over what
+/// other parts of the same statement wrote, so that PostgreSQL runs those (and takes their
+/// locks) before it locks the version rows, as separate statements before the bump would.
+pub(crate) fn bump_statement_after(names: &[&'static str], after: Expr) -> InsertStatement {
+    let rows: Vec<(String, i64)> = sorted_names(names)
+        .into_iter()
+        .map(|name| (name.to_string(), 1))
+        .collect();
+    let bumps = Alias::new("bumps");
+    let select = Query::select()
+        .column((bumps.clone(), Alias::new("column1")))
+        .column((bumps.clone(), Alias::new("column2")))
+        .from_values(rows, bumps)
+        .and_where(after)
+        .to_owned();
+    let mut insert = Query::insert();
+    insert
+        .into_table(Alias::new(TABLE))
+        .columns([Alias::new("table_name"), Alias::new("version")])
+        .select_from(select)
+        .expect("two columns from two");
+    insert.on_conflict(one_up());
+    insert.to_owned()
+}
+
+/// The names of a bump in the order their rows are locked.
+fn sorted_names(names: &[&'static str]) -> Vec<&'static str> {
+    let mut names = names.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// A bump's version one up where its row exists.
+fn one_up() -> OnConflict {
+    OnConflict::column(Alias::new("table_name"))
+        .value(
+            Alias::new("version"),
+            Expr::col((Alias::new(TABLE), Alias::new("version"))).add(1),
+        )
+        .to_owned()
 }
 
 /// The write versions of every table, as read at one moment.

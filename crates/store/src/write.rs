@@ -564,11 +564,14 @@ impl WriteTx {
     /// Sets the given fields (and their folded copies) of the record `id`, column by column (a
     /// concurrent change of other columns is kept), its stamped fields to now and its version
     /// one up; whether it wrote (nothing to set writes nothing, and the version stays).
+    /// `read_at`: the record's version when it was read, which an optimistic write
+    /// ([`WriteTx::is_optimistic`]) makes a condition of the update.
     pub async fn update_cells(
         &mut self,
         resource: &'static Resource,
         id: &str,
         cells: &[(&'static Field, Cell)],
+        read_at: Option<i64>,
     ) -> StoreResult<bool> {
         if cells.is_empty() {
             return Ok(false);
@@ -582,7 +585,12 @@ impl WriteTx {
         }
         stamp_update(&mut update, resource, &self.now_timestamp());
         update.and_where(Expr::col(Alias::new("id")).eq(id));
-        self.update_unanswered(resource.table, &update, &[id])
+        // Read unlocked, the record is written only while its version is still the one read.
+        let read_at = self.is_optimistic().then_some(read_at).flatten();
+        if let Some(version) = read_at {
+            update.and_where(Expr::col(Alias::new(crate::schema::ROW_VERSION)).eq(version));
+        }
+        self.update_unanswered(resource.table, &update, &[id], read_at.is_some())
             .await?;
         self.announce(resource, [id], false).await?;
         Ok(true)

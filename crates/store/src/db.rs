@@ -776,25 +776,20 @@ pub struct WriteTx {
     /// SQLite: statements nobody waits on the answer of, sent with the next statement
     /// ([`WriteTx::update_unanswered`]).
     unanswered: Vec<Batched>,
-    /// PostgreSQL: updates of rows this transaction locked, nobody waiting on their answer
-    /// ([`WriteTx::update_unanswered`]), with their table and the ids they name: sent as
-    /// common table expressions of the commit's statement, or alone before any other.
+    /// PostgreSQL: updates of rows this transaction checked, nobody waiting on their answer
+    /// ([`WriteTx::update_unanswered`]), with their table: sent alone
+    /// before any other statement, or as part of an optimistic write's one statement.
     held_updates: Vec<HeldUpdate>,
 }
 
 /// An update held back on PostgreSQL ([`WriteTx::held_updates`]).
 struct HeldUpdate {
     table: &'static str,
-    ids: Vec<String>,
     statement: sea_query::UpdateStatement,
     /// Whether its `WHERE` names the version its row was read at, unlocked (an optimistic
     /// write): no row changed then means the row changed meanwhile.
     conditional: bool,
 }
-
-/// The most updates held back on PostgreSQL at once: past it they are sent, so that the
-/// commit's statement stays small.
-const MOST_HELD_UPDATES: usize = 32;
 
 impl WriteTx {
     /// Runs an insert, update or delete on `table`; returns the rows affected.
@@ -892,10 +887,10 @@ impl WriteTx {
 
     /// [`WriteTx::execute_update_of`] for a caller that needs no count of the rows changed
     /// (it checked and locked them). On SQLite it is sent with the transaction's next
-    /// statement or with its commit, one round trip for all; on PostgreSQL with the next
-    /// statement's round trip too: alone just before it, or, when the commit comes first,
-    /// inside the commit's statement. An error it meets (a unique key taken) comes from that
-    /// statement or the commit instead.
+    /// statement or with its commit, one round trip for all; on PostgreSQL just before the
+    /// next statement, or, for an optimistic write whose one write it is, inside the
+    /// statement that commits it ([`WriteTx::commit_postgres`]). An error it meets (a unique
+    /// key taken) comes from that statement or the commit instead.
     ///
     /// `conditional`: its `WHERE` names the version of the row as read by an optimistic
     /// write ([`WriteTx::is_optimistic`]); if it changes no row, the write fails with
@@ -912,20 +907,19 @@ impl WriteTx {
             self.hold(table, statement.build(SqliteQueryBuilder));
             return Ok(());
         }
-        // One statement may not change a row twice: a row held already goes out first.
-        let again = self.held_updates.iter().any(|held| {
-            held.table == table && held.ids.iter().any(|id| ids.contains(&id.as_str()))
-        });
-        if again || self.held_updates.len() >= MOST_HELD_UPDATES {
-            self.send_held_updates().await?;
-        }
-        self.held_updates.push(HeldUpdate {
+        let held = HeldUpdate {
             table,
-            ids: ids.iter().map(|id| id.to_string()).collect(),
             statement: statement.clone(),
             conditional,
-        });
-        Ok(())
+        };
+        if self.is_optimistic() && self.held_updates.is_empty() {
+            // Perhaps the write's one write: kept for the statement that commits it.
+            self.held_updates.push(held);
+            return Ok(());
+        }
+        // A second update (the write begins its transaction) or a transaction's: at once.
+        self.held_updates.push(held);
+        self.send_held_updates().await
     }
 
     /// Whether this write checks before it locks ([`Store::begin_optimistic`]) and has not
@@ -1357,121 +1351,49 @@ impl WriteTx {
         Ok(affected.iter().take(outbox).sum::<u64>() > 0)
     }
 
-    /// PostgreSQL's commit before `COMMIT`: the updates held back, the outbox, the bump and
-    /// the rows' log in one statement (all but the bump as its common table expressions;
-    /// PostgreSQL runs every data-modifying one to completion, and the held updates before
-    /// the bump locks a version row), a prune now and then. Whether it wrote events.
+    /// PostgreSQL's commit before `COMMIT`: the updates held back, the outbox, then the
+    /// bump and the rows' log in one statement (the log reads the bump's `RETURNING` rows),
+    /// and a prune now and then. The bump comes last because it locks the version rows until
+    /// the commit: every write of the same tables waits for it. Whether it wrote events.
     ///
     /// An optimistic write ([`Store::begin_optimistic`]) whose one write is an update held
-    /// back sends that statement outside a transaction, so it commits itself, with every
-    /// part on condition that the update changed its row; if it did not, nothing was
-    /// written and the write fails with [`StoreError::raced`].
+    /// back instead sends that update, the outbox, the bump and the log as ONE statement
+    /// outside a transaction, which commits itself, every part on condition that the update
+    /// changed its row; if it did not, nothing was written and the write fails with
+    /// [`StoreError::raced`]. The version rows are then locked only while it executes.
     async fn commit_postgres(&mut self, versions: &[&'static str]) -> StoreResult<bool> {
         use crate::row_log::{TABLE, Versions, bumped_versions, log_statement, prune_statement};
         let alone = self.is_optimistic()
             && !versions.is_empty()
             && self.held_updates.len() == 1
             && self.outbox_statement_count() <= 1;
-        if !alone {
-            if self.is_optimistic() && versions.is_empty() && self.held_updates.is_empty() {
-                // Nothing was written (a write announces only what it wrote).
-                return Ok(false);
-            }
-            self.begin_postgres().await?;
-            if self.held_updates.iter().any(|held| held.conditional) {
-                // Each alone, so that each one's rows are counted.
-                self.send_held_updates().await?;
-            }
+        if self.is_optimistic() && !alone && versions.is_empty() && self.held_updates.is_empty() {
+            // Nothing was written (a write announces only what it wrote).
+            return Ok(false);
         }
-        let changed_its_row = alone.then(|| count_of("held0").eq(1));
-        let mut outbox = self.outbox_statements(changed_its_row.as_ref());
-        // Past one statement's worth of events (a large write), the others go first.
-        let last = outbox.pop();
-        let mut announced = false;
-        for insert in &outbox {
-            announced |= self.execute_untracked(EVENT_TABLE, insert).await? > 0;
-        }
-        if versions.is_empty() {
-            // Nothing held: an update marks its table written.
-            self.send_held_updates().await?;
-            if let Some(insert) = last {
-                announced |= self.execute_untracked(EVENT_TABLE, &insert).await? > 0;
-            }
-            return Ok(announced);
-        }
-        let held = std::mem::take(&mut self.held_updates);
         let written = std::mem::take(&mut self.written_rows);
         let log = log_statement(&written, Versions::Bumped);
-        match (held.is_empty(), log, last) {
-            (true, None, None) => {
-                let bump = crate::versions::bump_statement(versions);
-                self.execute_untracked(crate::versions::TABLE, &bump)
-                    .await?;
+        let mut announced = false;
+        if alone {
+            announced = self.commit_alone(versions, log).await?;
+        } else {
+            self.send_held_updates().await?;
+            self.begin_postgres().await?;
+            for insert in self.outbox_statements(None) {
+                announced |= self.execute_untracked(EVENT_TABLE, &insert).await? > 0;
             }
-            (true, Some(mut log), None) => {
+            if !versions.is_empty() {
                 let bump = crate::versions::bump_statement(versions);
-                log.with_cte(WithClause::new().cte(bumped_versions(&bump)).to_owned());
-                self.execute_untracked(TABLE, &log).await?;
-            }
-            (_, log, last) => {
-                let mut with = WithClause::new();
-                let blamed = held.first().map_or(EVENT_TABLE, |h| h.table);
-                let mut after: Option<Expr> = changed_its_row.clone();
-                for (i, held) in held.into_iter().enumerate() {
-                    let name = format!("held{i}");
-                    let mut update = held.statement;
-                    update.returning(Query::returning().column(Alias::new("id")));
-                    with.cte(
-                        CommonTableExpression::new()
-                            .query(update)
-                            .table_name(Alias::new(&name))
-                            .to_owned(),
-                    );
-                    if !alone {
-                        let sent = count_of(&name).gte(0);
-                        after = Some(match after {
-                            Some(earlier) => earlier.and(sent),
-                            None => sent,
-                        });
-                    }
-                }
-                let bump = match after {
-                    Some(after) => crate::versions::bump_statement_after(versions, after),
-                    None => crate::versions::bump_statement(versions),
-                };
-                with.cte(bumped_versions(&bump));
-                if let Some(log) = log {
-                    with.cte(named_cte(log, "logged"));
-                }
-                let mut statement = Query::select();
-                match last {
-                    Some(mut insert) => {
-                        insert.returning(Query::returning().column(Alias::new("id")));
-                        with.cte(named_cte(insert, "announced"));
-                        statement.expr(count_of("announced"));
+                match log {
+                    Some(mut log) => {
+                        log.with_cte(WithClause::new().cte(bumped_versions(&bump)).to_owned());
+                        self.execute_untracked(TABLE, &log).await?;
                     }
                     None => {
-                        statement.expr(Expr::val(0i64));
+                        self.execute_untracked(crate::versions::TABLE, &bump)
+                            .await?;
                     }
                 }
-                if alone {
-                    statement.expr(count_of("held0"));
-                }
-                statement.with_cte(with);
-                let kinds = [Kind::Integer, Kind::Integer];
-                let rows = self
-                    .fetch_rows(&statement, &kinds[..1 + usize::from(alone)], alone, |e| {
-                        write_error(blamed, e)
-                    })
-                    .await?;
-                let count = |i: usize| match rows.first().and_then(|r| r.get(i)) {
-                    Some(Cell::Integer(n)) => *n,
-                    _ => 0,
-                };
-                if alone && count(1) == 0 {
-                    return Err(StoreError::raced());
-                }
-                announced |= count(0) > 0;
             }
         }
         let tables: Vec<&'static str> = written.iter().map(|(table, _)| *table).collect();
@@ -1479,6 +1401,64 @@ impl WriteTx {
             self.execute_untracked(TABLE, &prune).await?;
         }
         Ok(announced)
+    }
+
+    /// [`WriteTx::commit_postgres`] of an optimistic write with one update held back: one
+    /// statement outside a transaction, `held0` the update, then the bump, the rows' `log`
+    /// and the outbox, each of them only if `held0` changed its row. Whether it wrote events.
+    async fn commit_alone(
+        &mut self,
+        versions: &[&'static str],
+        log: Option<InsertStatement>,
+    ) -> StoreResult<bool> {
+        let changed_its_row = count_of("held0").eq(1);
+        let mut outbox = self.outbox_statements(Some(&changed_its_row));
+        let held = std::mem::take(&mut self.held_updates);
+        let Some(held) = held.into_iter().next() else {
+            return Err(ended());
+        };
+        let blamed = held.table;
+        let mut update = held.statement;
+        update.returning(Query::returning().column(Alias::new("id")));
+        let mut with = WithClause::new();
+        with.cte(
+            CommonTableExpression::new()
+                .query(update)
+                .table_name(Alias::new("held0"))
+                .to_owned(),
+        );
+        let bump = crate::versions::bump_statement_after(versions, changed_its_row);
+        with.cte(crate::row_log::bumped_versions(&bump));
+        if let Some(log) = log {
+            with.cte(named_cte(log, "logged"));
+        }
+        let mut statement = Query::select();
+        statement.expr(count_of("held0"));
+        match outbox.pop() {
+            Some(mut insert) => {
+                insert.returning(Query::returning().column(Alias::new("id")));
+                with.cte(named_cte(insert, "announced"));
+                statement.expr(count_of("announced"));
+            }
+            None => {
+                statement.expr(Expr::val(0i64));
+            }
+        }
+        statement.with_cte(with);
+        // Outside a transaction: the statement commits itself.
+        let rows = self
+            .fetch_rows(&statement, &[Kind::Integer, Kind::Integer], true, |e| {
+                write_error(blamed, e)
+            })
+            .await?;
+        let count = |i: usize| match rows.first().and_then(|r| r.get(i)) {
+            Some(Cell::Integer(n)) => *n,
+            _ => 0,
+        };
+        if count(0) == 0 {
+            return Err(StoreError::raced());
+        }
+        Ok(count(1) > 0)
     }
 }
 

@@ -898,27 +898,25 @@ impl WriteTx {
     pub(crate) async fn update_unanswered(
         &mut self,
         table: &'static str,
-        statement: &sea_query::UpdateStatement,
+        statement: sea_query::UpdateStatement,
         ids: &[&str],
         conditional: bool,
     ) -> StoreResult<()> {
-        self.mark_update(table, statement, Some(ids));
+        self.mark_update(table, &statement, Some(ids));
         if matches!(self.tx, Tx::Sqlite(_)) {
             self.hold(table, statement.build(SqliteQueryBuilder));
             return Ok(());
         }
-        let held = HeldUpdate {
+        self.held_updates.push(HeldUpdate {
             table,
-            statement: statement.clone(),
+            statement,
             conditional,
-        };
-        if self.is_optimistic() && self.held_updates.is_empty() {
+        });
+        if self.is_optimistic() && self.held_updates.len() == 1 {
             // Perhaps the write's one write: kept for the statement that commits it.
-            self.held_updates.push(held);
             return Ok(());
         }
         // A second update (the write begins its transaction) or a transaction's: at once.
-        self.held_updates.push(held);
         self.send_held_updates().await
     }
 
@@ -1179,8 +1177,9 @@ impl WriteTx {
     }
 
     /// Runs a statement that returns rows and decodes them by `kinds`; `failed` turns a
-    /// database error into the caller's error. `reading`: it writes and locks nothing, so an
-    /// optimistic write runs it outside a transaction.
+    /// database error into the caller's error. `reading`: it may run outside a transaction
+    /// on an optimistic write (it writes and locks nothing, or it is the statement that
+    /// commits that write by itself); otherwise the transaction is begun first.
     async fn fetch_rows<S>(
         &mut self,
         statement: &S,
@@ -1367,15 +1366,15 @@ impl WriteTx {
             && !versions.is_empty()
             && self.held_updates.len() == 1
             && self.outbox_statement_count() <= 1;
-        if self.is_optimistic() && !alone && versions.is_empty() && self.held_updates.is_empty() {
+        if self.is_optimistic() && versions.is_empty() && self.held_updates.is_empty() {
             // Nothing was written (a write announces only what it wrote).
             return Ok(false);
         }
         let written = std::mem::take(&mut self.written_rows);
         let log = log_statement(&written, Versions::Bumped);
         let mut announced = false;
-        if alone {
-            announced = self.commit_alone(versions, log).await?;
+        if alone && let Some(held) = self.held_updates.pop() {
+            announced = self.commit_alone(held, versions, log).await?;
         } else {
             self.send_held_updates().await?;
             self.begin_postgres().await?;
@@ -1403,20 +1402,17 @@ impl WriteTx {
         Ok(announced)
     }
 
-    /// [`WriteTx::commit_postgres`] of an optimistic write with one update held back: one
+    /// [`WriteTx::commit_postgres`] of an optimistic write whose one write is `held`: one
     /// statement outside a transaction, `held0` the update, then the bump, the rows' `log`
     /// and the outbox, each of them only if `held0` changed its row. Whether it wrote events.
     async fn commit_alone(
         &mut self,
+        held: HeldUpdate,
         versions: &[&'static str],
         log: Option<InsertStatement>,
     ) -> StoreResult<bool> {
         let changed_its_row = count_of("held0").eq(1);
         let mut outbox = self.outbox_statements(Some(&changed_its_row));
-        let held = std::mem::take(&mut self.held_updates);
-        let Some(held) = held.into_iter().next() else {
-            return Err(ended());
-        };
         let blamed = held.table;
         let mut update = held.statement;
         update.returning(Query::returning().column(Alias::new("id")));

@@ -693,7 +693,7 @@ impl Store {
     ///
     /// The record is first checked unlocked and written on condition that its version did
     /// not move ([`Store::begin_optimistic`]: on PostgreSQL a `PATCH` of one record is then
-    /// three statements, none of them `BEGIN` or `COMMIT`); a record that changed meanwhile
+    /// two statements, the check and the write, neither of them `BEGIN` or `COMMIT`); a record that changed meanwhile
     /// is checked again with its row locked until the commit, as every other write does.
     pub async fn update_record_if(
         &self,
@@ -1255,9 +1255,9 @@ async fn update_batch_in(
     {
         let read_at = found.get(*id).map(|f| f.version);
         let moved = tx.update_cells(resource, id, changes, read_at).await?;
-        // The row stays locked until the commit: no other write moves its version meanwhile.
-        let before = found.get(*id).map_or(0, |f| f.version);
-        versions.push(before + i64::from(moved));
+        // No other write moves the version meanwhile: the row stays locked until the commit,
+        // or (an optimistic write) the update is made only at the version read.
+        versions.push(read_at.unwrap_or_default() + i64::from(moved));
         for (_, field, given) in list_changes {
             tx.replace_list(field, id, given).await?;
         }

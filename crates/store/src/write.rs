@@ -590,7 +590,7 @@ impl WriteTx {
         if let Some(version) = read_at {
             update.and_where(Expr::col(Alias::new(crate::schema::ROW_VERSION)).eq(version));
         }
-        self.update_unanswered(resource.table, &update, &[id], read_at.is_some())
+        self.update_unanswered(resource.table, update, &[id], read_at.is_some())
             .await?;
         self.announce(resource, [id], false).await?;
         Ok(true)

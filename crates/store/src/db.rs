@@ -106,6 +106,11 @@ pub struct Store {
 /// gives up, as long as SQLite's own busy timeout for other processes.
 const WRITE_GATE_WAIT: Duration = Duration::from_secs(30);
 
+/// The most writes an optimistic write holds for the one statement that commits it (an
+/// order's intake holds three: the order, its lines, their stock); a write of more begins
+/// its transaction.
+const MAX_HELD: usize = 8;
+
 /// How a store connects.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -776,19 +781,54 @@ pub struct WriteTx {
     /// SQLite: statements nobody waits on the answer of, sent with the next statement
     /// ([`WriteTx::update_unanswered`]).
     unanswered: Vec<Batched>,
-    /// PostgreSQL: updates of rows this transaction checked, nobody waiting on their answer
-    /// ([`WriteTx::update_unanswered`]), with their table: sent alone
-    /// before any other statement, or as part of an optimistic write's one statement.
-    held_updates: Vec<HeldUpdate>,
+    /// PostgreSQL: writes nobody waits on the answer of ([`WriteTx::update_unanswered`],
+    /// and an optimistic write's inserts, [`WriteTx::insert_unanswered`]), with their table:
+    /// sent alone before any other statement, or as parts of an optimistic write's one
+    /// statement.
+    held_updates: Vec<HeldWrite>,
 }
 
-/// An update held back on PostgreSQL ([`WriteTx::held_updates`]).
-struct HeldUpdate {
+/// A write held back on PostgreSQL ([`WriteTx::held_updates`]).
+struct HeldWrite {
     table: &'static str,
-    statement: sea_query::UpdateStatement,
+    statement: HeldStatement,
     /// Whether its `WHERE` names the version its row was read at, unlocked (an optimistic
     /// write): no row changed then means the row changed meanwhile.
     conditional: bool,
+}
+
+/// What a [`HeldWrite`] sends.
+enum HeldStatement {
+    Update(sea_query::UpdateStatement),
+    /// Only an optimistic write holds inserts: a transaction sends them at once.
+    Insert(sea_query::InsertStatement),
+}
+
+impl HeldStatement {
+    fn build(&self) -> (String, sea_query_sqlx::SqlxValues) {
+        match self {
+            HeldStatement::Update(update) => update.build_sqlx(PostgresQueryBuilder),
+            HeldStatement::Insert(insert) => insert.build_sqlx(PostgresQueryBuilder),
+        }
+    }
+
+    /// The statement as the common table expression `name` of a larger one, returning its
+    /// rows' ids, to be counted.
+    fn into_cte(self, name: &str) -> CommonTableExpression {
+        let mut cte = CommonTableExpression::new();
+        let ids = || Query::returning().column(Alias::new("id"));
+        match self {
+            HeldStatement::Update(mut update) => {
+                update.returning(ids());
+                cte.query(update);
+            }
+            HeldStatement::Insert(mut insert) => {
+                insert.returning(ids());
+                cte.query(insert);
+            }
+        }
+        cte.table_name(Alias::new(name)).to_owned()
+    }
 }
 
 impl WriteTx {
@@ -829,6 +869,20 @@ impl WriteTx {
         statement: &sea_query::InsertStatement,
         ids: &[&str],
     ) -> StoreResult<()> {
+        if self.is_optimistic() {
+            self.mark_insert(table, ids, true);
+            self.held_updates.push(HeldWrite {
+                table,
+                statement: HeldStatement::Insert(statement.clone()),
+                conditional: false,
+            });
+            if self.committed_alone_if_now() {
+                // A part of the statement that commits the write, if nothing else comes
+                // first.
+                return Ok(());
+            }
+            return self.send_held_updates().await;
+        }
         if !matches!(self.tx, Tx::Sqlite(_)) {
             return self
                 .execute_insert_of(table, statement, ids, true)
@@ -907,17 +961,27 @@ impl WriteTx {
             self.hold(table, statement.build(SqliteQueryBuilder));
             return Ok(());
         }
-        self.held_updates.push(HeldUpdate {
+        self.held_updates.push(HeldWrite {
             table,
-            statement,
+            statement: HeldStatement::Update(statement),
             conditional,
         });
-        if self.is_optimistic() && self.held_updates.len() == 1 {
-            // Perhaps the write's one write: kept for the statement that commits it.
+        if self.is_optimistic() && self.committed_alone_if_now() {
+            // Kept for the statement that commits the write, if nothing else comes first.
             return Ok(());
         }
-        // A second update (the write begins its transaction) or a transaction's: at once.
+        // A transaction's, or one an optimistic write cannot commit in one statement (a
+        // second conditional update: the write begins its transaction): at once.
         self.send_held_updates().await
+    }
+
+    /// Whether an optimistic write's held writes can be one statement that commits itself
+    /// ([`WriteTx::commit_alone`]): an update conditioned on its row's version must be the
+    /// only write, because every other part is conditioned on it, and an insert cannot be.
+    fn committed_alone_if_now(&self) -> bool {
+        let writes = self.held_updates.len();
+        let conditional = self.held_updates.iter().filter(|h| h.conditional).count();
+        writes <= MAX_HELD && (writes == 1 || conditional == 0)
     }
 
     /// Whether this write checks before it locks ([`Store::begin_optimistic`]) and has not
@@ -953,7 +1017,7 @@ impl WriteTx {
         };
         for held in std::mem::take(&mut self.held_updates) {
             let started = Instant::now();
-            let (sql, values) = held.statement.build_sqlx(PostgresQueryBuilder);
+            let (sql, values) = held.statement.build();
             let changed = sqlx::query_with(AssertSqlSafe(sql), values)
                 .execute(&mut **tx)
                 .await
@@ -1364,7 +1428,8 @@ impl WriteTx {
         use crate::row_log::{TABLE, Versions, bumped_versions, log_statement, prune_statement};
         let alone = self.is_optimistic()
             && !versions.is_empty()
-            && self.held_updates.len() == 1
+            && !self.held_updates.is_empty()
+            && self.committed_alone_if_now()
             && self.outbox_statement_count() <= 1;
         if self.is_optimistic() && versions.is_empty() && self.held_updates.is_empty() {
             // Nothing was written (a write announces only what it wrote).
@@ -1373,7 +1438,8 @@ impl WriteTx {
         let written = std::mem::take(&mut self.written_rows);
         let log = log_statement(&written, Versions::Bumped);
         let mut announced = false;
-        if alone && let Some(held) = self.held_updates.pop() {
+        if alone {
+            let held = std::mem::take(&mut self.held_updates);
             announced = self.commit_alone(held, versions, log).await?;
         } else {
             self.send_held_updates().await?;
@@ -1402,34 +1468,45 @@ impl WriteTx {
         Ok(announced)
     }
 
-    /// [`WriteTx::commit_postgres`] of an optimistic write whose one write is `held`: one
-    /// statement outside a transaction, `held0` the update, then the bump, the rows' `log`
-    /// and the outbox, each of them only if `held0` changed its row. Whether it wrote events.
+    /// [`WriteTx::commit_postgres`] of an optimistic write whose writes are `held`: one
+    /// statement outside a transaction, `held0`, `held1` … the writes, then the bump, the
+    /// rows' `log` and the outbox. Whether it wrote events.
+    ///
+    /// The bump and the outbox are conditioned on the counts of the writes' rows: on an
+    /// update conditioned on the version it read (then the only write), that it changed its
+    /// row, else nothing is written and the write fails with [`StoreError::raced`]; on other
+    /// writes only so that they run first, and the version rows are locked after every row
+    /// the writes lock, as in a transaction, whose bump comes last (no deadlock with one).
     async fn commit_alone(
         &mut self,
-        held: HeldUpdate,
+        held: Vec<HeldWrite>,
         versions: &[&'static str],
         log: Option<InsertStatement>,
     ) -> StoreResult<bool> {
-        let changed_its_row = count_of("held0").eq(1);
-        let mut outbox = self.outbox_statements(Some(&changed_its_row));
-        let blamed = held.table;
-        let mut update = held.statement;
-        update.returning(Query::returning().column(Alias::new("id")));
+        let raced_if_none = held.len() == 1 && held[0].conditional;
+        let names: Vec<String> = (0..held.len()).map(|i| format!("held{i}")).collect();
+        let guard = if raced_if_none {
+            count_of(&names[0]).eq(1)
+        } else {
+            names
+                .iter()
+                .map(|name| count_of(name).gte(0))
+                .reduce(Expr::and)
+                .unwrap_or_else(|| Expr::val(true))
+        };
+        let mut outbox = self.outbox_statements(Some(&guard));
+        let blamed = held[0].table;
         let mut with = WithClause::new();
-        with.cte(
-            CommonTableExpression::new()
-                .query(update)
-                .table_name(Alias::new("held0"))
-                .to_owned(),
-        );
-        let bump = crate::versions::bump_statement_after(versions, changed_its_row);
+        for (write, name) in held.into_iter().zip(&names) {
+            with.cte(write.statement.into_cte(name));
+        }
+        let bump = crate::versions::bump_statement_after(versions, guard);
         with.cte(crate::row_log::bumped_versions(&bump));
         if let Some(log) = log {
             with.cte(named_cte(log, "logged"));
         }
         let mut statement = Query::select();
-        statement.expr(count_of("held0"));
+        statement.expr(count_of(&names[0]));
         match outbox.pop() {
             Some(mut insert) => {
                 insert.returning(Query::returning().column(Alias::new("id")));
@@ -1451,7 +1528,7 @@ impl WriteTx {
             Some(Cell::Integer(n)) => *n,
             _ => 0,
         };
-        if count(0) == 0 {
+        if raced_if_none && count(0) == 0 {
             return Err(StoreError::raced());
         }
         Ok(count(1) > 0)

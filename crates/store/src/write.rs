@@ -726,6 +726,60 @@ impl WriteTx {
         Ok(())
     }
 
+    /// [`WriteTx::add_to_records`] for records the caller found by their key before this
+    /// write, by id (`additions`: each record's id and one value per `add` field): one
+    /// `UPDATE` whose `CASE`s give each row its additions, rows locked in key order as
+    /// [`WriteTx::add_to_records`] locks them, sent as an update nobody waits on
+    /// ([`WriteTx::update_unanswered`]). So an optimistic write (an order's intake on
+    /// PostgreSQL) sends it with the statement that commits it. A record deleted since it was
+    /// found is not made again: the write is as if the deletion came after it.
+    pub async fn add_to_known_records(
+        &mut self,
+        resource: &'static Resource,
+        key: &[&str],
+        add: &[&str],
+        additions: &[(String, Vec<i64>)],
+    ) -> StoreResult<()> {
+        if additions.is_empty() {
+            return Ok(());
+        }
+        let id = || Expr::col((Alias::new(resource.table), Alias::new("id")));
+        let mut update = Query::update();
+        update.table(Alias::new(resource.table));
+        for (at, path) in add.iter().enumerate() {
+            let field = resource.field_at(path).expect("added fields exist");
+            let column = Expr::col((
+                Alias::new(resource.table),
+                Alias::new(field.column.as_str()),
+            ));
+            let mut by_id = Expr::case(id().eq(additions[0].0.as_str()), additions[0].1[at]);
+            for (record, values) in &additions[1..] {
+                by_id = by_id.case(id().eq(record.as_str()), values[at]);
+            }
+            update.value(
+                Alias::new(field.column.as_str()),
+                sea_query::Func::coalesce([column, Expr::val(0)]).add(by_id.finally(0i64)),
+            );
+        }
+        stamp_update(&mut update, resource, &self.now_timestamp());
+        let ids: Vec<&str> = additions.iter().map(|(id, _)| id.as_str()).collect();
+        // Locked in key order, as every writer of these records locks them.
+        let mut locked = Query::select();
+        locked
+            .column(Alias::new("id"))
+            .from(Alias::new(resource.table))
+            .and_where(Expr::col(Alias::new("id")).is_in(ids.iter().copied()))
+            .lock(LockType::NoKeyUpdate);
+        for path in key {
+            let field = resource.field_at(path).expect("the key names fields");
+            locked.order_by(Alias::new(field.column.as_str()), Order::Asc);
+        }
+        update.and_where(id().in_subquery(locked));
+        self.update_unanswered(resource.table, update, &ids, false)
+            .await?;
+        self.announce(resource, ids, false).await
+    }
+
     /// Reads the list fields of records (each record's elements in their order), inside the
     /// transaction.
     pub async fn load_lists(

@@ -26,6 +26,7 @@ use brandhub_query::sql::satisfying_ids;
 use brandhub_query::text::fold;
 use brandhub_query::write::WriteValues;
 use sea_query::{Alias, Condition, Expr, ExprTrait, OnConflict, Query, SelectStatement};
+use std::collections::HashMap;
 
 /// The counter row `brandOrderRef` numbers are drawn from.
 const COUNTER: &str = "brandOrderRef";
@@ -367,6 +368,7 @@ impl Store {
 
         // The variants, by id or barcode, within the brand store's brand.
         let mut variants: Vec<Option<String>> = vec![None; intake.lines.len()];
+        let mut stock_ids: HashMap<String, String> = HashMap::new();
         if let Some(brand) = &brand {
             let ids: Vec<String> = intake
                 .lines
@@ -387,17 +389,42 @@ impl Store {
                     (!barcodes.is_empty())
                         .then(|| Expr::col(Alias::new("barcode_ci")).is_in(barcodes)),
                 );
+            // With each variant, its stock record in the brand store's warehouse, if it has
+            // one: the intake adds to it by id (see `WriteTx::move_known_stock`).
+            let stock = resource("stock");
+            let stock_column = |path: &str| {
+                Expr::col((
+                    Alias::new(stock.table),
+                    Alias::new(
+                        stock
+                            .field_at(path)
+                            .expect("stock has its natural key's fields")
+                            .column
+                            .as_str(),
+                    ),
+                ))
+            };
+            let stocked = Query::select()
+                .expr(stock_column("id"))
+                .from(Alias::new(stock.table))
+                .and_where(stock_column("fk_warehouse").eq(warehouse.clone()))
+                .and_where(
+                    stock_column("fk_variant")
+                        .equals((Alias::new(variant.table), Alias::new("id"))),
+                )
+                .to_owned();
             let rows = if named.is_empty() {
                 Vec::new()
             } else {
                 self.fetch_in_request(
                     &Query::select()
                         .columns([Alias::new("id"), Alias::new("barcode_ci")])
+                        .expr(Expr::SubQuery(None, Box::new(stocked.into())))
                         .from(Alias::new(variant.table))
                         .and_where(Expr::col(Alias::new("fk_scope_brand")).eq(brand.as_str()))
                         .cond_where(named)
                         .to_owned(),
-                    &[Kind::Text, Kind::Text],
+                    &[Kind::Text, Kind::Text, Kind::Text],
                 )
                 .await?
             };
@@ -410,6 +437,11 @@ impl Store {
                     )
                 })
                 .collect();
+            stock_ids.extend(
+                rows.iter().filter_map(|r| {
+                    Some((r[0].as_text()?.to_string(), r[2].as_text()?.to_string()))
+                }),
+            );
             for (index, line) in intake.lines.iter().enumerate() {
                 let by_id = line.values.text("fk_variant");
                 let by_barcode = line.barcode.as_deref().map(fold);
@@ -475,7 +507,14 @@ impl Store {
         // writers take turns: reads inside would lengthen every turn); a brand store or
         // variant deleted meanwhile fails the insert's foreign key, a 409, and a push of the
         // same order made meanwhile fails the unique index, the 409 above.
-        let mut tx = self.begin().await?;
+        // Without a key, on PostgreSQL, the writes and their bookkeeping are one statement
+        // that commits itself ([`Store::begin_optimistic`]): the version rows stay locked
+        // for that statement only. Nothing it writes depends on a row it read but the stock
+        // records', and those it adds to ([`WriteTx::move_known_stock`]).
+        let mut tx = match key {
+            Some(_) => self.begin().await?,
+            None => self.begin_optimistic().await?,
+        };
         if let Some(key) = key
             && let Some(kept) = tx.claim_key(key).await?
         {
@@ -549,7 +588,8 @@ impl Store {
         let written = async {
             tx.insert_records_with_next(order, &mut [record]).await?;
             tx.insert_records_with_next(item, &mut lines).await?;
-            tx.move_stock(&warehouse, &intake_moves(&demand)).await?;
+            tx.move_known_stock(&warehouse, &intake_moves(&demand), &stock_ids)
+                .await?;
             if let Some(key) = key {
                 tx.keep_written(key, &[(order_id.clone(), true)]).await?;
             }

@@ -269,6 +269,33 @@ impl WriteTx {
         self.add_to_stock(by_stock.into_iter().collect()).await
     }
 
+    /// [`WriteTx::move_stock`] for a caller that found, before this write, the stock records
+    /// of `moves`' variants in `warehouse` (`known`: variant id → stock record id). An
+    /// optimistic write ([`WriteTx::is_optimistic`]) whose every variant has one adds to them
+    /// by id ([`WriteTx::add_to_known_records`]), which needs no answer, so the write stays
+    /// one statement; otherwise the moves go through [`WriteTx::move_stock`]'s upsert.
+    pub async fn move_known_stock(
+        &mut self,
+        warehouse: &str,
+        moves: &[(String, StockMove)],
+        known: &HashMap<String, String>,
+    ) -> StoreResult<()> {
+        let mut by_stock = BTreeMap::new();
+        sum_moves(&mut by_stock, warehouse, moves);
+        let additions: Option<Vec<(String, Vec<i64>)>> = by_stock
+            .iter()
+            .map(|((_, variant), m)| known.get(variant).map(|id| (id.clone(), moved(m).to_vec())))
+            .collect();
+        match additions {
+            Some(additions) if self.is_optimistic() => {
+                let stock = resource("stock");
+                self.add_to_known_records(stock, &stock.writes.natural_key, &MOVED, &additions)
+                    .await
+            }
+            _ => self.add_to_stock(by_stock.into_iter().collect()).await,
+        }
+    }
+
     /// Adds each move to the stock of its (warehouse, variant), in one atomic statement
     /// through the write layer's additive upsert (a stock record is created for a variant the
     /// warehouse has none of, its shortcuts filled from their declarations), in (warehouse,
@@ -284,20 +311,24 @@ impl WriteTx {
                 record.cells[layout.cell("id")] = Cell::Text(new_id());
                 record.cells[layout.cell("fk_warehouse")] = Cell::Text(warehouse);
                 record.cells[layout.cell("fk_variant")] = Cell::Text(variant);
-                record.cells[layout.cell("inStock")] = Cell::Integer(m.in_stock);
-                record.cells[layout.cell("demand")] = Cell::Integer(m.demand);
+                for (path, n) in MOVED.iter().zip(moved(&m)) {
+                    record.cells[layout.cell(path)] = Cell::Integer(n);
+                }
                 record.cells[layout.cell("supply")] = Cell::Integer(0);
                 record
             })
             .collect();
-        self.add_to_records(
-            stock,
-            &stock.writes.natural_key,
-            &["inStock", "demand"],
-            &mut records,
-        )
-        .await
+        self.add_to_records(stock, &stock.writes.natural_key, &MOVED, &mut records)
+            .await
     }
+}
+
+/// The stock fields a [`StockMove`] adds to, in the order of its numbers.
+const MOVED: [&str; 2] = ["inStock", "demand"];
+
+/// A move's numbers, in the order of [`MOVED`].
+fn moved(m: &StockMove) -> [i64; 2] {
+    [m.in_stock, m.demand]
 }
 
 /// Adds the stock moves of one order in `warehouse` to `sums`, one per (warehouse, variant):

@@ -547,9 +547,50 @@ mod postgres_races {
         }))
     }
 
+    /// Inserts a company with `code` in a transaction of its own and keeps it uncommitted
+    /// until `release` is told; `locked` is told once the insert is made. Returns its id.
+    fn hold_inserted(
+        fx: &'static common::Fixture,
+        code: &str,
+        locked: tokio::sync::oneshot::Sender<()>,
+        release: tokio::sync::oneshot::Receiver<()>,
+    ) -> (String, tokio::task::JoinHandle<()>) {
+        let store = fx.store.clone();
+        let id = format!("{:0>32}", unique()).to_ascii_uppercase();
+        let (held, code) = (id.clone(), code.to_string());
+        let task = tokio::spawn(fx.on_server(async move {
+            use sea_query::{Alias, Query};
+            let insert = Query::insert()
+                .into_table(Alias::new("company"))
+                .columns(
+                    ["id", "name", "name_ci", "code", "code_ci", "created_date"].map(Alias::new),
+                )
+                .values_panic([
+                    held.into(),
+                    "Took the key".into(),
+                    "took the key".into(),
+                    code.clone().into(),
+                    code.to_lowercase().into(),
+                    "2026-01-01T00:00:00".into(),
+                ])
+                .to_owned();
+            let mut tx = store.begin().await.expect("a transaction");
+            assert_eq!(tx.execute("company", &insert).await.expect("the insert"), 1);
+            locked.send(()).expect("the test waits");
+            release.await.expect("the test releases the key");
+            tx.commit().await.expect("the commit");
+        }));
+        (id, task)
+    }
+
     /// Waits until a statement on the company table waits for a row lock: the `PATCH` sent
     /// meanwhile has read the record (unlocked) and now waits to write it.
     async fn until_a_company_write_waits(fx: &'static common::Fixture) {
+        until_waiting(fx, "%UPDATE \"company\"%").await
+    }
+
+    /// Waits until a statement like `pattern` waits for a lock.
+    async fn until_waiting(fx: &'static common::Fixture, pattern: &'static str) {
         let store = fx.store.clone();
         fx.on_server(async move {
             use sea_query::{Alias, Asterisk, Expr, ExprTrait, Func, Query};
@@ -557,7 +598,7 @@ mod postgres_races {
                 .expr(Func::count(Expr::col(Asterisk)))
                 .from(Alias::new("pg_stat_activity"))
                 .and_where(Expr::col(Alias::new("wait_event_type")).eq("Lock"))
-                .and_where(Expr::col(Alias::new("query")).like("%UPDATE \"company\"%"))
+                .and_where(Expr::col(Alias::new("query")).like(pattern))
                 .to_owned();
             for _ in 0..3000 {
                 let rows = store
@@ -569,7 +610,7 @@ mod postgres_races {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
-            panic!("no PATCH came to wait for the company's row");
+            panic!("no statement like {pattern} came to wait for a lock");
         })
         .await
     }
@@ -657,5 +698,38 @@ mod postgres_races {
         assert_eq!(record["code"], code.as_str());
         let now = read.header("etag").expect("a by-id read has an ETag");
         assert_eq!(version(&now), version(&etag) + 2, "{etag} then {now}");
+    }
+
+    /// A create whose natural key another transaction takes between the check (which
+    /// cannot see it yet) and the write: the write, one statement that commits itself, writes
+    /// nothing, the create is checked again in a transaction and is 409 naming the record
+    /// that took the key; one company has the code.
+    #[tokio::test]
+    async fn a_create_whose_key_is_taken_between_check_and_write_names_the_holder() {
+        let Some(fx) = common::shared(common::Db::Postgres, "concurrency") else {
+            return;
+        };
+        let code = format!("TK{}", unique());
+        let (locked, is_locked) = tokio::sync::oneshot::channel();
+        let (release, released) = tokio::sync::oneshot::channel();
+        let (holder, other) = hold_inserted(fx, &code, locked, released);
+        is_locked.await.unwrap();
+        let admin = fx.credential("admin").clone();
+        let request = fx
+            .client()
+            .post(format!("{}/api/company", fx.base))
+            .basic_auth(&admin.email, Some(&admin.secret))
+            .json(&json!({"name": "Second", "code": code}));
+        let creating = tokio::spawn(async move {
+            common::Response::read(request.send().await.expect("the server answers")).await
+        });
+        until_waiting(fx, "%INSERT INTO \"company\"%").await;
+        release.send(()).unwrap();
+        other.await.unwrap();
+        let created = creating.await.unwrap();
+        let problem = created.assert_problem(409, "conflict");
+        assert!(text(&problem["detail"]).contains(&holder), "{problem}");
+        let found = fx.get(&format!("/api/company/count?code={code}")).await;
+        assert_eq!(found.json()["count"], 1);
     }
 }

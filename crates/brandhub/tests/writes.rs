@@ -80,12 +80,11 @@ async fn master_data_is_created_read_changed_and_deleted(fx) {
     let answer = post(fx, "/api/company", "admin", json!({"name": "Wlk Co", "code": "WLK", "detail": {"country": "GB"}})).await;
     let company = created(&answer, "company");
     let company_id = company["id"].as_str().unwrap().to_string();
-    // Server-Timing counts the write transaction's statements (the insert, the version bump,
-    // the commit: 3 at least) besides the reads that render the answer, which a read of it
-    // repeats with 2 more (the versions again, for the page cache the answer passes by, and
-    // the ETag's row version).
-    let read = fx.get(&format!("/api/company/{company_id}")).await;
-    assert!(answer.statements() > read.statements(), "{:?} vs {:?}", answer.header("server-timing"), read.header("server-timing"));
+    // Server-Timing counts the write's statements besides the reads: the versions and the
+    // natural key's check before it, the write (on PostgreSQL one statement that commits
+    // itself; on SQLite a transaction's), the page that renders the answer. Without the
+    // write's, three.
+    assert!(answer.statements() >= 4, "{:?}", answer.header("server-timing"));
     assert_eq!(company["code"], "WLK");
     assert_eq!(company["detail"]["country"], "GB");
     assert_eq!(company["fk_sponsor"], Value::Null);

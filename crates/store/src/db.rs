@@ -792,8 +792,9 @@ pub struct WriteTx {
 struct HeldWrite {
     table: &'static str,
     statement: HeldStatement,
-    /// Whether its `WHERE` names the version its row was read at, unlocked (an optimistic
-    /// write): no row changed then means the row changed meanwhile.
+    /// Whether it must write its one row, or else a concurrent write came first: an
+    /// optimistic write's update whose `WHERE` names the version its row was read at,
+    /// unlocked, or its insert that skips a row whose unique values are taken.
     conditional: bool,
 }
 
@@ -892,6 +893,35 @@ impl WriteTx {
         self.mark_insert(table, ids, true);
         self.hold(table, statement.build(SqliteQueryBuilder));
         Ok(())
+    }
+
+    /// An optimistic write's ([`WriteTx::is_optimistic`]) insert of one new row that skips
+    /// a row whose unique values are taken (`ON CONFLICT DO NOTHING`), held for the
+    /// statement that commits the write, on condition that it inserted its row: if it did
+    /// not (a concurrent write took the key since the check), nothing is written and the
+    /// write fails with [`StoreError::raced`].
+    pub(crate) async fn insert_unanswered_if_new(
+        &mut self,
+        table: &'static str,
+        statement: sea_query::InsertStatement,
+        ids: &[&str],
+    ) -> StoreResult<()> {
+        if !self.is_optimistic() {
+            return match self.execute_insert_of(table, &statement, ids, true).await? {
+                0 => Err(StoreError::raced()),
+                _ => Ok(()),
+            };
+        }
+        self.mark_insert(table, ids, true);
+        self.held_updates.push(HeldWrite {
+            table,
+            statement: HeldStatement::Insert(statement),
+            conditional: true,
+        });
+        if self.committed_alone_if_now() {
+            return Ok(());
+        }
+        self.send_held_updates().await
     }
 
     /// SQLite: keeps a statement of `table` to send with the next one

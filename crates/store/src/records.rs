@@ -631,13 +631,26 @@ impl Store {
         upsert: bool,
         indexed: bool,
     ) -> StoreResult<Vec<Written>> {
-        for _ in 0..RACE_ATTEMPTS {
-            let mut tx = self.begin().await?;
-            if let Some(written) =
-                try_create_in(&mut tx, resource, items, writer, upsert, indexed).await?
-            {
-                tx.commit().await?;
-                return Ok(written);
+        for attempt in 0..RACE_ATTEMPTS {
+            // One new record is first checked unlocked and written by one statement that
+            // commits itself ([`Store::begin_optimistic`]; on SQLite a transaction), on
+            // condition that its natural key is still free; a key taken meanwhile is
+            // checked again in a transaction, which then finds its holder.
+            let mut tx = if attempt == 0 && items.len() == 1 && !upsert {
+                self.begin_optimistic().await?
+            } else {
+                self.begin().await?
+            };
+            let created =
+                match try_create_in(&mut tx, resource, items, writer, upsert, indexed).await {
+                    Ok(Some(written)) => tx.commit().await.map(|()| Some(written)),
+                    other => other,
+                };
+            match created {
+                Ok(Some(written)) => return Ok(written),
+                Ok(None) => {}
+                Err(error) if error.is_raced() => {}
+                Err(error) => return Err(error),
             }
         }
         Err(raced(resource))

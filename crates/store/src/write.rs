@@ -237,6 +237,10 @@ impl WriteTx {
     /// Inserts new records of one resource, skipping any whose unique values (a natural key)
     /// a concurrent write took meanwhile; `false` when one was skipped, so that the caller
     /// rolls back and tries again, now seeing the other write's record.
+    ///
+    /// An optimistic write ([`WriteTx::is_optimistic`]) of one record holds its insert for
+    /// the statement that commits it ([`WriteTx::insert_unanswered_if_new`]): a key taken
+    /// meanwhile then ends the write with [`crate::StoreError::raced`] instead.
     pub async fn insert_new_records(
         &mut self,
         resource: &'static Resource,
@@ -244,17 +248,27 @@ impl WriteTx {
     ) -> StoreResult<bool> {
         self.fill_derived(resource, records).await?;
         let skip = OnConflict::new().do_nothing().to_owned();
-        let inserted = self
-            .insert_rows(
-                resource,
-                records,
-                Some(skip),
-                Stamp::IfUnset,
-                Logged::Inserted,
-            )
-            .await?;
-        if inserted < records.len() as u64 {
-            return Ok(false);
+        if self.is_optimistic()
+            && let [record] = &*records
+        {
+            for (_, mut insert) in self.insert_statements(resource, records, Stamp::IfUnset) {
+                insert.on_conflict(skip.clone());
+                self.insert_unanswered_if_new(resource.table, insert, &[record.id()])
+                    .await?;
+            }
+        } else {
+            let inserted = self
+                .insert_rows(
+                    resource,
+                    records,
+                    Some(skip),
+                    Stamp::IfUnset,
+                    Logged::Inserted,
+                )
+                .await?;
+            if inserted < records.len() as u64 {
+                return Ok(false);
+            }
         }
         self.announce(resource, records.iter().map(Record::id), true)
             .await?;

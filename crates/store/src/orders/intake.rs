@@ -12,7 +12,7 @@
 
 use super::machine::intake_moves;
 use super::resource;
-use crate::db::{Kind, Store, WriteTx};
+use crate::db::{Backend, Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::{new_id, now_timestamp};
@@ -389,8 +389,10 @@ impl Store {
                     (!barcodes.is_empty())
                         .then(|| Expr::col(Alias::new("barcode_ci")).is_in(barcodes)),
                 );
-            // With each variant, its stock record in the brand store's warehouse, if it has
-            // one: the intake adds to it by id (see `WriteTx::move_known_stock`).
+            // With each variant on PostgreSQL, its stock record in the brand store's
+            // warehouse, if it has one: the intake adds to it by id in the statement that
+            // commits it (see `WriteTx::move_known_stock`). SQLite's intake is a
+            // transaction, whose upsert finds the records itself.
             let stock = resource("stock");
             let stock_column = |path: &str| {
                 Expr::col((
@@ -413,13 +415,17 @@ impl Store {
                         .equals((Alias::new(variant.table), Alias::new("id"))),
                 )
                 .to_owned();
+            let stocked: Expr = match self.backend() {
+                Backend::Postgres => Expr::SubQuery(None, Box::new(stocked.into())),
+                Backend::Sqlite => Expr::val(Option::<String>::None),
+            };
             let rows = if named.is_empty() {
                 Vec::new()
             } else {
                 self.fetch_in_request(
                     &Query::select()
                         .columns([Alias::new("id"), Alias::new("barcode_ci")])
-                        .expr(Expr::SubQuery(None, Box::new(stocked.into())))
+                        .expr(stocked)
                         .from(Alias::new(variant.table))
                         .and_where(Expr::col(Alias::new("fk_scope_brand")).eq(brand.as_str()))
                         .cond_where(named)

@@ -666,7 +666,7 @@ impl Store {
             inserted: Vec::new(),
             known: Vec::new(),
             unanswered: Vec::new(),
-            held_updates: Vec::new(),
+            held_writes: Vec::new(),
         }
     }
 }
@@ -785,10 +785,10 @@ pub struct WriteTx {
     /// and an optimistic write's inserts, [`WriteTx::insert_unanswered`]), with their table:
     /// sent alone before any other statement, or as parts of an optimistic write's one
     /// statement.
-    held_updates: Vec<HeldWrite>,
+    held_writes: Vec<HeldWrite>,
 }
 
-/// A write held back on PostgreSQL ([`WriteTx::held_updates`]).
+/// A write held back on PostgreSQL ([`WriteTx::held_writes`]).
 struct HeldWrite {
     table: &'static str,
     statement: HeldStatement,
@@ -862,19 +862,21 @@ impl WriteTx {
 
     /// [`WriteTx::execute_insert_of`] of new rows for a caller that needs no count (an
     /// insert that fails, fails whole): on SQLite it is sent with the transaction's next
-    /// statement or its commit, as [`WriteTx::update_unanswered`] is; on PostgreSQL at once.
-    /// A unique key taken is then that later statement's error, told as this table's.
+    /// statement or its commit, as [`WriteTx::update_unanswered`] is; on PostgreSQL at once,
+    /// or, in an optimistic write, as a part of the statement that commits it
+    /// ([`WriteTx::commit_alone`]). A unique key taken is then that later statement's error,
+    /// told as this table's.
     pub(crate) async fn insert_unanswered(
         &mut self,
         table: &'static str,
-        statement: &sea_query::InsertStatement,
+        statement: sea_query::InsertStatement,
         ids: &[&str],
     ) -> StoreResult<()> {
         if self.is_optimistic() {
             self.mark_insert(table, ids, true);
-            self.held_updates.push(HeldWrite {
+            self.held_writes.push(HeldWrite {
                 table,
-                statement: HeldStatement::Insert(statement.clone()),
+                statement: HeldStatement::Insert(statement),
                 conditional: false,
             });
             if self.committed_alone_if_now() {
@@ -882,11 +884,11 @@ impl WriteTx {
                 // first.
                 return Ok(());
             }
-            return self.send_held_updates().await;
+            return self.send_held_writes().await;
         }
         if !matches!(self.tx, Tx::Sqlite(_)) {
             return self
-                .execute_insert_of(table, statement, ids, true)
+                .execute_insert_of(table, &statement, ids, true)
                 .await
                 .map(|_| ());
         }
@@ -913,7 +915,7 @@ impl WriteTx {
             };
         }
         self.mark_insert(table, ids, true);
-        self.held_updates.push(HeldWrite {
+        self.held_writes.push(HeldWrite {
             table,
             statement: HeldStatement::Insert(statement),
             conditional: true,
@@ -921,7 +923,7 @@ impl WriteTx {
         if self.committed_alone_if_now() {
             return Ok(());
         }
-        self.send_held_updates().await
+        self.send_held_writes().await
     }
 
     /// SQLite: keeps a statement of `table` to send with the next one
@@ -991,7 +993,7 @@ impl WriteTx {
             self.hold(table, statement.build(SqliteQueryBuilder));
             return Ok(());
         }
-        self.held_updates.push(HeldWrite {
+        self.held_writes.push(HeldWrite {
             table,
             statement: HeldStatement::Update(statement),
             conditional,
@@ -1002,15 +1004,15 @@ impl WriteTx {
         }
         // A transaction's, or one an optimistic write cannot commit in one statement (a
         // second conditional update: the write begins its transaction): at once.
-        self.send_held_updates().await
+        self.send_held_writes().await
     }
 
     /// Whether an optimistic write's held writes can be one statement that commits itself
     /// ([`WriteTx::commit_alone`]): an update conditioned on its row's version must be the
     /// only write, because every other part is conditioned on it, and an insert cannot be.
     fn committed_alone_if_now(&self) -> bool {
-        let writes = self.held_updates.len();
-        let conditional = self.held_updates.iter().filter(|h| h.conditional).count();
+        let writes = self.held_writes.len();
+        let conditional = self.held_writes.iter().filter(|h| h.conditional).count();
         writes <= MAX_HELD && (writes == 1 || conditional == 0)
     }
 
@@ -1037,15 +1039,15 @@ impl WriteTx {
 
     /// PostgreSQL: sends the updates held back ([`WriteTx::update_unanswered`]), each alone,
     /// before a statement that may read what they write.
-    async fn send_held_updates(&mut self) -> StoreResult<()> {
-        if self.held_updates.is_empty() {
+    async fn send_held_writes(&mut self) -> StoreResult<()> {
+        if self.held_writes.is_empty() {
             return Ok(());
         }
         self.begin_postgres().await?;
         let Tx::Postgres(tx) = &mut self.tx else {
             return Ok(());
         };
-        for held in std::mem::take(&mut self.held_updates) {
+        for held in std::mem::take(&mut self.held_writes) {
             let started = Instant::now();
             let (sql, values) = held.statement.build();
             let changed = sqlx::query_with(AssertSqlSafe(sql), values)
@@ -1236,7 +1238,7 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
-        self.send_held_updates().await?;
+        self.send_held_writes().await?;
         self.begin_postgres().await?;
         let Tx::Postgres(tx) = &mut self.tx else {
             let (sql, sea_query_sqlx::SqlxValues(values)) =
@@ -1284,7 +1286,7 @@ impl WriteTx {
     where
         S: SqlxBinder,
     {
-        self.send_held_updates().await?;
+        self.send_held_writes().await?;
         if !reading {
             self.begin_postgres().await?;
         }
@@ -1458,10 +1460,10 @@ impl WriteTx {
         use crate::row_log::{TABLE, Versions, bumped_versions, log_statement, prune_statement};
         let alone = self.is_optimistic()
             && !versions.is_empty()
-            && !self.held_updates.is_empty()
+            && !self.held_writes.is_empty()
             && self.committed_alone_if_now()
             && self.outbox_statement_count() <= 1;
-        if self.is_optimistic() && versions.is_empty() && self.held_updates.is_empty() {
+        if self.is_optimistic() && versions.is_empty() && self.held_writes.is_empty() {
             // Nothing was written (a write announces only what it wrote).
             return Ok(false);
         }
@@ -1469,10 +1471,10 @@ impl WriteTx {
         let log = log_statement(&written, Versions::Bumped);
         let mut announced = false;
         if alone {
-            let held = std::mem::take(&mut self.held_updates);
+            let held = std::mem::take(&mut self.held_writes);
             announced = self.commit_alone(held, versions, log).await?;
         } else {
-            self.send_held_updates().await?;
+            self.send_held_writes().await?;
             self.begin_postgres().await?;
             for insert in self.outbox_statements(None) {
                 announced |= self.execute_untracked(EVENT_TABLE, &insert).await? > 0;

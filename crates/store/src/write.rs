@@ -375,8 +375,7 @@ impl WriteTx {
     ) -> StoreResult<()> {
         for (chunk, insert) in self.insert_statements(resource, records, Stamp::IfUnset) {
             let ids: Vec<&str> = chunk.iter().map(Record::id).collect();
-            self.insert_unanswered(resource.table, &insert, &ids)
-                .await?;
+            self.insert_unanswered(resource.table, insert, &ids).await?;
         }
         Ok(())
     }

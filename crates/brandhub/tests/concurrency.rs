@@ -516,6 +516,27 @@ mod postgres_races {
     use brandhub_store::Timing;
     use brandhub_store::db::Kind;
 
+    /// Runs `write` (of one company row) in a transaction of its own and keeps it
+    /// uncommitted until `release` is told; `locked` is told once the write is made.
+    fn hold_written<S>(
+        fx: &'static common::Fixture,
+        write: S,
+        locked: tokio::sync::oneshot::Sender<()>,
+        release: tokio::sync::oneshot::Receiver<()>,
+    ) -> tokio::task::JoinHandle<()>
+    where
+        S: sea_query_sqlx::SqlxBinder + Send + Sync + 'static,
+    {
+        let store = fx.store.clone();
+        tokio::spawn(fx.on_server(async move {
+            let mut tx = store.begin().await.expect("a transaction");
+            assert_eq!(tx.execute("company", &write).await.expect("the write"), 1);
+            locked.send(()).expect("the test waits");
+            release.await.expect("the test releases the row");
+            tx.commit().await.expect("the commit");
+        }))
+    }
+
     /// Changes company `id`'s `name` in a transaction of its own and keeps the row locked
     /// until `release` is told; `locked` is told once the change is made.
     fn hold_changed(
@@ -525,26 +546,18 @@ mod postgres_races {
         locked: tokio::sync::oneshot::Sender<()>,
         release: tokio::sync::oneshot::Receiver<()>,
     ) -> tokio::task::JoinHandle<()> {
-        let store = fx.store.clone();
-        let (id, name) = (id.to_string(), name.to_string());
-        tokio::spawn(fx.on_server(async move {
-            use sea_query::{Alias, Expr, ExprTrait, Query};
-            let update = Query::update()
-                .table(Alias::new("company"))
-                .value(Alias::new("name"), name.clone())
-                .value(Alias::new("name_ci"), name.to_lowercase())
-                .value(
-                    Alias::new("row_version"),
-                    Expr::col(Alias::new("row_version")).add(1),
-                )
-                .and_where(Expr::col(Alias::new("id")).eq(id))
-                .to_owned();
-            let mut tx = store.begin().await.expect("a transaction");
-            assert_eq!(tx.execute("company", &update).await.expect("the update"), 1);
-            locked.send(()).expect("the test waits");
-            release.await.expect("the test releases the row");
-            tx.commit().await.expect("the commit");
-        }))
+        use sea_query::{Alias, Expr, ExprTrait, Query};
+        let update = Query::update()
+            .table(Alias::new("company"))
+            .value(Alias::new("name"), name)
+            .value(Alias::new("name_ci"), name.to_lowercase())
+            .value(
+                Alias::new("row_version"),
+                Expr::col(Alias::new("row_version")).add(1),
+            )
+            .and_where(Expr::col(Alias::new("id")).eq(id))
+            .to_owned();
+        hold_written(fx, update, locked, release)
     }
 
     /// Inserts a company with `code` in a transaction of its own and keeps it uncommitted
@@ -555,32 +568,21 @@ mod postgres_races {
         locked: tokio::sync::oneshot::Sender<()>,
         release: tokio::sync::oneshot::Receiver<()>,
     ) -> (String, tokio::task::JoinHandle<()>) {
-        let store = fx.store.clone();
+        use sea_query::{Alias, Query};
         let id = format!("{:0>32}", unique()).to_ascii_uppercase();
-        let (held, code) = (id.clone(), code.to_string());
-        let task = tokio::spawn(fx.on_server(async move {
-            use sea_query::{Alias, Query};
-            let insert = Query::insert()
-                .into_table(Alias::new("company"))
-                .columns(
-                    ["id", "name", "name_ci", "code", "code_ci", "created_date"].map(Alias::new),
-                )
-                .values_panic([
-                    held.into(),
-                    "Took the key".into(),
-                    "took the key".into(),
-                    code.clone().into(),
-                    code.to_lowercase().into(),
-                    "2026-01-01T00:00:00".into(),
-                ])
-                .to_owned();
-            let mut tx = store.begin().await.expect("a transaction");
-            assert_eq!(tx.execute("company", &insert).await.expect("the insert"), 1);
-            locked.send(()).expect("the test waits");
-            release.await.expect("the test releases the key");
-            tx.commit().await.expect("the commit");
-        }));
-        (id, task)
+        let insert = Query::insert()
+            .into_table(Alias::new("company"))
+            .columns(["id", "name", "name_ci", "code", "code_ci", "created_date"].map(Alias::new))
+            .values_panic([
+                id.clone().into(),
+                "Took the key".into(),
+                "took the key".into(),
+                code.into(),
+                code.to_lowercase().into(),
+                "2026-01-01T00:00:00".into(),
+            ])
+            .to_owned();
+        (id, hold_written(fx, insert, locked, release))
     }
 
     /// Waits until a statement on the company table waits for a row lock: the `PATCH` sent

@@ -874,17 +874,9 @@ impl WriteTx {
     ) -> StoreResult<()> {
         if self.is_optimistic() {
             self.mark_insert(table, ids, true);
-            self.held_writes.push(HeldWrite {
-                table,
-                statement: HeldStatement::Insert(statement),
-                conditional: false,
-            });
-            if self.committed_alone_if_now() {
-                // A part of the statement that commits the write, if nothing else comes
-                // first.
-                return Ok(());
-            }
-            return self.send_held_writes().await;
+            return self
+                .hold_write(table, HeldStatement::Insert(statement), false)
+                .await;
         }
         if !matches!(self.tx, Tx::Sqlite(_)) {
             return self
@@ -915,12 +907,26 @@ impl WriteTx {
             };
         }
         self.mark_insert(table, ids, true);
+        self.hold_write(table, HeldStatement::Insert(statement), true)
+            .await
+    }
+
+    /// PostgreSQL: holds a write back ([`WriteTx::held_writes`]). An optimistic write keeps
+    /// it for the statement that commits it while that can still be one statement
+    /// ([`WriteTx::committed_alone_if_now`]); otherwise (a transaction's, or a second
+    /// conditional write: the write begins its transaction) every held write is sent now.
+    async fn hold_write(
+        &mut self,
+        table: &'static str,
+        statement: HeldStatement,
+        conditional: bool,
+    ) -> StoreResult<()> {
         self.held_writes.push(HeldWrite {
             table,
-            statement: HeldStatement::Insert(statement),
-            conditional: true,
+            statement,
+            conditional,
         });
-        if self.committed_alone_if_now() {
+        if self.is_optimistic() && self.committed_alone_if_now() {
             return Ok(());
         }
         self.send_held_writes().await
@@ -974,8 +980,8 @@ impl WriteTx {
     /// [`WriteTx::execute_update_of`] for a caller that needs no count of the rows changed
     /// (it checked and locked them). On SQLite it is sent with the transaction's next
     /// statement or with its commit, one round trip for all; on PostgreSQL just before the
-    /// next statement, or, for an optimistic write whose one write it is, inside the
-    /// statement that commits it ([`WriteTx::commit_postgres`]). An error it meets (a unique
+    /// next statement, or, for an optimistic write, inside the statement that commits it
+    /// ([`WriteTx::hold_write`], [`WriteTx::commit_postgres`]). An error it meets (a unique
     /// key taken) comes from that statement or the commit instead.
     ///
     /// `conditional`: its `WHERE` names the version of the row as read by an optimistic
@@ -993,18 +999,8 @@ impl WriteTx {
             self.hold(table, statement.build(SqliteQueryBuilder));
             return Ok(());
         }
-        self.held_writes.push(HeldWrite {
-            table,
-            statement: HeldStatement::Update(statement),
-            conditional,
-        });
-        if self.is_optimistic() && self.committed_alone_if_now() {
-            // Kept for the statement that commits the write, if nothing else comes first.
-            return Ok(());
-        }
-        // A transaction's, or one an optimistic write cannot commit in one statement (a
-        // second conditional update: the write begins its transaction): at once.
-        self.send_held_writes().await
+        self.hold_write(table, HeldStatement::Update(statement), conditional)
+            .await
     }
 
     /// Whether an optimistic write's held writes can be one statement that commits itself

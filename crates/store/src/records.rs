@@ -706,8 +706,9 @@ impl Store {
     ///
     /// The record is first checked unlocked and written on condition that its version did
     /// not move ([`Store::begin_optimistic`]: on PostgreSQL a `PATCH` of one record is then
-    /// two statements, the check and the write, neither of them `BEGIN` or `COMMIT`); a record that changed meanwhile
-    /// is checked again with its row locked until the commit, as every other write does.
+    /// two statements, the check and the write, neither of them `BEGIN` or `COMMIT`); a
+    /// record that changed meanwhile is checked again with its row locked until the commit,
+    /// as every other write does.
     pub async fn update_record_if(
         &self,
         resource: &'static Resource,

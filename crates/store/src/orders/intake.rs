@@ -47,6 +47,15 @@ struct Target {
     pushed: Option<String>,
 }
 
+/// The column of the field at `path` of `resource`, named with its table.
+fn column(resource: &'static brandhub_catalog::Resource, path: &str) -> Expr {
+    let field = resource.field_at(path).expect("the intake's fields exist");
+    Expr::col((
+        Alias::new(resource.table),
+        Alias::new(field.column.as_str()),
+    ))
+}
+
 /// The 409 of a second push of the order `reference`, naming the order `existing` that the
 /// brand store has under it.
 fn pushed_twice(reference: &str, existing: &str) -> StoreError {
@@ -289,13 +298,6 @@ impl Store {
         // its warehouse and its store's currency, in one statement.
         let mut target: Option<Target> = None;
         if let Some(id) = intake.order.text("fk_brandStore") {
-            let column = |resource: &'static brandhub_catalog::Resource, path: &str| {
-                let field = resource.field_at(path).expect("the intake's fields exist");
-                Expr::col((
-                    Alias::new(resource.table),
-                    Alias::new(field.column.as_str()),
-                ))
-            };
             // A second push of the same order, told in the same statement. With an
             // idempotency key the push may be the first one again, which the key's claim
             // answers: then the unique index of (brand store, hostOrderRef) refuses a second
@@ -394,29 +396,22 @@ impl Store {
             // commits it (see `WriteTx::move_known_stock`). SQLite's intake is a
             // transaction, whose upsert finds the records itself.
             let stock = resource("stock");
-            let stock_column = |path: &str| {
-                Expr::col((
-                    Alias::new(stock.table),
-                    Alias::new(
-                        stock
-                            .field_at(path)
-                            .expect("stock has its natural key's fields")
-                            .column
-                            .as_str(),
-                    ),
-                ))
-            };
-            let stocked = Query::select()
-                .expr(stock_column("id"))
-                .from(Alias::new(stock.table))
-                .and_where(stock_column("fk_warehouse").eq(warehouse.clone()))
-                .and_where(
-                    stock_column("fk_variant")
-                        .equals((Alias::new(variant.table), Alias::new("id"))),
-                )
-                .to_owned();
             let stocked: Expr = match self.backend() {
-                Backend::Postgres => Expr::SubQuery(None, Box::new(stocked.into())),
+                Backend::Postgres => Expr::SubQuery(
+                    None,
+                    Box::new(
+                        Query::select()
+                            .expr(column(stock, "id"))
+                            .from(Alias::new(stock.table))
+                            .and_where(column(stock, "fk_warehouse").eq(warehouse.clone()))
+                            .and_where(
+                                column(stock, "fk_variant")
+                                    .equals((Alias::new(variant.table), Alias::new("id"))),
+                            )
+                            .to_owned()
+                            .into(),
+                    ),
+                ),
                 Backend::Sqlite => Expr::val(Option::<String>::None),
             };
             let rows = if named.is_empty() {

@@ -316,11 +316,75 @@ fn one_up() -> OnConflict {
         .to_owned()
 }
 
+/// Each version name the schema creates ([`all_keys`]) and its place in [`ByName::known`].
+static PLACES: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
+    let mut places = HashMap::new();
+    for key in all_keys() {
+        let next = places.len();
+        places.entry(key).or_insert(next);
+    }
+    places
+});
+
+/// Versions by name. Every request reads all of them (about 190), so the names the schema
+/// creates are kept by their place ([`PLACES`]) in one vector, read without an allocation
+/// per name; a name it does not create (none today) is kept beside them, so none is lost.
+#[derive(Debug, Clone, Default)]
+struct ByName {
+    known: Vec<i64>,
+    other: Vec<(String, i64)>,
+}
+
+impl ByName {
+    /// Versions read from `name:version,…` (names hold neither `:` nor `,`).
+    fn parse(text: &str) -> ByName {
+        let mut by_name = ByName {
+            known: vec![0; PLACES.len()],
+            other: Vec::new(),
+        };
+        for pair in text.split(',') {
+            let Some((name, version)) = pair.rsplit_once(':') else {
+                continue;
+            };
+            if let Ok(version) = version.parse() {
+                by_name.set(name, version);
+            }
+        }
+        by_name
+    }
+
+    fn get(&self, name: &str) -> Option<i64> {
+        match PLACES.get(name) {
+            Some(&at) => self.known.get(at).copied(),
+            None => self
+                .other
+                .iter()
+                .find(|(other, _)| other == name)
+                .map(|(_, version)| *version),
+        }
+    }
+
+    fn set(&mut self, name: &str, version: i64) {
+        match PLACES.get(name) {
+            Some(&at) => {
+                if self.known.len() <= at {
+                    self.known.resize(PLACES.len(), 0);
+                }
+                self.known[at] = version;
+            }
+            None => match self.other.iter_mut().find(|(other, _)| other == name) {
+                Some((_, kept)) => *kept = version,
+                None => self.other.push((name.to_string(), version)),
+            },
+        }
+    }
+}
+
 /// The write versions of every table, as read at one moment.
 #[derive(Debug, Clone, Default)]
 pub struct Versions {
     /// Shared: a write's answer copies the request's versions ([`Versions::with_unknown`]).
-    by_table: std::sync::Arc<HashMap<String, i64>>,
+    by_table: std::sync::Arc<ByName>,
     /// Whether they were read from the database: [`Versions::default`] stands for versions
     /// not read, under which nothing may be taken from a cache.
     read: bool,
@@ -332,7 +396,7 @@ pub struct Versions {
 impl Versions {
     /// One version as read (0 for a name never bumped).
     pub fn of(&self, name: &str) -> i64 {
-        self.by_table.get(name).copied().unwrap_or(0)
+        self.by_table.get(name).unwrap_or(0)
     }
 
     /// A number that changes whenever any of `tables` is written.
@@ -345,7 +409,7 @@ impl Versions {
                 seen.push(t);
                 fresh
             })
-            .map(|t| self.by_table.get(*t).copied().unwrap_or(0))
+            .map(|t| self.by_table.get(t).unwrap_or(0))
             .sum()
     }
 
@@ -391,15 +455,8 @@ impl Store {
 impl Versions {
     /// The versions in their folded form, `name:version,…` (names hold neither `:` nor `,`).
     pub(crate) fn parse(text: &str) -> Versions {
-        let by_table = text
-            .split(',')
-            .filter_map(|pair| {
-                let (name, version) = pair.rsplit_once(':')?;
-                Some((name.to_string(), version.parse().ok()?))
-            })
-            .collect();
         Versions {
-            by_table: std::sync::Arc::new(by_table),
+            by_table: std::sync::Arc::new(ByName::parse(text)),
             read: true,
             unknown: Vec::new(),
         }
@@ -421,6 +478,32 @@ mod tests {
         }
     }
 
+    /// Every name the schema creates, and a name it does not, read back as written; a name
+    /// never read is 0.
+    #[test]
+    fn every_version_name_and_any_other_reads_back_from_the_folded_text() {
+        let names = all_keys();
+        let mut text: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(at, name)| format!("{name}:{}", at + 10))
+            .collect();
+        text.push("bh_from_elsewhere:7".into());
+        text.push("malformed".into());
+        let versions = Versions::parse(&text.join(","));
+        for (at, name) in names.iter().enumerate() {
+            assert_eq!(versions.of(name), at as i64 + 10, "{name}");
+        }
+        assert_eq!(versions.of("bh_from_elsewhere"), 7);
+        assert_eq!(versions.of("bh_never_read"), 0);
+        assert_eq!(Versions::default().of("stock"), 0);
+        assert_eq!(
+            versions.stamp(&["bh_from_elsewhere", names[0]]),
+            7 + 10,
+            "names of both kinds stamp"
+        );
+    }
+
     #[test]
     fn versions_with_a_table_unknown_know_only_the_others() {
         let read = Versions::parse("stock:3,variant:5");
@@ -439,13 +522,11 @@ mod tests {
     fn a_stamp_counts_each_table_once_and_grows_with_any_write() {
         let mut versions = Versions::default();
         let by_table = std::sync::Arc::make_mut(&mut versions.by_table);
-        by_table.insert("stock".into(), 3);
-        by_table.insert("variant".into(), 5);
+        by_table.set("stock", 3);
+        by_table.set("variant", 5);
         assert_eq!(versions.stamp(&["stock", "variant", "stock"]), 8);
         let before = versions.stamp(&["stock", "variant"]);
-        *std::sync::Arc::make_mut(&mut versions.by_table)
-            .get_mut("variant")
-            .unwrap() += 1;
+        std::sync::Arc::make_mut(&mut versions.by_table).set("variant", 6);
         assert!(versions.stamp(&["stock", "variant"]) > before);
         assert_eq!(versions.stamp(&["stock"]), 3);
     }

@@ -328,7 +328,8 @@ static PLACES: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
 
 /// Versions by name. Every request reads all of them (about 190), so the names the schema
 /// creates are kept by their place ([`PLACES`]) in one vector, read without an allocation
-/// per name; a name it does not create (none today) is kept beside them, so none is lost.
+/// per name; any other name a write bumped (a bump makes its row when it is missing) is kept
+/// beside them, so none is lost.
 #[derive(Debug, Clone, Default)]
 struct ByName {
     known: Vec<i64>,
@@ -384,7 +385,7 @@ impl ByName {
 #[derive(Debug, Clone, Default)]
 pub struct Versions {
     /// Shared: a write's answer copies the request's versions ([`Versions::with_unknown`]).
-    by_table: std::sync::Arc<ByName>,
+    by_name: std::sync::Arc<ByName>,
     /// Whether they were read from the database: [`Versions::default`] stands for versions
     /// not read, under which nothing may be taken from a cache.
     read: bool,
@@ -396,7 +397,7 @@ pub struct Versions {
 impl Versions {
     /// One version as read (0 for a name never bumped).
     pub fn of(&self, name: &str) -> i64 {
-        self.by_table.get(name).unwrap_or(0)
+        self.by_name.get(name).unwrap_or(0)
     }
 
     /// A number that changes whenever any of `tables` is written.
@@ -409,7 +410,7 @@ impl Versions {
                 seen.push(t);
                 fresh
             })
-            .map(|t| self.by_table.get(t).unwrap_or(0))
+            .map(|t| self.by_name.get(t).unwrap_or(0))
             .sum()
     }
 
@@ -456,7 +457,7 @@ impl Versions {
     /// The versions in their folded form, `name:version,…` (names hold neither `:` nor `,`).
     pub(crate) fn parse(text: &str) -> Versions {
         Versions {
-            by_table: std::sync::Arc::new(ByName::parse(text)),
+            by_name: std::sync::Arc::new(ByName::parse(text)),
             read: true,
             unknown: Vec::new(),
         }
@@ -521,12 +522,12 @@ mod tests {
     #[test]
     fn a_stamp_counts_each_table_once_and_grows_with_any_write() {
         let mut versions = Versions::default();
-        let by_table = std::sync::Arc::make_mut(&mut versions.by_table);
-        by_table.set("stock", 3);
-        by_table.set("variant", 5);
+        let by_name = std::sync::Arc::make_mut(&mut versions.by_name);
+        by_name.set("stock", 3);
+        by_name.set("variant", 5);
         assert_eq!(versions.stamp(&["stock", "variant", "stock"]), 8);
         let before = versions.stamp(&["stock", "variant"]);
-        std::sync::Arc::make_mut(&mut versions.by_table).set("variant", 6);
+        std::sync::Arc::make_mut(&mut versions.by_name).set("variant", 6);
         assert!(versions.stamp(&["stock", "variant"]) > before);
         assert_eq!(versions.stamp(&["stock"]), 3);
     }

@@ -1036,6 +1036,19 @@ pub fn tables_read(resource: &'static Resource, filter: &Predicate) -> Vec<&'sta
     tables.into_iter().collect()
 }
 
+/// Whether a page of `plan` reads its resource's table again beyond its own rows: through a
+/// relation of its scope, filter or order keys. A write's answer read in the write's own
+/// statement, where the table's name stands for the rows just written, needs it not to.
+pub fn reaches_own_table(plan: &ReadPlan) -> bool {
+    let mut tables = BTreeSet::new();
+    add_tables(&plan.scope, &mut tables);
+    add_tables(&plan.filter, &mut tables);
+    for key in &plan.order {
+        add_path_tables(&key.path, &mut tables);
+    }
+    tables.contains(plan.resource.table)
+}
+
 /// The tables a path reaches beside its root's: its relations' and what their scopes read.
 fn add_path_tables(path: &FieldPath, tables: &mut BTreeSet<&'static str>) {
     for (hop, scope) in path.hops.iter().zip(&path.hop_scopes) {
@@ -1102,6 +1115,26 @@ mod tests {
 
     fn sqlite(statement: &SelectStatement) -> String {
         statement.to_string(SqliteQueryBuilder)
+    }
+
+    #[test]
+    fn a_plan_reaches_its_own_table_only_through_a_relation_back_to_it() {
+        assert!(!reaches_own_table(&read("stock", "", "")));
+        assert!(!reaches_own_table(&read(
+            "stock",
+            "stock_variant.barcode=5@&order_by=stock_warehouse.code",
+            ""
+        )));
+        assert!(reaches_own_table(&read(
+            "stock",
+            "stock_variant.variant_stock.inStock=5",
+            ""
+        )));
+        assert!(reaches_own_table(&read(
+            "variant",
+            "variant_product.product_variant.colour=Teal",
+            ""
+        )));
     }
 
     #[test]

@@ -667,6 +667,7 @@ impl Store {
             known: Vec::new(),
             unanswered: Vec::new(),
             held_writes: Vec::new(),
+            answer: None,
         }
     }
 }
@@ -786,6 +787,19 @@ pub struct WriteTx {
     /// sent alone before any other statement, or as parts of an optimistic write's one
     /// statement.
     held_writes: Vec<HeldWrite>,
+    /// The read that answers the write, when its commit may carry it ([`WriteTx::answer_with`]).
+    answer: Option<HeldAnswer>,
+}
+
+/// A write's answer read by its commit ([`WriteTx::answer_with`]): one statement fewer, and
+/// the rows are the ones the write made, not read back.
+struct HeldAnswer {
+    /// The table written, whose name the answer's statement reads the written rows by.
+    table: &'static str,
+    statement: sea_query::SelectStatement,
+    kinds: Vec<Kind>,
+    /// What the commit read: `None` until a commit carried the answer.
+    rows: Option<Vec<Vec<Cell>>>,
 }
 
 /// A write held back on PostgreSQL ([`WriteTx::held_writes`]).
@@ -814,13 +828,17 @@ impl HeldStatement {
     }
 
     /// The statement as the common table expression `name` of a larger one, returning its
-    /// rows' ids, to be counted.
-    fn into_cte(self, name: &str) -> CommonTableExpression {
+    /// rows' ids, to be counted, or, for an update that answers its write, its rows whole.
+    fn into_cte(self, name: &str, whole_rows: bool) -> CommonTableExpression {
         let mut cte = CommonTableExpression::new();
         let ids = || Query::returning().column(Alias::new("id"));
         match self {
             HeldStatement::Update(mut update) => {
-                update.returning(ids());
+                update.returning(if whole_rows {
+                    Query::returning().all()
+                } else {
+                    ids()
+                });
                 cte.query(update);
             }
             HeldStatement::Insert(mut insert) => {
@@ -1358,7 +1376,38 @@ impl WriteTx {
 
     /// Writes the announced events to the outbox, bumps the versions of the written tables,
     /// then commits.
-    pub async fn commit(mut self) -> StoreResult<()> {
+    pub async fn commit(self) -> StoreResult<()> {
+        self.commit_answered().await.map(|_| ())
+    }
+
+    /// Asks the commit to read the write's answer too: `statement` (decoded as `kinds`),
+    /// which reads `table` for the rows written to it. On SQLite it is the last statement of
+    /// the commit's batch, before `COMMIT`, and sees the transaction's writes. On PostgreSQL
+    /// only an optimistic write whose one write is an update of `table`'s row on condition
+    /// of its version carries it, in the statement that writes and commits, where `table`'s
+    /// name stands for the row written: the statement must read `table` only for the rows
+    /// it answers with (`brandhub_query::sql::reaches_own_table`).
+    /// [`WriteTx::commit_answered`] tells whether the commit read it.
+    pub(crate) fn answer_with(
+        &mut self,
+        table: &'static str,
+        statement: sea_query::SelectStatement,
+        kinds: Vec<Kind>,
+    ) {
+        if matches!(self.tx, Tx::Sqlite(_)) || self.is_optimistic() {
+            self.answer = Some(HeldAnswer {
+                table,
+                statement,
+                kinds,
+                rows: None,
+            });
+        }
+    }
+
+    /// [`WriteTx::commit`], with the rows of the answer asked for by
+    /// [`WriteTx::answer_with`] when the commit read them; `None` when it did not, and the
+    /// answer is to be read after it.
+    pub async fn commit_answered(mut self) -> StoreResult<Option<Vec<Vec<Cell>>>> {
         let versions = self.versions_to_bump();
         // Before the commit is sent: a commit that fails leaves the versions unknown, which
         // costs only a cache lookup.
@@ -1378,7 +1427,7 @@ impl WriteTx {
         if announced {
             self.events_written.notify_one();
         }
-        Ok(())
+        Ok(self.answer.and_then(|answer| answer.rows))
     }
 }
 
@@ -1436,9 +1485,23 @@ impl WriteTx {
             tx.conn = None;
             return Ok(false);
         }
-        let (_, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
+        // The answer last: the only statement of the batch that returns rows.
+        let answer = self.answer.take().filter(|_| !versions.is_empty());
+        if let Some(answer) = &answer {
+            batch.push(answer.statement.build(SqliteQueryBuilder));
+        }
+        let (rows, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
             batch_error(part, e, |e| internal("a commit's bookkeeping failed", e))
         })?;
+        if let Some(mut answer) = answer {
+            answer.rows = Some(
+                rows.iter()
+                    .map(|row| decode_row(row, &answer.kinds))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| internal("cannot decode a write's answer", e))?,
+            );
+            self.answer = Some(answer);
+        }
         Ok(affected.iter().take(outbox).sum::<u64>() > 0)
     }
 
@@ -1513,6 +1576,12 @@ impl WriteTx {
     ) -> StoreResult<bool> {
         let raced_if_none = held.len() == 1 && held[0].conditional;
         let names: Vec<String> = (0..held.len()).map(|i| format!("held{i}")).collect();
+        // The answer rides along only on a conditional update of the table it reads.
+        let answer = self.answer.take().filter(|answer| {
+            raced_if_none
+                && held[0].table == answer.table
+                && matches!(held[0].statement, HeldStatement::Update(_))
+        });
         let guard = if raced_if_none {
             count_of(&names[0]).eq(1)
         } else {
@@ -1526,7 +1595,7 @@ impl WriteTx {
         let blamed = held[0].table;
         let mut with = WithClause::new();
         for (write, name) in held.into_iter().zip(&names) {
-            with.cte(write.statement.into_cte(name));
+            with.cte(write.statement.into_cte(name, answer.is_some()));
         }
         let bump = crate::versions::bump_statement_after(versions, guard);
         with.cte(crate::row_log::bumped_versions(&bump));
@@ -1545,13 +1614,53 @@ impl WriteTx {
                 statement.expr(Expr::val(0i64));
             }
         }
+        let mut kinds = vec![Kind::Integer, Kind::Integer];
+        if let Some(answer) = &answer {
+            // Last, so that only the answer reads it: the table's name now stands for the
+            // row the update wrote (the statement's other parts see the rows as they were).
+            with.cte(
+                CommonTableExpression::new()
+                    .query(
+                        Query::select()
+                            .column(Asterisk)
+                            .from(Alias::new(names[0].as_str()))
+                            .to_owned(),
+                    )
+                    .table_name(Alias::new(answer.table))
+                    .to_owned(),
+            );
+            // One row whether or not the update wrote one: its counts, then the answer's
+            // columns (null when there is no answer).
+            statement
+                .column((Alias::new(ANSWER), Asterisk))
+                .from_subquery(
+                    Query::select().expr(Expr::val(1)).to_owned(),
+                    Alias::new("one"),
+                )
+                .join_subquery(
+                    sea_query::JoinType::LeftJoin,
+                    answer.statement.clone(),
+                    Alias::new(ANSWER),
+                    Expr::val(true),
+                );
+            kinds.extend_from_slice(&answer.kinds);
+        }
         statement.with_cte(with);
         // Outside a transaction: the statement commits itself.
         let rows = self
-            .fetch_rows(&statement, &[Kind::Integer, Kind::Integer], true, |e| {
-                write_error(blamed, e)
-            })
+            .fetch_rows(&statement, &kinds, true, |e| write_error(blamed, e))
             .await?;
+        if let Some(mut answer) = answer {
+            answer.rows = Some(
+                rows.iter()
+                    .map(|row| row[2..].to_vec())
+                    // A row without an id: the update wrote nothing, or the caller no longer
+                    // sees the record.
+                    .filter(|row| !matches!(row.first(), Some(Cell::Null) | None))
+                    .collect(),
+            );
+            self.answer = Some(answer);
+        }
         let count = |i: usize| match rows.first().and_then(|r| r.get(i)) {
             Some(Cell::Integer(n)) => *n,
             _ => 0,
@@ -1562,6 +1671,9 @@ impl WriteTx {
         Ok(count(1) > 0)
     }
 }
+
+/// The alias of a write's answer in its commit's statement ([`WriteTx::answer_with`]).
+const ANSWER: &str = "answer";
 
 /// `(SELECT COUNT(*) FROM name)`: a common table expression read to its end.
 fn count_of(name: &str) -> Expr {

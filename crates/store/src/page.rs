@@ -201,7 +201,31 @@ impl Store {
         viewer: &Viewer,
         timing: &Timing,
     ) -> StoreResult<RenderedPage> {
-        let versions = match timing.versions_after_writes() {
+        let versions = self.versions_of_fresh(plan, timing).await?;
+        let data = self.read_page(plan, viewer, &versions, timing).await?;
+        Ok(RenderedPage::of(plan, &data))
+    }
+
+    /// [`Store::render_fresh`] of a by-id plan whose records a write's own statement read
+    /// (`rows`, the page's columns: [`crate::db::WriteTx::answer_with`]): only its expansions
+    /// are read.
+    pub(crate) async fn render_read_by_write(
+        &self,
+        plan: &ReadPlan,
+        rows: Vec<Vec<brandhub_catalog::Cell>>,
+        viewer: &Viewer,
+        timing: &Timing,
+    ) -> StoreResult<RenderedPage> {
+        let versions = self.versions_of_fresh(plan, timing).await?;
+        let data = self
+            .page_of_rows(plan, rows, viewer, &versions, timing)
+            .await?;
+        Ok(RenderedPage::of(plan, &data))
+    }
+
+    /// The versions a fresh page reads its expansions under ([`Store::render_fresh`]).
+    async fn versions_of_fresh(&self, plan: &ReadPlan, timing: &Timing) -> StoreResult<Versions> {
+        Ok(match timing.versions_after_writes() {
             Some(versions) if crate::read::counts_itself(plan) => versions,
             _ if crate::read::counts_itself(plan)
                 && expansions(&plan.selection) < EXPANSIONS_WORTH_THE_VERSIONS =>
@@ -209,9 +233,7 @@ impl Store {
                 Versions::default()
             }
             _ => self.versions(timing).await?,
-        };
-        let data = self.read_page(plan, viewer, &versions, timing).await?;
-        Ok(RenderedPage::of(plan, &data))
+        })
     }
 
     /// The rendered envelope of a plan's page: from the cache while it is true, else read,

@@ -163,6 +163,22 @@ impl Store {
             .await
     }
 
+    /// The page of a by-id plan whose rows were read already, by the statement of the write
+    /// they answer: completed with their related records.
+    pub(crate) async fn page_of_rows(
+        &self,
+        plan: &ReadPlan,
+        rows: Vec<Vec<Cell>>,
+        viewer: &Viewer,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> StoreResult<PageData> {
+        let found = rows.len() as u64;
+        let columns = node_columns(&plan.selection, None);
+        self.with_related(plan, (columns, rows), found, viewer, versions, timing)
+            .await
+    }
+
     /// A page of root rows (with the fields they hold) completed with their lists and
     /// related records.
     async fn with_related(

@@ -6,12 +6,14 @@
 //! runs in one [`WriteTx`], so table versions are bumped and caches stay correct.
 
 use crate::accounts::grants::Grant;
-use crate::db::{Kind, Store, WriteTx};
+use crate::db::{Kind, Store, Timing, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::new_id;
+use crate::page::RenderedPage;
 use crate::policy;
 use crate::precondition::precondition_failed;
+use crate::read::kinds;
 use crate::schema::ROW_VERSION;
 use crate::write::{cell_of, records_of};
 use brandhub_catalog::{
@@ -23,8 +25,11 @@ use brandhub_problem::FieldError;
 use brandhub_query::conditions::IdempotencyKey;
 use brandhub_query::conditions::IfMatch;
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
+use brandhub_query::plan::ReadPlan;
 use brandhub_query::plan::{Predicate, Viewer};
-use brandhub_query::sql::{satisfying_ids, seen_and_writable_ids};
+use brandhub_query::sql::{
+    node_columns, page_statement, reaches_own_table, satisfying_ids, seen_and_writable_ids,
+};
 use brandhub_query::text::fold;
 use brandhub_query::write::WriteValues;
 use sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Query, SqliteQueryBuilder};
@@ -687,50 +692,60 @@ impl Store {
         Err(raced(resource))
     }
 
-    /// Changes the given fields of the record `id`: 404 outside the caller's scope, 403 when
-    /// the caller may not write it, 422 listing every problem, 409 for a natural key taken.
-    pub async fn update_record(
-        &self,
-        resource: &'static Resource,
-        id: &str,
-        values: &WriteValues,
-        writer: &Writer<'_>,
-    ) -> StoreResult<()> {
-        self.update_record_if(resource, id, values, writer, None)
-            .await
-            .map(|_| ())
-    }
-
-    /// [`Store::update_record`] under an `If-Match` precondition (412 when the record's
-    /// version is not one it names); returns the record's version after the write.
+    /// Changes the given fields of the record `id` of `answer`'s resource: 404 outside the
+    /// caller's scope, 403 when the caller may not write it, 422 listing every problem, 409
+    /// for a natural key taken, 412 under an `If-Match` precondition the record's version
+    /// does not meet. Returns the record's version after the write and the answer: the
+    /// record as `answer` (a by-id read of it, as the caller sees it) shows it after the
+    /// write, `None` when the caller no longer sees it.
     ///
     /// The record is first checked unlocked and written on condition that its version did
     /// not move ([`Store::begin_optimistic`]: on PostgreSQL a `PATCH` of one record is then
     /// two statements, the check and the write, neither of them `BEGIN` or `COMMIT`); a
     /// record that changed meanwhile is checked again with its row locked until the commit,
-    /// as every other write does.
-    pub async fn update_record_if(
+    /// as every other write does. The write's commit reads the answer's record too
+    /// ([`WriteTx::answer_with`]): on PostgreSQL the statement that writes and commits, from
+    /// the row it wrote; on SQLite the commit's batch, before `COMMIT`. When it could not (a
+    /// `PATCH` run again the locking way), the record is read after the commit. Only the
+    /// answer's expansions are read apart.
+    pub async fn update_record_answered(
         &self,
-        resource: &'static Resource,
         id: &str,
         values: &WriteValues,
         writer: &Writer<'_>,
         if_match: Option<&IfMatch>,
-    ) -> StoreResult<i64> {
+        answer: &ReadPlan,
+        timing: &Timing,
+    ) -> StoreResult<(i64, Option<RenderedPage>)> {
+        let resource = answer.resource;
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin_optimistic().await?;
+        if !reaches_own_table(answer) {
+            let columns = node_columns(&answer.selection, None);
+            let statement = page_statement(answer, self.pinned_strategy());
+            tx.answer_with(resource.table, statement, kinds(&columns));
+        }
         let first = match update_in(&mut tx, resource, &id, values, writer, if_match).await {
-            Ok(version) => tx.commit().await.map(|()| version),
+            Ok(version) => tx.commit_answered().await.map(|rows| (version, rows)),
             Err(error) => Err(error),
         };
-        match first {
-            Err(error) if error.is_raced() => {}
-            done => return done,
-        }
-        let mut tx = self.begin().await?;
-        let version = update_in(&mut tx, resource, &id, values, writer, if_match).await?;
-        tx.commit().await?;
-        Ok(version)
+        let (version, rows) = match first {
+            Err(error) if error.is_raced() => {
+                let mut tx = self.begin().await?;
+                let version = update_in(&mut tx, resource, &id, values, writer, if_match).await?;
+                tx.commit().await?;
+                (version, None)
+            }
+            done => done?,
+        };
+        let page = match rows {
+            Some(rows) => {
+                self.render_read_by_write(answer, rows, writer.viewer, timing)
+                    .await?
+            }
+            None => self.render_fresh(answer, writer.viewer, timing).await?,
+        };
+        Ok((version, (page.records > 0).then_some(page)))
     }
 
     /// Removes the record `id`: 404 outside the caller's scope, 403 when the caller may not
@@ -1041,8 +1056,8 @@ fn issue_secrets(resource: &'static Resource, records: &mut [Record]) -> Vec<Opt
         .collect()
 }
 
-/// [`Store::update_record`] inside a transaction of the caller's; the record's version after
-/// the write.
+/// The write of [`Store::update_record_answered`] inside a transaction of the caller's; the
+/// record's version after the write.
 async fn update_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
@@ -1059,8 +1074,8 @@ async fn update_in(
 const UPDATES_PER_BATCH: usize = 500;
 
 /// Updates records of one resource, each `(id, values, index)` (`index` where the write was
-/// an array) as [`Store::update_record`] does one: reads, checks and derived fields in
-/// batches, every problem of every record in one 422, then one `UPDATE` a record. An
+/// an array) as [`Store::update_record_answered`] does one: reads, checks and derived fields
+/// in batches, every problem of every record in one 422, then one `UPDATE` a record. An
 /// upsert's existing records go through here together instead of one at a time.
 async fn update_many_in(
     tx: &mut WriteTx,

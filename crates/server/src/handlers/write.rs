@@ -446,13 +446,21 @@ pub async fn update(
     let (if_match, values) =
         out_of_scope_first(&state, resource, &id, &viewer, &timing, parsed).await?;
     let writer = Writer::with_key(&viewer, &caller.grants);
-    let version = state
+    // The answer is the record as a read by id shows it; the store reads it with the write
+    // where it can.
+    let answer_plan = plan_by_id(resource, &id, &ReadRequest::default(), &viewer)?;
+    let (version, page) = state
         .store
-        .update_record_if(resource, &id, &values, &writer, if_match.as_ref())
+        .update_record_answered(
+            &id,
+            &values,
+            &writer,
+            if_match.as_ref(),
+            &answer_plan,
+            &timing,
+        )
         .await?;
-    let page = read_one(&state, resource, &id, &viewer, &timing)
-        .await?
-        .ok_or_else(|| not_found(resource, &id))?;
+    let page = page.ok_or_else(|| not_found(resource, &id))?;
     Ok(with_etag(
         answer(StatusCode::OK, page.body.to_vec(), None),
         Some(version),

@@ -1381,20 +1381,21 @@ impl WriteTx {
     }
 
     /// Asks the commit to read the write's answer too: `statement` (decoded as `kinds`),
-    /// which reads `table` for the rows written to it. On SQLite it is the last statement of
-    /// the commit's batch, before `COMMIT`, and sees the transaction's writes. On PostgreSQL
-    /// only an optimistic write whose one write is an update of `table`'s row on condition
-    /// of its version carries it, in the statement that writes and commits, where `table`'s
-    /// name stands for the row written: the statement must read `table` only for the rows
-    /// it answers with (`brandhub_query::sql::reaches_own_table`).
-    /// [`WriteTx::commit_answered`] tells whether the commit read it.
+    /// which reads `table` for the rows written to it. Only an optimistic write on
+    /// PostgreSQL whose one write is an update of `table`'s row on condition of its version
+    /// carries it, in the statement that writes and commits, where `table`'s name stands for
+    /// the row written: the statement must read `table` only for the rows it answers with
+    /// (`brandhub_query::sql::reaches_own_table`). [`WriteTx::commit_answered`] tells
+    /// whether the commit read it. Not on SQLite: read inside the transaction, the answer
+    /// would hold the one write lock longer, and writers queue for it (bench/RESULTS.md:
+    /// 13% fewer `PATCH`es a second when it was tried).
     pub(crate) fn answer_with(
         &mut self,
         table: &'static str,
         statement: sea_query::SelectStatement,
         kinds: Vec<Kind>,
     ) {
-        if matches!(self.tx, Tx::Sqlite(_)) || self.is_optimistic() {
+        if self.is_optimistic() {
             self.answer = Some(HeldAnswer {
                 table,
                 statement,
@@ -1485,23 +1486,9 @@ impl WriteTx {
             tx.conn = None;
             return Ok(false);
         }
-        // The answer last: the only statement of the batch that returns rows.
-        let answer = self.answer.take().filter(|_| !versions.is_empty());
-        if let Some(answer) = &answer {
-            batch.push(answer.statement.build(SqliteQueryBuilder));
-        }
-        let (rows, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
+        let (_, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
             batch_error(part, e, |e| internal("a commit's bookkeeping failed", e))
         })?;
-        if let Some(mut answer) = answer {
-            answer.rows = Some(
-                rows.iter()
-                    .map(|row| decode_row(row, &answer.kinds))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| internal("cannot decode a write's answer", e))?,
-            );
-            self.answer = Some(answer);
-        }
         Ok(affected.iter().take(outbox).sum::<u64>() > 0)
     }
 

@@ -703,11 +703,10 @@ impl Store {
     /// not move ([`Store::begin_optimistic`]: on PostgreSQL a `PATCH` of one record is then
     /// two statements, the check and the write, neither of them `BEGIN` or `COMMIT`); a
     /// record that changed meanwhile is checked again with its row locked until the commit,
-    /// as every other write does. The write's commit reads the answer's record too
-    /// ([`WriteTx::answer_with`]): on PostgreSQL the statement that writes and commits, from
-    /// the row it wrote; on SQLite the commit's batch, before `COMMIT`. When it could not (a
-    /// `PATCH` run again the locking way), the record is read after the commit. Only the
-    /// answer's expansions are read apart.
+    /// as every other write does. On PostgreSQL the statement that writes and commits reads
+    /// the answer's record too, from the row it wrote ([`WriteTx::answer_with`]), and only
+    /// its expansions are read apart; on SQLite, and when the `PATCH` ran again the locking
+    /// way, the record is read after the commit.
     pub async fn update_record_answered(
         &self,
         id: &str,

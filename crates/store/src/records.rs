@@ -719,7 +719,8 @@ impl Store {
         let resource = answer.resource;
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin_optimistic().await?;
-        if !reaches_own_table(answer) {
+        // Only a PostgreSQL write that checks before it locks can carry its answer.
+        if tx.is_optimistic() && !reaches_own_table(answer) {
             let columns = node_columns(&answer.selection, None);
             let statement = page_statement(answer, self.pinned_strategy());
             tx.answer_with(resource.table, statement, kinds(&columns));

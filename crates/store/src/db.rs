@@ -668,6 +668,7 @@ impl Store {
             unanswered: Vec::new(),
             held_writes: Vec::new(),
             answer: None,
+            answered: None,
         }
     }
 }
@@ -789,6 +790,8 @@ pub struct WriteTx {
     held_writes: Vec<HeldWrite>,
     /// The read that answers the write, when its commit may carry it ([`WriteTx::answer_with`]).
     answer: Option<HeldAnswer>,
+    /// The answer's rows, once a commit carried its read.
+    answered: Option<Vec<Vec<Cell>>>,
 }
 
 /// A write's answer read by its commit ([`WriteTx::answer_with`]): one statement fewer, and
@@ -798,8 +801,6 @@ struct HeldAnswer {
     table: &'static str,
     statement: sea_query::SelectStatement,
     kinds: Vec<Kind>,
-    /// What the commit read: `None` until a commit carried the answer.
-    rows: Option<Vec<Vec<Cell>>>,
 }
 
 /// A write held back on PostgreSQL ([`WriteTx::held_writes`]).
@@ -1388,21 +1389,19 @@ impl WriteTx {
     /// (`brandhub_query::sql::reaches_own_table`). [`WriteTx::commit_answered`] tells
     /// whether the commit read it. Not on SQLite: read inside the transaction, the answer
     /// would hold the one write lock longer, and writers queue for it (bench/RESULTS.md:
-    /// 13% fewer `PATCH`es a second when it was tried).
+    /// 13% fewer `PATCH`es a second when it was tried). So only a write that
+    /// [`WriteTx::is_optimistic`] asks.
     pub(crate) fn answer_with(
         &mut self,
         table: &'static str,
         statement: sea_query::SelectStatement,
         kinds: Vec<Kind>,
     ) {
-        if self.is_optimistic() {
-            self.answer = Some(HeldAnswer {
-                table,
-                statement,
-                kinds,
-                rows: None,
-            });
-        }
+        self.answer = Some(HeldAnswer {
+            table,
+            statement,
+            kinds,
+        });
     }
 
     /// [`WriteTx::commit`], with the rows of the answer asked for by
@@ -1428,7 +1427,7 @@ impl WriteTx {
         if announced {
             self.events_written.notify_one();
         }
-        Ok(self.answer.and_then(|answer| answer.rows))
+        Ok(self.answered)
     }
 }
 
@@ -1602,7 +1601,8 @@ impl WriteTx {
             }
         }
         let mut kinds = vec![Kind::Integer, Kind::Integer];
-        if let Some(answer) = &answer {
+        let answers = answer.is_some();
+        if let Some(answer) = answer {
             // Last, so that only the answer reads it: the table's name now stands for the
             // row the update wrote (the statement's other parts see the rows as they were).
             with.cte(
@@ -1626,36 +1626,35 @@ impl WriteTx {
                 )
                 .join_subquery(
                     sea_query::JoinType::LeftJoin,
-                    answer.statement.clone(),
+                    answer.statement,
                     Alias::new(ANSWER),
                     Expr::val(true),
                 );
-            kinds.extend_from_slice(&answer.kinds);
+            kinds.extend(answer.kinds);
         }
         statement.with_cte(with);
         // Outside a transaction: the statement commits itself.
         let rows = self
             .fetch_rows(&statement, &kinds, true, |e| write_error(blamed, e))
             .await?;
-        if let Some(mut answer) = answer {
-            answer.rows = Some(
-                rows.iter()
-                    .map(|row| row[2..].to_vec())
-                    // A row without an id: the update wrote nothing, or the caller no longer
-                    // sees the record.
-                    .filter(|row| !matches!(row.first(), Some(Cell::Null) | None))
-                    .collect(),
-            );
-            self.answer = Some(answer);
-        }
         let count = |i: usize| match rows.first().and_then(|r| r.get(i)) {
             Some(Cell::Integer(n)) => *n,
             _ => 0,
         };
-        if raced_if_none && count(0) == 0 {
+        let (written, announced) = (count(0), count(1));
+        if raced_if_none && written == 0 {
             return Err(StoreError::raced());
         }
-        Ok(count(1) > 0)
+        if answers {
+            self.answered = Some(
+                rows.into_iter()
+                    .map(|mut row| row.split_off(2))
+                    // A row without an id: the caller no longer sees the record.
+                    .filter(|row| !matches!(row.first(), Some(Cell::Null) | None))
+                    .collect(),
+            );
+        }
+        Ok(announced > 0)
     }
 }
 

@@ -669,6 +669,8 @@ impl Store {
             held_writes: Vec::new(),
             answer: None,
             answered: None,
+            version_asked: false,
+            version_written: None,
         }
     }
 }
@@ -792,6 +794,19 @@ pub struct WriteTx {
     answer: Option<HeldAnswer>,
     /// The answer's rows, once a commit carried its read.
     answered: Option<Vec<Vec<Cell>>>,
+    /// Whether the commit reads the version its one held update wrote
+    /// ([`WriteTx::update_unread`]).
+    version_asked: bool,
+    /// That version, once the commit read it.
+    version_written: Option<i64>,
+}
+
+/// What a commit read besides writing ([`WriteTx::commit_answered`]).
+pub(crate) struct Committed {
+    /// The answer's rows, when the commit carried its read ([`WriteTx::answer_with`]).
+    pub(crate) answer: Option<Vec<Vec<Cell>>>,
+    /// The version of the record an unread update wrote ([`WriteTx::update_unread`]).
+    pub(crate) version: Option<i64>,
 }
 
 /// A write's answer read by its commit ([`WriteTx::answer_with`]): one statement fewer, and
@@ -820,6 +835,14 @@ enum HeldStatement {
     Insert(sea_query::InsertStatement),
 }
 
+/// What a held write's part of a larger statement returns ([`HeldStatement::into_cte`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Returned {
+    Ids,
+    IdsAndVersions,
+    Whole,
+}
+
 impl HeldStatement {
     fn build(&self) -> (String, sea_query_sqlx::SqlxValues) {
         match self {
@@ -829,16 +852,18 @@ impl HeldStatement {
     }
 
     /// The statement as the common table expression `name` of a larger one, returning its
-    /// rows' ids, to be counted, or, for an update that answers its write, its rows whole.
-    fn into_cte(self, name: &str, whole_rows: bool) -> CommonTableExpression {
+    /// rows' ids, to be counted, or, for an update that answers its write, its rows whole,
+    /// or, for one whose version is asked for, their ids and versions.
+    fn into_cte(self, name: &str, returned: Returned) -> CommonTableExpression {
         let mut cte = CommonTableExpression::new();
         let ids = || Query::returning().column(Alias::new("id"));
         match self {
             HeldStatement::Update(mut update) => {
-                update.returning(if whole_rows {
-                    Query::returning().all()
-                } else {
-                    ids()
+                update.returning(match returned {
+                    Returned::Whole => Query::returning().all(),
+                    Returned::IdsAndVersions => Query::returning()
+                        .columns([Alias::new("id"), Alias::new(crate::schema::ROW_VERSION)]),
+                    Returned::Ids => ids(),
                 });
                 cte.query(update);
             }
@@ -1020,6 +1045,22 @@ impl WriteTx {
         }
         self.hold_write(table, HeldStatement::Update(statement), conditional)
             .await
+    }
+
+    /// An optimistic write's ([`WriteTx::is_optimistic`]) update of the one row `id` of
+    /// `table` that was not read first: its `WHERE` holds every condition the write needs
+    /// (the caller's scope and rules, a precondition), so the record is checked and written
+    /// by the statement that commits the write, and the commit reads the version it wrote
+    /// ([`Committed::version`]). If it writes no row, nothing is written and the write fails
+    /// with [`StoreError::raced`]: the caller then writes it the checked way, which tells why.
+    pub(crate) async fn update_unread(
+        &mut self,
+        table: &'static str,
+        statement: sea_query::UpdateStatement,
+        id: &str,
+    ) -> StoreResult<()> {
+        self.version_asked = true;
+        self.update_unanswered(table, statement, &[id], true).await
     }
 
     /// Whether an optimistic write's held writes can be one statement that commits itself
@@ -1404,10 +1445,10 @@ impl WriteTx {
         });
     }
 
-    /// [`WriteTx::commit`], with the rows of the answer asked for by
-    /// [`WriteTx::answer_with`] when the commit read them; `None` when it did not, and the
-    /// answer is to be read after it.
-    pub async fn commit_answered(mut self) -> StoreResult<Option<Vec<Vec<Cell>>>> {
+    /// [`WriteTx::commit`], with what the commit read: the rows of the answer asked for by
+    /// [`WriteTx::answer_with`] (`None` when it did not read them, and the answer is to be
+    /// read after it), and the version an unread update wrote ([`WriteTx::update_unread`]).
+    pub(crate) async fn commit_answered(mut self) -> StoreResult<Committed> {
         let versions = self.versions_to_bump();
         // Before the commit is sent: a commit that fails leaves the versions unknown, which
         // costs only a cache lookup.
@@ -1427,7 +1468,10 @@ impl WriteTx {
         if announced {
             self.events_written.notify_one();
         }
-        Ok(self.answered)
+        Ok(Committed {
+            answer: self.answered,
+            version: self.version_written,
+        })
     }
 }
 
@@ -1578,10 +1622,19 @@ impl WriteTx {
                 .unwrap_or_else(|| Expr::val(true))
         };
         let mut outbox = self.outbox_statements(Some(&guard));
+        // Only a conditional update, alone, tells the version it wrote.
+        let versioned = raced_if_none
+            && self.version_asked
+            && matches!(held[0].statement, HeldStatement::Update(_));
+        let returned = match (answer.is_some(), versioned) {
+            (true, _) => Returned::Whole,
+            (false, true) => Returned::IdsAndVersions,
+            (false, false) => Returned::Ids,
+        };
         let blamed = held[0].table;
         let mut with = WithClause::new();
         for (write, name) in held.into_iter().zip(&names) {
-            with.cte(write.statement.into_cte(name, answer.is_some()));
+            with.cte(write.statement.into_cte(name, returned));
         }
         let bump = crate::versions::bump_statement_after(versions, guard);
         with.cte(crate::row_log::bumped_versions(&bump));
@@ -1601,6 +1654,20 @@ impl WriteTx {
             }
         }
         let mut kinds = vec![Kind::Integer, Kind::Integer];
+        if versioned {
+            statement.expr(Expr::SubQuery(
+                None,
+                Box::new(
+                    Query::select()
+                        .expr(Func::max(Expr::col(Alias::new(crate::schema::ROW_VERSION))))
+                        .from(Alias::new(names[0].as_str()))
+                        .to_owned()
+                        .into(),
+                ),
+            ));
+            kinds.push(Kind::Integer);
+        }
+        let head = kinds.len();
         let answers = answer.is_some();
         if let Some(answer) = answer {
             // Last, so that only the answer reads it: the table's name now stands for the
@@ -1645,10 +1712,13 @@ impl WriteTx {
         if raced_if_none && written == 0 {
             return Err(StoreError::raced());
         }
+        if versioned && let Some(Cell::Integer(version)) = rows.first().and_then(|r| r.get(2)) {
+            self.version_written = Some(*version);
+        }
         if answers {
             self.answered = Some(
                 rows.into_iter()
-                    .map(|mut row| row.split_off(2))
+                    .map(|mut row| row.split_off(head))
                     // A row without an id: the caller no longer sees the record.
                     .filter(|row| !matches!(row.first(), Some(Cell::Null) | None))
                     .collect(),

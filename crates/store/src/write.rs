@@ -589,15 +589,7 @@ impl WriteTx {
         if cells.is_empty() {
             return Ok(false);
         }
-        let mut update = Query::update();
-        update.table(Alias::new(resource.table));
-        // The stamped field is set by `stamp_update` alone: PostgreSQL refuses a column
-        // assigned twice in one UPDATE.
-        for (field, cell) in cells.iter().filter(|(field, _)| !field.stamped) {
-            set_field(&mut update, field, cell);
-        }
-        stamp_update(&mut update, resource, &self.now_timestamp());
-        update.and_where(Expr::col(Alias::new("id")).eq(id));
+        let mut update = self.cells_update(resource, id, cells);
         // Read unlocked, the record is written only while its version is still the one read.
         let read_at = self.is_optimistic().then_some(read_at).flatten();
         if let Some(version) = read_at {
@@ -607,6 +599,46 @@ impl WriteTx {
             .await?;
         self.announce(resource, [id], false).await?;
         Ok(true)
+    }
+
+    /// [`WriteTx::update_cells`] of a record that was not read, for an optimistic write: the
+    /// update writes only while the record satisfies every one of `conditions` (the caller's
+    /// scope and rules, a precondition), and the commit tells the version it wrote
+    /// ([`WriteTx::update_unread`]); if it writes nothing, the write fails with
+    /// [`crate::StoreError::raced`] and nothing of it is written.
+    pub(crate) async fn update_cells_unread(
+        &mut self,
+        resource: &'static Resource,
+        id: &str,
+        cells: &[(&'static Field, Cell)],
+        conditions: Vec<Expr>,
+    ) -> StoreResult<()> {
+        let mut update = self.cells_update(resource, id, cells);
+        for condition in conditions {
+            update.and_where(condition);
+        }
+        self.update_unread(resource.table, update, id).await?;
+        self.announce(resource, [id], false).await
+    }
+
+    /// The update of [`WriteTx::update_cells`]: the fields given and their folded copies,
+    /// the stamped fields and the version, of the record `id`.
+    fn cells_update(
+        &self,
+        resource: &'static Resource,
+        id: &str,
+        cells: &[(&'static Field, Cell)],
+    ) -> UpdateStatement {
+        let mut update = Query::update();
+        update.table(Alias::new(resource.table));
+        // The stamped field is set by `stamp_update` alone: PostgreSQL refuses a column
+        // assigned twice in one UPDATE.
+        for (field, cell) in cells.iter().filter(|(field, _)| !field.stamped) {
+            set_field(&mut update, field, cell);
+        }
+        stamp_update(&mut update, resource, &self.now_timestamp());
+        update.and_where(Expr::col(Alias::new("id")).eq(id));
+        update
     }
 
     /// Adds to counters of records found by a key, creating those the key finds none of (a

@@ -492,6 +492,33 @@ mod answered_patches {
         }
     }
 
+    async fn a_create_answers_with_the_record_as_a_read_by_id(fx) {
+        // A product of the company's own brand, its default template expanding the brand.
+        let brand = common::call(fx, reqwest::Method::GET, "/api/brand?fields=id&pageSize=1&order_by=id", "company", None).await.ids("brand")[0].clone();
+        for step in 1..=3 {
+            let body = serde_json::json!({"fk_brand": brand, "code": format!("ANSWERED-{step}"), "title": "Answered", "category": "tests"});
+            let created = common::call(fx, reqwest::Method::POST, "/api/product", "company", Some(body)).await;
+            assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
+            let location = created.header("location").expect("a Location");
+            let read = common::call(fx, reqwest::Method::GET, &location, "company", None).await;
+            assert_eq!(created.json(), read.json(), "the answer and the next read by id differ");
+            assert_eq!(created.header("etag"), read.header("etag"), "the answer's ETag is the record's");
+            if step > 1 && fx.db == common::Db::Postgres {
+                // The versions, the brand's check, and the write that commits itself and
+                // reads the record it wrote; its key is checked by the insert.
+                assert_eq!(created.statements(), 3, "{:?}", created.header("server-timing"));
+            }
+        }
+        // A key taken is still told with its holder, and a problem beside it as before.
+        let body = serde_json::json!({"fk_brand": brand, "code": "answered-1", "title": "Again", "category": "tests"});
+        let taken = common::call(fx, reqwest::Method::POST, "/api/product", "company", Some(body)).await;
+        let problem = taken.assert_problem(409, "conflict");
+        let holder = common::call(fx, reqwest::Method::GET, "/api/product?code=ANSWERED-1&fields=id", "company", None).await.ids("product")[0].clone();
+        assert!(problem["detail"].as_str().unwrap().contains(&holder), "{problem}");
+        let body = serde_json::json!({"fk_brand": brand, "code": "ANSWERED-1", "title": 5, "category": "tests"});
+        common::call(fx, reqwest::Method::POST, "/api/product", "company", Some(body)).await.assert_problem(422, "validation_failed");
+    }
+
     async fn a_patch_written_without_a_read_first_refuses_as_a_checked_one(fx) {
         // On PostgreSQL a PATCH of plain fields is checked by its write's own statement; what
         // it refuses is told as the checked write tells it, and none of it is written.

@@ -868,7 +868,11 @@ impl HeldStatement {
                 cte.query(update);
             }
             HeldStatement::Insert(mut insert) => {
-                insert.returning(ids());
+                insert.returning(if returned == Returned::Whole {
+                    Query::returning().all()
+                } else {
+                    ids()
+                });
                 cte.query(insert);
             }
         }
@@ -1424,9 +1428,9 @@ impl WriteTx {
 
     /// Asks the commit to read the write's answer too: `statement` (decoded as `kinds`),
     /// which reads `table` for the rows written to it. Only an optimistic write on
-    /// PostgreSQL whose one write is an update of `table`'s row on condition of its version
-    /// carries it, in the statement that writes and commits, where `table`'s name stands for
-    /// the row written: the statement must read `table` only for the rows it answers with
+    /// PostgreSQL whose one write is of a row of `table`, on condition (an update's, that
+    /// the row is as read; an insert's, that its key is free), carries it, in the statement
+    /// that writes and commits, where `table`'s name stands for the row written: the statement must read `table` only for the rows it answers with
     /// (`brandhub_query::sql::reaches_own_table`). [`WriteTx::commit_answered`] tells
     /// whether the commit read it. Not on SQLite: read inside the transaction, the answer
     /// would hold the one write lock longer, and writers queue for it (bench/RESULTS.md:
@@ -1606,12 +1610,12 @@ impl WriteTx {
     ) -> StoreResult<bool> {
         let raced_if_none = held.len() == 1 && held[0].conditional;
         let names: Vec<String> = (0..held.len()).map(|i| format!("held{i}")).collect();
-        // The answer rides along only on a conditional update of the table it reads.
-        let answer = self.answer.take().filter(|answer| {
-            raced_if_none
-                && held[0].table == answer.table
-                && matches!(held[0].statement, HeldStatement::Update(_))
-        });
+        // The answer rides along only on the one conditional write (an update or an insert)
+        // of the table it reads.
+        let answer = self
+            .answer
+            .take()
+            .filter(|answer| raced_if_none && held[0].table == answer.table);
         let guard = if raced_if_none {
             count_of(&names[0]).eq(1)
         } else {

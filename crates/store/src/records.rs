@@ -637,6 +637,26 @@ impl Store {
         upsert: bool,
         indexed: bool,
     ) -> StoreResult<Vec<Written>> {
+        let (written, _) = self
+            .create_records_answered(resource, items, writer, upsert, indexed, None)
+            .await?;
+        Ok(written)
+    }
+
+    /// [`Store::create_records`], with the answer of one new record when the write's own
+    /// statement could read it: `answer` (a read of the resource as the caller sees it, with
+    /// its timing) narrowed to the new record's id, rendered. `None` when the write did not
+    /// read it (SQLite, an array or an upsert, a retry after a race, a plan that reaches its
+    /// own table again), and the caller reads it after the write.
+    pub async fn create_records_answered(
+        &self,
+        resource: &'static Resource,
+        items: &[WriteValues],
+        writer: &Writer<'_>,
+        upsert: bool,
+        indexed: bool,
+        answer: Option<(&ReadPlan, &Timing)>,
+    ) -> StoreResult<(Vec<Written>, Option<RenderedPage>)> {
         for attempt in 0..RACE_ATTEMPTS {
             // One new record is first checked unlocked and written by one statement that
             // commits itself ([`Store::begin_optimistic`]; on SQLite a transaction), on
@@ -647,13 +667,40 @@ impl Store {
             } else {
                 self.begin().await?
             };
-            let created =
-                match try_create_in(&mut tx, resource, items, writer, upsert, indexed).await {
-                    Ok(Some(written)) => tx.commit().await.map(|()| Some(written)),
-                    other => other,
+            let created = async {
+                let Some(written) =
+                    try_create_in(&mut tx, resource, items, writer, upsert, indexed).await?
+                else {
+                    return Ok(None);
                 };
+                // The one record created, read by the statement that writes it.
+                let plan = match (answer, written.as_slice()) {
+                    (Some((template, _)), [one]) if one.created && tx.is_optimistic() => {
+                        Some(template.narrowed_to(std::slice::from_ref(&one.id)))
+                    }
+                    _ => None,
+                }
+                .filter(|plan| !reaches_own_table(plan));
+                if let Some(plan) = &plan {
+                    let columns = node_columns(&plan.selection, None);
+                    let statement = page_statement(plan, self.pinned_strategy());
+                    tx.answer_with(resource.table, statement, kinds(&columns));
+                }
+                let committed = tx.commit_answered().await?;
+                StoreResult::Ok(Some((written, plan.zip(committed.answer))))
+            }
+            .await;
             match created {
-                Ok(Some(written)) => return Ok(written),
+                Ok(Some((written, read))) => {
+                    let page = match (read, answer) {
+                        (Some((plan, rows)), Some((_, timing))) => Some(
+                            self.render_read_by_write(&plan, rows, writer.viewer, timing)
+                                .await?,
+                        ),
+                        _ => None,
+                    };
+                    return Ok((written, page.filter(|page| page.records > 0)));
+                }
                 Ok(None) => {}
                 Err(error) if error.is_raced() => {}
                 Err(error) => return Err(error),
@@ -979,10 +1026,16 @@ async fn try_create_in(
         }
         keyed.push((i, key));
     }
-    let keys: Vec<Vec<String>> = keyed.iter().map(|(_, key)| key.clone()).collect();
-    let mut held = tx.holders_of(resource, &keys).await?;
-    for (i, key) in keyed {
-        holders[i] = held.remove(&key);
+    // An optimistic create (one new record, no upsert) leaves its key to the insert, which
+    // writes nothing when the key is taken (`ON CONFLICT DO NOTHING`); the write then runs
+    // again in a transaction, which finds the holder.
+    let keys_left_to_the_insert = tx.is_optimistic() && !upsert;
+    if !keys_left_to_the_insert {
+        let keys: Vec<Vec<String>> = keyed.iter().map(|(_, key)| key.clone()).collect();
+        let mut held = tx.holders_of(resource, &keys).await?;
+        for (i, key) in keyed {
+            holders[i] = held.remove(&key);
+        }
     }
     for (i, record) in records.iter_mut().enumerate() {
         if holders[i].is_none() {
@@ -996,6 +1049,11 @@ async fn try_create_in(
         }
     }
     if !problems.is_empty() {
+        if keys_left_to_the_insert {
+            // A record whose key is taken is not judged as a new one (its answer is 409):
+            // the checked way, which knows the holder, tells which.
+            return Err(StoreError::raced());
+        }
         return Err(sorted(problems));
     }
     let mut written = Vec::with_capacity(items.len());

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Resource;
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::conditions::{IdempotencyKey, IfMatch, etag};
-use brandhub_query::plan::{Viewer, plan_by_id, plan_by_ids};
+use brandhub_query::plan::{Viewer, plan_by_id, plan_by_ids, plan_read};
 use brandhub_query::request::ReadRequest;
 use brandhub_query::write::{WriteMode, parse_write, parse_writes};
 use brandhub_store::records::{Writer, Written};
@@ -249,14 +249,28 @@ async fn create_records(
     let viewer = writer.viewer;
     let upsert = upsert_parameter(query)?;
     let (items, array) = parse_writes(resource, bytes, viewer)?;
+    // One new record's answer is read by the statement that writes it, where it can be.
+    let template = match array || upsert {
+        true => None,
+        false => Some(plan_read(resource, &ReadRequest::default(), viewer)?),
+    };
+    let mut read_by_write = None;
     let (written, replay): (Vec<Written>, Option<KeptAnswer>) = match &key {
-        None => (
-            state
+        None => {
+            let (written, page) = state
                 .store
-                .create_records(resource, &items, writer, upsert, array)
-                .await?,
-            None,
-        ),
+                .create_records_answered(
+                    resource,
+                    &items,
+                    writer,
+                    upsert,
+                    array,
+                    template.as_ref().map(|template| (template, timing)),
+                )
+                .await?;
+            read_by_write = page;
+            (written, None)
+        }
         Some(key) => match state
             .store
             .create_records_once(resource, &items, writer, upsert, array, key)
@@ -301,7 +315,8 @@ async fn create_records(
                 [one] if !array => state.store.version_of(resource, &one.id).await?,
                 _ => None,
             };
-            let body = render_written(state, resource, &written, viewer, timing).await?;
+            let body =
+                render_written(state, resource, &written, read_by_write, viewer, timing).await?;
             Ok((body, version))
         })
         .await
@@ -366,21 +381,28 @@ fn replayed(mut response: Response) -> Response {
 }
 
 /// The records a create wrote, as the caller sees them, in the body's order, in one
-/// envelope: one read of all of them (one statement, plus one per expanded relation), each
-/// new record's secret added where the resource has one.
+/// envelope: one read of all of them (one statement, plus one per expanded relation), or the
+/// page the write's own statement read (`read_by_write`), each new record's secret added
+/// where the resource has one.
 async fn render_written(
     state: &AppState,
     resource: &'static Resource,
     written: &[Written],
+    read_by_write: Option<RenderedPage>,
     viewer: &Viewer,
     timing: &Timing,
 ) -> Answer<Vec<u8>> {
     let internal = |_| Problem(ApiError::internal());
-    let mut ids: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
-    ids.sort();
-    ids.dedup();
-    let plan = plan_by_ids(resource, &ids, &ReadRequest::default(), viewer)?;
-    let page = state.store.render_fresh(&plan, viewer, timing).await?;
+    let page = match read_by_write {
+        Some(page) => page,
+        None => {
+            let mut ids: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
+            ids.sort();
+            ids.dedup();
+            let plan = plan_by_ids(resource, &ids, &ReadRequest::default(), viewer)?;
+            state.store.render_fresh(&plan, viewer, timing).await?
+        }
+    };
     let mut envelope: serde_json::Value = serde_json::from_slice(&page.body).map_err(internal)?;
     let mut found: HashMap<String, serde_json::Value> = match envelope["response"]
         .get_mut(resource.name)

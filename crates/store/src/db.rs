@@ -852,8 +852,8 @@ impl HeldStatement {
     }
 
     /// The statement as the common table expression `name` of a larger one, returning its
-    /// rows' ids, to be counted, or, for an update that answers its write, its rows whole,
-    /// or, for one whose version is asked for, their ids and versions.
+    /// rows' ids, to be counted, or, for a write that answers with its row, its rows whole,
+    /// or, for an update whose version is asked for, their ids and versions.
     fn into_cte(self, name: &str, returned: Returned) -> CommonTableExpression {
         let mut cte = CommonTableExpression::new();
         let ids = || Query::returning().column(Alias::new("id"));
@@ -1429,8 +1429,9 @@ impl WriteTx {
     /// Asks the commit to read the write's answer too: `statement` (decoded as `kinds`),
     /// which reads `table` for the rows written to it. Only an optimistic write on
     /// PostgreSQL whose one write is of a row of `table`, on condition (an update's, that
-    /// the row is as read; an insert's, that its key is free), carries it, in the statement
-    /// that writes and commits, where `table`'s name stands for the row written: the statement must read `table` only for the rows it answers with
+    /// the row is as read or as its `WHERE` asks; an insert's, that its key is free),
+    /// carries it, in the statement that writes and commits, where `table`'s name stands for
+    /// the row written: the statement must read `table` only for the rows it answers with
     /// (`brandhub_query::sql::reaches_own_table`). [`WriteTx::commit_answered`] tells
     /// whether the commit read it. Not on SQLite: read inside the transaction, the answer
     /// would hold the one write lock longer, and writers queue for it (bench/RESULTS.md:

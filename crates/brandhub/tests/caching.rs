@@ -492,6 +492,16 @@ mod answered_patches {
         }
     }
 
+    }
+}
+
+/// Writes that check or answer within their own statement. A fixture of their own: their
+/// product writes would make the expansions kept for `answered_patches`' answers stale.
+mod unread_writes {
+    use super::*;
+
+    on_both_backends! { "unread writes";
+
     async fn a_create_answers_with_the_record_as_a_read_by_id(fx) {
         // A product of the company's own brand, its default template expanding the brand.
         let brand = common::call(fx, reqwest::Method::GET, "/api/brand?fields=id&pageSize=1&order_by=id", "company", None).await.ids("brand")[0].clone();

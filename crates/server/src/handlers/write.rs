@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Resource;
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::conditions::{IdempotencyKey, IfMatch, etag};
-use brandhub_query::plan::{Viewer, plan_by_id, plan_by_ids, plan_read};
+use brandhub_query::plan::{ReadPlan, Viewer, plan_by_id, plan_read};
 use brandhub_query::request::ReadRequest;
 use brandhub_query::write::{WriteMode, parse_write, parse_writes};
 use brandhub_store::records::{Writer, Written};
@@ -249,11 +249,9 @@ async fn create_records(
     let viewer = writer.viewer;
     let upsert = upsert_parameter(query)?;
     let (items, array) = parse_writes(resource, bytes, viewer)?;
-    // One new record's answer is read by the statement that writes it, where it can be.
-    let template = match array || upsert {
-        true => None,
-        false => Some(plan_read(resource, &ReadRequest::default(), viewer)?),
-    };
+    // The answer is the records written as a read of them shows them; one new record's is
+    // read by the statement that writes it, where it can be.
+    let template = plan_read(resource, &ReadRequest::default(), viewer)?;
     let mut read_by_write = None;
     let (written, replay): (Vec<Written>, Option<KeptAnswer>) = match &key {
         None => {
@@ -265,7 +263,7 @@ async fn create_records(
                     writer,
                     upsert,
                     array,
-                    template.as_ref().map(|template| (template, timing)),
+                    (!array && !upsert).then_some((&template, timing)),
                 )
                 .await?;
             read_by_write = page;
@@ -316,7 +314,7 @@ async fn create_records(
                 _ => None,
             };
             let body =
-                render_written(state, resource, &written, read_by_write, viewer, timing).await?;
+                render_written(state, &template, &written, read_by_write, viewer, timing).await?;
             Ok((body, version))
         })
         .await
@@ -381,25 +379,27 @@ fn replayed(mut response: Response) -> Response {
 }
 
 /// The records a create wrote, as the caller sees them, in the body's order, in one
-/// envelope: one read of all of them (one statement, plus one per expanded relation), or the
-/// page the write's own statement read (`read_by_write`), each new record's secret added
-/// where the resource has one.
+/// envelope: one read of all of them (`template`, the resource's read as the caller sees it,
+/// narrowed to their ids: one statement, plus one per expanded relation), or the page the
+/// write's own statement read (`read_by_write`), each new record's secret added where the
+/// resource has one.
 async fn render_written(
     state: &AppState,
-    resource: &'static Resource,
+    template: &ReadPlan,
     written: &[Written],
     read_by_write: Option<RenderedPage>,
     viewer: &Viewer,
     timing: &Timing,
 ) -> Answer<Vec<u8>> {
     let internal = |_| Problem(ApiError::internal());
+    let resource = template.resource;
     let page = match read_by_write {
         Some(page) => page,
         None => {
             let mut ids: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
             ids.sort();
             ids.dedup();
-            let plan = plan_by_ids(resource, &ids, &ReadRequest::default(), viewer)?;
+            let plan = template.narrowed_to(&ids);
             state.store.render_fresh(&plan, viewer, timing).await?
         }
     };

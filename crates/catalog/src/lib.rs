@@ -100,6 +100,15 @@ fn check_write_declarations(resource: &Resource) -> Result<(), String> {
                 "its secret's start is kept in {start}, not a text field"
             ));
         }
+        if let Some(used) = secret.used_in
+            && resource
+                .field_at(used)
+                .is_none_or(|f| f.ty != FieldType::Timestamp || !f.indexed)
+        {
+            return fail(format!(
+                "its secret's use is kept in {used}, not an indexed timestamp field"
+            ));
+        }
     }
     Ok(())
 }

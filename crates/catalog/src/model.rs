@@ -728,6 +728,11 @@ pub struct Secret {
     pub kept: SecretKept,
     /// A field that keeps the secret's first 8 characters, so that a user can tell keys apart.
     pub start_in: Option<&'static str>,
+    /// An indexed timestamp field the server sets when the secret authenticates (a key's
+    /// `lastUsed`, at most once a minute per key). Indexed, so that its writes bump a version
+    /// of their own and leave what depends on the record's other fields (a remembered
+    /// caller) valid, and keys unused since a date are found fast.
+    pub used_in: Option<&'static str>,
 }
 
 /// Where a [`Secret`] is stored.

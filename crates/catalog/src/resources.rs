@@ -749,7 +749,7 @@ fn declared() -> Vec<Resource> {
                     .doc("resource:METHODS entries, such as file:GET,POST or *:GET."),
             )
             .field(timestamp("createdDate").indexed().required())
-            .field(timestamp("lastUsed"))
+            .field(timestamp("lastUsed").indexed().doc("When the key last authenticated (to the minute)."))
             .field(boolean("revoked").required().or_else(FieldDefault::Boolean(false)))
             .field(text("secretHash").internal())
             .writable(&["name", "grants", "fk_user"], &[], &[], true)
@@ -759,6 +759,7 @@ fn declared() -> Vec<Resource> {
                 shown_as: "secret",
                 kept: SecretKept::HashIn("secretHash"),
                 start_in: Some("prefix"),
+                used_in: Some("lastUsed"),
             })
             .policy(Policy::KeyGrants)
             .scope(EVERYONE, &[&[("fk_user", Own)]])
@@ -799,6 +800,7 @@ fn declared() -> Vec<Resource> {
             shown_as: "secret",
             kept: SecretKept::In("secret"),
             start_in: None,
+            used_in: None,
         })
         .scope(EVERYONE, &[&[("fk_user", Own)]])
         .writable_by(WRITE, SELF_SERVICE, &[&[("fk_user", Own)]]),

@@ -4,8 +4,10 @@
 //! Checked keys are kept in memory, validated on every request by one cheap statement that
 //! reads the write versions of the user and key tables: revoking a key, disabling a user or
 //! changing its type or companies takes effect on the next request, in every server process
-//! (a key allows its stored grants cut to what its user's type allows at that moment). `lastUsed` is written at most
-//! once a minute per key, by one background writer, so reads never wait on it.
+//! (a key allows its stored grants cut to what its user's type allows at that moment).
+//! `lastUsed` is written at most once a minute per key, by one background writer, so reads
+//! never wait on it; its writes have a version of their own, which remembered callers do
+//! not depend on ([`auth_versions`]).
 
 use crate::AppState;
 use crate::problem::Problem;
@@ -17,7 +19,7 @@ use axum::http::request::Parts;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
-use brandhub_store::accounts::AUTH_TABLES;
+use brandhub_store::accounts::auth_versions;
 use brandhub_store::accounts::sessions::{SESSION_IDLE_MILLIS, session_of};
 use brandhub_store::{Caller, Store, Timing, Versions};
 use std::collections::HashMap;
@@ -114,7 +116,7 @@ impl Authenticator {
         versions: &Versions,
         now: i64,
     ) -> Option<Arc<Caller>> {
-        let stamp = versions.stamp(&AUTH_TABLES);
+        let stamp = versions.stamp(auth_versions());
         let key = (user.to_lowercase(), secret.to_string());
         let mut remembered = self.remembered.lock().expect("lock");
         let (at, caller, used) = remembered.get_mut(&key)?;
@@ -138,7 +140,7 @@ impl Authenticator {
         timing: &Timing,
         blocked: Option<IpAddr>,
     ) -> ApiResult<Arc<Caller>> {
-        let stamp = versions.stamp(&AUTH_TABLES);
+        let stamp = versions.stamp(auth_versions());
         let key = (user.to_lowercase(), secret.to_string());
         let now = store.clock().now_millis();
         let known = self.remembered(user, secret, versions, now);

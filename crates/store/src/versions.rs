@@ -161,6 +161,32 @@ pub fn written_keys<'a>(
     keys
 }
 
+/// The versions of `resource`'s table that every write of it bumps, except an update of
+/// `field` alone: its rows', its unnamed columns', and every field's but `field`'s own. A
+/// field without a version of its own (not indexed) shares it with others: then the
+/// table's own name, which every write bumps.
+pub fn keys_of_all_writes_but(resource: &'static Resource, field: &str) -> Vec<&'static str> {
+    let table = resource.table;
+    let Some(apart) = resource
+        .field_at(field)
+        .map(|field| field_key(resource, field))
+        .filter(|key| *key != others_key(table))
+    else {
+        return vec![table];
+    };
+    let mut keys = vec![rows_key(table), columns_key(table), others_key(table)];
+    keys.extend(
+        NAMES
+            .fields
+            .get(table)
+            .into_iter()
+            .flat_map(|by_column| by_column.values().copied())
+            .filter(|key| *key != apart),
+    );
+    keys.sort_unstable();
+    keys
+}
+
 /// Every version name: the rows [`crate::schema`] creates in the versions table.
 pub fn all_keys() -> Vec<&'static str> {
     let mut keys = Vec::new();

@@ -4,19 +4,15 @@
 //! heartbeat is too old is taken over by another worker. Time is a manual clock that the tests
 //! move: no test sleeps against a time-out.
 
+mod support;
+
 use brandhub_catalog::{Cell, FileStatus, Layout, Record, catalog};
 use brandhub_store::{Clock, Store, StoreOptions};
 use std::time::Duration;
+use support::{Db, on_both};
 
 /// The manual clock's start: any fixed time does.
 const START: i64 = 1_900_000_000_000;
-
-/// Which database a test runs on.
-#[derive(Debug, Clone, Copy)]
-enum Db {
-    Sqlite,
-    Postgres,
-}
 
 /// A fresh, migrated store on a manual clock; `None` when PostgreSQL is not configured (the
 /// variant is skipped, or fails under `CI=true`). The directory keeps the SQLite file.
@@ -24,7 +20,7 @@ async fn open(db: Db, name: &str) -> Option<(Store, Clock, tempfile::TempDir)> {
     let dir = tempfile::tempdir().unwrap();
     let url = match db {
         Db::Sqlite => format!("sqlite://{}", dir.path().join("jobs.db").display()),
-        Db::Postgres => fresh_postgres(name).await?,
+        Db::Postgres => support::fresh_postgres("jobs", name).await?,
     };
     let clock = Clock::manual(START);
     let store = Store::connect(&StoreOptions {
@@ -39,48 +35,6 @@ async fn open(db: Db, name: &str) -> Option<(Store, Clock, tempfile::TempDir)> {
     .with_clock(clock.clone());
     store.migrate().await.unwrap();
     Some((store, clock, dir))
-}
-
-/// A new empty PostgreSQL database for one test, named after the configured one (so that
-/// checkouts sharing a server keep apart).
-async fn fresh_postgres(name: &str) -> Option<String> {
-    let Some(admin_url) = std::env::var("BRANDHUB_TEST_DATABASE_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        brandhub_filestore::testing::skip(
-            &format!("jobs::postgres::{name}"),
-            "BRANDHUB_TEST_DATABASE_URL is not set",
-        );
-        return None;
-    };
-    let (server, configured) = admin_url
-        .rsplit_once('/')
-        .filter(|(server, _)| server.contains("://") && !server.ends_with('/'))
-        .expect("BRANDHUB_TEST_DATABASE_URL is postgres://user@host/database");
-    let configured: String = configured
-        .split('?')
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    let database = format!("bh_{configured}_store_jobs_{name}").to_ascii_lowercase();
-    use sqlx::Connection;
-    let mut admin = sqlx::PgConnection::connect(&admin_url)
-        .await
-        .expect("PostgreSQL is reachable");
-    for statement in [
-        format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
-        format!("CREATE DATABASE \"{database}\""),
-    ] {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
-            .execute(&mut admin)
-            .await
-            .expect("the test may create databases");
-    }
-    admin.close().await.ok();
-    Some(format!("{server}/{database}"))
 }
 
 fn record(resource: &str, id: &str, cells: &[(&str, Cell)]) -> Record {
@@ -340,28 +294,6 @@ async fn a_heartbeat_keeps_a_claim(db: Db) {
         store.claim_job("w2", TIMEOUT_MS).await.unwrap().is_some(),
         "without heartbeats it is"
     );
-}
-
-/// Declares each test on both databases.
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(super::Db::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(super::Db::Postgres).await;
-                }
-            )*
-        }
-    };
 }
 
 on_both!(

@@ -121,6 +121,42 @@ pub const AUTH_TABLES: [&str; 6] = [
     "bh_session",
 ];
 
+/// The versions a remembered caller is stamped with: those of [`AUTH_TABLES`], except that a
+/// table whose secret records its use (`Secret::used_in`, a key's `lastUsed`) counts every
+/// write but that bookkeeping. A key's first use in a minute then leaves every other
+/// remembered caller valid instead of making each request after it authenticate again.
+pub fn auth_versions() -> &'static [&'static str] {
+    static NAMES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        let mut names = Vec::new();
+        for table in AUTH_TABLES {
+            let used = brandhub_catalog::catalog()
+                .resources()
+                .iter()
+                .find(|resource| resource.table == table)
+                .and_then(|resource| Some((resource, resource.writes.secret?.used_in?)));
+            match used {
+                Some((resource, field)) => {
+                    names.extend(crate::versions::keys_of_all_writes_but(resource, field))
+                }
+                None => names.push(table),
+            }
+        }
+        names
+    });
+    &NAMES
+}
+
+/// The column a key's use is recorded in (`Secret::used_in`).
+fn used_in_column() -> &'static str {
+    let keys = users::keys();
+    keys.writes
+        .secret
+        .and_then(|secret| secret.used_in)
+        .and_then(|field| keys.field_at(field))
+        .map(|field| field.column.as_str())
+        .expect("a key's secret records its use")
+}
+
 impl Store {
     /// The id of the user with this email (any case) or id.
     pub async fn find_user_id(&self, email_or_id: &str) -> StoreResult<Option<String>> {
@@ -259,13 +295,14 @@ impl Store {
         if let Some(session) = crate::accounts::sessions::session_of(key_id) {
             return self.touch_session(session).await;
         }
+        let table = users::keys().table;
         let update = Query::update()
-            .table(Alias::new("api_key"))
-            .value(Alias::new("last_used"), now_timestamp())
+            .table(Alias::new(table))
+            .value(Alias::new(used_in_column()), now_timestamp())
             .and_where(Expr::col(Alias::new("id")).eq(key_id))
             .to_owned();
         let mut tx = self.begin().await?;
-        tx.execute_update("api_key", &update).await?;
+        tx.execute_update_of(table, &update, &[key_id]).await?;
         tx.commit().await
     }
 }

@@ -247,7 +247,8 @@ fn users() -> &'static Resource {
     catalog().resource("user").expect("user is a resource")
 }
 
-fn keys() -> &'static Resource {
+/// The resource of API keys.
+pub(crate) fn keys() -> &'static Resource {
     catalog().resource("apiKey").expect("apiKey is a resource")
 }
 

@@ -1,5 +1,7 @@
 //! What the store's own tests share.
 
+#![allow(dead_code, unused_macros, unused_imports)]
+
 use brandhub_store::{Store, StoreOptions};
 
 /// A store on `url` with its schema migrated, without page cache, for tests that talk to it
@@ -17,3 +19,76 @@ pub async fn migrated_store(url: &str, max_connections: u32) -> Store {
     store.migrate().await.expect("migrations apply");
     store
 }
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+/// A new empty PostgreSQL database for one test of `suite`, named after the configured one
+/// (so that checkouts sharing a server keep apart); `None` when PostgreSQL is not configured
+/// (the test is skipped, loudly, and fails under `CI=true`).
+pub async fn fresh_postgres(suite: &str, name: &str) -> Option<String> {
+    let Some(admin_url) = std::env::var("BRANDHUB_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        brandhub_filestore::testing::skip(
+            &format!("{suite}::postgres::{name}"),
+            "BRANDHUB_TEST_DATABASE_URL is not set",
+        );
+        return None;
+    };
+    let (server, configured) = admin_url
+        .rsplit_once('/')
+        .filter(|(server, _)| server.contains("://") && !server.ends_with('/'))
+        .expect("BRANDHUB_TEST_DATABASE_URL is postgres://user@host/database");
+    let configured: String = configured
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    let database = format!("bh_{configured}_store_{suite}_{name}").to_ascii_lowercase();
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(&admin_url)
+        .await
+        .expect("PostgreSQL is reachable");
+    for statement in [
+        format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
+        format!("CREATE DATABASE \"{database}\""),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&mut admin)
+            .await
+            .expect("the test may create databases");
+    }
+    admin.close().await.ok();
+    Some(format!("{server}/{database}"))
+}
+
+/// Declares each test (an `async fn(Db)` of the file) on both databases.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::Db::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::Db::Postgres).await;
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_both;

@@ -363,6 +363,86 @@ async fn of_many_concurrent_patches_with_one_etag_exactly_one_wins(fx) {
     assert_eq!(name, format!("Writer {}", winners[0]).as_str());
 }
 
+async fn a_page_read_while_concurrent_writes_commit_never_shows_an_older_value(fx) {
+    // Rounds of concurrent writes: one record of a page of one warehouse's stock and eight of
+    // another's (on PostgreSQL their commits bump different rows of the stock table's version), while a
+    // reader reads the first page again and again. A read begun after a write was answered
+    // shows that write or a later one, whether the page was read afresh or kept because the
+    // rows written since (logged under the version row each write bumped) are none of its own.
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    let warehouses = fx.get("/api/warehouse?fields=id&order_by=id&pageSize=2").await.ids("warehouse");
+    let page: &'static str = Box::leak(
+        format!("/api/stock?fk_warehouse={}&order_by=id&pageSize=8&fields=id,inStock", warehouses[0]).into_boxed_str(),
+    );
+    let shown = fx.get(page).await.records("stock");
+    let next = fx.get(&format!("/api/stock?fk_warehouse={}&order_by=id&pageSize=8&fields=id,inStock", warehouses[1])).await.records("stock");
+    assert_eq!((shown.len(), next.len()), (8, 8));
+    let ids: Vec<String> = shown.iter().map(|r| text(&r["id"])).collect();
+    let answered: Arc<Vec<AtomicI64>> = Arc::new(shown.iter().map(|r| AtomicI64::new(r["inStock"].as_i64().unwrap())).collect());
+    let write = |id: String, in_stock: i64| {
+        let (client, base) = (fx.client(), fx.base.clone());
+        let admin = fx.credential("admin").clone();
+        tokio::spawn(async move {
+            let response = client
+                .patch(format!("{base}/api/stock/{id}"))
+                .basic_auth(&admin.email, Some(&admin.secret))
+                .json(&json!({"inStock": in_stock}))
+                .send()
+                .await
+                .expect("the server answers");
+            let response = common::Response::read(response).await;
+            assert_eq!(response.status, 200, "{}", body(&response));
+        })
+    };
+    let (client, base, admin) = (fx.client(), fx.base.clone(), fx.credential("admin").clone());
+    let read = move |answered: Arc<Vec<AtomicI64>>, ids: Vec<String>| {
+        let (client, base, admin) = (client.clone(), base.clone(), admin.clone());
+        async move {
+            let before: Vec<i64> = answered.iter().map(|v| v.load(Ordering::SeqCst)).collect();
+            let response = client
+                .get(format!("{base}{page}"))
+                .basic_auth(&admin.email, Some(&admin.secret))
+                .send()
+                .await
+                .expect("the server answers");
+            let records = common::Response::read(response).await.records("stock");
+            assert_eq!(records.iter().map(|r| text(&r["id"])).collect::<Vec<_>>(), ids);
+            for ((record, was), id) in records.iter().zip(&before).zip(&ids) {
+                let now = record["inStock"].as_i64().unwrap();
+                assert!(now >= *was, "stock {id} shows {now} after {was} was answered");
+            }
+        }
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (done, read) = (done.clone(), read.clone());
+        let (answered, ids) = (answered.clone(), ids.clone());
+        tokio::spawn(async move {
+            while !done.load(Ordering::SeqCst) {
+                read(answered.clone(), ids.clone()).await;
+            }
+        })
+    };
+    let rounds = 16;
+    for round in 1..=rounds {
+        let at = round as usize % ids.len();
+        let value = answered[at].load(Ordering::SeqCst) + 1;
+        let mut writes = vec![write(ids[at].clone(), value)];
+        for record in &next {
+            let start = record["inStock"].as_i64().unwrap();
+            writes.push(write(text(&record["id"]), start + round));
+        }
+        for done in writes {
+            done.await.unwrap();
+        }
+        answered[at].store(value, Ordering::SeqCst);
+        read(answered.clone(), ids.clone()).await;
+    }
+    done.store(true, Ordering::SeqCst);
+    reader.await.unwrap();
+}
+
 async fn an_idempotency_key_applies_a_create_once_in_every_server(fx) {
     let admin = fx.credential("admin").clone();
     let code = format!("IK{}", unique());

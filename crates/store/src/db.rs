@@ -1516,12 +1516,12 @@ impl WriteTx {
         let outbox = batch.len();
         if !versions.is_empty() {
             let written = std::mem::take(&mut self.written_rows);
-            batch.push(crate::versions::bump_statement(versions).build(SqliteQueryBuilder));
-            if let Some(log) = log_statement(&written, Versions::Table) {
+            batch.push(crate::versions::bump_statement(versions, 0).build(SqliteQueryBuilder));
+            if let Some(log) = log_statement(&written, 0, Versions::Table) {
                 batch.push(log.build(SqliteQueryBuilder));
             }
             let tables: Vec<&'static str> = written.iter().map(|(table, _)| *table).collect();
-            if let Some(prune) = prune_statement(&tables) {
+            if let Some(prune) = prune_statement(&tables, 0) {
                 batch.push(prune.build(SqliteQueryBuilder));
             }
         }
@@ -1562,11 +1562,12 @@ impl WriteTx {
             return Ok(false);
         }
         let written = std::mem::take(&mut self.written_rows);
-        let log = log_statement(&written, Versions::Bumped);
+        let stripe = crate::versions::next_stripe();
+        let log = log_statement(&written, stripe, Versions::Bumped);
         let mut announced = false;
         if alone {
             let held = std::mem::take(&mut self.held_writes);
-            announced = self.commit_alone(held, versions, log).await?;
+            announced = self.commit_alone(held, versions, stripe, log).await?;
         } else {
             self.send_held_writes().await?;
             self.begin_postgres().await?;
@@ -1574,7 +1575,7 @@ impl WriteTx {
                 announced |= self.execute_untracked(EVENT_TABLE, &insert).await? > 0;
             }
             if !versions.is_empty() {
-                let bump = crate::versions::bump_statement(versions);
+                let bump = crate::versions::bump_statement(versions, stripe);
                 match log {
                     Some(mut log) => {
                         log.with_cte(WithClause::new().cte(bumped_versions(&bump)).to_owned());
@@ -1588,7 +1589,7 @@ impl WriteTx {
             }
         }
         let tables: Vec<&'static str> = written.iter().map(|(table, _)| *table).collect();
-        if let Some(prune) = prune_statement(&tables) {
+        if let Some(prune) = prune_statement(&tables, stripe) {
             self.execute_untracked(TABLE, &prune).await?;
         }
         Ok(announced)
@@ -1607,6 +1608,7 @@ impl WriteTx {
         &mut self,
         held: Vec<HeldWrite>,
         versions: &[&'static str],
+        stripe: usize,
         log: Option<InsertStatement>,
     ) -> StoreResult<bool> {
         let raced_if_none = held.len() == 1 && held[0].conditional;
@@ -1641,7 +1643,7 @@ impl WriteTx {
         for (write, name) in held.into_iter().zip(&names) {
             with.cte(write.statement.into_cte(name, returned));
         }
-        let bump = crate::versions::bump_statement_after(versions, guard);
+        let bump = crate::versions::bump_statement_after(versions, stripe, guard);
         with.cte(crate::row_log::bumped_versions(&bump));
         if let Some(log) = log {
             with.cte(named_cte(log, "logged"));

@@ -15,8 +15,10 @@ use crate::db::Kind;
 use crate::db::{Store, Timing};
 use crate::error::StoreResult;
 use crate::read::{NodeData, PageData};
-use crate::row_log::Span;
-use crate::versions::{Versions, columns_key, field_key, matching_keys, ordering_keys, rows_key};
+use crate::row_log::{Rows, Span};
+use crate::versions::{
+    Versions, columns_key, field_key, matching_keys, ordering_keys, rows_key, rows_of,
+};
 use brandhub_catalog::RelationKind;
 use brandhub_query::plan::{ReadPlan, Selection, Viewer};
 use brandhub_query::sql::{any_satisfying, page_tables, tables_read};
@@ -31,8 +33,9 @@ pub(crate) struct Recheck {
     matching: Vec<(&'static str, i64)>,
     /// The stamp of the versions of the fields the order reads.
     ordering: i64,
-    /// The own version of every table the page reads, as it was.
-    tables: Vec<(&'static str, i64)>,
+    /// The own version of every table the page reads, row by row ([`rows_of`]: the log of
+    /// written rows is kept by the row a write bumped), as it was: table, row, version.
+    tables: Vec<(&'static str, &'static str, i64)>,
     /// The ids the page shows, by table, of the tables whose written rows can be compared
     /// (shared by the renewed copies of a page kept through writes).
     shown: Arc<HashMap<&'static str, HashSet<String>>>,
@@ -63,7 +66,7 @@ impl Recheck {
         Recheck {
             matching: versions_of(&matching_keys(plan), versions),
             ordering: versions.stamp(&ordering_keys(plan)),
-            tables: vec![(table, versions.of(table))],
+            tables: table_rows([table], versions),
             shown: Arc::new(HashMap::from([(table, ids.iter().cloned().collect())])),
             children: Arc::new(Vec::new()),
         }
@@ -77,10 +80,7 @@ impl Recheck {
         data: &PageData,
         versions: &Versions,
     ) -> Recheck {
-        let tables = page_tables(plan, viewer)
-            .into_iter()
-            .map(|table| (table, versions.of(table)))
-            .collect();
+        let tables = table_rows(page_tables(plan, viewer), versions);
         let mut shown: HashMap<&'static str, HashSet<String>> = HashMap::new();
         let mut children: Vec<Children> = Vec::new();
         let mut unsure: HashSet<&'static str> = HashSet::new();
@@ -125,7 +125,7 @@ impl Recheck {
             tables: self
                 .tables
                 .iter()
-                .map(|(table, _)| (*table, versions.of(table)))
+                .map(|(table, row, _)| (*table, *row, versions.of_row(row)))
                 .collect(),
             shown: self.shown.clone(),
             children: Arc::new(children),
@@ -145,6 +145,18 @@ impl Recheck {
                 .sum::<usize>()
             + (self.tables.len() + self.matching.len()) * 24
     }
+}
+
+/// Each row of each table's own version, as `versions` hold it.
+fn table_rows(
+    tables: impl IntoIterator<Item = &'static str>,
+    versions: &Versions,
+) -> Vec<(&'static str, &'static str, i64)> {
+    tables
+        .into_iter()
+        .flat_map(|table| rows_of(table).into_iter().map(move |row| (table, row)))
+        .map(|(table, row)| (table, row, versions.of_row(row)))
+        .collect()
 }
 
 fn versions_of(keys: &[&'static str], versions: &Versions) -> Vec<(&'static str, i64)> {
@@ -251,7 +263,7 @@ impl Store {
         if recheck
             .tables
             .iter()
-            .any(|(table, was)| versions.of(table) < *was)
+            .any(|(_, row, was)| versions.of_row(row) < *was)
         {
             return Ok(Judged::Newer);
         }
@@ -293,8 +305,8 @@ impl Store {
             return Ok(false);
         }
         let mut spans = Vec::new();
-        for (table, was) in &recheck.tables {
-            let now = versions.of(table);
+        for (table, row, was) in &recheck.tables {
+            let now = versions.of_row(row);
             if now == *was {
                 continue;
             }
@@ -313,18 +325,25 @@ impl Store {
                 return Ok(false);
             }
             spans.push(Span {
-                table,
+                row,
                 since: *was,
                 until: now,
             });
         }
-        let Some(written) = self.rows_written(&spans, timing).await? else {
+        let Some(by_row) = self.rows_written(&spans, timing).await? else {
             tracing::debug!(
                 ?spans,
                 "a kept page is stale: the rows written are not all known"
             );
             return Ok(false);
         };
+        // The rows written in each table, from the entries of each of its version's rows.
+        let mut written: HashMap<&'static str, Rows> = HashMap::new();
+        for (table, row, _) in &recheck.tables {
+            if let Some(rows) = by_row.get(row) {
+                written.entry(table).or_insert_with(Rows::none).join(rows);
+            }
+        }
         for (table, rows) in &written {
             let Some(shown) = recheck.shown.get(table) else {
                 continue;

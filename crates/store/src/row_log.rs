@@ -1,12 +1,14 @@
-//! Which rows each write of a table wrote, by the table's version after it: the log that lets
-//! a cached page outlive writes that did not touch it ([`crate::page`]). A table's own
-//! version ([`crate::versions`]) grows by one per committed transaction that wrote it, and
-//! the version row stays locked from the bump to the commit, so every version of a table is
-//! one transaction's; that transaction logs the ids it wrote under its version, or one row
-//! without an id when it cannot name them (inserts, deletes, statements by other keys, more
-//! than [`LOGGED_ROWS`] rows). A reader that knows a table's version when its page was made
-//! and the version now reads the entries between: complete and all named, they are exactly
-//! the rows written since; a version missing (pruned, or never logged) means "unknown".
+//! Which rows each write of a table wrote, by the version of the table's row it bumped: the
+//! log that lets a cached page outlive writes that did not touch it ([`crate::page`]). A
+//! table's own version ([`crate::versions`]) is held in one row per stripe
+//! ([`crate::versions::STRIPES`]); each committed transaction that wrote the table bumps one
+//! of them by one, and that row stays locked from the bump to the commit, so every version of
+//! a stripe's row is one transaction's. That transaction logs the ids it wrote under the row's
+//! name and new version, or one entry without an id when it cannot name them (inserts,
+//! deletes, statements by other keys, more than [`LOGGED_ROWS`] rows). A reader that knows
+//! each row's version when its page was made and each row's version now reads the entries
+//! between, row by row: complete and all named, they are exactly the rows written since; a
+//! version missing (pruned, or never logged) means "unknown".
 
 use crate::db::{Kind, Store, Timing};
 use crate::error::StoreResult;
@@ -67,6 +69,20 @@ pub struct Rows {
 }
 
 impl Rows {
+    /// No rows (all of none inserted).
+    pub(crate) fn none() -> Rows {
+        Rows {
+            ids: Vec::new(),
+            inserted_only: true,
+        }
+    }
+
+    /// Adds the rows of another span of the same table.
+    pub(crate) fn join(&mut self, other: &Rows) {
+        self.ids.extend(other.ids.iter().cloned());
+        self.inserted_only &= other.inserted_only;
+    }
+
     fn add(&mut self, entry: &str) {
         match entry.strip_prefix(INSERTED) {
             Some(id) => self.ids.push(id.to_string()),
@@ -93,13 +109,15 @@ pub(crate) fn note(written: &mut Written, ids: Option<&[&str]>) {
     }
 }
 
-/// The entries of one committing transaction, each table it wrote (`written`) under the
-/// table's new version as `versions` holds it: the versions table itself after the bump
-/// (SQLite, where the transaction holds the only write lock), or the bump's `RETURNING` rows
-/// as the common table expression [`bumped_versions`] of the same statement (PostgreSQL: bump
-/// and log in one statement, so the version rows stay locked for one round trip, not two).
+/// The entries of one committing transaction, each table it wrote (`written`) under the name
+/// and new version of the table's row it bumped in `stripe`, as `versions` holds it: the
+/// versions table itself after the bump (SQLite, where the transaction holds the only write
+/// lock), or the bump's `RETURNING` rows as the common table expression [`bumped_versions`]
+/// of the same statement (PostgreSQL: bump and log in one statement, so the version rows stay
+/// locked for one round trip, not two).
 pub(crate) fn log_statement(
     written: &[(&'static str, Written)],
+    stripe: usize,
     versions: Versions,
 ) -> Option<InsertStatement> {
     if written.is_empty() {
@@ -107,11 +125,12 @@ pub(crate) fn log_statement(
     }
     let mut rows: Vec<(String, Option<String>)> = Vec::new();
     for (table, ids) in written {
+        let row = crate::versions::striped(table, stripe);
         match ids {
             Some(ids) if !ids.is_empty() => {
-                rows.extend(ids.iter().map(|id| (table.to_string(), Some(id.clone()))))
+                rows.extend(ids.iter().map(|id| (row.to_string(), Some(id.clone()))))
             }
-            _ => rows.push((table.to_string(), None)),
+            _ => rows.push((row.to_string(), None)),
         }
     }
     let source = match versions {
@@ -169,23 +188,27 @@ pub(crate) enum Versions {
 static COMMITS: AtomicU64 = AtomicU64::new(0);
 
 /// Every [`PRUNE_EVERY`]th commit of the process deletes the entries of the tables it wrote
-/// that are older than [`KEPT_VERSIONS`]: for each table a range of its index, below its
-/// version now (read once, not per entry).
-pub(crate) fn prune_statement(tables: &[&'static str]) -> Option<DeleteStatement> {
+/// that are older than [`KEPT_VERSIONS`]: for the row of each table it bumped in `stripe`, a
+/// range of the log's index below the row's version now (read once, not per entry). Writes
+/// take the stripes in turn, so every stripe's entries are pruned.
+pub(crate) fn prune_statement(tables: &[&'static str], stripe: usize) -> Option<DeleteStatement> {
     let turn = COMMITS.fetch_add(1, Ordering::Relaxed) + 1;
     if tables.is_empty() || !turn.is_multiple_of(PRUNE_EVERY as u64) {
         return None;
     }
     let mut any = Cond::any();
-    for table in tables {
+    for table in tables
+        .iter()
+        .map(|table| crate::versions::striped(table, stripe))
+    {
         let now = Query::select()
             .expr(Expr::col(Alias::new("version")).sub(KEPT_VERSIONS))
             .from(Alias::new(crate::versions::TABLE))
-            .and_where(Expr::col(Alias::new("table_name")).eq(*table))
+            .and_where(Expr::col(Alias::new("table_name")).eq(table))
             .to_owned();
         any = any.add(
             Cond::all()
-                .add(Expr::col(Alias::new("table_name")).eq(*table))
+                .add(Expr::col(Alias::new("table_name")).eq(table))
                 .add(
                     Expr::col(Alias::new("version")).lt(Expr::SubQuery(None, Box::new(now.into()))),
                 ),
@@ -199,17 +222,19 @@ pub(crate) fn prune_statement(tables: &[&'static str]) -> Option<DeleteStatement
     )
 }
 
-/// One table's versions to look between: after `since`, up to and including `until`.
+/// The versions of one row of a table's version ([`crate::versions::striped`]) to look
+/// between: after `since`, up to and including `until`.
 #[derive(Debug, Clone, Copy)]
 pub struct Span {
-    pub table: &'static str,
+    pub row: &'static str,
     pub since: i64,
     pub until: i64,
 }
 
 impl Store {
-    /// The rows written in each span, or `None` if any span's rows are not all known (a
-    /// write that could not name them, entries pruned, a span too long). One statement.
+    /// The rows written in each span, by the span's version row, or `None` if any span's rows
+    /// are not all known (a write that could not name them, entries pruned, a span too
+    /// long). One statement.
     pub async fn rows_written(
         &self,
         spans: &[Span],
@@ -228,7 +253,7 @@ impl Store {
         for span in spans {
             any = any.add(
                 Cond::all()
-                    .add(Expr::col(Alias::new("table_name")).eq(span.table))
+                    .add(Expr::col(Alias::new("table_name")).eq(span.row))
                     .add(Expr::col(Alias::new("version")).gt(span.since))
                     .add(Expr::col(Alias::new("version")).lte(span.until)),
             );
@@ -248,7 +273,7 @@ impl Store {
         let mut versions: HashMap<&'static str, BTreeSet<i64>> = HashMap::new();
         let mut ids: HashMap<&'static str, Rows> = HashMap::new();
         for row in rows {
-            let Some(span) = spans.iter().find(|s| row[0].as_text() == Some(s.table)) else {
+            let Some(span) = spans.iter().find(|s| row[0].as_text() == Some(s.row)) else {
                 continue;
             };
             let Cell::Integer(version) = row[1] else {
@@ -257,8 +282,8 @@ impl Store {
             let Some(id) = row[2].as_text() else {
                 return Ok(None);
             };
-            versions.entry(span.table).or_default().insert(version);
-            ids.entry(span.table)
+            versions.entry(span.row).or_default().insert(version);
+            ids.entry(span.row)
                 .or_insert_with(|| Rows {
                     ids: Vec::new(),
                     inserted_only: true,
@@ -266,7 +291,7 @@ impl Store {
                 .add(id);
         }
         for span in spans {
-            let logged = versions.get(span.table).map_or(0, BTreeSet::len) as i64;
+            let logged = versions.get(span.row).map_or(0, BTreeSet::len) as i64;
             if logged != span.until - span.since {
                 return Ok(None);
             }
@@ -300,7 +325,7 @@ mod tests {
     fn old_entries_are_pruned_by_a_range_of_each_tables_versions() {
         use sea_query::SqliteQueryBuilder;
         // The turn counter is the process's: other tests may take turns meanwhile.
-        let sql = std::iter::repeat_with(|| prune_statement(&["stock"]))
+        let sql = std::iter::repeat_with(|| prune_statement(&["stock"], 0))
             .find_map(|prune| prune)
             .unwrap()
             .to_string(SqliteQueryBuilder);
@@ -313,11 +338,11 @@ mod tests {
     #[test]
     fn old_entries_are_pruned_now_and_then() {
         let pruned = (0..PRUNE_EVERY * 3)
-            .filter(|_| prune_statement(&["stock"]).is_some())
+            .filter(|_| prune_statement(&["stock"], 0).is_some())
             .count();
         assert!(pruned <= 3, "{pruned}");
         assert!(
-            prune_statement(&[]).is_none(),
+            prune_statement(&[], 0).is_none(),
             "nothing written, nothing pruned"
         );
     }
@@ -326,8 +351,8 @@ mod tests {
     fn postgresql_bumps_and_logs_in_one_statement() {
         use sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
         let written = [("stock", Some(vec!["A".to_string()])), ("orders", None)];
-        let bump = crate::versions::bump_statement(&["stock", "orders"]);
-        let mut log = log_statement(&written, Versions::Bumped).unwrap();
+        let bump = crate::versions::bump_statement(&["stock", "orders"], 2);
+        let mut log = log_statement(&written, 2, Versions::Bumped).unwrap();
         log.with_cte(
             sea_query::WithClause::new()
                 .cte(bumped_versions(&bump))
@@ -342,8 +367,11 @@ mod tests {
             sql.contains(r#"RETURNING "table_name", "version") INSERT INTO "bh_row_write""#),
             "{sql}"
         );
-        assert!(sql.contains("('stock', 'A'), ('orders', NULL)"), "{sql}");
-        let sql = log_statement(&written, Versions::Table)
+        assert!(
+            sql.contains("('stock|2', 'A'), ('orders|2', NULL)"),
+            "{sql}"
+        );
+        let sql = log_statement(&written, 0, Versions::Table)
             .unwrap()
             .to_string(SqliteQueryBuilder);
         assert!(sql.starts_with(r#"INSERT INTO "bh_row_write" ("table_name", "version", "row_id") SELECT "bh_table_version"."table_name""#), "{sql}");

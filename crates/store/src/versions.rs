@@ -17,6 +17,11 @@
 //! A count depends on the rows and unnamed-column versions of every table its filter reaches
 //! and on the versions of the fields it compares and joins through ([`predicate_keys`]), so a
 //! `PATCH` of a stock record's `inStock` leaves the count of a brand's stock cached.
+//!
+//! On PostgreSQL a version is held in [`STRIPES`] rows and is their sum: a write bumps the
+//! rows of one stripe, so that writes of one table in flight at once do not wait for each
+//! other's commits on one locked row (see [`crate::row_log`] for what that means for the
+//! log of written rows).
 
 use crate::db::{Backend, Kind, Store, Timing};
 use crate::error::StoreResult;
@@ -282,17 +287,63 @@ fn path_keys(resource: &'static Resource, path: &FieldPath, keys: &mut BTreeSet<
     }
 }
 
+/// How many rows hold each version on PostgreSQL. A bump locks its rows until its
+/// transaction commits (the WAL flushed), so with one row per version the writes of one table
+/// took turns through each other's commits; each write now bumps the rows of one stripe
+/// ([`next_stripe`]) and a version is the sum of its rows, which still only grows, by one
+/// per transaction. SQLite, one writer at a time, bumps stripe 0 only.
+pub const STRIPES: usize = 4;
+
+/// The mark between a version's name and its stripe in the name of a stripe's row.
+const STRIPE_MARK: char = '|';
+
+/// Each version name's rows: the name itself (stripe 0), then `name|1` … (made once).
+static STRIPED: LazyLock<HashMap<&'static str, [&'static str; STRIPES]>> = LazyLock::new(|| {
+    all_keys()
+        .into_iter()
+        .map(|name| {
+            let rows = std::array::from_fn(|stripe| match stripe {
+                0 => name,
+                _ => leak(format!("{name}{STRIPE_MARK}{stripe}")),
+            });
+            (name, rows)
+        })
+        .collect()
+});
+
+/// The row of version `name` in `stripe` (a name the schema does not create has stripe 0
+/// only).
+pub(crate) fn striped(name: &'static str, stripe: usize) -> &'static str {
+    STRIPED
+        .get(name)
+        .map_or(name, |rows| rows[stripe % STRIPES])
+}
+
+/// Every row that holds a part of version `name`.
+pub(crate) fn rows_of(name: &'static str) -> Vec<&'static str> {
+    STRIPED
+        .get(name)
+        .map_or_else(|| vec![name], |rows| rows.to_vec())
+}
+
+/// The stripe the next PostgreSQL write bumps: each in turn, so that writes in flight at once
+/// lock different rows.
+pub(crate) fn next_stripe() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % STRIPES
+}
+
 /// `INSERT INTO bh_table_version … VALUES (…), (…) ON CONFLICT DO UPDATE SET version =
-/// version + 1`, the names in sorted order: rows are locked in the order of the values, so
-/// concurrent writers lock the version rows they share in the same order and never deadlock
-/// (an `UPDATE … WHERE table_name IN (…)` locks them in the order a scan meets them, which
-/// changes as the rows are rewritten). A missing row is created.
-pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
+/// version + 1` of the rows of `stripe`, in sorted order: rows are locked in the order of the
+/// values, so concurrent writers lock the version rows they share in the same order and never
+/// deadlock (an `UPDATE … WHERE table_name IN (…)` locks them in the order a scan meets them,
+/// which changes as the rows are rewritten). A missing row is created.
+pub fn bump_statement(names: &[&'static str], stripe: usize) -> InsertStatement {
     let mut insert = Query::insert();
     insert
         .into_table(Alias::new(TABLE))
         .columns([Alias::new("table_name"), Alias::new("version")]);
-    for name in sorted_names(names) {
+    for name in sorted_names(names, stripe) {
         insert.values_panic([name.into(), 1i64.into()]);
     }
     insert.on_conflict(one_up());
@@ -302,8 +353,12 @@ pub fn bump_statement(names: &[&'static str]) -> InsertStatement {
 /// [`bump_statement`] whose rows come only once `after` is decided: a condition over what
 /// other parts of the same statement wrote, so that PostgreSQL runs those (and takes their
 /// locks) before it locks the version rows, as separate statements before the bump would.
-pub(crate) fn bump_statement_after(names: &[&'static str], after: Expr) -> InsertStatement {
-    let rows: Vec<(String, i64)> = sorted_names(names)
+pub(crate) fn bump_statement_after(
+    names: &[&'static str],
+    stripe: usize,
+    after: Expr,
+) -> InsertStatement {
+    let rows: Vec<(String, i64)> = sorted_names(names, stripe)
         .into_iter()
         .map(|name| (name.to_string(), 1))
         .collect();
@@ -324,9 +379,9 @@ pub(crate) fn bump_statement_after(names: &[&'static str], after: Expr) -> Inser
     insert.to_owned()
 }
 
-/// The names of a bump in the order their rows are locked.
-fn sorted_names(names: &[&'static str]) -> Vec<&'static str> {
-    let mut names = names.to_vec();
+/// The rows of a bump of `stripe` in the order they are locked.
+fn sorted_names(names: &[&'static str], stripe: usize) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = names.iter().map(|name| striped(name, stripe)).collect();
     names.sort_unstable();
     names.dedup();
     names
@@ -341,6 +396,32 @@ fn one_up() -> OnConflict {
         )
         .to_owned()
 }
+
+/// The rows of each versioned table's own version, and their places in [`ByName::rows`]: what
+/// the log of written rows is kept by ([`crate::row_log`]).
+static ROW_PLACES: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
+    let mut places = HashMap::new();
+    for table in crate::schema::versioned_tables() {
+        for row in rows_of(table) {
+            let next = places.len();
+            places.entry(row).or_insert(next);
+        }
+    }
+    places
+});
+
+/// Where the value of each row the versions table may hold goes: its version name's place in
+/// [`ByName::known`] (the rows of one name add up) and, for a row of a table's own version,
+/// its place in [`ByName::rows`]. One lookup per row read.
+static ROW_READS: LazyLock<HashMap<&'static str, (usize, Option<usize>)>> = LazyLock::new(|| {
+    let mut reads = HashMap::new();
+    for (name, rows) in STRIPED.iter() {
+        for row in rows {
+            reads.insert(*row, (PLACES[name], ROW_PLACES.get(row).copied()));
+        }
+    }
+    reads
+});
 
 /// Each version name the schema creates ([`all_keys`]) and its place in [`ByName::known`].
 static PLACES: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
@@ -360,24 +441,46 @@ static PLACES: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
 struct ByName {
     known: Vec<i64>,
     other: Vec<(String, i64)>,
+    /// The rows of the tables' own versions, by their places in [`ROW_PLACES`].
+    rows: Vec<i64>,
 }
 
 impl ByName {
-    /// Versions read from `name:version,…` (names hold neither `:` nor `,`).
+    /// Versions read from `name:version,…` (names hold neither `:` nor `,`), a version's
+    /// stripes ([`STRIPES`]) added up.
     fn parse(text: &str) -> ByName {
         let mut by_name = ByName {
             known: vec![0; PLACES.len()],
             other: Vec::new(),
+            rows: vec![0; ROW_PLACES.len()],
         };
         for pair in text.split(',') {
-            let Some((name, version)) = pair.rsplit_once(':') else {
+            let Some((row, version)) = pair.rsplit_once(':') else {
                 continue;
             };
-            if let Ok(version) = version.parse() {
-                by_name.set(name, version);
+            let Ok(version) = version.parse::<i64>() else {
+                continue;
+            };
+            if let Some(&(at, row_at)) = ROW_READS.get(row) {
+                by_name.known[at] += version;
+                if let Some(row_at) = row_at {
+                    by_name.rows[row_at] = version;
+                }
+                continue;
             }
+            let name = row.split_once(STRIPE_MARK).map_or(row, |(name, _)| name);
+            by_name.set(name, by_name.get(name).unwrap_or(0) + version);
         }
         by_name
+    }
+
+    /// One row of a table's own version ([`striped`]) as read; a row not kept apart (of a
+    /// table the schema does not version) is its name's whole version.
+    fn row(&self, row: &str) -> i64 {
+        match ROW_PLACES.get(row) {
+            Some(&at) => self.rows.get(at).copied().unwrap_or(0),
+            None => self.get(row).unwrap_or(0),
+        }
     }
 
     fn get(&self, name: &str) -> Option<i64> {
@@ -421,9 +524,15 @@ pub struct Versions {
 }
 
 impl Versions {
-    /// One version as read (0 for a name never bumped).
+    /// One version as read (0 for a name never bumped): the sum of its rows.
     pub fn of(&self, name: &str) -> i64 {
         self.by_name.get(name).unwrap_or(0)
+    }
+
+    /// One row of a table's own version as read ([`rows_of`]): what the log of written rows
+    /// is kept by.
+    pub fn of_row(&self, row: &str) -> i64 {
+        self.by_name.row(row)
     }
 
     /// A number that changes whenever any of `tables` is written.
@@ -501,8 +610,36 @@ mod tests {
         assert_eq!(versions.stamp(&["stock#rows"]), 2);
         assert_eq!(Versions::parse("").stamp(&["stock"]), 0);
         for name in all_keys() {
-            assert!(!name.contains([':', ',']), "{name} would not fold");
+            assert!(
+                !name.contains([':', ',', STRIPE_MARK]),
+                "{name} would not fold"
+            );
         }
+    }
+
+    /// A version held in several rows (stripes) reads back as their sum; each stripe's bump
+    /// names its own rows, every name's of one stripe.
+    #[test]
+    fn a_versions_stripes_add_up() {
+        let versions =
+            Versions::parse("stock:3,stock|1:4,stock|3:1,variant.barcode:7,bh_other|2:5");
+        assert_eq!(versions.of("stock"), 8);
+        assert_eq!(versions.stamp(&["stock", "variant.barcode"]), 15);
+        assert_eq!(versions.of("bh_other"), 5);
+        use sea_query::PostgresQueryBuilder;
+        let sql = bump_statement(&["stock", "stock#rows"], 2).to_string(PostgresQueryBuilder);
+        assert!(sql.contains("('stock#rows|2', 1), ('stock|2', 1)"), "{sql}");
+        let sql = bump_statement(&["stock"], 0).to_string(PostgresQueryBuilder);
+        assert!(sql.contains("('stock', 1)"), "{sql}");
+        assert_eq!(
+            rows_of("stock"),
+            vec!["stock", "stock|1", "stock|2", "stock|3"]
+        );
+        assert_eq!(
+            ["stock", "stock|1", "stock|2", "stock|3"].map(|row| versions.of_row(row)),
+            [3, 4, 0, 1],
+            "each row of a table's own version is kept apart"
+        );
     }
 
     /// Every name the schema creates, and a name it does not, read back as written; a name

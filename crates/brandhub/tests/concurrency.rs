@@ -372,10 +372,8 @@ async fn a_page_read_while_concurrent_writes_commit_never_shows_an_older_value(f
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
     let warehouses = fx.get("/api/warehouse?fields=id&order_by=id&pageSize=2").await.ids("warehouse");
-    let page: &'static str = Box::leak(
-        format!("/api/stock?fk_warehouse={}&order_by=id&pageSize=8&fields=id,inStock", warehouses[0]).into_boxed_str(),
-    );
-    let shown = fx.get(page).await.records("stock");
+    let page = format!("/api/stock?fk_warehouse={}&order_by=id&pageSize=8&fields=id,inStock", warehouses[0]);
+    let shown = fx.get(&page).await.records("stock");
     let next = fx.get(&format!("/api/stock?fk_warehouse={}&order_by=id&pageSize=8&fields=id,inStock", warehouses[1])).await.records("stock");
     assert_eq!((shown.len(), next.len()), (8, 8));
     let ids: Vec<String> = shown.iter().map(|r| text(&r["id"])).collect();
@@ -397,11 +395,11 @@ async fn a_page_read_while_concurrent_writes_commit_never_shows_an_older_value(f
     };
     let (client, base, admin) = (fx.client(), fx.base.clone(), fx.credential("admin").clone());
     let read = move |answered: Arc<Vec<AtomicI64>>, ids: Vec<String>| {
-        let (client, base, admin) = (client.clone(), base.clone(), admin.clone());
+        let (client, admin, url) = (client.clone(), admin.clone(), format!("{base}{page}"));
         async move {
             let before: Vec<i64> = answered.iter().map(|v| v.load(Ordering::SeqCst)).collect();
             let response = client
-                .get(format!("{base}{page}"))
+                .get(url)
                 .basic_auth(&admin.email, Some(&admin.secret))
                 .send()
                 .await

@@ -351,35 +351,12 @@ async fn databases(name: &str) -> Databases {
     let url = format!("sqlite://{}", dir.path().join("shapes.db").display());
     migrated(&url).await;
     let sqlite = sqlx::SqlitePool::connect(&url).await.expect("SQLite opens");
-    let postgres = match std::env::var("BRANDHUB_TEST_DATABASE_URL") {
-        Ok(admin_url) if !admin_url.is_empty() => {
-            use sqlx::Connection;
-            let (base, _) = admin_url.rsplit_once('/').expect("a database in the URL");
-            let own = admin_url[base.len() + 1..]
-                .split('?')
-                .next()
-                .unwrap_or_default();
-            let database = format!("bh_{own}_query_shapes_{name}");
-            let mut admin = sqlx::PgConnection::connect(&admin_url)
-                .await
-                .expect("PostgreSQL is reachable");
-            for statement in [
-                format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
-                format!("CREATE DATABASE \"{database}\""),
-            ] {
-                sqlx::raw_sql(AssertSqlSafe(statement))
-                    .execute(&mut admin)
-                    .await
-                    .expect("the test may create databases");
-            }
-            let url = format!("{base}/{database}");
+    let postgres = match support::fresh_postgres("query_shapes", name).await {
+        Some(url) => {
             migrated(&url).await;
             Some(sqlx::PgPool::connect(&url).await.expect("PostgreSQL opens"))
         }
-        _ => {
-            eprintln!("PostgreSQL part skipped: BRANDHUB_TEST_DATABASE_URL is not set");
-            None
-        }
+        None => None,
     };
     Databases {
         sqlite,

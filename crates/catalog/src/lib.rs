@@ -102,7 +102,7 @@ fn check_write_declarations(resource: &Resource) -> Result<(), String> {
         }
         if let Some(used) = secret.used_in
             && resource
-                .field_at(used)
+                .secret_use()
                 .is_none_or(|f| f.ty != FieldType::Timestamp || !f.indexed)
         {
             return fail(format!(

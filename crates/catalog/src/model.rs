@@ -1126,6 +1126,11 @@ impl Resource {
             .filter(|r| self.fk_field(r).is_none_or(|fk| !fk.internal))
     }
 
+    /// The field its secret's use is kept in (`Secret::used_in`).
+    pub fn secret_use(&self) -> Option<&Field> {
+        self.field_at(self.writes.secret?.used_in?)
+    }
+
     /// The foreign key field of a to-one relation.
     pub fn fk_field(&self, relation: &Relation) -> Option<&Field> {
         match relation.kind {

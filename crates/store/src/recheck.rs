@@ -15,7 +15,7 @@ use crate::db::Kind;
 use crate::db::{Store, Timing};
 use crate::error::StoreResult;
 use crate::read::{NodeData, PageData};
-use crate::row_log::{Rows, Span};
+use crate::row_log::Span;
 use crate::versions::{
     Versions, columns_key, field_key, matching_keys, ordering_keys, rows_key, rows_of,
 };
@@ -325,25 +325,19 @@ impl Store {
                 return Ok(false);
             }
             spans.push(Span {
+                table,
                 row,
                 since: *was,
                 until: now,
             });
         }
-        let Some(by_row) = self.rows_written(&spans, timing).await? else {
+        let Some(written) = self.rows_written(&spans, timing).await? else {
             tracing::debug!(
                 ?spans,
                 "a kept page is stale: the rows written are not all known"
             );
             return Ok(false);
         };
-        // The rows written in each table, from the entries of each of its version's rows.
-        let mut written: HashMap<&'static str, Rows> = HashMap::new();
-        for (table, row, _) in &recheck.tables {
-            if let Some(rows) = by_row.get(row) {
-                written.entry(table).or_insert_with(Rows::none).join(rows);
-            }
-        }
         for (table, rows) in &written {
             let Some(shown) = recheck.shown.get(table) else {
                 continue;

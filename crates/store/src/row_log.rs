@@ -70,17 +70,11 @@ pub struct Rows {
 
 impl Rows {
     /// No rows (all of none inserted).
-    pub(crate) fn none() -> Rows {
+    fn none() -> Rows {
         Rows {
             ids: Vec::new(),
             inserted_only: true,
         }
-    }
-
-    /// Adds the rows of another span of the same table.
-    pub(crate) fn join(&mut self, other: &Rows) {
-        self.ids.extend(other.ids.iter().cloned());
-        self.inserted_only &= other.inserted_only;
     }
 
     fn add(&mut self, entry: &str) {
@@ -222,19 +216,20 @@ pub(crate) fn prune_statement(tables: &[&'static str], stripe: usize) -> Option<
     )
 }
 
-/// The versions of one row of a table's version ([`crate::versions::striped`]) to look
-/// between: after `since`, up to and including `until`.
+/// The versions of one row (`row`, [`crate::versions::striped`]) of the own version of
+/// `table` to look between: after `since`, up to and including `until`.
 #[derive(Debug, Clone, Copy)]
 pub struct Span {
+    pub table: &'static str,
     pub row: &'static str,
     pub since: i64,
     pub until: i64,
 }
 
 impl Store {
-    /// The rows written in each span, by the span's version row, or `None` if any span's rows
-    /// are not all known (a write that could not name them, entries pruned, a span too
-    /// long). One statement.
+    /// The rows written in each span, by table (the spans of a table's version rows added
+    /// up), or `None` if any span's rows are not all known (a write that could not name them,
+    /// entries pruned, a span too long). One statement.
     pub async fn rows_written(
         &self,
         spans: &[Span],
@@ -283,12 +278,7 @@ impl Store {
                 return Ok(None);
             };
             versions.entry(span.row).or_default().insert(version);
-            ids.entry(span.row)
-                .or_insert_with(|| Rows {
-                    ids: Vec::new(),
-                    inserted_only: true,
-                })
-                .add(id);
+            ids.entry(span.table).or_insert_with(Rows::none).add(id);
         }
         for span in spans {
             let logged = versions.get(span.row).map_or(0, BTreeSet::len) as i64;

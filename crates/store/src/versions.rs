@@ -170,15 +170,12 @@ pub fn written_keys<'a>(
 /// `field` alone: its rows', its unnamed columns', and every field's but `field`'s own. A
 /// field without a version of its own (not indexed) shares it with others: then the
 /// table's own name, which every write bumps.
-pub fn keys_of_all_writes_but(resource: &'static Resource, field: &str) -> Vec<&'static str> {
+pub fn keys_of_all_writes_but(resource: &'static Resource, field: &Field) -> Vec<&'static str> {
     let table = resource.table;
-    let Some(apart) = resource
-        .field_at(field)
-        .map(|field| field_key(resource, field))
-        .filter(|key| *key != others_key(table))
-    else {
+    let apart = field_key(resource, field);
+    if apart == others_key(table) {
         return vec![table];
-    };
+    }
     let mut keys = vec![rows_key(table), columns_key(table), others_key(table)];
     keys.extend(
         NAMES

@@ -133,7 +133,7 @@ pub fn auth_versions() -> &'static [&'static str] {
                 .resources()
                 .iter()
                 .find(|resource| resource.table == table)
-                .and_then(|resource| Some((resource, resource.writes.secret?.used_in?)));
+                .and_then(|resource| Some((resource, resource.secret_use()?)));
             match used {
                 Some((resource, field)) => {
                     names.extend(crate::versions::keys_of_all_writes_but(resource, field))
@@ -144,17 +144,6 @@ pub fn auth_versions() -> &'static [&'static str] {
         names
     });
     &NAMES
-}
-
-/// The column a key's use is recorded in (`Secret::used_in`).
-fn used_in_column() -> &'static str {
-    let keys = users::keys();
-    keys.writes
-        .secret
-        .and_then(|secret| secret.used_in)
-        .and_then(|field| keys.field_at(field))
-        .map(|field| field.column.as_str())
-        .expect("a key's secret records its use")
 }
 
 impl Store {
@@ -295,14 +284,15 @@ impl Store {
         if let Some(session) = crate::accounts::sessions::session_of(key_id) {
             return self.touch_session(session).await;
         }
-        let table = users::keys().table;
+        let keys = users::keys();
+        let used_in = keys.secret_use().expect("a key's secret records its use");
         let update = Query::update()
-            .table(Alias::new(table))
-            .value(Alias::new(used_in_column()), now_timestamp())
+            .table(Alias::new(keys.table))
+            .value(Alias::new(used_in.column.as_str()), now_timestamp())
             .and_where(Expr::col(Alias::new("id")).eq(key_id))
             .to_owned();
         let mut tx = self.begin().await?;
-        tx.execute_update_of(table, &update, &[key_id]).await?;
+        tx.execute_update_of(keys.table, &update, &[key_id]).await?;
         tx.commit().await
     }
 }

@@ -7,21 +7,23 @@
 //! (a key allows its stored grants cut to what its user's type allows at that moment).
 //! `lastUsed` is written at most once a minute per key, by one background writer, so reads
 //! never wait on it; its writes have a version of their own, which remembered callers do
-//! not depend on ([`auth_versions`]).
+//! not depend on (`brandhub_store::accounts::auth_versions`).
 
 use crate::AppState;
+use crate::problem::Answer;
 use crate::problem::Problem;
 use crate::proxies::TrustedProxies;
 use crate::ratelimit::{Buckets, Limit, too_many};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
-use brandhub_store::accounts::auth_versions;
+use brandhub_store::accounts::auth_stamp;
 use brandhub_store::accounts::sessions::{SESSION_IDLE_MILLIS, session_of};
-use brandhub_store::{Caller, Store, Timing, Versions};
+use brandhub_store::{Backend, Caller, CallerCheck, Store, Timing, Versions};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -116,16 +118,29 @@ impl Authenticator {
         versions: &Versions,
         now: i64,
     ) -> Option<Arc<Caller>> {
-        let stamp = versions.stamp(auth_versions());
+        let stamp = auth_stamp(versions);
+        self.remembered_at(user, secret, Some(stamp), now)
+            .map(|(_, caller)| caller)
+    }
+
+    /// The caller remembered for these credentials and the authentication stamp it was
+    /// checked at, if that is `stamp` (any, for `None`) and its session is not idle.
+    fn remembered_at(
+        &self,
+        user: &str,
+        secret: &str,
+        stamp: Option<i64>,
+        now: i64,
+    ) -> Option<(i64, Arc<Caller>)> {
         let key = (user.to_lowercase(), secret.to_string());
         let mut remembered = self.remembered.lock().expect("lock");
         let (at, caller, used) = remembered.get_mut(&key)?;
         let idle = session_of(&caller.key_id).is_some() && now - *used >= SESSION_IDLE_MILLIS;
-        if *at != stamp || idle {
+        if stamp.is_some_and(|stamp| *at != stamp) || idle {
             return None;
         }
         *used = now;
-        Some(caller.clone())
+        Some((*at, caller.clone()))
     }
 
     /// The caller a user name and secret identify, or 401. For an address past its failure
@@ -140,7 +155,7 @@ impl Authenticator {
         timing: &Timing,
         blocked: Option<IpAddr>,
     ) -> ApiResult<Arc<Caller>> {
-        let stamp = versions.stamp(auth_versions());
+        let stamp = auth_stamp(versions);
         let key = (user.to_lowercase(), secret.to_string());
         let now = store.clock().now_millis();
         let known = self.remembered(user, secret, versions, now);
@@ -225,58 +240,192 @@ impl FromRequestParts<AppState> for Authenticated {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
-        let timing = parts
-            .extensions
-            .get::<Arc<Timing>>()
-            .cloned()
-            .unwrap_or_default();
+        let timing = request_timing(parts);
         let address = client_address(parts, &state.trusted_proxies);
-        let auth = &state.auth;
-        // Only failures are throttled, and only after the credentials were checked: an address
-        // that failed too often (perhaps another client behind the same address) still gets a
-        // valid key through.
-        let blocked = auth.failures.check(&address, Instant::now()).err();
-        let attempt = async {
-            let header = parts
-                .headers
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| unauthenticated("This call needs an API key: send Authorization: Basic base64(<user email or id>:<API key>)."))?;
-            let (user, secret) = parse_basic(header)?;
-            let versions = Arc::new(state.store.versions(&timing).await?);
-            // A write's answer reads under them too (`Timing::versions_after_writes`).
-            timing.keep_request_versions(versions.clone());
-            let caller = auth
-                .authenticate(
-                    &state.store,
-                    &user,
-                    &secret,
-                    &versions,
-                    &timing,
-                    blocked.map(|_| address),
-                )
-                .await?;
-            Ok::<_, Problem>(Authenticated { caller, versions })
-        };
-        match attempt.await {
-            Ok(authenticated) => {
+        checked(state, &timing, credentials(parts), address, true).await
+    }
+}
+
+/// The request's timing, which the authentication's statements are counted in.
+fn request_timing(parts: &Parts) -> Arc<Timing> {
+    parts
+        .extensions
+        .get::<Arc<Timing>>()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The user name and secret of the request's `Authorization`, or 401.
+fn credentials(parts: &Parts) -> Result<(String, String), Problem> {
+    let header = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| unauthenticated("This call needs an API key: send Authorization: Basic base64(<user email or id>:<API key>)."))?;
+    parse_basic(header)
+}
+
+/// The caller of `credentials` checked against the versions read now (which the rest of the
+/// request uses too), within the address's failure limit and, when `counted` (the request's
+/// first check), the key's request limit.
+async fn checked(
+    state: &AppState,
+    timing: &Timing,
+    credentials: Result<(String, String), Problem>,
+    address: IpAddr,
+    counted: bool,
+) -> Result<Authenticated, Problem> {
+    let auth = &state.auth;
+    // Only failures are throttled, and only after the credentials were checked: an address
+    // that failed too often (perhaps another client behind the same address) still gets a
+    // valid key through.
+    let blocked = auth.failures.check(&address, Instant::now()).err();
+    let attempt = async {
+        let (user, secret) = credentials?;
+        let versions = Arc::new(state.store.versions(timing).await?);
+        // A write's answer reads under them too (`Timing::versions_after_writes`).
+        timing.keep_request_versions(versions.clone());
+        let caller = auth
+            .authenticate(
+                &state.store,
+                &user,
+                &secret,
+                &versions,
+                timing,
+                blocked.map(|_| address),
+            )
+            .await?;
+        Ok::<_, Problem>(Authenticated { caller, versions })
+    };
+    match attempt.await {
+        Ok(authenticated) => {
+            if counted {
                 auth.per_key
                     .take(&authenticated.caller.key_id, Instant::now())
                     .map_err(|wait| Problem(too_many(wait, "requests for this key")))?;
-                Ok(authenticated)
             }
-            Err(problem) if problem.0.code == Code::Unauthenticated => {
-                let _ = auth.failures.take(&address, Instant::now());
-                match blocked {
-                    Some(wait) => Err(Problem(too_many(
-                        wait,
-                        "failed authentications from this address",
-                    ))),
-                    None => Err(problem),
+            Ok(authenticated)
+        }
+        Err(problem) if problem.0.code == Code::Unauthenticated => {
+            let _ = auth.failures.take(&address, Instant::now());
+            match blocked {
+                Some(wait) => Err(Problem(too_many(
+                    wait,
+                    "failed authentications from this address",
+                ))),
+                None => Err(problem),
+            }
+        }
+        Err(problem) => Err(problem),
+    }
+}
+
+/// The caller of a write of records (`POST`, `PATCH`, `DELETE`). On PostgreSQL, a caller
+/// remembered from an earlier request is taken without the versions read that would check
+/// it: the statement that commits its write checks it instead ([`Timing::check_caller_at`]),
+/// and [`WriteCaller::run`] checks it after anything that committed no write, so an answer
+/// is only given to a caller that was valid while it was made. A write is then one
+/// statement fewer, and it is the database's busiest statement (bench/RESULTS.md).
+pub struct WriteCaller {
+    caller: Arc<Caller>,
+    unchecked: Option<Unchecked>,
+}
+
+/// What checks a remembered caller taken unchecked, or again from the start.
+struct Unchecked {
+    user: String,
+    secret: String,
+    address: IpAddr,
+    /// The authentication stamp it was remembered at.
+    stamp: i64,
+}
+
+impl FromRequestParts<AppState> for WriteCaller {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        let auth = &state.auth;
+        if state.store.backend() == Backend::Postgres
+            && let Ok((user, secret)) = credentials(parts)
+            && let Some((stamp, caller)) =
+                auth.remembered_at(&user, &secret, None, state.store.clock().now_millis())
+        {
+            auth.per_key
+                .take(&caller.key_id, Instant::now())
+                .map_err(|wait| Problem(too_many(wait, "requests for this key")))?;
+            auth.touch(&caller.key_id);
+            let address = client_address(parts, &state.trusted_proxies);
+            return Ok(WriteCaller {
+                caller,
+                unchecked: Some(Unchecked {
+                    user,
+                    secret,
+                    address,
+                    stamp,
+                }),
+            });
+        }
+        let Authenticated { caller, .. } = Authenticated::from_request_parts(parts, state).await?;
+        Ok(WriteCaller {
+            caller,
+            unchecked: None,
+        })
+    }
+}
+
+impl WriteCaller {
+    /// The caller, checked now if it was taken unchecked: for a write that keeps something
+    /// outside the statement that commits it (a file, an order, an idempotency key's answer).
+    pub async fn checked(self, state: &AppState, timing: &Timing) -> Result<Arc<Caller>, Problem> {
+        match self.unchecked {
+            None => Ok(self.caller),
+            Some(unchecked) => Ok(unchecked.check(state, timing).await?.caller),
+        }
+    }
+
+    /// `work` (a write as `caller`) with the caller checked as it commits. Its answer stands
+    /// when a commit found the caller unchanged, or, when nothing committed (a refusal, an
+    /// error), when a versions read finds it unchanged now; otherwise the caller is checked
+    /// from the start and `work` runs again as what it now is (nothing was written).
+    pub async fn run<F, W>(self, state: &AppState, timing: &Timing, work: F) -> Answer<Response>
+    where
+        F: Fn(Arc<Caller>) -> W,
+        W: std::future::Future<Output = Answer<Response>>,
+    {
+        let Some(unchecked) = self.unchecked else {
+            return work(self.caller).await;
+        };
+        timing.check_caller_at(Some(unchecked.stamp));
+        let answer = work(self.caller).await;
+        let check = timing.caller_check();
+        timing.check_caller_at(None);
+        match check {
+            CallerCheck::Held => return answer,
+            CallerCheck::Unchecked => {
+                let versions = state.store.versions(timing).await?;
+                if auth_stamp(&versions) == unchecked.stamp {
+                    return answer;
                 }
             }
-            Err(problem) => Err(problem),
+            CallerCheck::Changed => {}
         }
+        let authenticated = unchecked.check(state, timing).await?;
+        work(authenticated.caller).await
+    }
+}
+
+impl Unchecked {
+    /// The caller checked from the start, as a request whose caller was never remembered.
+    async fn check(self, state: &AppState, timing: &Timing) -> Result<Authenticated, Problem> {
+        // The request was counted against its key's limit when its caller was taken.
+        checked(
+            state,
+            timing,
+            Ok((self.user, self.secret)),
+            self.address,
+            false,
+        )
+        .await
     }
 }
 

@@ -7,7 +7,7 @@ use brandhub_problem::{ApiError, Code};
 use brandhub_store::StoreError;
 
 /// An [`ApiError`] on its way to the client.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Problem(pub ApiError);
 
 impl From<ApiError> for Problem {

@@ -18,7 +18,7 @@ use sqlx::sqlite::{
 use sqlx::{AssertSqlSafe, Row};
 use std::fmt::Display;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Which database a store runs on.
@@ -149,6 +149,33 @@ pub struct Timing {
     request_versions: std::sync::OnceLock<std::sync::Arc<Versions>>,
     /// The versions the request's committed writes bumped.
     written: std::sync::Mutex<Vec<&'static str>>,
+    /// PostgreSQL: the authentication stamp of a caller taken from memory unchecked, which
+    /// the request's writes must still find when they commit ([`Timing::check_caller_at`]).
+    caller_stamp: std::sync::Mutex<Option<i64>>,
+    /// What the request's commits found of that stamp ([`CallerCheck`] as a number).
+    caller_check: AtomicU8,
+}
+
+/// What the commits of a request found of its caller's authentication stamp
+/// ([`Timing::check_caller_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallerCheck {
+    /// No commit checked it (nothing was written, or no stamp was asked for).
+    Unchecked,
+    /// A commit found it unchanged: the caller was valid when its write committed.
+    Held,
+    /// A commit found it changed and failed: nothing was written.
+    Changed,
+}
+
+impl CallerCheck {
+    fn of(value: u8) -> CallerCheck {
+        match value {
+            1 => CallerCheck::Held,
+            2 => CallerCheck::Changed,
+            _ => CallerCheck::Unchecked,
+        }
+    }
 }
 
 impl Timing {
@@ -186,6 +213,61 @@ impl Timing {
         let versions = self.request_versions.get()?;
         let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
         Some(versions.with_unknown(&written))
+    }
+
+    /// Makes every write this request commits on PostgreSQL hold only while the caller's
+    /// authentication stamp is still `stamp` (`None`: no such condition). A caller taken
+    /// from memory then needs no versions read before it writes: its write's own statement
+    /// checks it ([`crate::accounts::caller_unchanged`]), and fails if it moved
+    /// ([`Timing::caller_check`]).
+    pub fn check_caller_at(&self, stamp: Option<i64>) {
+        *self.caller_stamp.lock().unwrap_or_else(|e| e.into_inner()) = stamp;
+        self.caller_check.store(0, Ordering::Relaxed);
+    }
+
+    /// What the request's commits found of the stamp asked for by
+    /// [`Timing::check_caller_at`].
+    pub fn caller_check(&self) -> CallerCheck {
+        CallerCheck::of(self.caller_check.load(Ordering::Relaxed))
+    }
+
+    /// The stamp the current request's commits must find ([`Timing::check_caller_at`]).
+    fn caller_stamp_of_request() -> Option<i64> {
+        REQUEST_TIMING
+            .try_with(|timing| {
+                *timing
+                    .caller_stamp
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Notes what a commit of the current request found of its caller's stamp; a change
+    /// found is never forgotten.
+    fn note_caller_check(check: CallerCheck) {
+        let _ = REQUEST_TIMING.try_with(|timing| {
+            let value = match check {
+                CallerCheck::Unchecked => return,
+                CallerCheck::Held => 1,
+                CallerCheck::Changed => 2,
+            };
+            let _ = timing.caller_check.fetch_max(value, Ordering::Relaxed);
+        });
+    }
+
+    /// Whether the current request read no versions (its caller was taken unchecked).
+    fn request_lacks_versions() -> bool {
+        REQUEST_TIMING
+            .try_with(|timing| timing.request_versions.get().is_none())
+            .unwrap_or(false)
+    }
+
+    /// Keeps `versions` as the current request's own ([`Timing::keep_request_versions`]).
+    fn keep_versions_of_request(versions: Versions) {
+        let _ = REQUEST_TIMING
+            .try_with(|timing| timing.keep_request_versions(std::sync::Arc::new(versions)));
     }
 
     /// Notes the versions a transaction of the current request is about to bump.
@@ -816,6 +898,9 @@ struct HeldAnswer {
     table: &'static str,
     statement: sea_query::SelectStatement,
     kinds: Vec<Kind>,
+    /// Whether the answer's expansions read under versions
+    /// ([`crate::page::fresh_page_reads_versions`]).
+    expands_under_versions: bool,
 }
 
 /// A write held back on PostgreSQL ([`WriteTx::held_writes`]).
@@ -1437,16 +1522,23 @@ impl WriteTx {
     /// would hold the one write lock longer, and writers queue for it (bench/RESULTS.md:
     /// 13% fewer `PATCH`es a second when it was tried). So only a write that
     /// [`WriteTx::is_optimistic`] asks.
+    ///
+    /// `expands_under_versions`: the answer's expansions read under versions
+    /// ([`crate::page::fresh_page_reads_versions`]); a request that read none before it
+    /// wrote (its caller taken unchecked, `Timing::check_caller_at`) then gets them from
+    /// the same statement, as it saw them before its own bump.
     pub(crate) fn answer_with(
         &mut self,
         table: &'static str,
         statement: sea_query::SelectStatement,
         kinds: Vec<Kind>,
+        expands_under_versions: bool,
     ) {
         self.answer = Some(HeldAnswer {
             table,
             statement,
             kinds,
+            expands_under_versions,
         });
     }
 
@@ -1497,6 +1589,9 @@ impl WriteTx {
         for (table, keys) in std::mem::take(&mut self.updated_columns) {
             bump(table);
             keys.into_iter().for_each(&mut bump);
+        }
+        if crate::accounts::moves_auth_stamp(&versions) {
+            versions.push(crate::accounts::AUTH_STAMP);
         }
         if !versions.is_empty() {
             tracing::debug!(?versions, "committing a write");
@@ -1564,10 +1659,18 @@ impl WriteTx {
         let written = std::mem::take(&mut self.written_rows);
         let stripe = crate::versions::next_stripe();
         let log = log_statement(&written, stripe, Versions::Bumped);
+        // A caller taken from memory unchecked: the bump, which every write makes, holds only
+        // while its authentication stamp does (`Timing::check_caller_at`).
+        let caller = Timing::caller_stamp_of_request()
+            .filter(|_| !versions.is_empty())
+            .map(crate::accounts::caller_unchanged);
+        let checks_caller = caller.is_some();
         let mut announced = false;
         if alone {
             let held = std::mem::take(&mut self.held_writes);
-            announced = self.commit_alone(held, versions, stripe, log).await?;
+            announced = self
+                .commit_alone(held, versions, stripe, log, caller)
+                .await?;
         } else {
             self.send_held_writes().await?;
             self.begin_postgres().await?;
@@ -1575,7 +1678,10 @@ impl WriteTx {
                 announced |= self.execute_untracked(EVENT_TABLE, &insert).await? > 0;
             }
             if !versions.is_empty() {
-                let bump = crate::versions::bump_statement(versions, stripe);
+                let bump = match caller {
+                    Some(caller) => crate::versions::bump_statement_after(versions, stripe, caller),
+                    None => crate::versions::bump_statement(versions, stripe),
+                };
                 match log {
                     Some(mut log) => {
                         log.with_cte(WithClause::new().cte(bumped_versions(&bump)).to_owned());
@@ -1591,6 +1697,11 @@ impl WriteTx {
         let tables: Vec<&'static str> = written.iter().map(|(table, _)| *table).collect();
         if let Some(prune) = prune_statement(&tables, stripe) {
             self.execute_untracked(TABLE, &prune).await?;
+        }
+        if checks_caller {
+            // Before `COMMIT` on a transaction's path: a commit that then fails is a 500,
+            // which no caller takes for a refusal.
+            Timing::note_caller_check(CallerCheck::Held);
         }
         Ok(announced)
     }
@@ -1610,6 +1721,7 @@ impl WriteTx {
         versions: &[&'static str],
         stripe: usize,
         log: Option<InsertStatement>,
+        caller: Option<Expr>,
     ) -> StoreResult<bool> {
         let raced_if_none = held.len() == 1 && held[0].conditional;
         let names: Vec<String> = (0..held.len()).map(|i| format!("held{i}")).collect();
@@ -1627,6 +1739,10 @@ impl WriteTx {
                 .map(|name| count_of(name).gte(0))
                 .reduce(Expr::and)
                 .unwrap_or_else(|| Expr::val(true))
+        };
+        let guard = match caller {
+            Some(caller) => guard.and(caller),
+            None => guard,
         };
         let mut outbox = self.outbox_statements(Some(&guard));
         // Only a conditional update, alone, tells the version it wrote.
@@ -1673,6 +1789,18 @@ impl WriteTx {
                 ),
             ));
             kinds.push(Kind::Integer);
+        }
+        // The versions, for an answer that expands under them in a request that read none
+        // (`Timing::versions_after_writes` then has them).
+        let versions_at = kinds.len();
+        let folds_versions = answer.as_ref().is_some_and(|a| a.expands_under_versions)
+            && Timing::request_lacks_versions();
+        if folds_versions {
+            statement.expr(Expr::SubQuery(
+                None,
+                Box::new(crate::versions::folded_statement(Backend::Postgres).into()),
+            ));
+            kinds.push(Kind::Text);
         }
         let head = kinds.len();
         let answers = answer.is_some();
@@ -1721,6 +1849,13 @@ impl WriteTx {
         }
         if versioned && let Some(Cell::Integer(version)) = rows.first().and_then(|r| r.get(2)) {
             self.version_written = Some(*version);
+        }
+        if folds_versions {
+            let text = match rows.first().and_then(|r| r.get(versions_at)) {
+                Some(Cell::Text(text)) => text.as_str(),
+                _ => "",
+            };
+            Timing::keep_versions_of_request(Versions::parse(text));
         }
         if answers {
             self.answered = Some(
@@ -1785,6 +1920,13 @@ fn batch_error(
 /// A constraint violation is the client's conflict; anything else is ours.
 fn write_error(table: &str, error: sqlx::Error) -> StoreError {
     if let sqlx::Error::Database(db) = &error {
+        if db.code().as_deref() == Some(crate::accounts::CALLER_CHANGED_STATE) {
+            Timing::note_caller_check(CallerCheck::Changed);
+            return StoreError::Conflict {
+                detail: "The API key or its user changed while this write was made, so nothing was written; send the request again.".to_string(),
+                field: None,
+            };
+        }
         if db.is_unique_violation() {
             return StoreError::Conflict {
                 detail: format!("A {table} record with the same unique values exists already."),

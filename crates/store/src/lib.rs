@@ -41,7 +41,7 @@ pub use accounts::sessions::{NewInvitation, NewSession};
 pub use accounts::users::NewUser;
 pub use accounts::{Caller, NewKey};
 pub use clock::Clock;
-pub use db::{Backend, Store, StoreOptions, Timing, WriteTx};
+pub use db::{Backend, CallerCheck, Store, StoreOptions, Timing, WriteTx};
 pub use error::{StoreError, StoreResult};
 pub use events::{AttemptResult, DeliveryClaim};
 pub use export::{EXPORT_CHUNK, ExportChunk};

@@ -143,6 +143,14 @@ pub(crate) fn page_cache(bytes: u64) -> PageCache {
 /// found kept.
 const EXPANSIONS_WORTH_THE_VERSIONS: usize = 2;
 
+/// Whether a fresh page of `plan` ([`Store::render_fresh`]) reads its expansions under
+/// versions when its request kept none: it needs a count, or expands enough relations that
+/// their kept rows save more statements than the versions read costs.
+pub(crate) fn fresh_page_reads_versions(plan: &ReadPlan) -> bool {
+    !crate::read::counts_itself(plan)
+        || expansions(&plan.selection) >= EXPANSIONS_WORTH_THE_VERSIONS
+}
+
 /// How many relations a selection expands, at every depth.
 fn expansions(selection: &brandhub_query::plan::Selection) -> usize {
     selection
@@ -227,11 +235,7 @@ impl Store {
     async fn versions_of_fresh(&self, plan: &ReadPlan, timing: &Timing) -> StoreResult<Versions> {
         Ok(match timing.versions_after_writes() {
             Some(versions) if crate::read::counts_itself(plan) => versions,
-            _ if crate::read::counts_itself(plan)
-                && expansions(&plan.selection) < EXPANSIONS_WORTH_THE_VERSIONS =>
-            {
-                Versions::default()
-            }
+            _ if !fresh_page_reads_versions(plan) => Versions::default(),
             _ => self.versions(timing).await?,
         })
     }

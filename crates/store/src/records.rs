@@ -684,7 +684,8 @@ impl Store {
                 if let Some(plan) = &plan {
                     let columns = node_columns(&plan.selection, None);
                     let statement = page_statement(plan, self.pinned_strategy());
-                    tx.answer_with(resource.table, statement, kinds(&columns));
+                    let under_versions = crate::page::fresh_page_reads_versions(plan);
+                    tx.answer_with(resource.table, statement, kinds(&columns), under_versions);
                 }
                 let committed = tx.commit_answered().await?;
                 StoreResult::Ok(Some((written, plan.zip(committed.answer))))
@@ -771,7 +772,8 @@ impl Store {
         if tx.is_optimistic() && !reaches_own_table(answer) {
             let columns = node_columns(&answer.selection, None);
             let statement = page_statement(answer, self.pinned_strategy());
-            tx.answer_with(resource.table, statement, kinds(&columns));
+            let under_versions = crate::page::fresh_page_reads_versions(answer);
+            tx.answer_with(resource.table, statement, kinds(&columns), under_versions);
         }
         let first = async {
             let checked =

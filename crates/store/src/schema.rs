@@ -307,6 +307,7 @@ pub fn bookkeeping_statements(backend: Backend) -> Vec<String> {
         statements.push(format!(
             "ALTER TABLE \"bh_table_version\" SET (fillfactor = {VERSION_PAGE_FILL})"
         ));
+        statements.push(crate::accounts::caller_check_function());
     }
     statements.extend(crate::row_log::statements());
     for name in crate::versions::all_keys() {

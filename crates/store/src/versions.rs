@@ -562,19 +562,24 @@ impl Versions {
     }
 }
 
+/// Every version folded into one text, `name:version,…` ([`Versions::parse`]): constant SQL
+/// over the bookkeeping table; no input reaches it.
+pub(crate) fn folded_statement(backend: Backend) -> sea_query::SelectStatement {
+    let folded = match backend {
+        Backend::Sqlite => "group_concat(\"table_name\" || ':' || \"version\", ',')",
+        Backend::Postgres => "string_agg(\"table_name\" || ':' || \"version\"::text, ',')",
+    };
+    Query::select()
+        .expr(Expr::cust(folded))
+        .from(Alias::new(TABLE))
+        .to_owned()
+}
+
 impl Store {
     /// Reads every version (one small statement per request). The rows come back folded into
     /// one text, `name:version,…`, so that a request pays for one row, not one per version.
     pub async fn versions(&self, timing: &Timing) -> StoreResult<Versions> {
-        // Constant SQL over the bookkeeping table; no input reaches it.
-        let folded = match self.backend() {
-            Backend::Sqlite => "group_concat(\"table_name\" || ':' || \"version\", ',')",
-            Backend::Postgres => "string_agg(\"table_name\" || ':' || \"version\"::text, ',')",
-        };
-        let statement = Query::select()
-            .expr(Expr::cust(folded))
-            .from(Alias::new(TABLE))
-            .to_owned();
+        let statement = folded_statement(self.backend());
         let rows = self.fetch(&statement, &[Kind::Text], timing).await?;
         let text = rows
             .first()

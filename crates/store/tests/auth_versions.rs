@@ -1,12 +1,12 @@
 //! A key's use is bookkeeping: recording it (`lastUsed`) must leave every remembered caller
-//! valid (their stamp over `auth_versions`), while what reads keys still sees it, and a
-//! revocation, a new key or a user's change still ends them. On SQLite, and on PostgreSQL
-//! when `BRANDHUB_TEST_DATABASE_URL` is set.
+//! valid (their stamp, `auth_stamp`, which moves with `auth_versions`), while what reads keys
+//! still sees it, and a revocation, a new key or a user's change still ends them. On SQLite,
+//! and on PostgreSQL when `BRANDHUB_TEST_DATABASE_URL` is set.
 
 mod support;
 
 use brandhub_catalog::UserType;
-use brandhub_store::accounts::auth_versions;
+use brandhub_store::accounts::auth_stamp;
 use brandhub_store::{NewUser, Store, Timing, Versions};
 use support::{Db, on_both};
 
@@ -48,8 +48,8 @@ async fn a_keys_use_leaves_remembered_callers_valid_and_its_revocation_does_not(
     store.touch_key(&key.id).await.unwrap();
     let used = versions(&store).await;
     assert_eq!(
-        before.stamp(auth_versions()),
-        used.stamp(auth_versions()),
+        auth_stamp(&before),
+        auth_stamp(&used),
         "a key's use changed the stamp of every remembered caller"
     );
     assert_ne!(
@@ -57,28 +57,24 @@ async fn a_keys_use_leaves_remembered_callers_valid_and_its_revocation_does_not(
         used.of("api_key"),
         "pages of keys must see lastUsed change"
     );
-    let stamp = used.stamp(auth_versions());
+    let stamp = auth_stamp(&used);
     let another = store
         .create_key("one@example.test", None, None)
         .await
         .unwrap();
     let created = versions(&store).await;
-    assert_ne!(
-        stamp,
-        created.stamp(auth_versions()),
-        "a new key must be known"
-    );
+    assert_ne!(stamp, auth_stamp(&created), "a new key must be known");
     store.revoke_key(&another.id).await.unwrap();
     let revoked = versions(&store).await;
     assert_ne!(
-        created.stamp(auth_versions()),
-        revoked.stamp(auth_versions()),
+        auth_stamp(&created),
+        auth_stamp(&revoked),
         "a revocation must end the key's remembered callers"
     );
     store.create_user(&user("two@example.test")).await.unwrap();
     assert_ne!(
-        revoked.stamp(auth_versions()),
-        versions(&store).await.stamp(auth_versions()),
+        auth_stamp(&revoked),
+        auth_stamp(&versions(&store).await),
         "a user's change must be known"
     );
 }

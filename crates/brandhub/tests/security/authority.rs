@@ -555,6 +555,61 @@ async fn key_writes_obey_their_grants_and_never_widen(fx) {
     assert_eq!(make_key(fx, &main, json!(["brand:GET"])).await.status, 201, "a revoked key frees its place");
 }
 
+// A caller remembered from an earlier request writes without a versions read on PostgreSQL:
+// the statement that commits its write checks that nothing its authentication depends on
+// changed. Revoked in between, its key writes nothing and gets 401, whether the write would
+// have succeeded or been refused; another key's write after an unrelated change to the
+// users is made once, as that caller now is.
+async fn a_key_revoked_after_it_was_remembered_writes_nothing(fx) {
+    let admin = demo(fx, "admin");
+    let (own, _) = companies(fx).await;
+    let (x, key) = new_user(fx, json!({"type": "company", "fk_company": own}), None).await;
+    let brand = text(&records(fx, &key, "/api/brand?pageSize=1&fields=id", "brand").await[0]["id"]);
+    let create = |code: &str| json!({"fk_brand": brand, "code": code, "title": "Remembered"});
+    let first = format!("REMEMBERED-{}", unique());
+    let made = call(fx, &key, Method::POST, "/api/product", Some(create(&first))).await;
+    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.body));
+    let product = format!("/api/product/{}", text(&made.records("product")[0]["id"]));
+    assert_eq!(call(fx, &key, Method::PATCH, &product, Some(json!({"title": "Kept"}))).await.status, 200);
+
+    let key_id = text(&records(fx, &admin, &format!("/api/apiKey?fk_user={x}&fields=id"), "apiKey").await[0]["id"]);
+    assert_eq!(call(fx, &admin, Method::DELETE, &format!("/api/apiKey/{key_id}"), None).await.status, 204);
+    let late = format!("REVOKED-{}", unique());
+    for answer in [
+        call(fx, &key, Method::PATCH, &product, Some(json!({"title": "Revoked"}))).await,
+        call(fx, &key, Method::POST, "/api/product", Some(create(&late))).await,
+        call(fx, &key, Method::PATCH, "/api/product/0123456789ABCDEF0123456789ABCDEF", Some(json!({"title": "Revoked"}))).await,
+        call(fx, &key, Method::DELETE, &product, None).await,
+    ] {
+        answer.assert_problem(401, "unauthenticated");
+    }
+    assert_eq!(records(fx, &admin, &product, "product").await[0]["title"], "Kept", "nothing written");
+    assert_eq!(count(fx, &admin, &format!("/api/product/count?code={late}")).await, 0);
+
+    // Another key of the user, remembered; then the users change elsewhere: its writes are
+    // made once, as the caller it still is, and its refusals are its own.
+    let other = call(fx, &admin, Method::POST, "/api/apiKey", Some(json!({"fk_user": x}))).await;
+    let other = Who { user: key.user.clone(), key: text(&other.records("apiKey")[0]["secret"]) };
+    assert_eq!(call(fx, &other, Method::PATCH, &product, Some(json!({"title": "Again"}))).await.status, 200);
+    for step in 0..3 {
+        new_user(fx, json!({"type": "company", "fk_company": own}), None).await;
+        let answer = match step {
+            0 => call(fx, &other, Method::PATCH, &product, Some(json!({"title": "After a change"}))).await,
+            1 => call(fx, &other, Method::POST, "/api/product", Some(create(&format!("{first}-AGAIN")))).await,
+            _ => call(fx, &other, Method::PATCH, "/api/product/0123456789ABCDEF0123456789ABCDEF", Some(json!({"title": "x"}))).await,
+        };
+        match step {
+            0 => assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body)),
+            1 => assert_eq!(answer.status, 201, "{}", String::from_utf8_lossy(&answer.body)),
+            _ => {
+                answer.assert_problem(404, "not_found");
+            }
+        }
+    }
+    assert_eq!(records(fx, &admin, &product, "product").await[0]["title"], "After a change");
+    assert_eq!(count(fx, &admin, &format!("/api/product/count?code={first}-AGAIN")).await, 1, "made once");
+}
+
 }
 
 /// Rights are judged again when a file is processed. A server without workers takes the

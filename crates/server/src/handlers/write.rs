@@ -9,7 +9,7 @@
 use super::read::{viewer, with_etag};
 use super::{MAX_QUERY_BODY, read_body, require_grant, resource};
 use crate::AppState;
-use crate::auth::Authenticated;
+use crate::auth::WriteCaller;
 use crate::problem::{Answer, Problem};
 use axum::Extension;
 use axum::body::Body;
@@ -132,26 +132,96 @@ fn if_match(headers: &HeaderMap) -> Answer<Option<IfMatch>> {
 pub async fn create(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    Authenticated { caller, .. }: Authenticated,
+    write_caller: WriteCaller,
     Extension(timing): Extension<Arc<Timing>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Answer<Response> {
-    let resource = resource(&name)?;
+    // A file, an order and an idempotency key's answer are kept apart from the statement
+    // that commits the records: their caller is checked first (`WriteCaller`).
+    let apart = resource(&name).is_ok_and(|r| r.uploads || r.lifecycle.is_some())
+        || headers.contains_key(IDEMPOTENCY_KEY);
+    if apart {
+        let caller = write_caller.checked(&state, &timing).await?;
+        let query = query.as_deref();
+        return create_as(
+            &state,
+            &name,
+            caller,
+            &timing,
+            query,
+            &headers,
+            Sent::Stream(body),
+        )
+        .await;
+    }
+    let bytes = read_body(&headers, body, MAX_QUERY_BODY).await;
+    write_caller
+        .run(&state, &timing, |caller| {
+            let sent = Sent::Read(bytes.clone());
+            create_as(
+                &state,
+                &name,
+                caller,
+                &timing,
+                query.as_deref(),
+                &headers,
+                sent,
+            )
+        })
+        .await
+}
+
+/// A request's body: still to be read, or read already, for a write that may be made twice
+/// ([`WriteCaller::run`]). A body read badly is refused where it would have been read.
+enum Sent {
+    Stream(Body),
+    Read(Answer<bytes::Bytes>),
+}
+
+impl Sent {
+    /// The body's bytes, up to `limit`.
+    async fn bytes(self, headers: &HeaderMap, limit: usize) -> Answer<bytes::Bytes> {
+        match self {
+            Sent::Stream(body) => read_body(headers, body, limit).await,
+            Sent::Read(read) => read,
+        }
+    }
+
+    /// The body as a stream (a file's upload).
+    fn into_body(self) -> Answer<Body> {
+        match self {
+            Sent::Stream(body) => Ok(body),
+            Sent::Read(read) => read.map(Body::from),
+        }
+    }
+}
+
+/// [`create`] as `caller`.
+async fn create_as(
+    state: &AppState,
+    name: &str,
+    caller: Arc<Caller>,
+    timing: &Arc<Timing>,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Sent,
+) -> Answer<Response> {
+    let resource = resource(name)?;
     if resource.uploads {
-        return super::files::upload(&state, &caller, &timing, query.as_deref(), &headers, body)
-            .await;
+        let body = body.into_body()?;
+        return super::files::upload(state, &caller, timing, query, headers, body).await;
     }
     if resource.writes.create.is_empty() {
         return Err(not_accepted(resource, "POST", false));
     }
     require_grant(&caller, resource, "POST")?;
-    let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
+    let bytes = body.bytes(headers, MAX_QUERY_BODY).await?;
     let viewer = viewer(&caller);
-    let key = idempotency_key(&headers, &caller, resource, query.as_deref(), &bytes)?;
+    let key = idempotency_key(headers, &caller, resource, query, &bytes)?;
     if resource.lifecycle.is_some() {
-        return super::orders::intake(&state, resource, &viewer, &timing, &bytes, key).await;
+        return super::orders::intake(state, resource, &viewer, timing, &bytes, key).await;
     }
     if key.is_some() && !resource.writes.replayable() {
         // The answer shows a secret that is never kept, so it could not be given again.
@@ -167,16 +237,7 @@ pub async fn create(
         ));
     }
     let writer = Writer::with_key(&viewer, &caller.grants);
-    create_records(
-        &state,
-        resource,
-        &writer,
-        &timing,
-        query.as_deref(),
-        &bytes,
-        key,
-    )
-    .await
+    create_records(state, resource, &writer, timing, query, &bytes, key).await
 }
 
 /// The header a create's idempotency key comes in (CONTRACT §9).
@@ -438,51 +499,74 @@ async fn render_written(
 pub async fn update(
     State(state): State<AppState>,
     Path((name, id)): Path<(String, String)>,
-    Authenticated { caller, .. }: Authenticated,
+    write_caller: WriteCaller,
     Extension(timing): Extension<Arc<Timing>>,
     headers: HeaderMap,
     body: Body,
 ) -> Answer<Response> {
-    let resource = resource(&name)?;
+    let bytes = read_body(&headers, body, MAX_QUERY_BODY).await;
+    if resource(&name).is_ok_and(|r| r.lifecycle.is_some()) {
+        // A step writes through the order flow's own transaction (`WriteCaller`).
+        let caller = write_caller.checked(&state, &timing).await?;
+        return update_as(&state, &name, &id, caller, &timing, &headers, bytes).await;
+    }
+    write_caller
+        .run(&state, &timing, |caller| {
+            update_as(&state, &name, &id, caller, &timing, &headers, bytes.clone())
+        })
+        .await
+}
+
+/// [`update`] as `caller`, with the body as it was read.
+async fn update_as(
+    state: &AppState,
+    name: &str,
+    id: &str,
+    caller: Arc<Caller>,
+    timing: &Timing,
+    headers: &HeaderMap,
+    bytes: Answer<bytes::Bytes>,
+) -> Answer<Response> {
+    let resource = resource(name)?;
     if resource.writes.update.is_empty() && resource.lifecycle.is_none() {
         return Err(not_accepted(resource, "PATCH", true));
     }
     require_grant(&caller, resource, "PATCH")?;
-    let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
+    let bytes = bytes?;
     let viewer = viewer(&caller);
     // The store answers 404 for a record outside scope before it looks at the values or the
     // step; a request refused before it gets there asks the same question first.
     if resource.lifecycle.is_some() {
-        let parsed = if_match(&headers).and_then(|if_match| {
+        let parsed = if_match(headers).and_then(|if_match| {
             let ask = super::orders::read_step(&bytes)?;
             Ok((if_match, ask))
         });
         let (if_match, ask) =
-            out_of_scope_first(&state, resource, &id, &viewer, &timing, parsed).await?;
-        return super::orders::step(&state, resource, &id, &viewer, &timing, &ask, if_match).await;
+            out_of_scope_first(state, resource, id, &viewer, timing, parsed).await?;
+        return super::orders::step(state, resource, id, &viewer, timing, &ask, if_match).await;
     }
-    let parsed = if_match(&headers).and_then(|if_match| {
+    let parsed = if_match(headers).and_then(|if_match| {
         let values = parse_write(resource, WriteMode::Update, &bytes, &viewer)?;
         Ok((if_match, values))
     });
     let (if_match, values) =
-        out_of_scope_first(&state, resource, &id, &viewer, &timing, parsed).await?;
+        out_of_scope_first(state, resource, id, &viewer, timing, parsed).await?;
     let writer = Writer::with_key(&viewer, &caller.grants);
     // The answer is the record as a read by id shows it; the store reads it with the write
     // where it can.
-    let answer_plan = plan_by_id(resource, &id, &ReadRequest::default(), &viewer)?;
+    let answer_plan = plan_by_id(resource, id, &ReadRequest::default(), &viewer)?;
     let (version, page) = state
         .store
         .update_record_answered(
-            &id,
+            id,
             &values,
             &writer,
             if_match.as_ref(),
             &answer_plan,
-            &timing,
+            timing,
         )
         .await?;
-    let page = page.ok_or_else(|| not_found(resource, &id))?;
+    let page = page.ok_or_else(|| not_found(resource, id))?;
     Ok(with_etag(
         answer(StatusCode::OK, page.body.to_vec(), None),
         Some(version),
@@ -515,22 +599,38 @@ async fn out_of_scope_first<T>(
 pub async fn delete(
     State(state): State<AppState>,
     Path((name, id)): Path<(String, String)>,
-    Authenticated { caller, .. }: Authenticated,
+    write_caller: WriteCaller,
     Extension(timing): Extension<Arc<Timing>>,
     headers: HeaderMap,
 ) -> Answer<Response> {
-    let resource = resource(&name)?;
+    write_caller
+        .run(&state, &timing, |caller| {
+            delete_as(&state, &name, &id, caller, &timing, &headers)
+        })
+        .await
+}
+
+/// [`delete`] as `caller`.
+async fn delete_as(
+    state: &AppState,
+    name: &str,
+    id: &str,
+    caller: Arc<Caller>,
+    timing: &Timing,
+    headers: &HeaderMap,
+) -> Answer<Response> {
+    let resource = resource(name)?;
     if !resource.writes.delete {
         return Err(not_accepted(resource, "DELETE", true));
     }
     require_grant(&caller, resource, "DELETE")?;
     let viewer = viewer(&caller);
     let if_match =
-        out_of_scope_first(&state, resource, &id, &viewer, &timing, if_match(&headers)).await?;
+        out_of_scope_first(state, resource, id, &viewer, timing, if_match(headers)).await?;
     let writer = Writer::with_key(&viewer, &caller.grants);
     state
         .store
-        .delete_record_if(resource, &id, &writer, if_match.as_ref())
+        .delete_record_if(resource, id, &writer, if_match.as_ref())
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

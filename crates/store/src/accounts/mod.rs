@@ -100,6 +100,59 @@ pub fn secret_hash(secret: &str) -> String {
         .collect()
 }
 
+/// The SQLSTATE [`CALLER_CHECK`] raises when a caller's authentication stamp moved.
+pub(crate) const CALLER_CHANGED_STATE: &str = "BHCAL";
+
+/// PostgreSQL's function that keeps a write whose caller was taken from memory unchecked
+/// ([`crate::Timing::check_caller_at`]) from committing once what the caller's
+/// authentication depends on has changed: it raises [`CALLER_CHANGED_STATE`], which
+/// aborts the whole statement, where a condition would only skip the part it guards.
+/// `STABLE`, so that a condition holding it and no column is evaluated once a statement,
+/// not once a row.
+pub(crate) const CALLER_CHECK: &str = "bh_caller_unchanged";
+
+/// The statement that (re)creates [`CALLER_CHECK`] (PostgreSQL's migrations).
+pub(crate) fn caller_check_function() -> String {
+    format!(
+        "CREATE OR REPLACE FUNCTION {CALLER_CHECK}(expected NUMERIC, actual NUMERIC) RETURNS BOOLEAN LANGUAGE plpgsql STABLE AS $$ BEGIN IF expected IS DISTINCT FROM actual THEN RAISE EXCEPTION 'the credentials of the request changed' USING ERRCODE = '{CALLER_CHANGED_STATE}'; END IF; RETURN TRUE; END $$"
+    )
+}
+
+/// The version a remembered caller is stamped with: every commit that bumps one of
+/// [`auth_versions`] bumps it too (`WriteTx`'s bump), so it moves exactly when their sum
+/// does, and a check of it is one row. It is not striped: what bumps it (a key made or
+/// revoked, a user changed) is rare, and a key's use does not.
+pub const AUTH_STAMP: &str = "bh_auth";
+
+/// The authentication stamp in `versions` ([`AUTH_STAMP`]).
+pub fn auth_stamp(versions: &crate::Versions) -> i64 {
+    versions.of(AUTH_STAMP)
+}
+
+/// Whether a commit that bumps `versions` changes what callers are authenticated as.
+pub(crate) fn moves_auth_stamp(versions: &[&'static str]) -> bool {
+    versions.iter().any(|name| auth_versions().contains(name))
+}
+
+/// True while the authentication stamp ([`AUTH_STAMP`]) is still `stamp`; otherwise the
+/// statement that holds it fails ([`CALLER_CHECK`]). Read in the statement's own snapshot:
+/// a change committed before the write began is seen.
+pub(crate) fn caller_unchanged(stamp: i64) -> Expr {
+    let current = Query::select()
+        .column(Alias::new("version"))
+        .from(Alias::new(crate::versions::TABLE))
+        .and_where(Expr::col(Alias::new("table_name")).eq(AUTH_STAMP))
+        .to_owned();
+    let current = Expr::cust_with_exprs(
+        "coalesce($1, 0)",
+        [Expr::SubQuery(None, Box::new(current.into()))],
+    );
+    sea_query::Func::cust(Alias::new(CALLER_CHECK))
+        .arg(Expr::val(stamp))
+        .arg(current)
+        .into()
+}
+
 /// A new random secret starting with `prefix` (30 alphanumerics: 178 bits).
 pub fn new_secret(prefix: &str) -> String {
     let random: String = rand::rng()

@@ -32,6 +32,10 @@
 #   BULK_SIZE    variants in the array create (default 1000, the most one request may hold)
 #   BULK_REPS    array creates to time (default 5)
 #   WRITER_RATE  background writes per second during the second read pass (default 50)
+#   WARMUP       seconds of each write workload run first and not counted (default 5): the
+#                first seconds after the demo load and a fresh server are the database's
+#                first touches of the pages written (full-page images in PostgreSQL's WAL
+#                after the load's checkpoint) and the server's empty caches
 #   WRITER_CONNECTIONS  the background writer's connections, which share its schedule (default
 #                8: a write and its checks take longer than 1/50 s on a busy server)
 #   PAGE_CACHE_MB  the server's page cache (default 32, the server's default)
@@ -62,6 +66,7 @@ STOCK_IDS=${STOCK_IDS:-1000}
 BULK_SIZE=${BULK_SIZE:-1000}
 BULK_REPS=${BULK_REPS:-5}
 WRITER_RATE=${WRITER_RATE:-50}
+WARMUP=${WARMUP:-5}
 WRITER_CONNECTIONS=${WRITER_CONNECTIONS:-8}
 PAGE_CACHE_MB=${PAGE_CACHE_MB:-32}
 WRK_TIMEOUT=${WRK_TIMEOUT:-30s}
@@ -94,6 +99,7 @@ STALE_GOAL=0
 [[ $BULK_SIZE =~ ^[1-9][0-9]*$ ]] && [ "$BULK_SIZE" -le 1000 ] || die "BULK_SIZE must be 1 to 1000"
 [[ $BULK_REPS =~ ^[1-9][0-9]*$ ]] || die "BULK_REPS must be a positive number"
 [[ $WRITER_RATE =~ ^[1-9][0-9]*$ ]] || die "WRITER_RATE must be a positive number"
+[[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP must be a number of seconds"
 [[ $WRITER_CONNECTIONS =~ ^[1-9][0-9]*$ ]] && [ "$WRITER_CONNECTIONS" -le 25 ] ||
   die "WRITER_CONNECTIONS must be 1 to 25"
 [[ $PAGE_CACHE_MB =~ ^[0-9]+$ ]] || die "PAGE_CACHE_MB must be a number"
@@ -117,6 +123,15 @@ WRK_VERSION=$( (wrk -v 2>&1 || true) | sed -n '1p')
 # The machine, wrk runs, requests and the read workloads W1–W5 (shared with bench/orders.sh).
 # shellcheck source=bench/lib_load.sh
 . "$ROOT/bench/lib_load.sh"
+
+# WARMUP seconds of a write workload, not counted (its writes carry the tag BENCH_TAG's run
+# tag with a 9 after it, so they are not among the run's products).
+warm_up() {
+  [ "$WARMUP" -gt 0 ] || return 0
+  say "  warm-up: ${WARMUP}s of the same, not counted"
+  BENCH_TAG=${TAG}9 wrk -t"$THREADS" -c"$CONNECTIONS" -d"${WARMUP}s" --timeout "$WRK_TIMEOUT" \
+    -s "$LUA_DIR/$1" "$BASE" >/dev/null 2>&1 || say "  (the warm-up's wrk failed)"
+}
 
 wps_goal() { if [ "$1" = sqlite ]; then echo "$SQLITE_GOAL_WPS"; else echo "$POSTGRES_GOAL_WPS"; fi; }
 write_goal_text() {
@@ -210,6 +225,7 @@ EOF
   say "  first create: HTTP $R_CODE in $R_MS ms; Server-Timing: ${R_TIMING:-none}"
   [ "$R_CODE" = 201 ] || die "POST /api/product as $CRED_USER answered $R_CODE: $(head -c 500 "$WORK/answer.json")"
   export BENCH_BRAND=$brand BENCH_TAG=$TAG
+  warm_up write_post_product.lua
   run_wrk P1 write_post_product.lua
   local -A W_P50=() W_P99=() W_WPS=() W_ERR=() W_NOTE=()
   if [ -n "${F[note]:-}" ]; then W_NOTE[P1]=${F[note]}; else
@@ -222,6 +238,7 @@ EOF
   # -- P2: single changes.
   printf '\n-- P2  PATCH /api/stock/<id> (inStock, %s records)\n' "$(wc -l <"$WORK/patch.ids")"
   export BENCH_IDS_FILE=$WORK/patch.ids
+  warm_up write_patch_stock.lua
   run_wrk P2 write_patch_stock.lua
   if [ -n "${F[note]:-}" ]; then W_NOTE[P2]=${F[note]}; else
     W_P50[P2]=${F[p50_ms]} W_P99[P2]=${F[p99_ms]} W_WPS[P2]=${F[rps]} W_ERR[P2]=${F[errors]}
@@ -318,8 +335,8 @@ EOF
       "$write_email" "$READ_USER" "$PAGE_CACHE_MB"
     printf 'date %s; nproc %s; CPU %s; load average %s at the start, %s after the demo load, %s at the end\n' \
       "$RUN_DATE" "$NPROC" "$CPU_MODEL" "$LOADAVG" "$load_start" "$load_end"
-    printf 'SCALE %s (demo load %s s); %s s per wrk run; wrk %s threads, %s connections; commit %s\n' \
-      "$SCALE" "$DEMO_SECONDS" "$DURATION" "$THREADS" "$CONNECTIONS" "$COMMIT"
+    printf 'SCALE %s (demo load %s s); %s s per wrk run (P1, P2 after %s s of warm-up); wrk %s threads, %s connections; commit %s\n' \
+      "$SCALE" "$DEMO_SECONDS" "$DURATION" "$WARMUP" "$THREADS" "$CONNECTIONS" "$COMMIT"
     printf 'server peak RSS %s MB; answers other than 2xx over the whole run (metrics): %s\n' "$peak" "${statuses:-none}"
     printf 'server log: %s lines at level warn, %s of them slow statements (over 1 s)%s\n' "$log_lines" "$slow" \
       "${slowest:+, the slowest $slowest s}"

@@ -353,7 +353,6 @@ impl FromRequestParts<AppState> for WriteCaller {
             auth.per_key
                 .take(&caller.key_id, Instant::now())
                 .map_err(|wait| Problem(too_many(wait, "requests for this key")))?;
-            auth.touch(&caller.key_id);
             let address = client_address(parts, &state.trusted_proxies);
             return Ok(WriteCaller {
                 caller,
@@ -396,18 +395,22 @@ impl WriteCaller {
             return work(self.caller).await;
         };
         timing.check_caller_at(Some(unchecked.stamp));
+        let key_id = self.caller.key_id.clone();
         let answer = work(self.caller).await;
         let check = timing.caller_check();
         timing.check_caller_at(None);
-        match check {
-            CallerCheck::Held => return answer,
+        let held = match check {
+            CallerCheck::Held => true,
             CallerCheck::Unchecked => {
                 let versions = state.store.versions(timing).await?;
-                if auth_stamp(&versions) == unchecked.stamp {
-                    return answer;
-                }
+                auth_stamp(&versions) == unchecked.stamp
             }
-            CallerCheck::Changed => {}
+            CallerCheck::Changed => false,
+        };
+        if held {
+            // Its use, once it is known to have been valid (`lastUsed`).
+            state.auth.touch(&key_id);
+            return answer;
         }
         let authenticated = unchecked.check(state, timing).await?;
         work(authenticated.caller).await

@@ -506,7 +506,7 @@ pub async fn update(
 ) -> Answer<Response> {
     let bytes = read_body(&headers, body, MAX_QUERY_BODY).await;
     if resource(&name).is_ok_and(|r| r.lifecycle.is_some()) {
-        // A step writes through the order flow's own transaction (`WriteCaller`).
+        // A step goes through the order flow, which checks its caller first (`WriteCaller`).
         let caller = write_caller.checked(&state, &timing).await?;
         return update_as(&state, &name, &id, caller, &timing, &headers, bytes).await;
     }

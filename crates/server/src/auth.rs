@@ -10,8 +10,7 @@
 //! not depend on (`brandhub_store::accounts::auth_versions`).
 
 use crate::AppState;
-use crate::problem::Answer;
-use crate::problem::Problem;
+use crate::problem::{Answer, Problem};
 use crate::proxies::TrustedProxies;
 use crate::ratelimit::{Buckets, Limit, too_many};
 use axum::extract::{ConnectInfo, FromRequestParts};

@@ -129,9 +129,12 @@ pub fn auth_stamp(versions: &crate::Versions) -> i64 {
     versions.of(AUTH_STAMP)
 }
 
-/// Whether a commit that bumps `versions` changes what callers are authenticated as.
+/// Whether a commit that bumps `versions` changes what callers are authenticated as (every
+/// write's commit asks, so the names are looked up in a set).
 pub(crate) fn moves_auth_stamp(versions: &[&'static str]) -> bool {
-    versions.iter().any(|name| auth_versions().contains(name))
+    static NAMES: std::sync::LazyLock<std::collections::HashSet<&'static str>> =
+        std::sync::LazyLock::new(|| auth_versions().iter().copied().collect());
+    versions.iter().any(|name| NAMES.contains(name))
 }
 
 /// True while the authentication stamp ([`AUTH_STAMP`]) is still `stamp`; otherwise the
@@ -143,10 +146,10 @@ pub(crate) fn caller_unchanged(stamp: i64) -> Expr {
         .from(Alias::new(crate::versions::TABLE))
         .and_where(Expr::col(Alias::new("table_name")).eq(AUTH_STAMP))
         .to_owned();
-    let current = Expr::cust_with_exprs(
-        "coalesce($1, 0)",
-        [Expr::SubQuery(None, Box::new(current.into()))],
-    );
+    let current = sea_query::Func::coalesce([
+        Expr::SubQuery(None, Box::new(current.into())),
+        Expr::val(0i64),
+    ]);
     sea_query::Func::cust(Alias::new(CALLER_CHECK))
         .arg(Expr::val(stamp))
         .arg(current)

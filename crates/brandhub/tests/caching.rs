@@ -494,6 +494,26 @@ mod answered_patches {
         }
     }
 
+    async fn a_company_users_patch_reads_its_expansions_under_the_versions_its_statement_read(fx) {
+        // The company user's scope reads brands and warehouses besides the expanded tables:
+        // the write's statement reads the versions of those alone, and the expansions are
+        // still taken from the cache.
+        let warehouse = common::call(fx, reqwest::Method::GET, "/api/warehouse?fields=id&pageSize=1&order_by=id", "company", None).await.ids("warehouse")[0].clone();
+        let listed = common::call(fx, reqwest::Method::GET, &format!("/api/stock?fields=id&pageSize=1&order_by=id&fk_warehouse={warehouse}"), "company", None).await;
+        let path = format!("/api/stock/{}", listed.ids("stock")[0]);
+        for step in 1..=3 {
+            let answer = common::call(fx, reqwest::Method::PATCH, &path, "company", Some(serde_json::json!({"inStock": 40 + step}))).await;
+            assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+            let read = common::call(fx, reqwest::Method::GET, &path, "company", None).await;
+            assert_eq!(answer.json(), read.json(), "the answer and the next read by id differ");
+            assert_eq!(answer.records("stock")[0]["inStock"], 40 + step);
+            assert!(answer.records("stock")[0]["stock_variant"]["variant_product"]["product_brand"]["id"].is_string(), "expanded: {}", answer.json());
+            if step > 1 && fx.db == common::Db::Postgres {
+                assert_eq!(answer.statements(), 1, "{:?}", answer.header("server-timing"));
+            }
+        }
+    }
+
     }
 }
 

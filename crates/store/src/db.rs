@@ -898,9 +898,9 @@ struct HeldAnswer {
     table: &'static str,
     statement: sea_query::SelectStatement,
     kinds: Vec<Kind>,
-    /// Whether the answer's expansions read under versions
-    /// ([`crate::page::fresh_page_reads_versions`]).
-    expands_under_versions: bool,
+    /// The versions the answer's expansions read under, if they read under any
+    /// ([`crate::page::versions_its_expansions_read`]).
+    versions_read: Option<Vec<&'static str>>,
 }
 
 /// A write held back on PostgreSQL ([`WriteTx::held_writes`]).
@@ -1523,22 +1523,22 @@ impl WriteTx {
     /// 13% fewer `PATCH`es a second when it was tried). So only a write that
     /// [`WriteTx::is_optimistic`] asks.
     ///
-    /// `expands_under_versions`: the answer's expansions read under versions
-    /// ([`crate::page::fresh_page_reads_versions`]); a request that read none before it
-    /// wrote (its caller taken unchecked, `Timing::check_caller_at`) then gets them from
+    /// `versions_read`: the versions the answer's expansions read under
+    /// ([`crate::page::versions_its_expansions_read`]); a request that read none before it
+    /// wrote (its caller taken unchecked, `Timing::check_caller_at`) then gets those from
     /// the same statement, as it saw them before its own bump.
     pub(crate) fn answer_with(
         &mut self,
         table: &'static str,
         statement: sea_query::SelectStatement,
         kinds: Vec<Kind>,
-        expands_under_versions: bool,
+        versions_read: Option<Vec<&'static str>>,
     ) {
         self.answer = Some(HeldAnswer {
             table,
             statement,
             kinds,
-            expands_under_versions,
+            versions_read,
         });
     }
 
@@ -1727,7 +1727,7 @@ impl WriteTx {
         let names: Vec<String> = (0..held.len()).map(|i| format!("held{i}")).collect();
         // The answer rides along only on the one conditional write (an update or an insert)
         // of the table it reads.
-        let answer = self
+        let mut answer = self
             .answer
             .take()
             .filter(|answer| raced_if_none && held[0].table == answer.table);
@@ -1790,15 +1790,17 @@ impl WriteTx {
             ));
             kinds.push(Kind::Integer);
         }
-        // The versions, for an answer that expands under them in a request that read none
+        // The versions an answer's expansions read under, in a request that read none
         // (`Timing::versions_after_writes` then has them).
         let versions_at = kinds.len();
-        let folds_versions = answer.as_ref().is_some_and(|a| a.expands_under_versions)
-            && Timing::request_lacks_versions();
-        if folds_versions {
+        let folded_versions = answer
+            .as_mut()
+            .and_then(|a| a.versions_read.take())
+            .filter(|_| Timing::request_lacks_versions());
+        if let Some(names) = &folded_versions {
             statement.expr(Expr::SubQuery(
                 None,
-                Box::new(crate::versions::folded_statement(Backend::Postgres).into()),
+                Box::new(crate::versions::folded_statement_of(Backend::Postgres, names).into()),
             ));
             kinds.push(Kind::Text);
         }
@@ -1850,12 +1852,12 @@ impl WriteTx {
         if versioned && let Some(Cell::Integer(version)) = rows.first().and_then(|r| r.get(2)) {
             self.version_written = Some(*version);
         }
-        if folds_versions {
+        if let Some(names) = &folded_versions {
             let text = match rows.first().and_then(|r| r.get(versions_at)) {
                 Some(Cell::Text(text)) => text.as_str(),
                 _ => "",
             };
-            Timing::keep_versions_of_request(Versions::parse(text));
+            Timing::keep_versions_of_request(Versions::parse_of(text, names));
         }
         if answers {
             self.answered = Some(

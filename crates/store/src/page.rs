@@ -10,11 +10,12 @@ use crate::error::StoreResult;
 use crate::recheck::{Judged, Recheck};
 use crate::render::render_envelope;
 use crate::versions::Versions;
+use brandhub_catalog::catalog;
 use brandhub_query::plan::{ReadPlan, Viewer};
-use brandhub_query::sql::{PageStrategy, page_statement, page_tables};
+use brandhub_query::sql::{PageStrategy, page_statement, page_tables, tables_read};
 use sea_query::SqliteQueryBuilder;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// A rendered envelope and how many records it holds.
@@ -149,6 +150,38 @@ const EXPANSIONS_WORTH_THE_VERSIONS: usize = 2;
 pub(crate) fn fresh_page_reads_versions(plan: &ReadPlan) -> bool {
     !crate::read::counts_itself(plan)
         || expansions(&plan.selection) >= EXPANSIONS_WORTH_THE_VERSIONS
+}
+
+/// The versions a fresh page of `plan` reads its expansions under, when it reads under any
+/// ([`fresh_page_reads_versions`]): for every relation it expands, at every depth, those of
+/// the tables [`crate::related`] stamps the relation's rows with (its own and what the
+/// viewer's scope over it reads). A write's answer reads only these
+/// ([`crate::versions::folded_statement_of`]); one missed here only costs its relation's
+/// rows a statement ([`Versions::know_all`]).
+pub(crate) fn versions_its_expansions_read(
+    plan: &ReadPlan,
+    viewer: &Viewer,
+) -> Option<Vec<&'static str>> {
+    fn add(
+        selection: &brandhub_query::plan::Selection,
+        viewer: &Viewer,
+        names: &mut BTreeSet<&'static str>,
+    ) {
+        for selected in &selection.relations {
+            let Some(sub) = &selected.expanded else {
+                continue;
+            };
+            let target = catalog().target(selected.relation);
+            names.extend(tables_read(target, &viewer.scope(target)));
+            add(sub, viewer, names);
+        }
+    }
+    if !fresh_page_reads_versions(plan) {
+        return None;
+    }
+    let mut names = BTreeSet::new();
+    add(&plan.selection, viewer, &mut names);
+    Some(names.into_iter().collect())
 }
 
 /// How many relations a selection expands, at every depth.
@@ -417,6 +450,34 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use brandhub_catalog::UserType;
+    use brandhub_query::plan::plan_by_id;
+    use brandhub_query::request::ReadRequest;
+
+    #[test]
+    fn a_write_answer_reads_the_versions_of_what_it_expands_and_of_the_scope_over_it() {
+        let stock = catalog().resource("stock").unwrap();
+        let company = Viewer::new(UserType::Company, "U1", vec!["C1".into()], None, None);
+        let plan = plan_by_id(stock, "S1", &ReadRequest::default(), &company).unwrap();
+        let names = versions_its_expansions_read(&plan, &company).expect("expands enough");
+        for table in ["variant", "warehouse", "product", "brand"] {
+            assert!(names.contains(&table), "{table} in {names:?}");
+        }
+        assert!(
+            !names.contains(&"stock"),
+            "the table written is not: {names:?}"
+        );
+        let request = ReadRequest {
+            fields: Some(vec!["id".into(), "inStock".into()]),
+            ..ReadRequest::default()
+        };
+        let plain = plan_by_id(stock, "S1", &request, &company).unwrap();
+        assert_eq!(
+            versions_its_expansions_read(&plain, &company),
+            None,
+            "expands nothing"
+        );
+    }
 
     #[tokio::test]
     async fn a_page_in_making_keeps_the_next_request_waiting_and_is_forgotten_after() {

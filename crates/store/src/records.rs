@@ -684,8 +684,9 @@ impl Store {
                 if let Some(plan) = &plan {
                     let columns = node_columns(&plan.selection, None);
                     let statement = page_statement(plan, self.pinned_strategy());
-                    let under_versions = crate::page::fresh_page_reads_versions(plan);
-                    tx.answer_with(resource.table, statement, kinds(&columns), under_versions);
+                    let versions_read =
+                        crate::page::versions_its_expansions_read(plan, writer.viewer);
+                    tx.answer_with(resource.table, statement, kinds(&columns), versions_read);
                 }
                 let committed = tx.commit_answered().await?;
                 StoreResult::Ok(Some((written, plan.zip(committed.answer))))
@@ -772,8 +773,8 @@ impl Store {
         if tx.is_optimistic() && !reaches_own_table(answer) {
             let columns = node_columns(&answer.selection, None);
             let statement = page_statement(answer, self.pinned_strategy());
-            let under_versions = crate::page::fresh_page_reads_versions(answer);
-            tx.answer_with(resource.table, statement, kinds(&columns), under_versions);
+            let versions_read = crate::page::versions_its_expansions_read(answer, writer.viewer);
+            tx.answer_with(resource.table, statement, kinds(&columns), versions_read);
         }
         let first = async {
             let checked =

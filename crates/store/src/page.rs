@@ -7,12 +7,13 @@
 
 use crate::db::{Store, Timing};
 use crate::error::StoreResult;
+use crate::read::kinds;
 use crate::recheck::{Judged, Recheck};
 use crate::render::render_envelope;
 use crate::versions::Versions;
 use brandhub_catalog::catalog;
 use brandhub_query::plan::{ReadPlan, Viewer};
-use brandhub_query::sql::{PageStrategy, page_statement, page_tables, tables_read};
+use brandhub_query::sql::{PageStrategy, node_columns, page_statement, page_tables, tables_read};
 use sea_query::SqliteQueryBuilder;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
@@ -247,9 +248,26 @@ impl Store {
         Ok(RenderedPage::of(plan, &data))
     }
 
+    /// Has the commit of `tx`, a write of `plan`'s table, read `plan`'s page (a by-id answer)
+    /// with the rows it wrote, and the versions its expansions read under
+    /// ([`versions_its_expansions_read`]); [`Store::render_read_by_write`] renders it after.
+    pub(crate) fn answer_within(
+        &self,
+        tx: &mut crate::db::WriteTx,
+        plan: &ReadPlan,
+        viewer: &Viewer,
+    ) {
+        let columns = node_columns(&plan.selection, None);
+        tx.answer_with(
+            plan.resource.table,
+            page_statement(plan, self.pinned_strategy()),
+            kinds(&columns),
+            versions_its_expansions_read(plan, viewer),
+        );
+    }
+
     /// [`Store::render_fresh`] of a by-id plan whose records a write's own statement read
-    /// (`rows`, the page's columns: [`crate::db::WriteTx::answer_with`]): only its expansions
-    /// are read.
+    /// (`rows`, the page's columns: [`Store::answer_within`]): only its expansions are read.
     pub(crate) async fn render_read_by_write(
         &self,
         plan: &ReadPlan,

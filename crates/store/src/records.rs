@@ -13,7 +13,6 @@ use crate::ids::new_id;
 use crate::page::RenderedPage;
 use crate::policy;
 use crate::precondition::precondition_failed;
-use crate::read::kinds;
 use crate::schema::ROW_VERSION;
 use crate::write::{cell_of, records_of};
 use brandhub_catalog::{
@@ -27,10 +26,7 @@ use brandhub_query::conditions::IfMatch;
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::ReadPlan;
 use brandhub_query::plan::{Predicate, Viewer};
-use brandhub_query::sql::{
-    condition, node_columns, page_statement, reaches_own_table, satisfying_ids,
-    seen_and_writable_ids,
-};
+use brandhub_query::sql::{condition, reaches_own_table, satisfying_ids, seen_and_writable_ids};
 use brandhub_query::text::fold;
 use brandhub_query::write::WriteValues;
 use sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Query, SqliteQueryBuilder};
@@ -682,11 +678,7 @@ impl Store {
                 }
                 .filter(|plan| !reaches_own_table(plan));
                 if let Some(plan) = &plan {
-                    let columns = node_columns(&plan.selection, None);
-                    let statement = page_statement(plan, self.pinned_strategy());
-                    let versions_read =
-                        crate::page::versions_its_expansions_read(plan, writer.viewer);
-                    tx.answer_with(resource.table, statement, kinds(&columns), versions_read);
+                    self.answer_within(&mut tx, plan, writer.viewer);
                 }
                 let committed = tx.commit_answered().await?;
                 StoreResult::Ok(Some((written, plan.zip(committed.answer))))
@@ -771,10 +763,7 @@ impl Store {
         let mut tx = self.begin_optimistic().await?;
         // Only a PostgreSQL write that checks before it locks can carry its answer.
         if tx.is_optimistic() && !reaches_own_table(answer) {
-            let columns = node_columns(&answer.selection, None);
-            let statement = page_statement(answer, self.pinned_strategy());
-            let versions_read = crate::page::versions_its_expansions_read(answer, writer.viewer);
-            tx.answer_with(resource.table, statement, kinds(&columns), versions_read);
+            self.answer_within(&mut tx, answer, writer.viewer);
         }
         let first = async {
             let checked =

@@ -293,7 +293,7 @@ mod tests {
         };
         store.checkpoints = Some(Arc::new(Checkpoints::new(
             pool.clone(),
-            store.write_gate.clone().expect("a SQLite store"),
+            store.write_turn.as_ref().expect("a SQLite store").gate(),
             RESTART_AFTER,
         )));
         const WRITERS: i64 = 4;

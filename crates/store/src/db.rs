@@ -96,15 +96,11 @@ pub struct Store {
     /// Notified when a write of this process committed events (see [`Store::events_written`]).
     pub(crate) events_written: std::sync::Arc<tokio::sync::Notify>,
     /// SQLite only: where this process's write transactions queue for the database's one
-    /// write lock (see [`Store::begin`]).
-    pub(crate) write_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// write lock, and the connection they run on ([`crate::write_turn`]).
+    pub(crate) write_turn: Option<crate::write_turn::WriteTurn>,
     /// SQLite only: when this process checkpoints the database ([`crate::checkpoint`]).
     pub(crate) checkpoints: Option<std::sync::Arc<crate::checkpoint::Checkpoints>>,
 }
-
-/// How long a write transaction waits for SQLite's write lock in this process before it
-/// gives up, as long as SQLite's own busy timeout for other processes.
-const WRITE_GATE_WAIT: Duration = Duration::from_secs(30);
 
 /// The most writes an optimistic write holds for the one statement that commits it (an
 /// order's intake holds three: the order, its lines, their stock); a write of more begins
@@ -414,8 +410,13 @@ impl Store {
     pub async fn connect(options: &StoreOptions) -> StoreResult<Store> {
         let url = options.url.as_str();
         let mut export_pool = None;
+        let mut write_turn = None;
         let pool = if url.starts_with("sqlite:") {
             let main = sqlite_options(url, SQLITE_CACHE_KIB)?;
+            write_turn = Some(crate::write_turn::WriteTurn::new(sqlite_options(
+                url,
+                crate::write_turn::WRITER_CACHE_KIB,
+            )?));
             export_pool = Some(Pool::Sqlite(
                 SqlitePoolOptions::new()
                     .max_connections(EXPORT_CONNECTIONS)
@@ -459,13 +460,11 @@ impl Store {
                 "database URL '{url}' is neither sqlite:// nor postgres://"
             )));
         };
-        let write_gate = matches!(pool, Pool::Sqlite(_))
-            .then(|| std::sync::Arc::new(tokio::sync::Semaphore::new(1)));
-        let checkpoints = match (&pool, &write_gate) {
-            (Pool::Sqlite(sqlite), Some(gate)) => {
+        let checkpoints = match (&pool, &write_turn) {
+            (Pool::Sqlite(sqlite), Some(turn)) => {
                 Some(std::sync::Arc::new(crate::checkpoint::Checkpoints::new(
                     sqlite.clone(),
-                    gate.clone(),
+                    turn.gate(),
                     crate::checkpoint::RESTART_AFTER_FRAMES,
                 )))
             }
@@ -476,7 +475,7 @@ impl Store {
             checkpoints.clone(),
         ));
         Ok(Store {
-            write_gate,
+            write_turn,
             checkpoints,
             pool,
             export_pool,
@@ -539,6 +538,9 @@ impl Store {
 
     /// Closes every connection (on shutdown, or before deleting a test database).
     pub async fn close(&self) {
+        if let Some(turn) = &self.write_turn {
+            turn.close().await;
+        }
         if let Some(exports) = &self.export_pool {
             on_pool!(exports, |pool, _builder| pool.close().await)
         }
@@ -698,33 +700,42 @@ impl Store {
         Ok(self.write_tx(Tx::PostgresUnbegun(Some(conn))))
     }
 
-    /// Starts a write transaction. On SQLite it takes the write lock at once (`BEGIN
-    /// IMMEDIATE`), so two writers never deadlock upgrading read locks.
-    pub async fn begin(&self) -> StoreResult<WriteTx> {
-        // SQLite takes one writer at a time. Writers of this process queue for it here, in
-        // order, and each finds the lock free: waiting in SQLite's busy handler instead means
-        // sleeping between tries (up to 100 ms each), so the lock stays idle while the
-        // waiters sleep and a busy moment's answers take hundreds of milliseconds.
-        let gate = match &self.write_gate {
-            Some(gate) => Some(
-                tokio::time::timeout(WRITE_GATE_WAIT, gate.clone().acquire_owned())
-                    .await
-                    .map_err(|e| internal("waited too long to write", e))?
-                    .map_err(|e| internal("the write gate closed", e))?,
-            ),
-            None => None,
+    /// Starts a write that creates records, checked before it locks: on PostgreSQL
+    /// [`Store::begin_optimistic`]. On SQLite its reads (the checks of the records to
+    /// create) run on a pooled connection outside any transaction, beside other writes, and
+    /// its inserts are held back ([`WriteTx::insert_unanswered_if_new`]), so that the write
+    /// turn is taken only by the one batch that begins the transaction, inserts, bumps the
+    /// versions and commits ([`WriteTx::commit`]). A write that needs more (a statement that
+    /// writes at once, a read of what it holds) takes the turn and begins the transaction
+    /// there, as [`Store::begin`] does. A natural key taken meanwhile ends the write with
+    /// [`StoreError::raced`], and the caller starts again with [`Store::begin`].
+    pub(crate) async fn begin_to_create(&self) -> StoreResult<WriteTx> {
+        let (Pool::Sqlite(pool), Some(turn)) = (&self.pool, &self.write_turn) else {
+            return self.begin_optimistic().await;
         };
-        let tx = match &self.pool {
-            Pool::Sqlite(pool) => Tx::Sqlite(SqliteTx {
-                conn: Some(
-                    pool.acquire()
-                        .await
-                        .map_err(|e| internal("cannot begin a transaction", e))?,
-                ),
-                unbegun: true,
-                turn: gate,
-            }),
-            Pool::Postgres(pool) => Tx::Postgres(
+        let reader = pool
+            .acquire()
+            .await
+            .map_err(|e| internal("cannot begin a transaction", e))?;
+        Ok(self.write_tx(Tx::SqliteUnbegun {
+            reader: Some(reader),
+            turn: turn.clone(),
+        }))
+    }
+
+    /// Starts a write transaction. On SQLite it takes this process's write turn
+    /// ([`crate::write_turn`]) and then the write lock at once (`BEGIN IMMEDIATE`, sent with
+    /// its first statement), so two writers never deadlock upgrading read locks.
+    pub async fn begin(&self) -> StoreResult<WriteTx> {
+        let tx = match (&self.pool, &self.write_turn) {
+            (Pool::Sqlite(_), Some(turn)) => Tx::Sqlite(SqliteTx::in_turn(turn.take().await?)),
+            (Pool::Sqlite(_), None) => {
+                return Err(internal(
+                    "cannot begin a transaction",
+                    sqlx::Error::Protocol("a SQLite store without its write turn".into()),
+                ));
+            }
+            (Pool::Postgres(pool), _) => Tx::Postgres(
                 pool.begin()
                     .await
                     .map_err(|e| internal("cannot begin a transaction", e))?,
@@ -759,6 +770,13 @@ impl Store {
 
 enum Tx {
     Sqlite(SqliteTx),
+    /// [`Store::begin_to_create`] on SQLite before it took the write turn: reads run on
+    /// `reader`, a pooled connection, outside a transaction. `reader` is `None` once the
+    /// write ended.
+    SqliteUnbegun {
+        reader: Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>,
+        turn: crate::write_turn::WriteTurn,
+    },
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
     /// [`Store::begin_optimistic`] before its first write statement: reads run on the
     /// connection outside a transaction. `None` once it is ended.
@@ -776,6 +794,17 @@ struct SqliteTx {
     unbegun: bool,
     /// This process's turn to write, given up when the transaction has ended.
     turn: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl SqliteTx {
+    /// A transaction to begin on the connection of `turn`, which it holds until it ends.
+    fn in_turn(turn: crate::write_turn::Turn) -> SqliteTx {
+        SqliteTx {
+            conn: Some(turn.conn),
+            unbegun: true,
+            turn: Some(turn.permit),
+        }
+    }
 }
 
 impl Drop for SqliteTx {
@@ -827,6 +856,10 @@ enum Part {
     Transaction,
     /// Held back ([`WriteTx::update_unanswered`]), writing this table.
     Held(&'static str),
+    /// An optimistic write's insert held back ([`WriteTx::insert_unanswered_if_new`]): a
+    /// unique value taken, or a record it refers to gone, means a concurrent write came
+    /// first since the write's checks.
+    HeldIfNew(&'static str),
     /// The statement the caller sends now.
     Own,
 }
@@ -1005,34 +1038,44 @@ impl WriteTx {
         statement: sea_query::InsertStatement,
         ids: &[&str],
     ) -> StoreResult<()> {
-        if self.is_optimistic() {
-            self.mark_insert(table, ids, true);
-            return self
-                .hold_write(table, HeldStatement::Insert(statement), false)
-                .await;
-        }
-        if !matches!(self.tx, Tx::Sqlite(_)) {
-            return self
+        match self.tx {
+            Tx::Postgres(_) => self
                 .execute_insert_of(table, &statement, ids, true)
                 .await
-                .map(|_| ());
+                .map(|_| ()),
+            Tx::PostgresUnbegun(_) => {
+                self.mark_insert(table, ids, true);
+                self.hold_write(table, HeldStatement::Insert(statement), false)
+                    .await
+            }
+            Tx::Sqlite(_) | Tx::SqliteUnbegun { .. } => {
+                self.mark_insert(table, ids, true);
+                self.hold(Part::Held(table), statement.build(SqliteQueryBuilder));
+                Ok(())
+            }
         }
-        self.mark_insert(table, ids, true);
-        self.hold(table, statement.build(SqliteQueryBuilder));
-        Ok(())
     }
 
-    /// An optimistic write's ([`WriteTx::is_optimistic`]) insert of one new row that skips
-    /// a row whose unique values are taken (`ON CONFLICT DO NOTHING`), held for the
-    /// statement that commits the write, on condition that it inserted its row: if it did
-    /// not (a concurrent write took the key since the check), nothing is written and the
-    /// write fails with [`StoreError::raced`].
+    /// An insert of one new row of an optimistic write ([`WriteTx::is_optimistic`]), held for
+    /// the statement that commits the write, on condition that the row's unique values (its
+    /// natural key) are still free: if a concurrent write took them since the check, nothing
+    /// is written and the write fails with [`StoreError::raced`]. On PostgreSQL the insert
+    /// skips the row (`ON CONFLICT DO NOTHING`) and the rest of the statement is conditioned
+    /// on it; on SQLite the taken key fails the insert, and with it the batch that would have
+    /// committed the write. A write that is not optimistic inserts at once, skipping a row
+    /// whose key is taken, and fails the same way.
     pub(crate) async fn insert_unanswered_if_new(
         &mut self,
         table: &'static str,
-        statement: sea_query::InsertStatement,
+        mut statement: sea_query::InsertStatement,
         ids: &[&str],
     ) -> StoreResult<()> {
+        if let Tx::SqliteUnbegun { .. } = self.tx {
+            self.mark_insert(table, ids, true);
+            self.hold(Part::HeldIfNew(table), statement.build(SqliteQueryBuilder));
+            return Ok(());
+        }
+        statement.on_conflict(sea_query::OnConflict::new().do_nothing().to_owned());
         if !self.is_optimistic() {
             return match self.execute_insert_of(table, &statement, ids, true).await? {
                 0 => Err(StoreError::raced()),
@@ -1065,14 +1108,10 @@ impl WriteTx {
         self.send_held_writes().await
     }
 
-    /// SQLite: keeps a statement of `table` to send with the next one
-    /// ([`WriteTx::send_sqlite`]); an error it meets is told as `table`'s.
-    fn hold(&mut self, table: &'static str, (sql, values): (String, sea_query::Values)) {
-        self.unanswered.push(Batched {
-            sql,
-            values,
-            part: Part::Held(table),
-        });
+    /// SQLite: keeps a statement to send with the next one ([`WriteTx::send_sqlite`]); an
+    /// error it meets is told as `part`'s.
+    fn hold(&mut self, part: Part, (sql, values): (String, sea_query::Values)) {
+        self.unanswered.push(Batched { sql, values, part });
     }
 
     /// Remembers rows `ids` of `table` as written (`inserted`: as new rows).
@@ -1128,8 +1167,16 @@ impl WriteTx {
         conditional: bool,
     ) -> StoreResult<()> {
         self.mark_update(table, &statement, Some(ids));
-        if matches!(self.tx, Tx::Sqlite(_)) {
-            self.hold(table, statement.build(SqliteQueryBuilder));
+        if matches!(self.tx, Tx::SqliteUnbegun { .. }) && conditional {
+            // Conditioned on what was read outside the turn: the update must tell whether it
+            // changed its row, so it is sent now, in the transaction.
+            return match self.execute_untracked(table, &statement).await? {
+                0 => Err(StoreError::raced()),
+                _ => Ok(()),
+            };
+        }
+        if matches!(self.tx, Tx::Sqlite(_) | Tx::SqliteUnbegun { .. }) {
+            self.hold(Part::Held(table), statement.build(SqliteQueryBuilder));
             return Ok(());
         }
         self.hold_write(table, HeldStatement::Update(statement), conditional)
@@ -1165,19 +1212,38 @@ impl WriteTx {
     /// begun its transaction: what it reads is not locked, so an update names the version
     /// it read ([`WriteTx::update_unanswered`]).
     pub(crate) fn is_optimistic(&self) -> bool {
+        matches!(self.tx, Tx::PostgresUnbegun(_) | Tx::SqliteUnbegun { .. })
+    }
+
+    /// Whether the statement that commits this write can read its answer too
+    /// ([`WriteTx::answer_with`]): an optimistic write's on PostgreSQL.
+    pub(crate) fn commit_can_answer(&self) -> bool {
         matches!(self.tx, Tx::PostgresUnbegun(_))
     }
 
-    /// An optimistic write's transaction, begun before its first write statement.
-    async fn begin_postgres(&mut self) -> StoreResult<()> {
-        if let Tx::PostgresUnbegun(conn) = &mut self.tx {
-            let conn = conn.take().ok_or_else(ended)?;
-            let started = Instant::now();
-            let tx = sqlx::Transaction::begin(conn, None)
-                .await
-                .map_err(|e| internal("cannot begin a transaction", e))?;
-            Timing::add_to_request(started.elapsed());
-            self.tx = Tx::Postgres(tx);
+    /// An optimistic write's transaction, begun before its first write statement: on
+    /// PostgreSQL at once, on SQLite in the write turn, taken now (`BEGIN IMMEDIATE` goes
+    /// with the next statement, after the writes held back).
+    async fn begin_now(&mut self) -> StoreResult<()> {
+        match &mut self.tx {
+            Tx::PostgresUnbegun(conn) => {
+                let conn = conn.take().ok_or_else(ended)?;
+                let started = Instant::now();
+                let tx = sqlx::Transaction::begin(conn, None)
+                    .await
+                    .map_err(|e| internal("cannot begin a transaction", e))?;
+                Timing::add_to_request(started.elapsed());
+                self.tx = Tx::Postgres(tx);
+            }
+            Tx::SqliteUnbegun { reader, turn } => {
+                if reader.is_none() {
+                    return Err(ended());
+                }
+                let turn = turn.clone().take().await?;
+                // The pooled connection goes back to the pool now.
+                self.tx = Tx::Sqlite(SqliteTx::in_turn(turn));
+            }
+            Tx::Sqlite(_) | Tx::Postgres(_) => {}
         }
         Ok(())
     }
@@ -1188,7 +1254,7 @@ impl WriteTx {
         if self.held_writes.is_empty() {
             return Ok(());
         }
-        self.begin_postgres().await?;
+        self.begin_now().await?;
         let Tx::Postgres(tx) = &mut self.tx else {
             return Ok(());
         };
@@ -1384,7 +1450,7 @@ impl WriteTx {
         S: SqlxBinder,
     {
         self.send_held_writes().await?;
-        self.begin_postgres().await?;
+        self.begin_now().await?;
         let Tx::Postgres(tx) = &mut self.tx else {
             let (sql, sea_query_sqlx::SqlxValues(values)) =
                 statement.build_sqlx(SqliteQueryBuilder);
@@ -1432,10 +1498,25 @@ impl WriteTx {
         S: SqlxBinder,
     {
         self.send_held_writes().await?;
-        if !reading {
-            self.begin_postgres().await?;
+        // On SQLite a read of what the write holds back is made in its transaction.
+        if !reading || !self.unanswered.is_empty() {
+            self.begin_now().await?;
         }
         let decoded = match &mut self.tx {
+            Tx::SqliteUnbegun { reader, .. } => {
+                // Outside a transaction, beside other writes: an optimistic write's checks.
+                let reader = reader.as_mut().ok_or_else(ended)?;
+                let started = Instant::now();
+                let (sql, values) = built(statement, SqliteQueryBuilder);
+                let rows = sqlx::query_with(AssertSqlSafe(sql), values)
+                    .fetch_all(&mut **reader)
+                    .await
+                    .map_err(failed)?;
+                Timing::add_to_request(started.elapsed());
+                rows.iter()
+                    .map(|r| decode_row(r, kinds))
+                    .collect::<Result<_, _>>()
+            }
             Tx::Sqlite(_) => {
                 let (sql, sea_query_sqlx::SqlxValues(values)) =
                     statement.build_sqlx(SqliteQueryBuilder);
@@ -1520,8 +1601,9 @@ impl WriteTx {
     /// (`brandhub_query::sql::reaches_own_table`). [`WriteTx::commit_answered`] tells
     /// whether the commit read it. Not on SQLite: read inside the transaction, the answer
     /// would hold the one write lock longer, and writers queue for it (bench/RESULTS.md:
-    /// 13% fewer `PATCH`es a second when it was tried). So only a write that
-    /// [`WriteTx::is_optimistic`] asks.
+    /// 13% fewer `PATCH`es a second when it was tried; after the `COMMIT`, in the batch of
+    /// an optimistic create, no fewer CPU per create and a longer turn). So only a write
+    /// that [`WriteTx::commit_can_answer`] asks.
     ///
     /// `versions_read`: the versions the answer's expansions read under
     /// ([`crate::page::versions_its_expansions_read`]); a request that read none before it
@@ -1550,7 +1632,7 @@ impl WriteTx {
         // Before the commit is sent: a commit that fails leaves the versions unknown, which
         // costs only a cache lookup.
         Timing::note_written_in_request(&versions);
-        let announced = if matches!(self.tx, Tx::Sqlite(_)) {
+        let announced = if matches!(self.tx, Tx::Sqlite(_) | Tx::SqliteUnbegun { .. }) {
             self.commit_sqlite(&versions).await?
         } else {
             self.commit_postgres(&versions).await?
@@ -1620,15 +1702,22 @@ impl WriteTx {
                 batch.push(prune.build(SqliteQueryBuilder));
             }
         }
-        if let Tx::Sqlite(tx) = &mut self.tx
-            && tx.unbegun
-            && batch.is_empty()
-            && self.unanswered.is_empty()
-        {
-            // Nothing was written or read: there is nothing to commit.
-            tx.conn = None;
-            return Ok(false);
+        if batch.is_empty() && self.unanswered.is_empty() {
+            match &mut self.tx {
+                Tx::Sqlite(tx) if tx.unbegun => {
+                    // Nothing was written or read: there is nothing to commit.
+                    tx.conn = None;
+                    return Ok(false);
+                }
+                Tx::SqliteUnbegun { reader, .. } => {
+                    *reader = None;
+                    return Ok(false);
+                }
+                _ => {}
+            }
         }
+        // An optimistic write takes its turn now, for this one batch.
+        self.begin_now().await?;
         let (_, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
             batch_error(part, e, |e| internal("a commit's bookkeeping failed", e))
         })?;
@@ -1673,7 +1762,7 @@ impl WriteTx {
                 .await?;
         } else {
             self.send_held_writes().await?;
-            self.begin_postgres().await?;
+            self.begin_now().await?;
             for insert in self.outbox_statements(None) {
                 announced |= self.execute_untracked(EVENT_TABLE, &insert).await? > 0;
             }
@@ -1915,6 +2004,14 @@ fn batch_error(
     match part {
         Part::Own => own(error),
         Part::Held(table) => write_error(table, error),
+        Part::HeldIfNew(table) => match &error {
+            sqlx::Error::Database(db)
+                if db.is_unique_violation() || db.is_foreign_key_violation() =>
+            {
+                StoreError::raced()
+            }
+            _ => write_error(table, error),
+        },
         Part::Transaction => internal("cannot begin or commit a transaction", error),
     }
 }

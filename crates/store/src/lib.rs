@@ -35,6 +35,7 @@ pub mod stats;
 pub mod table;
 pub mod versions;
 pub mod write;
+pub(crate) mod write_turn;
 
 pub use accounts::grants::Grant;
 pub use accounts::sessions::{NewInvitation, NewSession};

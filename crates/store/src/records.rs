@@ -655,11 +655,11 @@ impl Store {
     ) -> StoreResult<(Vec<Written>, Option<RenderedPage>)> {
         for attempt in 0..RACE_ATTEMPTS {
             // One new record is first checked unlocked and written by one statement that
-            // commits itself ([`Store::begin_optimistic`]; on SQLite a transaction), on
-            // condition that its natural key is still free; a key taken meanwhile is
+            // commits itself (on SQLite one batch in the write turn: [`Store::begin_to_create`]),
+            // on condition that its natural key is still free; a key taken meanwhile is
             // checked again in a transaction, which then finds its holder.
             let mut tx = if attempt == 0 && items.len() == 1 && !upsert {
-                self.begin_optimistic().await?
+                self.begin_to_create().await?
             } else {
                 self.begin().await?
             };
@@ -671,7 +671,7 @@ impl Store {
                 };
                 // The one record created, read by the statement that writes it.
                 let plan = match (answer, written.as_slice()) {
-                    (Some((template, _)), [one]) if one.created && tx.is_optimistic() => {
+                    (Some((template, _)), [one]) if one.created && tx.commit_can_answer() => {
                         Some(template.narrowed_to(std::slice::from_ref(&one.id)))
                     }
                     _ => None,
@@ -762,7 +762,7 @@ impl Store {
         let id = id.to_ascii_uppercase();
         let mut tx = self.begin_optimistic().await?;
         // Only a PostgreSQL write that checks before it locks can carry its answer.
-        if tx.is_optimistic() && !reaches_own_table(answer) {
+        if tx.commit_can_answer() && !reaches_own_table(answer) {
             self.answer_within(&mut tx, answer, writer.viewer);
         }
         let first = async {

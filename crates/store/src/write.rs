@@ -251,8 +251,7 @@ impl WriteTx {
         if self.is_optimistic()
             && let [record] = &*records
         {
-            for (_, mut insert) in self.insert_statements(resource, records, Stamp::IfUnset) {
-                insert.on_conflict(skip.clone());
+            for (_, insert) in self.insert_statements(resource, records, Stamp::IfUnset) {
                 self.insert_unanswered_if_new(resource.table, insert, &[record.id()])
                     .await?;
             }

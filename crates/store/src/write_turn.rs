@@ -1,0 +1,254 @@
+//! SQLite's one write turn. SQLite lets one writer at a time hold its write lock, so this
+//! process's write transactions queue for it here, in arrival order, and each finds the lock
+//! free: waiting in SQLite's busy handler instead means sleeping between tries (up to 100 ms
+//! each), so the lock stays idle while the waiters sleep and a busy moment's answers take
+//! hundreds of milliseconds.
+//!
+//! The transactions all run on one connection kept for writing. A SQLite connection keeps
+//! its own cache of pages, and in WAL mode it empties that cache whenever it begins to read
+//! after another connection's commit changed the database. Writes spread over the pool each
+//! began on a connection whose cache some other write had just emptied, and read the pages
+//! of every index they wrote from the file again (a product's create writes eleven B-trees);
+//! on the one connection that made the last commits the cache stays warm from one write to
+//! the next (bench/RESULTS.md).
+
+use crate::error::StoreResult;
+use sqlx::Sqlite;
+use sqlx::pool::PoolConnection;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The page cache of the connection kept for writing, in KiB: the index pages that writes
+/// touch, kept between writes.
+pub(crate) const WRITER_CACHE_KIB: u32 = 65_536;
+
+/// How long a write transaction waits for its turn in this process before it gives up, as
+/// long as SQLite's own busy timeout for other processes.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// This process's turn to write to its SQLite database, and the connection writes run on.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteTurn {
+    gate: Arc<Semaphore>,
+    /// A pool of one connection, opened when first needed and opened again if it is closed
+    /// (a transaction that could not be rolled back closes it).
+    writer: SqlitePool,
+}
+
+/// A write's turn: the write lock is this process's until it is dropped.
+pub(crate) struct Turn {
+    /// Given back when the turn is dropped.
+    pub(crate) permit: OwnedSemaphorePermit,
+    pub(crate) conn: PoolConnection<Sqlite>,
+}
+
+impl WriteTurn {
+    /// The turn of a database whose connections `options` open (with their page cache set to
+    /// [`WRITER_CACHE_KIB`] by the caller).
+    pub(crate) fn new(options: SqliteConnectOptions) -> WriteTurn {
+        WriteTurn {
+            gate: Arc::new(Semaphore::new(1)),
+            writer: SqlitePoolOptions::new()
+                .max_connections(1)
+                .min_connections(0)
+                // A ping before every write would be one more round trip in the turn.
+                .test_before_acquire(false)
+                .acquire_timeout(WAIT)
+                .connect_lazy_with(options),
+        }
+    }
+
+    /// Waits for the turn, then takes the connection writes run on.
+    pub(crate) async fn take(&self) -> StoreResult<Turn> {
+        let permit = tokio::time::timeout(WAIT, self.gate.clone().acquire_owned())
+            .await
+            .map_err(|e| crate::db::internal("waited too long to write", e))?
+            .map_err(|e| crate::db::internal("the write turn closed", e))?;
+        let conn = self
+            .writer
+            .acquire()
+            .await
+            .map_err(|e| crate::db::internal("cannot open the connection writes run on", e))?;
+        Ok(Turn { permit, conn })
+    }
+
+    /// The gate itself, for the checkpoints that take it ([`crate::checkpoint`]).
+    pub(crate) fn gate(&self) -> Arc<Semaphore> {
+        self.gate.clone()
+    }
+
+    /// Closes the connection writes run on (on shutdown).
+    pub(crate) async fn close(&self) {
+        self.writer.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::db::{Kind, Store, StoreOptions, Timing};
+    use brandhub_catalog::Cell;
+    use sea_query::{Alias, Expr, ExprTrait, Query};
+    use std::time::Duration;
+
+    /// A guard against a deadlock, not a time window: what it waits for needs no other task.
+    const DEADLOCK: Duration = Duration::from_secs(20);
+
+    /// A migrated SQLite store with a table `thing` of unique codes.
+    async fn store_with_things(dir: &tempfile::TempDir) -> Store {
+        let store = Store::connect(&StoreOptions {
+            url: format!("sqlite://{}", dir.path().join("turn.db").display()),
+            max_connections: 3,
+            page_cache_bytes: 0,
+            matches_first_limit: 40,
+            pg_settings: Vec::new(),
+        })
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        store
+            .execute_raw("CREATE TABLE thing (id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE)")
+            .await
+            .unwrap();
+        store
+    }
+
+    fn thing(id: &str, code: &str) -> sea_query::InsertStatement {
+        Query::insert()
+            .into_table(Alias::new("thing"))
+            .columns([Alias::new("id"), Alias::new("code")])
+            .values_panic([id.into(), code.into()])
+            .to_owned()
+    }
+
+    fn things_coded(code: &str) -> sea_query::SelectStatement {
+        Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new("thing"))
+            .and_where(Expr::col(Alias::new("code")).eq(code))
+            .to_owned()
+    }
+
+    async fn ids(store: &Store) -> Vec<String> {
+        let all = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new("thing"))
+            .order_by(Alias::new("id"), sea_query::Order::Asc)
+            .to_owned();
+        let rows = store
+            .fetch(&all, &[Kind::Text], &Timing::default())
+            .await
+            .unwrap();
+        rows.into_iter()
+            .filter_map(|row| row[0].as_text().map(str::to_string))
+            .collect()
+    }
+
+    async fn version_of_things(store: &Store) -> i64 {
+        store
+            .versions(&Timing::default())
+            .await
+            .unwrap()
+            .of("thing")
+    }
+
+    /// A create's checks read while another write holds the turn (and SQLite's write lock),
+    /// and its insert waits for the turn only to be sent, with its commit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_creates_checks_read_beside_the_write_holding_the_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_things(&dir).await;
+        let mut holder = store.begin().await.unwrap();
+        holder.execute("thing", &thing("A", "a")).await.unwrap();
+        let mut create = store.begin_to_create().await.unwrap();
+        let seen = tokio::time::timeout(DEADLOCK, create.fetch(&things_coded("a"), &[Kind::Text]))
+            .await
+            .expect("a create's check waited for the write turn")
+            .unwrap();
+        assert!(
+            seen.is_empty(),
+            "the check saw an uncommitted write: {seen:?}"
+        );
+        tokio::time::timeout(
+            DEADLOCK,
+            create.insert_unanswered_if_new("thing", thing("B", "b"), &["B"]),
+        )
+        .await
+        .expect("a held insert waited for the write turn")
+        .unwrap();
+        let committing = tokio::spawn(create.commit());
+        holder.commit().await.unwrap();
+        committing.await.unwrap().unwrap();
+        assert_eq!(ids(&store).await, ["A", "B"]);
+        assert_eq!(
+            version_of_things(&store).await,
+            2,
+            "each commit bumps its table"
+        );
+    }
+
+    /// A natural key taken by another write between a create's check and its commit: the
+    /// insert fails inside the batch that would commit it, nothing of the create is written
+    /// (not its row, not its bump), the create is told it raced, and the turn is free again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_key_taken_after_a_creates_check_writes_nothing_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_things(&dir).await;
+        let mut create = store.begin_to_create().await.unwrap();
+        let seen = create
+            .fetch(&things_coded("taken"), &[Kind::Text])
+            .await
+            .unwrap();
+        assert!(seen.is_empty());
+        let mut first = store.begin().await.unwrap();
+        first
+            .execute("thing", &thing("FIRST", "taken"))
+            .await
+            .unwrap();
+        first.commit().await.unwrap();
+        let before = version_of_things(&store).await;
+        create
+            .insert_unanswered_if_new("thing", thing("SECOND", "taken"), &["SECOND"])
+            .await
+            .unwrap();
+        let error = tokio::time::timeout(DEADLOCK, create.commit())
+            .await
+            .expect("the commit waited for a turn nobody held")
+            .unwrap_err();
+        assert!(error.is_raced(), "{error:?}");
+        assert_eq!(ids(&store).await, ["FIRST"]);
+        assert_eq!(
+            version_of_things(&store).await,
+            before,
+            "a create that raced bumped"
+        );
+        let mut next = tokio::time::timeout(DEADLOCK, store.begin())
+            .await
+            .expect("the raced create kept the turn")
+            .unwrap();
+        next.execute("thing", &thing("NEXT", "next")).await.unwrap();
+        next.commit().await.unwrap();
+        assert_eq!(ids(&store).await, ["FIRST", "NEXT"]);
+    }
+
+    /// A read of what a create holds back is made in its transaction, after the held
+    /// insert: the create reads its own write.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_after_a_held_insert_sees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_things(&dir).await;
+        let mut create = store.begin_to_create().await.unwrap();
+        create
+            .insert_unanswered_if_new("thing", thing("MINE", "mine"), &["MINE"])
+            .await
+            .unwrap();
+        let seen = create
+            .fetch(&things_coded("mine"), &[Kind::Text])
+            .await
+            .unwrap();
+        assert_eq!(seen, vec![vec![Cell::Text("MINE".into())]]);
+        create.commit().await.unwrap();
+        assert_eq!(ids(&store).await, ["MINE"]);
+    }
+}

@@ -22,7 +22,7 @@ use base64::engine::general_purpose::STANDARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
 use brandhub_store::accounts::auth_stamp;
 use brandhub_store::accounts::sessions::{SESSION_IDLE_MILLIS, session_of};
-use brandhub_store::{Backend, Caller, CallerCheck, Store, Timing, Versions};
+use brandhub_store::{Caller, CallerCheck, Store, Timing, Versions};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -319,9 +319,9 @@ async fn checked(
     }
 }
 
-/// The caller of a write of records (`POST`, `PATCH`, `DELETE`). On PostgreSQL, a caller
-/// remembered from an earlier request is taken without the versions read that would check
-/// it: the statement that commits its write checks it instead ([`Timing::check_caller_at`]),
+/// The caller of a write of records (`POST`, `PATCH`, `DELETE`). A caller remembered from an
+/// earlier request is taken without the versions read that would check it: the statement
+/// that commits its write (on SQLite, the batch) checks it instead ([`Timing::check_caller_at`]),
 /// and [`WriteCaller::run`] checks it after anything that committed no write, so an answer
 /// is only given to a caller that was valid while it was made. A write is then one
 /// statement fewer, and it is the database's busiest statement (bench/RESULTS.md).
@@ -344,8 +344,7 @@ impl FromRequestParts<AppState> for WriteCaller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
         let auth = &state.auth;
-        if state.store.backend() == Backend::Postgres
-            && let Ok((user, secret)) = credentials(parts)
+        if let Ok((user, secret)) = credentials(parts)
             && let Some((stamp, caller)) =
                 auth.remembered_at(&user, &secret, None, state.store.clock().now_millis())
         {

@@ -856,6 +856,9 @@ enum Part {
     Transaction,
     /// Held back ([`WriteTx::update_unanswered`]), writing this table.
     Held(&'static str),
+    /// The check of a caller taken from memory unchecked (`Timing::check_caller_at`), first
+    /// in the batch that commits.
+    CallerCheck,
     /// An optimistic write's insert held back ([`WriteTx::insert_unanswered_if_new`]): a
     /// unique value taken, or a record it refers to gone, means a concurrent write came
     /// first since the write's checks.
@@ -1702,6 +1705,21 @@ impl WriteTx {
                 batch.push(prune.build(SqliteQueryBuilder));
             }
         }
+        // A caller taken from memory unchecked (`Timing::check_caller_at`): the batch that
+        // commits holds only while its authentication stamp does, checked first.
+        let caller = Timing::caller_stamp_of_request().filter(|_| !versions.is_empty());
+        if let Some(stamp) = caller {
+            let (sql, values) =
+                crate::accounts::caller_unchanged_on_sqlite(stamp).build(SqliteQueryBuilder);
+            self.unanswered.insert(
+                0,
+                Batched {
+                    sql,
+                    values,
+                    part: Part::CallerCheck,
+                },
+            );
+        }
         if batch.is_empty() && self.unanswered.is_empty() {
             match &mut self.tx {
                 Tx::Sqlite(tx) if tx.unbegun => {
@@ -1721,6 +1739,9 @@ impl WriteTx {
         let (_, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
             batch_error(part, e, |e| internal("a commit's bookkeeping failed", e))
         })?;
+        if caller.is_some() {
+            Timing::note_caller_check(CallerCheck::Held);
+        }
         Ok(affected.iter().take(outbox).sum::<u64>() > 0)
     }
 
@@ -2013,6 +2034,18 @@ fn batch_error(
             _ => write_error(table, error),
         },
         Part::Transaction => internal("cannot begin or commit a transaction", error),
+        Part::CallerCheck => caller_changed(),
+    }
+}
+
+/// A write whose caller, taken from memory unchecked, changed before it committed: nothing
+/// was written, and the server checks the caller again and makes the write as what it is
+/// now (`server::auth::WriteCaller`); the conflict is told only if it does not.
+fn caller_changed() -> StoreError {
+    Timing::note_caller_check(CallerCheck::Changed);
+    StoreError::Conflict {
+        detail: "The API key or its user changed while this write was made, so nothing was written; send the request again.".to_string(),
+        field: None,
     }
 }
 
@@ -2020,11 +2053,7 @@ fn batch_error(
 fn write_error(table: &str, error: sqlx::Error) -> StoreError {
     if let sqlx::Error::Database(db) = &error {
         if db.code().as_deref() == Some(crate::accounts::CALLER_CHANGED_STATE) {
-            Timing::note_caller_check(CallerCheck::Changed);
-            return StoreError::Conflict {
-                detail: "The API key or its user changed while this write was made, so nothing was written; send the request again.".to_string(),
-                field: None,
-            };
+            return caller_changed();
         }
         if db.is_unique_violation() {
             return StoreError::Conflict {

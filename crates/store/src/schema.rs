@@ -308,6 +308,8 @@ pub fn bookkeeping_statements(backend: Backend) -> Vec<String> {
             "ALTER TABLE \"bh_table_version\" SET (fillfactor = {VERSION_PAGE_FILL})"
         ));
         statements.push(crate::accounts::caller_check_function());
+    } else {
+        statements.extend(crate::write_turn::assertion_statements());
     }
     statements.extend(crate::row_log::statements());
     for name in crate::versions::all_keys() {

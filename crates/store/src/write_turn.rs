@@ -85,6 +85,32 @@ impl WriteTurn {
     }
 }
 
+/// A table that keeps no row, for the assertions of a batch sent in the write turn. SQLite
+/// has no function that raises an error, but a trigger may: a row whose `holds` is not true
+/// fails the statement that offers it (`RAISE(ABORT)`), and with it the batch before its
+/// `COMMIT`; every other row is dropped (`RAISE(IGNORE)`). PostgreSQL's one statement that
+/// commits a write asks the same of its functions (`accounts::CALLER_CHECK`).
+pub(crate) const ASSERTION_TABLE: &str = "bh_assertion";
+
+/// The statements that make [`ASSERTION_TABLE`] and its trigger (SQLite's migrations).
+pub(crate) fn assertion_statements() -> Vec<String> {
+    vec![
+        format!("CREATE TABLE IF NOT EXISTS \"{ASSERTION_TABLE}\" (\"holds\" BOOLEAN)"),
+        format!(
+            "CREATE TRIGGER IF NOT EXISTS \"{ASSERTION_TABLE}_check\" BEFORE INSERT ON \"{ASSERTION_TABLE}\" BEGIN SELECT RAISE(ABORT, 'an assertion of the write failed') WHERE NEW.\"holds\" IS NOT 1; SELECT RAISE(IGNORE); END"
+        ),
+    ]
+}
+
+/// The statement of a batch that fails it unless `holds` is true when it runs.
+pub(crate) fn assertion(holds: sea_query::Expr) -> sea_query::InsertStatement {
+    sea_query::Query::insert()
+        .into_table(sea_query::Alias::new(ASSERTION_TABLE))
+        .columns([sea_query::Alias::new("holds")])
+        .values_panic([holds])
+        .to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use crate::db::{Kind, Store, StoreOptions, Timing};
@@ -230,6 +256,46 @@ mod tests {
         next.execute("thing", &thing("NEXT", "next")).await.unwrap();
         next.commit().await.unwrap();
         assert_eq!(ids(&store).await, ["FIRST", "NEXT"]);
+    }
+
+    /// An assertion that holds leaves no row and lets the write go on; one that does not fails
+    /// its statement, and the write's transaction writes nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_assertion_that_does_not_hold_fails_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_things(&dir).await;
+        let mut kept = store.begin().await.unwrap();
+        kept.execute("thing", &thing("KEPT", "kept")).await.unwrap();
+        kept.execute_untracked(
+            super::ASSERTION_TABLE,
+            &super::assertion(Expr::val(1).eq(1)),
+        )
+        .await
+        .unwrap();
+        kept.commit().await.unwrap();
+        let mut failed = store.begin().await.unwrap();
+        failed
+            .execute("thing", &thing("LOST", "lost"))
+            .await
+            .unwrap();
+        failed
+            .execute_untracked(
+                super::ASSERTION_TABLE,
+                &super::assertion(Expr::val(1).eq(2)),
+            )
+            .await
+            .unwrap_err();
+        drop(failed);
+        assert_eq!(ids(&store).await, ["KEPT"]);
+        let rows = Query::select()
+            .expr(sea_query::Func::count(Expr::col(sea_query::Asterisk)))
+            .from(Alias::new(super::ASSERTION_TABLE))
+            .to_owned();
+        let count = store
+            .fetch_integer(&rows, &Timing::default())
+            .await
+            .unwrap();
+        assert_eq!(count, 0, "an assertion kept a row");
     }
 
     /// A read of what a create holds back is made in its transaction, after the held

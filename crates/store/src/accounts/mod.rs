@@ -118,6 +118,12 @@ pub(crate) fn caller_check_function() -> String {
     )
 }
 
+/// On SQLite, the statement of a commit's batch that fails it unless the authentication
+/// stamp is still `stamp` (an assertion of the batch: [`crate::write_turn::assertion`]).
+pub(crate) fn caller_unchanged_on_sqlite(stamp: i64) -> sea_query::InsertStatement {
+    crate::write_turn::assertion(current_auth_stamp().eq(stamp))
+}
+
 /// The version a remembered caller is stamped with: every commit that bumps one of
 /// [`auth_versions`] bumps it too (`WriteTx`'s bump), so it moves exactly when their sum
 /// does, and a check of it is one row. It is not striped: what bumps it (a key made or
@@ -141,19 +147,24 @@ pub(crate) fn moves_auth_stamp(versions: &[&'static str]) -> bool {
 /// statement that holds it fails ([`CALLER_CHECK`]). Read in the statement's own snapshot:
 /// a change committed before the write began is seen.
 pub(crate) fn caller_unchanged(stamp: i64) -> Expr {
+    sea_query::Func::cust(Alias::new(CALLER_CHECK))
+        .arg(Expr::val(stamp))
+        .arg(current_auth_stamp())
+        .into()
+}
+
+/// The authentication stamp ([`AUTH_STAMP`]) as the database holds it now.
+fn current_auth_stamp() -> Expr {
     let current = Query::select()
         .column(Alias::new("version"))
         .from(Alias::new(crate::versions::TABLE))
         .and_where(Expr::col(Alias::new("table_name")).eq(AUTH_STAMP))
         .to_owned();
-    let current = sea_query::Func::coalesce([
+    sea_query::Func::coalesce([
         Expr::SubQuery(None, Box::new(current.into())),
         Expr::val(0i64),
-    ]);
-    sea_query::Func::cust(Alias::new(CALLER_CHECK))
-        .arg(Expr::val(stamp))
-        .arg(current)
-        .into()
+    ])
+    .into()
 }
 
 /// A new random secret starting with `prefix` (30 alphanumerics: 178 bits).

@@ -700,16 +700,18 @@ impl Store {
         Ok(self.write_tx(Tx::PostgresUnbegun(Some(conn))))
     }
 
-    /// Starts a write that creates records, checked before it locks: on PostgreSQL
-    /// [`Store::begin_optimistic`]. On SQLite its reads (the checks of the records to
-    /// create) run on a pooled connection outside any transaction, beside other writes, and
-    /// its inserts are held back ([`WriteTx::insert_unanswered_if_new`]), so that the write
-    /// turn is taken only by the one batch that begins the transaction, inserts, bumps the
-    /// versions and commits ([`WriteTx::commit`]). A write that needs more (a statement that
-    /// writes at once, a read of what it holds) takes the turn and begins the transaction
-    /// there, as [`Store::begin`] does. A natural key taken meanwhile ends the write with
-    /// [`StoreError::raced`], and the caller starts again with [`Store::begin`].
-    pub(crate) async fn begin_to_create(&self) -> StoreResult<WriteTx> {
+    /// Starts a write of one record (a create or a `PATCH`) checked before it locks: on
+    /// PostgreSQL [`Store::begin_optimistic`]. On SQLite its reads (the checks of the record)
+    /// run on a pooled connection outside any transaction, beside other writes, and its
+    /// writes are held back ([`WriteTx::insert_unanswered_if_new`], an update conditioned
+    /// on the version read or on its own checks: [`WriteTx::update_unanswered`]), so that
+    /// the write turn is taken only by the one batch that begins the transaction, writes,
+    /// bumps the versions and commits ([`WriteTx::commit`]). A write that needs more (a
+    /// statement that writes at once, a read of what it holds) takes the turn and begins the
+    /// transaction there, as [`Store::begin`] does. A natural key taken meanwhile, or a
+    /// record changed since it was read, ends the write with [`StoreError::raced`], and the
+    /// caller starts again with [`Store::begin`].
+    pub(crate) async fn begin_checking_first(&self) -> StoreResult<WriteTx> {
         let (Pool::Sqlite(pool), Some(turn)) = (&self.pool, &self.write_turn) else {
             return self.begin_optimistic().await;
         };
@@ -770,7 +772,7 @@ impl Store {
 
 enum Tx {
     Sqlite(SqliteTx),
-    /// [`Store::begin_to_create`] on SQLite before it took the write turn: reads run on
+    /// [`Store::begin_checking_first`] on SQLite before it took the write turn: reads run on
     /// `reader`, a pooled connection, outside a transaction. `reader` is `None` once the
     /// write ended.
     SqliteUnbegun {
@@ -863,6 +865,10 @@ enum Part {
     /// unique value taken, or a record it refers to gone, means a concurrent write came
     /// first since the write's checks.
     HeldIfNew(&'static str),
+    /// The assertion after an optimistic write's conditional update that it changed its row
+    /// ([`WriteTx::update_unanswered`]): failing, a concurrent write came first, or the
+    /// update's own conditions do not admit the row.
+    ChangedItsRow,
     /// The statement the caller sends now.
     Own,
 }
@@ -1171,12 +1177,22 @@ impl WriteTx {
     ) -> StoreResult<()> {
         self.mark_update(table, &statement, Some(ids));
         if matches!(self.tx, Tx::SqliteUnbegun { .. }) && conditional {
-            // Conditioned on what was read outside the turn: the update must tell whether it
-            // changed its row, so it is sent now, in the transaction.
-            return match self.execute_untracked(table, &statement).await? {
-                0 => Err(StoreError::raced()),
-                _ => Ok(()),
-            };
+            // Conditioned on what was read outside the turn (or on nothing read: an unread
+            // update's `WHERE` holds the checks): held, with the assertion that it changed
+            // its row right after it, so that the batch fails before its `COMMIT` if it did
+            // not. An unread update returns the version it wrote.
+            let mut statement = statement;
+            if self.version_asked {
+                statement.returning(
+                    Query::returning()
+                        .columns([Alias::new("id"), Alias::new(crate::schema::ROW_VERSION)]),
+                );
+            }
+            self.hold(Part::Held(table), statement.build(SqliteQueryBuilder));
+            let changed =
+                crate::write_turn::assertion(Expr::expr(Func::cust(Alias::new("changes"))).eq(1));
+            self.hold(Part::ChangedItsRow, changed.build(SqliteQueryBuilder));
+            return Ok(());
         }
         if matches!(self.tx, Tx::Sqlite(_) | Tx::SqliteUnbegun { .. }) {
             self.hold(Part::Held(table), statement.build(SqliteQueryBuilder));
@@ -1736,9 +1752,24 @@ impl WriteTx {
         }
         // An optimistic write takes its turn now, for this one batch.
         self.begin_now().await?;
-        let (_, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
+        let (rows, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
             batch_error(part, e, |e| internal("a commit's bookkeeping failed", e))
         })?;
+        if self.version_asked {
+            // The unread update's `RETURNING` is the only statement of the batch with rows.
+            let written = rows
+                .iter()
+                .map(|row| decode_row(row, &[Kind::Text, Kind::Integer]))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| internal("a row did not decode", e))?;
+            self.version_written = written
+                .iter()
+                .filter_map(|row| match row.get(1) {
+                    Some(Cell::Integer(version)) => Some(*version),
+                    _ => None,
+                })
+                .max();
+        }
         if caller.is_some() {
             Timing::note_caller_check(CallerCheck::Held);
         }
@@ -2035,6 +2066,7 @@ fn batch_error(
         },
         Part::Transaction => internal("cannot begin or commit a transaction", error),
         Part::CallerCheck => caller_changed(),
+        Part::ChangedItsRow => StoreError::raced(),
     }
 }
 

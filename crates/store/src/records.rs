@@ -655,11 +655,11 @@ impl Store {
     ) -> StoreResult<(Vec<Written>, Option<RenderedPage>)> {
         for attempt in 0..RACE_ATTEMPTS {
             // One new record is first checked unlocked and written by one statement that
-            // commits itself (on SQLite one batch in the write turn: [`Store::begin_to_create`]),
+            // commits itself (on SQLite one batch in the write turn: [`Store::begin_checking_first`]),
             // on condition that its natural key is still free; a key taken meanwhile is
             // checked again in a transaction, which then finds its holder.
             let mut tx = if attempt == 0 && items.len() == 1 && !upsert {
-                self.begin_to_create().await?
+                self.begin_checking_first().await?
             } else {
                 self.begin().await?
             };
@@ -742,7 +742,7 @@ impl Store {
     /// write, `None` when the caller no longer sees it.
     ///
     /// The record is first checked unlocked and written on condition that its version did
-    /// not move ([`Store::begin_optimistic`]: on PostgreSQL a `PATCH` of one record is then
+    /// not move ([`Store::begin_checking_first`]: on PostgreSQL a `PATCH` of one record is then
     /// two statements, the check and the write, neither of them `BEGIN` or `COMMIT`); a
     /// record that changed meanwhile is checked again with its row locked until the commit,
     /// as every other write does. On PostgreSQL the statement that writes and commits reads
@@ -760,7 +760,7 @@ impl Store {
     ) -> StoreResult<(i64, Option<RenderedPage>)> {
         let resource = answer.resource;
         let id = id.to_ascii_uppercase();
-        let mut tx = self.begin_optimistic().await?;
+        let mut tx = self.begin_checking_first().await?;
         // Only a PostgreSQL write that checks before it locks can carry its answer.
         if tx.commit_can_answer() && !reaches_own_table(answer) {
             self.answer_within(&mut tx, answer, writer.viewer);
@@ -1132,10 +1132,11 @@ async fn update_in(
 }
 
 /// A `PATCH` whose values need nothing of the record as stored, written without reading it
-/// first: on PostgreSQL, in an optimistic write ([`WriteTx::is_optimistic`]), an update whose
-/// `WHERE` asks what [`update_batch_in`] checks before it writes (the record is in the
-/// caller's scope, its write rule admits it, `If-Match` names its version), sent with the
-/// commit as one statement: one statement fewer. Whether it was; when it writes no row the
+/// first: in an optimistic write ([`WriteTx::is_optimistic`]), an update whose `WHERE` asks
+/// what [`update_batch_in`] checks before it writes (the record is in the caller's scope,
+/// its write rule admits it, `If-Match` names its version), sent with the commit as one
+/// statement on PostgreSQL, in the one batch of the write turn on SQLite: one statement
+/// fewer. Whether it was; when it writes no row the
 /// commit fails with [`StoreError::raced`], and the caller writes again the checked way,
 /// which answers 404, 403 or 412 as the order of those checks says.
 ///

@@ -134,7 +134,7 @@ mod tests {
         .unwrap();
         store.migrate().await.unwrap();
         store
-            .execute_raw("CREATE TABLE thing (id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE)")
+            .execute_raw("CREATE TABLE thing (id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, row_version BIGINT NOT NULL DEFAULT 1)")
             .await
             .unwrap();
         store
@@ -187,7 +187,7 @@ mod tests {
         let store = store_with_things(&dir).await;
         let mut holder = store.begin().await.unwrap();
         holder.execute("thing", &thing("A", "a")).await.unwrap();
-        let mut create = store.begin_to_create().await.unwrap();
+        let mut create = store.begin_checking_first().await.unwrap();
         let seen = tokio::time::timeout(DEADLOCK, create.fetch(&things_coded("a"), &[Kind::Text]))
             .await
             .expect("a create's check waited for the write turn")
@@ -221,7 +221,7 @@ mod tests {
     async fn a_key_taken_after_a_creates_check_writes_nothing_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_things(&dir).await;
-        let mut create = store.begin_to_create().await.unwrap();
+        let mut create = store.begin_checking_first().await.unwrap();
         let seen = create
             .fetch(&things_coded("taken"), &[Kind::Text])
             .await
@@ -298,13 +298,87 @@ mod tests {
         assert_eq!(count, 0, "an assertion kept a row");
     }
 
+    fn recode(id: &str, code: &str) -> sea_query::UpdateStatement {
+        Query::update()
+            .table(Alias::new("thing"))
+            .value(Alias::new("code"), code)
+            .value(
+                Alias::new("row_version"),
+                Expr::col(Alias::new("row_version")).add(1),
+            )
+            .and_where(Expr::col(Alias::new("id")).eq(id))
+            .to_owned()
+    }
+
+    async fn code_of(store: &Store, id: &str) -> String {
+        let select = Query::select()
+            .column(Alias::new("code"))
+            .from(Alias::new("thing"))
+            .and_where(Expr::col(Alias::new("id")).eq(id))
+            .to_owned();
+        let rows = store
+            .fetch(&select, &[Kind::Text], &Timing::default())
+            .await
+            .unwrap();
+        rows[0][0].as_text().unwrap().to_string()
+    }
+
+    /// An update conditioned on the version its write read outside the turn: another write
+    /// of the row since fails it inside the batch that would commit it, and nothing of it is
+    /// written; the row as read is written, and an update that read nothing tells the
+    /// version it wrote.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_conditional_update_writes_only_the_row_as_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_things(&dir).await;
+        let mut first = store.begin().await.unwrap();
+        first.execute("thing", &thing("A", "a")).await.unwrap();
+        first.commit().await.unwrap();
+        let read_at_one = || {
+            let mut update = recode("A", "late");
+            update.and_where(Expr::col(Alias::new("row_version")).eq(1));
+            update
+        };
+        let mut late = store.begin_checking_first().await.unwrap();
+        late.update_unanswered("thing", read_at_one(), &["A"], true)
+            .await
+            .unwrap();
+        let mut other = store.begin().await.unwrap();
+        other
+            .execute_update("thing", &recode("A", "other"))
+            .await
+            .unwrap();
+        other.commit().await.unwrap();
+        let before = version_of_things(&store).await;
+        let error = tokio::time::timeout(DEADLOCK, late.commit())
+            .await
+            .expect("the commit waited for a turn nobody held")
+            .unwrap_err();
+        assert!(error.is_raced(), "{error:?}");
+        assert_eq!(code_of(&store, "A").await, "other");
+        assert_eq!(
+            version_of_things(&store).await,
+            before,
+            "a raced update bumped"
+        );
+
+        let mut unread = store.begin_checking_first().await.unwrap();
+        unread
+            .update_unread("thing", recode("A", "unread"), "A")
+            .await
+            .unwrap();
+        let committed = unread.commit_answered().await.unwrap();
+        assert_eq!(committed.version, Some(3), "the version the update wrote");
+        assert_eq!(code_of(&store, "A").await, "unread");
+    }
+
     /// A read of what a create holds back is made in its transaction, after the held
     /// insert: the create reads its own write.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_after_a_held_insert_sees_it() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_things(&dir).await;
-        let mut create = store.begin_to_create().await.unwrap();
+        let mut create = store.begin_checking_first().await.unwrap();
         create
             .insert_unanswered_if_new("thing", thing("MINE", "mine"), &["MINE"])
             .await

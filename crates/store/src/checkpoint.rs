@@ -129,7 +129,7 @@ impl Checkpoints {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{Store, StoreOptions};
+    use crate::db::Store;
     use sea_query::{Alias, Query};
 
     fn finished(checkpoints: &Checkpoints) {
@@ -196,16 +196,7 @@ mod tests {
 
     /// A SQLite store with the schema and a `filler` table, its log empty.
     async fn filler_store(path: &std::path::Path, max_connections: u32) -> Store {
-        let store = Store::connect(&StoreOptions {
-            url: format!("sqlite://{}", path.display()),
-            max_connections,
-            page_cache_bytes: 0,
-            matches_first_limit: 40,
-            pg_settings: Vec::new(),
-        })
-        .await
-        .unwrap();
-        store.migrate().await.unwrap();
+        let store = crate::db::migrated_sqlite(path, max_connections).await;
         store
             .execute_raw("CREATE TABLE filler (n INTEGER PRIMARY KEY, text TEXT NOT NULL)")
             .await

@@ -2105,6 +2105,23 @@ fn write_error(table: &str, error: sqlx::Error) -> StoreError {
     internal(&format!("a write to {table} failed"), error)
 }
 
+/// A SQLite store at `path` with its schema migrated and no page cache, for the store's own
+/// tests.
+#[cfg(test)]
+pub(crate) async fn migrated_sqlite(path: &std::path::Path, max_connections: u32) -> Store {
+    let store = Store::connect(&StoreOptions {
+        url: format!("sqlite://{}", path.display()),
+        max_connections,
+        page_cache_bytes: 0,
+        matches_first_limit: 40,
+        pg_settings: Vec::new(),
+    })
+    .await
+    .unwrap();
+    store.migrate().await.unwrap();
+    store
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,7 +113,7 @@ pub(crate) fn assertion(holds: sea_query::Expr) -> sea_query::InsertStatement {
 
 #[cfg(test)]
 mod tests {
-    use crate::db::{Kind, Store, StoreOptions, Timing};
+    use crate::db::{Kind, Store, Timing};
     use brandhub_catalog::Cell;
     use sea_query::{Alias, Expr, ExprTrait, Query};
     use std::time::Duration;
@@ -123,16 +123,7 @@ mod tests {
 
     /// A migrated SQLite store with a table `thing` of unique codes.
     async fn store_with_things(dir: &tempfile::TempDir) -> Store {
-        let store = Store::connect(&StoreOptions {
-            url: format!("sqlite://{}", dir.path().join("turn.db").display()),
-            max_connections: 3,
-            page_cache_bytes: 0,
-            matches_first_limit: 40,
-            pg_settings: Vec::new(),
-        })
-        .await
-        .unwrap();
-        store.migrate().await.unwrap();
+        let store = crate::db::migrated_sqlite(&dir.path().join("turn.db"), 3).await;
         store
             .execute_raw("CREATE TABLE thing (id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, row_version BIGINT NOT NULL DEFAULT 1)")
             .await

@@ -25,7 +25,8 @@ pub struct Cli {
     /// sqlite://… or postgres://… (default: sqlite in the data dir).
     #[arg(long, env = "BRANDHUB_DATABASE_URL", global = true)]
     pub database_url: Option<String>,
-    /// Most database connections this process opens.
+    /// Most connections of the database pool (on SQLite the one connection writes run on and
+    /// the two kept for exports come on top).
     #[arg(long, env = "BRANDHUB_MAX_CONNECTIONS", global = true)]
     pub max_connections: Option<u32>,
     /// A PostgreSQL setting for brandhub's sessions, NAME=VALUE (repeat for several). The

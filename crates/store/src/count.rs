@@ -3,7 +3,7 @@
 //! a count whose stamp is no longer current is never used. Counts are kept in this process's
 //! memory and in a table, so every server process on one PostgreSQL shares them. Remembering a
 //! count in the table is done by one background writer, so a read never waits for the
-//! database's write lock.
+//! database's write lock (on SQLite the writer takes the write turn, as every write does).
 
 use crate::db::{Backend, Kind, Pool, Store, Timing, on_pool};
 use crate::error::StoreResult;
@@ -11,7 +11,10 @@ use crate::versions::Versions;
 use brandhub_catalog::{Cell, Resource};
 use brandhub_query::plan::{CountPlan, Predicate};
 use brandhub_query::sql::{CountStrategy, count_statement, filter_drives, is_rare};
-use sea_query::{Alias, Expr, ExprTrait, OnConflict, Query, SelectStatement, SqliteQueryBuilder};
+use sea_query::{
+    Alias, DeleteStatement, Expr, ExprTrait, InsertStatement, OnConflict, Query, SelectStatement,
+    SqliteQueryBuilder,
+};
 use sha2::{Digest, Sha256};
 use sqlx::AssertSqlSafe;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -50,9 +53,13 @@ fn now_seconds() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// Starts the background writer of cached counts; returns where to send entries.
+/// Starts the background writer of cached counts; returns where to send entries. On SQLite
+/// it writes in `write_turn`, on the connection writes run on: a write on a pooled connection
+/// would wait for the write lock in SQLite's busy handler, and the writes queued for the turn
+/// behind whatever holds it then.
 pub(crate) fn start_writer(
     pool: Pool,
+    write_turn: Option<crate::write_turn::WriteTurn>,
     checkpoints: Option<std::sync::Arc<crate::checkpoint::Checkpoints>>,
 ) -> mpsc::Sender<CountEntry> {
     let (sender, mut receiver) = mpsc::channel::<CountEntry>(256);
@@ -93,22 +100,12 @@ pub(crate) fn start_writer(
                     )
                     .to_owned()
             });
-            let mut result: Result<(), sqlx::Error> = on_pool!(&pool, |pool, builder| {
-                let (sql, values) = crate::db::built(&upsert, builder);
-                sqlx::query_with(AssertSqlSafe(sql), values)
-                    .execute(pool)
-                    .await
-                    .map(|_| ())
-            });
-            if let (Ok(()), Some(prune)) = (&result, &prune) {
-                result = on_pool!(&pool, |pool, builder| {
-                    let (sql, values) = crate::db::built(prune, builder);
-                    sqlx::query_with(AssertSqlSafe(sql), values)
-                        .execute(pool)
-                        .await
-                        .map(|_| ())
-                });
-            }
+            let result = match (&pool, &write_turn) {
+                (Pool::Sqlite(_), Some(turn)) => {
+                    remember_in_turn(turn, &upsert, prune.as_ref()).await
+                }
+                _ => remember_on_pool(&pool, &upsert, prune.as_ref()).await,
+            };
             if let Err(error) = result {
                 tracing::debug!(%error, "a count was not cached");
             }
@@ -118,6 +115,53 @@ pub(crate) fn start_writer(
         }
     });
     sender
+}
+
+/// Writes a count (and prunes old ones) on SQLite's connection for writes, in the write turn.
+async fn remember_in_turn(
+    turn: &crate::write_turn::WriteTurn,
+    upsert: &InsertStatement,
+    prune: Option<&DeleteStatement>,
+) -> Result<(), String> {
+    let mut turn = turn.take().await.map_err(|e| e.to_string())?;
+    let (sql, values) = crate::db::built(upsert, SqliteQueryBuilder);
+    sqlx::query_with(AssertSqlSafe(sql), values)
+        .execute(&mut *turn.conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(prune) = prune {
+        let (sql, values) = crate::db::built(prune, SqliteQueryBuilder);
+        sqlx::query_with(AssertSqlSafe(sql), values)
+            .execute(&mut *turn.conn)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Writes a count (and prunes old ones) on a pooled connection (PostgreSQL).
+async fn remember_on_pool(
+    pool: &Pool,
+    upsert: &InsertStatement,
+    prune: Option<&DeleteStatement>,
+) -> Result<(), String> {
+    on_pool!(pool, |pool, builder| {
+        let (sql, values) = crate::db::built(upsert, builder);
+        sqlx::query_with(AssertSqlSafe(sql), values)
+            .execute(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    });
+    if let Some(prune) = prune {
+        on_pool!(pool, |pool, builder| {
+            let (sql, values) = crate::db::built(prune, builder);
+            sqlx::query_with(AssertSqlSafe(sql), values)
+                .execute(pool)
+                .await
+                .map_err(|e| e.to_string())?;
+        });
+    }
+    Ok(())
 }
 
 /// Where a count is remembered: the hash of its plain statement and the versions stamp of the

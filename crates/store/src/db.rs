@@ -472,6 +472,7 @@ impl Store {
         };
         let count_writer = Some(crate::count::start_writer(
             pool.clone(),
+            write_turn.clone(),
             checkpoints.clone(),
         ));
         Ok(Store {
@@ -618,18 +619,31 @@ impl Store {
 
     /// Runs a write on a bookkeeping table outside any transaction (a job's heartbeat): no
     /// version is bumped, because no cache depends on those tables. Returns the rows affected.
+    /// On SQLite it runs in the write turn, on the connection writes run on, like every other
+    /// write of this process ([`crate::write_turn`]).
     pub async fn execute_untracked<S>(&self, table: &str, statement: &S) -> StoreResult<u64>
     where
         S: SqlxBinder,
     {
-        let affected = on_pool!(&self.pool, |pool, builder| {
-            let (sql, values) = built(statement, builder);
-            sqlx::query_with(AssertSqlSafe(sql), values)
-                .execute(pool)
-                .await
-                .map_err(|e| write_error(table, e))?
-                .rows_affected()
-        });
+        let affected = match (&self.pool, &self.write_turn) {
+            (Pool::Sqlite(_), Some(turn)) => {
+                let mut turn = turn.take().await?;
+                let (sql, values) = built(statement, sea_query::SqliteQueryBuilder);
+                sqlx::query_with(AssertSqlSafe(sql), values)
+                    .execute(&mut *turn.conn)
+                    .await
+                    .map_err(|e| write_error(table, e))?
+                    .rows_affected()
+            }
+            _ => on_pool!(&self.pool, |pool, builder| {
+                let (sql, values) = built(statement, builder);
+                sqlx::query_with(AssertSqlSafe(sql), values)
+                    .execute(pool)
+                    .await
+                    .map_err(|e| write_error(table, e))?
+                    .rows_affected()
+            }),
+        };
         self.committed_on_pool();
         Ok(affected)
     }

@@ -382,4 +382,37 @@ mod tests {
         create.commit().await.unwrap();
         assert_eq!(ids(&store).await, ["MINE"]);
     }
+
+    /// A write outside a transaction (a job's heartbeat, a session's touch) takes the write
+    /// turn like any other: while a transaction holds the turn it is not sent (on a pooled
+    /// connection it would be, and then wait for SQLite's lock in the busy handler), and it
+    /// runs as soon as the turn is given back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_outside_a_transaction_waits_for_the_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_things(&dir).await;
+        let holder = store.begin().await.unwrap();
+        let outside = {
+            let store = store.clone();
+            tokio::spawn(async move { store.execute_untracked("thing", &thing("U", "u")).await })
+        };
+        let mut outside = std::pin::pin!(outside);
+        // Whatever this waits, the write cannot end while the turn is held: its end would be
+        // the failure.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), &mut outside)
+                .await
+                .is_err(),
+            "a write outside a transaction ran while another held the turn"
+        );
+        assert!(ids(&store).await.is_empty());
+        holder.commit().await.unwrap();
+        let written = tokio::time::timeout(DEADLOCK, outside)
+            .await
+            .expect("the write outside a transaction waited past the turn's end")
+            .unwrap()
+            .unwrap();
+        assert_eq!(written, 1);
+        assert_eq!(ids(&store).await, ["U"]);
+    }
 }

@@ -237,9 +237,8 @@ mod kept_expansions {
             let sample = |metric| common::metric_sample(&text, metric, &[("cache", "related")]).unwrap_or(0.0);
             (sample("brandhub_cache_hits_total"), sample("brandhub_cache_misses_total"))
         };
-        // A stock record no other test of this fixture writes (the third of a brand none of them
-        // reads), read with its default template: its warehouse, its variant, the variant's
-        // product and the product's brand.
+        // A stock record of this test's own fixture (the third of BR0003), read with its default
+        // template: its warehouse, its variant, the variant's product and the product's brand.
         let listed = fx.get("/api/stock?pageSize=1&page=3&order_by=id&stock_variant.variant_product.product_brand.code=BR0003").await.records("stock");
         assert_eq!(listed.len(), 1, "the fixture has no third stock record of BR0003");
         let id = listed[0]["id"].as_str().unwrap().to_string();

@@ -5,20 +5,19 @@
 //! count in the table is done by one background writer, so a read never waits for the
 //! database's write lock (on SQLite the writer takes the write turn, as every write does).
 
-use crate::db::{Backend, Kind, Pool, Store, Timing, on_pool};
+use crate::db::{Backend, Kind, Pool, Store, Timing, execute_outside_transaction};
 use crate::error::StoreResult;
 use crate::versions::Versions;
 use brandhub_catalog::{Cell, Resource};
 use brandhub_query::plan::{CountPlan, Predicate};
 use brandhub_query::sql::{CountStrategy, count_statement, filter_drives, is_rare};
-use sea_query::{
-    Alias, DeleteStatement, Expr, ExprTrait, InsertStatement, OnConflict, Query, SelectStatement,
-    SqliteQueryBuilder,
-};
+use sea_query::{Alias, Expr, ExprTrait, OnConflict, Query, SelectStatement, SqliteQueryBuilder};
 use sha2::{Digest, Sha256};
-use sqlx::AssertSqlSafe;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
+
+/// The table of remembered counts.
+pub(crate) const COUNT_TABLE: &str = "bh_count_cache";
 
 /// Cached counts older than this are deleted (they are recounted when asked for again).
 const KEEP_FOR: Duration = Duration::from_secs(3600);
@@ -41,7 +40,7 @@ fn cache_key(statement: &SelectStatement) -> String {
 fn probe_statement(key: &str, stamp: i64) -> SelectStatement {
     Query::select()
         .column(Alias::new("record_count"))
-        .from(Alias::new("bh_count_cache"))
+        .from(Alias::new(COUNT_TABLE))
         .and_where(Expr::col(Alias::new("cache_key")).eq(key))
         .and_where(Expr::col(Alias::new("stamp")).eq(stamp))
         .to_owned()
@@ -54,9 +53,7 @@ fn now_seconds() -> i64 {
 }
 
 /// Starts the background writer of cached counts; returns where to send entries. On SQLite
-/// it writes in `write_turn`, on the connection writes run on: a write on a pooled connection
-/// would wait for the write lock in SQLite's busy handler, and the writes queued for the turn
-/// behind whatever holds it then.
+/// it writes in `write_turn`, as every write of the process does.
 pub(crate) fn start_writer(
     pool: Pool,
     write_turn: Option<crate::write_turn::WriteTurn>,
@@ -68,7 +65,7 @@ pub(crate) fn start_writer(
         while let Some(entry) = receiver.recv().await {
             let now = now_seconds();
             let upsert = Query::insert()
-                .into_table(Alias::new("bh_count_cache"))
+                .into_table(Alias::new(COUNT_TABLE))
                 .columns([
                     Alias::new("cache_key"),
                     Alias::new("stamp"),
@@ -94,18 +91,19 @@ pub(crate) fn start_writer(
             let prune = (now - last_pruned > 600).then(|| {
                 last_pruned = now;
                 Query::delete()
-                    .from_table(Alias::new("bh_count_cache"))
+                    .from_table(Alias::new(COUNT_TABLE))
                     .and_where(
                         Expr::col(Alias::new("created_at")).lt(now - KEEP_FOR.as_secs() as i64),
                     )
                     .to_owned()
             });
-            let result = match (&pool, &write_turn) {
-                (Pool::Sqlite(_), Some(turn)) => {
-                    remember_in_turn(turn, &upsert, prune.as_ref()).await
-                }
-                _ => remember_on_pool(&pool, &upsert, prune.as_ref()).await,
-            };
+            let mut result =
+                execute_outside_transaction(&pool, write_turn.as_ref(), COUNT_TABLE, &upsert).await;
+            if let (Ok(_), Some(prune)) = (&result, &prune) {
+                result =
+                    execute_outside_transaction(&pool, write_turn.as_ref(), COUNT_TABLE, prune)
+                        .await;
+            }
             if let Err(error) = result {
                 tracing::debug!(%error, "a count was not cached");
             }
@@ -115,53 +113,6 @@ pub(crate) fn start_writer(
         }
     });
     sender
-}
-
-/// Writes a count (and prunes old ones) on SQLite's connection for writes, in the write turn.
-async fn remember_in_turn(
-    turn: &crate::write_turn::WriteTurn,
-    upsert: &InsertStatement,
-    prune: Option<&DeleteStatement>,
-) -> Result<(), String> {
-    let mut turn = turn.take().await.map_err(|e| e.to_string())?;
-    let (sql, values) = crate::db::built(upsert, SqliteQueryBuilder);
-    sqlx::query_with(AssertSqlSafe(sql), values)
-        .execute(&mut *turn.conn)
-        .await
-        .map_err(|e| e.to_string())?;
-    if let Some(prune) = prune {
-        let (sql, values) = crate::db::built(prune, SqliteQueryBuilder);
-        sqlx::query_with(AssertSqlSafe(sql), values)
-            .execute(&mut *turn.conn)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
-/// Writes a count (and prunes old ones) on a pooled connection (PostgreSQL).
-async fn remember_on_pool(
-    pool: &Pool,
-    upsert: &InsertStatement,
-    prune: Option<&DeleteStatement>,
-) -> Result<(), String> {
-    on_pool!(pool, |pool, builder| {
-        let (sql, values) = crate::db::built(upsert, builder);
-        sqlx::query_with(AssertSqlSafe(sql), values)
-            .execute(pool)
-            .await
-            .map_err(|e| e.to_string())?;
-    });
-    if let Some(prune) = prune {
-        on_pool!(pool, |pool, builder| {
-            let (sql, values) = crate::db::built(prune, builder);
-            sqlx::query_with(AssertSqlSafe(sql), values)
-                .execute(pool)
-                .await
-                .map_err(|e| e.to_string())?;
-        });
-    }
-    Ok(())
 }
 
 /// Where a count is remembered: the hash of its plain statement and the versions stamp of the

@@ -405,6 +405,39 @@ macro_rules! on_pool {
 }
 pub(crate) use on_pool;
 
+/// Runs one write outside any transaction, returning the rows affected: on SQLite in the
+/// write turn, on the connection writes run on ([`crate::write_turn`]), so it never waits for
+/// the lock in SQLite's busy handler; on PostgreSQL on a pooled connection. For
+/// [`Store::execute_untracked`] and the count cache's writer, which has no store.
+pub(crate) async fn execute_outside_transaction<S>(
+    pool: &Pool,
+    write_turn: Option<&crate::write_turn::WriteTurn>,
+    table: &str,
+    statement: &S,
+) -> StoreResult<u64>
+where
+    S: SqlxBinder,
+{
+    let done = match (pool, write_turn) {
+        (Pool::Sqlite(_), Some(turn)) => {
+            let mut turn = turn.take().await?;
+            let (sql, values) = built(statement, sea_query::SqliteQueryBuilder);
+            sqlx::query_with(AssertSqlSafe(sql), values)
+                .execute(&mut *turn.conn)
+                .await
+                .map(|done| done.rows_affected())
+        }
+        _ => on_pool!(pool, |pool, builder| {
+            let (sql, values) = built(statement, builder);
+            sqlx::query_with(AssertSqlSafe(sql), values)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        }),
+    };
+    done.map_err(|e| write_error(table, e))
+}
+
 impl Store {
     /// Connects (creating an SQLite file if needed) with the settings each backend wants.
     pub async fn connect(options: &StoreOptions) -> StoreResult<Store> {
@@ -625,25 +658,9 @@ impl Store {
     where
         S: SqlxBinder,
     {
-        let affected = match (&self.pool, &self.write_turn) {
-            (Pool::Sqlite(_), Some(turn)) => {
-                let mut turn = turn.take().await?;
-                let (sql, values) = built(statement, sea_query::SqliteQueryBuilder);
-                sqlx::query_with(AssertSqlSafe(sql), values)
-                    .execute(&mut *turn.conn)
-                    .await
-                    .map_err(|e| write_error(table, e))?
-                    .rows_affected()
-            }
-            _ => on_pool!(&self.pool, |pool, builder| {
-                let (sql, values) = built(statement, builder);
-                sqlx::query_with(AssertSqlSafe(sql), values)
-                    .execute(pool)
-                    .await
-                    .map_err(|e| write_error(table, e))?
-                    .rows_affected()
-            }),
-        };
+        let affected =
+            execute_outside_transaction(&self.pool, self.write_turn.as_ref(), table, statement)
+                .await?;
         self.committed_on_pool();
         Ok(affected)
     }

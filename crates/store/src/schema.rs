@@ -477,7 +477,7 @@ impl Store {
         for table in [
             "bh_table_version",
             crate::row_log::TABLE,
-            "bh_count_cache",
+            crate::count::COUNT_TABLE,
             "bh_meta",
             crate::jobs::JOB_TABLE,
             crate::idempotency::IDEMPOTENCY_TABLE,
@@ -590,7 +590,7 @@ impl Store {
         tables.extend([
             "bh_table_version",
             crate::row_log::TABLE,
-            "bh_count_cache",
+            crate::count::COUNT_TABLE,
             "bh_meta",
             crate::orders::intake::COUNTER_TABLE,
             crate::jobs::JOB_TABLE,

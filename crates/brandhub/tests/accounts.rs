@@ -123,6 +123,41 @@ async fn company_users_make_the_keys_of_the_users_of_their_companies(fx) {
     call(fx, reqwest::Method::GET, "/api/stock", &colleague_email, &key_secret, None).await.assert_problem(401, "unauthenticated");
 }
 
+async fn a_company_user_never_makes_lists_or_revokes_the_keys_of_an_admin_of_its_company(fx) {
+    // An admin promoted from a company user keeps `fk_company`: the company's users must
+    // still not reach that admin's keys (a key made for it would act as admin).
+    let (email, secret) = user_of(fx, "company");
+    let (admin_email, admin_secret) = user_of(fx, "admin");
+    let own = fx.credential("company").user_id.clone();
+    let company = call(fx, reqwest::Method::GET, &format!("/api/user/{own}?fields=fk_company"), email, secret, None).await.records("user")[0]["fk_company"].as_str().unwrap().to_string();
+    let promoted_email = format!("promoted-{}-{:?}@example.test", common::unique_number(), fx.db).to_lowercase();
+    let promoted = call(fx, reqwest::Method::POST, "/api/user", admin_email, admin_secret,
+        Some(json!({"name": "Promoted", "email": promoted_email, "type": "company", "fk_company": company}))).await;
+    assert_eq!(promoted.status, 201, "{}", String::from_utf8_lossy(&promoted.body));
+    let promoted = promoted.records("user")[0]["id"].as_str().unwrap().to_string();
+    let promotion = call(fx, reqwest::Method::PATCH, &format!("/api/user/{promoted}"), admin_email, admin_secret, Some(json!({"type": "admin"}))).await;
+    assert_eq!(promotion.status, 200, "{}", String::from_utf8_lossy(&promotion.body));
+    assert_eq!(promotion.records("user")[0]["fk_company"], company.as_str(), "a promotion leaves the company behind");
+    let admins_key = call(fx, reqwest::Method::POST, "/api/apiKey", admin_email, admin_secret, Some(json!({"fk_user": promoted, "name": "the admin's own"}))).await;
+    assert_eq!(admins_key.status, 201, "{}", String::from_utf8_lossy(&admins_key.body));
+    let admins_key = admins_key.records("apiKey")[0]["id"].as_str().unwrap().to_string();
+
+    let minted = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"fk_user": promoted}))).await;
+    let body = minted.assert_problem(422, "validation_failed");
+    assert_eq!(body["errors"][0]["field"], "fk_user", "{body}");
+    let narrow = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"fk_user": promoted, "grants": ["brand:GET"]}))).await;
+    assert_eq!(narrow.assert_problem(422, "validation_failed")["errors"][0]["field"], "fk_user");
+    let listed = call(fx, reqwest::Method::GET, &format!("/api/apiKey?fk_user={promoted}"), email, secret, None).await;
+    assert_eq!(listed.status, 200);
+    assert!(listed.records("apiKey").is_empty(), "a company user lists no admin's keys: {:?}", listed.records("apiKey"));
+    let counted = call(fx, reqwest::Method::GET, &format!("/api/apiKey/count?fk_user={promoted}"), email, secret, None).await;
+    assert_eq!(counted.json()["count"], 0);
+    call(fx, reqwest::Method::GET, &format!("/api/apiKey/{admins_key}"), email, secret, None).await.assert_problem(404, "not_found");
+    call(fx, reqwest::Method::DELETE, &format!("/api/apiKey/{admins_key}"), email, secret, None).await.assert_problem(404, "not_found");
+    let still = call(fx, reqwest::Method::GET, &format!("/api/apiKey/{admins_key}?fields=revoked"), admin_email, admin_secret, None).await;
+    assert_eq!(still.records("apiKey")[0]["revoked"], false, "the admin's key was not revoked");
+}
+
 async fn a_key_is_never_wider_than_its_owner_may_have(fx) {
     let (email, secret) = user_of(fx, "host");
     let wide = call(fx, reqwest::Method::POST, "/api/apiKey", email, secret, Some(json!({"grants": ["*:*"]}))).await;

@@ -333,6 +333,51 @@ async fn an_array_of_catalogue_records_is_written_whole_or_not_at_all(fx) {
     assert_eq!(count(fx, "stock", &format!("fk_warehouse={}", s.warehouse)).await, 2);
 }
 
+async fn a_taken_key_names_its_holder_only_to_callers_who_see_it(fx) {
+    let tag = format!("KT{}", common::unique_number());
+    let mine = set_up(fx, &format!("{tag}A")).await;
+    let theirs = set_up(fx, &format!("{tag}B")).await;
+    let their_code = format!("{tag}B-BR");
+    for path in ["/api/brand", "/api/brand?upsert=true"] {
+        let taken = post(fx, path, mine.owner(), json!({"fk_company": mine.company, "name": "Copycat", "code": their_code})).await;
+        let body = taken.assert_problem(409, "conflict");
+        let text = body.to_string();
+        assert!(!text.contains(&theirs.brand), "{path}: another company's brand is not named: {text}");
+        assert!(text.contains("code"), "{path}: the key is named: {text}");
+    }
+    assert_eq!(count(fx, "brand", &format!("code={their_code}")).await, 1, "nothing written");
+    let theirs_unchanged = fx.get(&format!("/api/brand/{}?fields=name", theirs.brand)).await.records("brand")[0]["name"].clone();
+    assert_eq!(theirs_unchanged, json!(format!("{tag}B")));
+    // A user whose email another tenant's user has.
+    let taken = post(fx, "/api/user", mine.owner(), json!({"name": "Copycat", "email": theirs.email, "type": "company", "fk_company": mine.company})).await;
+    let text = taken.assert_problem(409, "conflict").to_string();
+    let their_user = fx.get(&format!("/api/user?email={}&fields=id", theirs.email)).await.ids("user")[0].clone();
+    assert!(!text.contains(&their_user), "another tenant's user is not named: {text}");
+    // The caller's own record is named.
+    let own_code = format!("{tag}A-BR");
+    let taken = post(fx, "/api/brand", mine.owner(), json!({"fk_company": mine.company, "name": "Again", "code": own_code})).await;
+    let text = taken.assert_problem(409, "conflict").to_string();
+    assert!(text.contains(&mine.brand), "the caller's own brand is named: {text}");
+}
+
+async fn writing_a_resource_the_user_type_never_writes_is_forbidden(fx) {
+    let tag = format!("NW{}", common::unique_number());
+    let s = set_up(fx, &tag).await;
+    for (who, resource, body) in [
+        (s.owner(), "host", json!({"name": "Mine now", "code": format!("{tag}-H2")})),
+        (s.owner(), "store", json!({"fk_host": s.host, "name": "Mine now", "code": "X", "currency": "EUR"})),
+        (As::Demo("warehouse"), "product", json!({"fk_brand": s.brand, "code": "X", "title": "X"})),
+        (As::Demo("warehouse"), "company", json!({"name": "X", "code": format!("{tag}-C2")})),
+    ] {
+        let refused = post(fx, &format!("/api/{resource}"), who, body).await;
+        let problem = refused.assert_problem(403, "forbidden");
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(!detail.contains("The write was refused"), "{resource}: {detail}");
+        assert!(detail.contains(resource), "{resource}: the sentence names what it may not write: {detail}");
+    }
+    assert_eq!(count(fx, "host", &format!("code={tag}-H2")).await, 0);
+}
+
 async fn each_user_type_writes_only_its_own_catalogue(fx) {
     // The records of a company no demo user belongs to: nobody but the admin may write them.
     let s = set_up(fx, "OWN").await;

@@ -109,6 +109,38 @@ async fn invitations_set_a_password_once(fx) {
     call(fx, reqwest::Method::POST, "/api/invitation", Some((&admin.email, &admin.secret)), Some(json!({"user": "nobody@example.test"}))).await.assert_problem(404, "not_found");
 }
 
+async fn an_invitation_ends_when_its_inviter_may_no_longer_write_the_user(fx) {
+    // A sponsor invites a company user of a company it sponsors; an admin then promotes that
+    // user to admin. The sponsor's link must not set an admin's password.
+    let sponsor = fx.credential("sponsor");
+    let admin = fx.credential("admin");
+    let me = call(fx, reqwest::Method::GET, &format!("/api/user/{}?fields=fk_sponsor", sponsor.user_id), Some((&sponsor.email, &sponsor.secret)), None).await.records("user");
+    let sponsor_company = me[0]["fk_sponsor"].as_str().unwrap().to_string();
+    let sponsored = call(fx, reqwest::Method::GET, &format!("/api/company?fk_sponsor={sponsor_company}&fields=id&pageSize=1"), Some((&sponsor.email, &sponsor.secret)), None).await.ids("company");
+    let company = sponsored.first().expect("the demo sponsor sponsors a company").clone();
+    let email = format!("invited-promoted-{}-{:?}@example.test", common::unique_number(), fx.db).to_lowercase();
+    let created = call(fx, reqwest::Method::POST, "/api/user", Some((&sponsor.email, &sponsor.secret)), Some(json!({"email": email, "name": "Later Admin", "type": "company", "fk_company": company}))).await;
+    assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
+    let user = created.records("user")[0]["id"].as_str().unwrap().to_string();
+    let invited = call(fx, reqwest::Method::POST, "/api/invitation", Some((&sponsor.email, &sponsor.secret)), Some(json!({"user": email}))).await;
+    assert_eq!(invited.status, 201, "{}", String::from_utf8_lossy(&invited.body));
+    let token = invited.json()["token"].as_str().unwrap().to_string();
+    let promoted = call(fx, reqwest::Method::PATCH, &format!("/api/user/{user}"), Some((&admin.email, &admin.secret)), Some(json!({"type": "admin"}))).await;
+    assert_eq!(promoted.status, 200, "{}", String::from_utf8_lossy(&promoted.body));
+    let accepted = call(fx, reqwest::Method::POST, &format!("/api/invitation/{token}"), None, Some(json!({"password": "the sponsor's choice"}))).await;
+    accepted.assert_problem(404, "not_found");
+    sign_in(fx, &email, "the sponsor's choice").await.assert_problem(401, "unauthenticated");
+    // Used up: demoting the user again does not revive the link.
+    call(fx, reqwest::Method::PATCH, &format!("/api/user/{user}"), Some((&admin.email, &admin.secret)), Some(json!({"type": "company"}))).await;
+    call(fx, reqwest::Method::POST, &format!("/api/invitation/{token}"), None, Some(json!({"password": "the sponsor's choice"}))).await.assert_problem(404, "not_found");
+    // An invitation whose inviter still may write the user works.
+    let again = call(fx, reqwest::Method::POST, "/api/invitation", Some((&sponsor.email, &sponsor.secret)), Some(json!({"user": email}))).await;
+    assert_eq!(again.status, 201, "{}", String::from_utf8_lossy(&again.body));
+    let token = again.json()["token"].as_str().unwrap().to_string();
+    let accepted = call(fx, reqwest::Method::POST, &format!("/api/invitation/{token}"), None, Some(json!({"password": "a long new password"}))).await;
+    assert_eq!(accepted.status, 200, "{}", String::from_utf8_lossy(&accepted.body));
+}
+
 async fn sessions_end_after_twelve_idle_hours(fx) {
     let clock = Clock::manual(chrono::Utc::now().timestamp_millis());
     let url = fx.database_url.clone();
@@ -167,6 +199,49 @@ async fn failed_sign_ins_are_limited_per_address(fx) {
     assert!(right.headers().get("retry-after").is_some());
     let token = client.post(format!("https://{address}/api/invitation/bhi_guess")).json(&json!({"password": "a long new password"})).send().await.unwrap();
     assert_eq!(token.status(), 429);
+}
+
+async fn concurrent_wrong_passwords_are_counted_before_they_are_checked(fx) {
+    let store = fx.store.clone();
+    let uploads = fx.side_uploads();
+    let dir = std::env::temp_dir().join(format!("brandhub-concurrent-{}-{:?}", std::process::id(), fx.db));
+    let (address, cert, _running) = fx
+        .on_server(async move {
+            let mut settings = Settings::new("127.0.0.1:0".parse().unwrap(), Some(TlsSource::SelfSigned { dir }), uploads);
+            settings.failure_limit = Limit::new(0.001, 5.0);
+            let running = start(settings, store).await.expect("a limited server starts");
+            (running.address, running.certificate_pem.clone().unwrap(), running)
+        })
+        .await;
+    let client = common::client_trusting(&cert);
+    let host = fx.credential("host").clone();
+    let guesses: Vec<_> = (0..60).map(|i| {
+        let client = client.clone();
+        let email = host.email.clone();
+        tokio::spawn(async move {
+            client.post(format!("https://{address}/api/session")).json(&json!({"email": email, "password": format!("guess number {i}")})).send().await.unwrap().status().as_u16()
+        })
+    }).collect();
+    let mut statuses = Vec::new();
+    for guess in guesses {
+        statuses.push(guess.await.unwrap());
+    }
+    let checked = statuses.iter().filter(|s| **s == 401).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(checked + limited, 60, "{statuses:?}");
+    assert!(checked <= 5, "only the address's budget of passwords is checked, however many arrive at once: {checked} checked");
+    // Invitation tokens are counted the same way (their passwords are hashed too).
+    let tokens: Vec<_> = (0..20).map(|i| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client.post(format!("https://{address}/api/invitation/bhi_guess{i}")).json(&json!({"password": "a long new password"})).send().await.unwrap().status().as_u16()
+        })
+    }).collect();
+    let mut statuses = Vec::new();
+    for token in tokens {
+        statuses.push(token.await.unwrap());
+    }
+    assert!(statuses.iter().all(|s| *s == 429), "{statuses:?}");
 }
 
 }

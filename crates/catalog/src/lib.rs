@@ -223,14 +223,14 @@ impl Catalog {
             for (_, scope) in &resource.scopes {
                 if let Scope::AnyOf(groups) = scope {
                     for term in groups.iter().flatten() {
-                        self.check_scope_path(resource, term.path)?;
+                        self.check_scope_path(resource, term.path, term.anchor.value_type())?;
                     }
                 }
             }
             for (_, _, rule) in &resource.authority {
                 if let Scope::AnyOf(groups) = rule {
                     for term in groups.iter().flatten() {
-                        self.check_authority_path(resource, term.path)?;
+                        self.check_authority_path(resource, term.path, term.anchor.value_type())?;
                     }
                 }
             }
@@ -241,7 +241,7 @@ impl Catalog {
             }
             let writes = &resource.writes;
             for (path, field) in &writes.agreements {
-                self.check_authority_path(resource, path)?;
+                self.check_authority_path(resource, path, FieldType::Id)?;
                 if resource
                     .field_at(field)
                     .is_none_or(|f| f.ty != FieldType::Id)
@@ -313,8 +313,14 @@ impl Catalog {
         Ok(())
     }
 
-    /// A scope path must walk relations and end at an id or a list of ids.
-    fn check_scope_path(&self, resource: &Resource, path: &str) -> Result<(), String> {
+    /// A scope path must walk relations and end at a value of `ends_at`'s type (an id or a
+    /// list of ids; a word for a rule over user types).
+    fn check_scope_path(
+        &self,
+        resource: &Resource,
+        path: &str,
+        ends_at: FieldType,
+    ) -> Result<(), String> {
         let mut current = resource;
         let segments: Vec<&str> = path.split('.').collect();
         for (i, segment) in segments.iter().enumerate() {
@@ -327,7 +333,7 @@ impl Catalog {
                 .field_at(&rest)
                 .ok_or_else(|| format!("scope of {} names {path}", resource.name))?;
             let element = field.list.as_ref().map_or(field.ty, |l| l.element);
-            return if element == FieldType::Id {
+            return if element == ends_at {
                 Ok(())
             } else {
                 Err(format!(
@@ -344,8 +350,13 @@ impl Catalog {
 
     /// A write rule's path is a scope path through to-one relations to one id (not a list):
     /// a record about to be written is judged by following its foreign keys.
-    fn check_authority_path(&self, resource: &Resource, path: &str) -> Result<(), String> {
-        self.check_scope_path(resource, path)?;
+    fn check_authority_path(
+        &self,
+        resource: &Resource,
+        path: &str,
+        ends_at: FieldType,
+    ) -> Result<(), String> {
+        self.check_scope_path(resource, path, ends_at)?;
         let mut current = resource;
         let segments: Vec<&str> = path.split('.').collect();
         for (i, segment) in segments.iter().enumerate() {
@@ -360,7 +371,7 @@ impl Catalog {
                 None => {
                     let rest = segments[i..].join(".");
                     return match current.field_at(&rest) {
-                        Some(field) if field.ty == FieldType::Id => Ok(()),
+                        Some(field) if field.ty == ends_at => Ok(()),
                         _ => Err(format!(
                             "write rule {path} of {} does not end at one id",
                             resource.name
@@ -613,7 +624,8 @@ mod tests {
                 rule_paths(&rule("apiKey", Write, user_type)).unwrap(),
                 vec![
                     ("fk_user", Anchor::Own),
-                    ("apiKey_user.fk_company", Anchor::Companies)
+                    ("apiKey_user.fk_company", Anchor::Companies),
+                    ("apiKey_user.type", Anchor::WritableTypes)
                 ]
             );
         }

@@ -627,6 +627,10 @@ pub enum Anchor {
     Own,
     /// A sponsor user's sponsor company (alone, without the companies it sponsors).
     Sponsor,
+    /// The user types the caller may give the users it writes ([`UserType::writable_types`]):
+    /// a rule over a user's `type` keeps a writer from the users of wider types (an admin
+    /// that a company's users must not reach, though it keeps the company's id).
+    WritableTypes,
 }
 
 impl Anchor {
@@ -638,6 +642,15 @@ impl Anchor {
             Anchor::Warehouse => "the caller's warehouse",
             Anchor::Own => "the caller's own user id",
             Anchor::Sponsor => "the caller's sponsor company",
+            Anchor::WritableTypes => "a user type the caller may give",
+        }
+    }
+
+    /// The type of the values a rule term compares with these: ids, or words for the types.
+    pub fn value_type(self) -> FieldType {
+        match self {
+            Anchor::WritableTypes => FieldType::Text,
+            _ => FieldType::Id,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! fields whose equality and prefix (`@`) filters must be served by an index.
 
 use crate::model::{
-    Anchor::{Companies, Host, Own, Sponsor, Warehouse},
+    Anchor::{Companies, Host, Own, Sponsor, Warehouse, WritableTypes},
     Domain, FieldDefault, FieldType, Generated, Policy, Resource, Secret, SecretKept, UserType,
     WriteAction, boolean, fk, id_field, integer, lengths, list, number, object, precise_timestamp,
     text, timestamp,
@@ -765,10 +765,11 @@ fn declared() -> Vec<Resource> {
             .scope(EVERYONE, &[&[("fk_user", Own)]])
             .writable_by(WRITE, SELF_SERVICE, &[&[("fk_user", Own)]])
             // Company and sponsor users also make and revoke the keys of the users they may
-            // write (CONTRACT §9: users of their companies), so they see those keys too; the
-            // `KeyGrants` policy keeps every key within the writing key and the user's type.
-            .scope(COMPANY, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies)]])
-            .writable_by(WRITE, OWNERS, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies)]]),
+            // write (CONTRACT §9: users of their companies, of a type no wider than they may
+            // give), so they see those keys too; the `KeyGrants` policy checks the rest of
+            // what writing that user asks and keeps every key within the writing key.
+            .scope(COMPANY, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies), ("apiKey_user.type", WritableTypes)]])
+            .writable_by(WRITE, OWNERS, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies), ("apiKey_user.type", WritableTypes)]]),
         Resource::new(
             "webhook",
             "webhook",

@@ -189,7 +189,12 @@ fn check(
     known: &Known,
 ) -> Check {
     let anchors = viewer.anchor_ids(anchor);
-    let one_of = |values: &[String]| values.iter().any(|v| anchors.contains(v));
+    // Known values are upper-cased like ids; words (a user type) compare without case.
+    let one_of = |values: &[String]| {
+        values
+            .iter()
+            .any(|v| anchors.iter().any(|a| a.eq_ignore_ascii_case(v)))
+    };
     let segments: Vec<&str> = path.split('.').collect();
     let mut current = resource;
     for (i, segment) in segments.iter().enumerate() {

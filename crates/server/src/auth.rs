@@ -199,9 +199,17 @@ impl Authenticator {
         self.failures.check(&address, Instant::now()).err()
     }
 
-    /// Counts a failed authentication (a wrong password or invitation token) of an address.
-    pub(crate) fn record_failure(&self, address: IpAddr) {
-        let _ = self.failures.take(&address, Instant::now());
+    /// Counts an attempt with a password (a sign-in, an invitation's token) as a failure of
+    /// the address before it is checked, or says how long the address must wait: attempts
+    /// that arrive together are each counted, so no more of them are checked than the
+    /// address's budget. One that succeeds is given back ([`Authenticator::forgive_attempt`]).
+    pub(crate) fn begin_attempt(&self, address: IpAddr) -> Result<(), Duration> {
+        self.failures.take(&address, Instant::now())
+    }
+
+    /// An attempt counted by [`Authenticator::begin_attempt`] that was no failure.
+    pub(crate) fn forgive_attempt(&self, address: IpAddr) {
+        self.failures.give_back(&address, Instant::now());
     }
 
     fn touch(&self, key_id: &str) {

@@ -90,6 +90,19 @@ impl<K: Hash + Eq + Clone> Buckets<K> {
         }
     }
 
+    /// Returns a token taken for `key` (an attempt counted before it was judged turned out
+    /// not to count), up to the bucket's burst.
+    pub fn give_back(&self, key: &K, now: Instant) {
+        if self.limit.is_off() {
+            return;
+        }
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(bucket) = buckets.get_mut(key) {
+            self.refill(bucket, now);
+            bucket.tokens = (bucket.tokens + 1.0).min(self.limit.burst);
+        }
+    }
+
     /// Whether `key` has a token now, without taking it (or how long until it has).
     pub fn check(&self, key: &K, now: Instant) -> Result<(), Duration> {
         if self.limit.is_off() {

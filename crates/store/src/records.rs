@@ -600,17 +600,24 @@ impl WriteTx {
     }
 }
 
-/// 409 for a natural key taken by another record.
-fn key_taken(resource: &Resource, holder: &str, index: Option<usize>) -> StoreError {
+/// 409 for a natural key taken by another record, named by id only when the caller sees it
+/// (`holder`): a key taken in another tenant's data tells that the key is taken, not which
+/// record has it.
+fn key_taken(resource: &Resource, holder: Option<&str>, index: Option<usize>) -> StoreError {
     let at = index.map(|i| format!(" (element {i})")).unwrap_or_default();
-    StoreError::conflict(
-        format!(
+    let detail = match holder {
+        Some(holder) => format!(
             "A {} with the same {} exists already{at}: id '{holder}'. Send ?upsert=true to change it instead.",
             resource.name,
             key_name(resource)
         ),
-        resource.writes.natural_key.join(","),
-    )
+        None => format!(
+            "The {} of this {}{at} is taken by a record the caller does not see; choose another.",
+            key_name(resource),
+            resource.name
+        ),
+    };
+    StoreError::conflict(detail, resource.writes.natural_key.join(","))
 }
 
 /// One 422 with the problems in order, one per field of a record (the first found: a link
@@ -907,9 +914,25 @@ async fn precondition_in(
     }
 }
 
+/// 403 for a write of a resource that the caller's user type never writes (CONTRACT §9's
+/// table), before anything of the body is judged.
+fn never_written_by(resource: &Resource, viewer: &Viewer) -> Option<StoreError> {
+    let user_type = viewer.user_type();
+    (resource.authority_of(WriteAction::Write, user_type) == Scope::Nothing).then(|| {
+        StoreError::Refused(format!(
+            "A {} user may not create, change or delete {} records.",
+            user_type.as_str(),
+            resource.name
+        ))
+    })
+}
+
 /// 403 for a record the caller sees but may not write, saying what the catalog's rule for
 /// its user type asks.
 fn forbidden(resource: &Resource, viewer: &Viewer) -> StoreError {
+    if let Some(never) = never_written_by(resource, viewer) {
+        return never;
+    }
     let user_type = viewer.user_type();
     let rule = match resource.authority_of(WriteAction::Write, user_type) {
         Scope::AnyOf(groups) if !groups.is_empty() => {
@@ -976,6 +999,9 @@ async fn try_create_in(
     upsert: bool,
     indexed: bool,
 ) -> StoreResult<Option<Vec<Written>>> {
+    if let Some(never) = never_written_by(resource, writer.viewer) {
+        return Err(never);
+    }
     let index = |i: usize| indexed.then_some(i);
     let mut problems: Vec<FieldError> = items.iter().flat_map(|v| v.problems.clone()).collect();
     let given: Vec<(Option<usize>, &WriteValues)> = items
@@ -1048,6 +1074,8 @@ async fn try_create_in(
         }
         return Err(sorted(problems));
     }
+    let held: Vec<String> = holders.iter().flatten().cloned().collect();
+    let seen_holders = tx.visible_ids(resource, &held, writer.viewer).await?;
     let mut written = Vec::with_capacity(items.len());
     let mut fresh = Vec::new();
     let mut existing: Vec<(&str, &WriteValues, Option<usize>)> = Vec::new();
@@ -1061,7 +1089,12 @@ async fn try_create_in(
                 });
                 fresh.push(record);
             }
-            Some(holder) if !upsert => return Err(key_taken(resource, holder, index(i))),
+            Some(holder) if !seen_holders.contains(holder) => {
+                return Err(key_taken(resource, None, index(i)));
+            }
+            Some(holder) if !upsert => {
+                return Err(key_taken(resource, Some(holder), index(i)));
+            }
             Some(holder) => {
                 // Checked above with the create's problems.
                 existing.push((holder, &items[i], index(i)));
@@ -1395,7 +1428,11 @@ async fn update_batch_in(
             if let Some(holder) = holders.get(key)
                 && holder != updates[*i].0
             {
-                return Err(key_taken(resource, holder, updates[*i].2));
+                let seen = tx
+                    .visible_ids(resource, std::slice::from_ref(holder), writer.viewer)
+                    .await?;
+                let named = seen.contains(holder).then_some(holder.as_str());
+                return Err(key_taken(resource, named, updates[*i].2));
             }
         }
     }

@@ -140,7 +140,7 @@ impl Viewer {
         )
     }
 
-    /// The caller's ids a rule term compares with.
+    /// The caller's ids (or, for [`Anchor::WritableTypes`], words) a rule term compares with.
     pub fn anchor_ids(&self, anchor: Anchor) -> Vec<String> {
         match anchor {
             Anchor::Companies => self.companies.clone(),
@@ -151,6 +151,12 @@ impl Viewer {
                 .into_iter()
                 .collect(),
             Anchor::Sponsor => self.sponsor.iter().cloned().collect(),
+            Anchor::WritableTypes => self
+                .user_type
+                .writable_types()
+                .iter()
+                .map(|t| t.as_str().to_string())
+                .collect(),
         }
     }
 

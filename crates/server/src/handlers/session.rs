@@ -3,7 +3,8 @@
 //! /api/session` (sign out), `POST /api/invitation` (an admin or sponsor invites a user to
 //! set a password) and `POST /api/invitation/<token>` (setting it). Wrong passwords and
 //! unknown invitation tokens count as failed authentications of the client's address, like
-//! wrong keys, and an address past its limit is answered 429 before anything is checked.
+//! wrong keys: each attempt is counted before its password is hashed (and given back when
+//! it succeeds), and an address past its limit is answered 429 before anything is checked.
 
 use super::{read_body, require_grant, resource};
 use crate::AppState;
@@ -68,6 +69,44 @@ fn not_blocked(state: &AppState, address: IpAddr) -> Answer<()> {
     }
 }
 
+/// Counts a password attempt of the address as failed before it is checked (429 when its
+/// budget is spent), so that attempts arriving together are not all checked; the guard
+/// gives it back unless [`Attempt::failed`] says it failed.
+fn attempt(state: &AppState, address: IpAddr) -> Answer<Attempt<'_>> {
+    state
+        .auth
+        .begin_attempt(address)
+        .map_err(|wait| Problem(too_many(wait, "failed authentications from this address")))?;
+    Ok(Attempt {
+        state,
+        address,
+        failed: false,
+    })
+}
+
+/// A password attempt counted as a failure until it is judged: dropped without
+/// [`Attempt::failed`] (it succeeded, or was refused for another reason), it is given back.
+struct Attempt<'a> {
+    state: &'a AppState,
+    address: IpAddr,
+    failed: bool,
+}
+
+impl Attempt<'_> {
+    /// The credentials did not match: the attempt stays counted.
+    fn failed(mut self) {
+        self.failed = true;
+    }
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        if !self.failed {
+            self.state.auth.forgive_attempt(self.address);
+        }
+    }
+}
+
 fn split(request: Request, state: &AppState) -> (Parts, Body, IpAddr) {
     let (parts, body) = request.into_parts();
     let address = client_address(&parts, &state.trusted_proxies);
@@ -85,8 +124,9 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Answer<
     if !problems.is_empty() {
         return Err(Problem(validation_failed(problems)));
     }
+    let attempt = attempt(&state, address)?;
     let Some(session) = state.store.sign_in(&email, &password).await? else {
-        state.auth.record_failure(address);
+        attempt.failed();
         return Err(Problem(ApiError::new(
             Code::Unauthenticated,
             "The email and password do not match an active user's.",
@@ -213,11 +253,12 @@ pub async fn accept(
     if !problems.is_empty() {
         return Err(Problem(validation_failed(problems)));
     }
+    let attempt = attempt(&state, address)?;
     let user_id = match state.store.accept_invitation(&token, &password).await {
         Ok(user_id) => user_id,
         Err(error) => {
             if matches!(error, StoreError::NotFound(_)) {
-                state.auth.record_failure(address);
+                attempt.failed();
             }
             return Err(Problem::from(error));
         }

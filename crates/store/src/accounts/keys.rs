@@ -5,11 +5,12 @@
 //! secret itself is the pipeline's (`Writes::secret`): made, hashed and shown once there.
 
 use super::grants::{Grant, default_grants, effective};
+use super::users::may_write_user_in;
 use crate::db::{Kind, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::records::Writer;
 use crate::rights::principal;
-use brandhub_catalog::{Cell, Layout, Record, Resource, UserType};
+use brandhub_catalog::{Anchor, Cell, Layout, Record, Resource, UserType};
 use brandhub_problem::FieldError;
 use brandhub_query::write::WriteValues;
 use sea_query::{Alias, Expr, ExprTrait, Query};
@@ -75,6 +76,12 @@ pub(crate) async fn grant_problems(
     let Some(user_type) = user_type_of(tx, &user).await? else {
         return Ok(Vec::new());
     };
+    if !writes_keys_of(tx, writer, &user).await? {
+        return Ok(vec![FieldError::new(
+            USER,
+            "is not a user the caller may write: keys are made for oneself and for the users one may write",
+        )]);
+    }
     let defaults = default_grants(user_type);
     let within = writer.key_grants;
     let granted: Vec<Grant> = match given.list(GRANTS) {
@@ -130,6 +137,22 @@ pub(crate) async fn grant_problems(
     Ok(Vec::new())
 }
 
+/// Whether `writer` makes and revokes the keys of `user`: its own, or those of a user it may
+/// write as the user is now (CONTRACT §9), which the catalog's rule over the user's company
+/// and type does not say alone (a user's further companies must all be the writer's too).
+async fn writes_keys_of(tx: &mut WriteTx, writer: &Writer<'_>, user: &str) -> StoreResult<bool> {
+    let viewer = writer.viewer;
+    if viewer.user_type() == UserType::Admin
+        || viewer
+            .anchor_ids(Anchor::Own)
+            .iter()
+            .any(|own| own.eq_ignore_ascii_case(user))
+    {
+        return Ok(true);
+    }
+    Ok(may_write_user_in(tx, user, viewer).await? == Some(true))
+}
+
 /// 409 when new keys would give a user more than [`MAX_ACTIVE_KEYS`] unrevoked keys; counted
 /// under each user's row lock, so that two creations cannot both pass the limit.
 pub(crate) async fn within_key_limit(
@@ -176,17 +199,15 @@ pub(crate) async fn within_key_limit(
     Ok(())
 }
 
-/// 403 unless the key to revoke allows no more than the writing key: a key never manages
-/// keys wider than itself (a `brand:GET` key cannot revoke a `*:*` one).
+/// 403 unless the key to revoke is the writer's own or of a user it may write, and allows no
+/// more than the writing key: a key never manages keys wider than itself (a `brand:GET` key
+/// cannot revoke a `*:*` one).
 pub(crate) async fn may_revoke(
     tx: &mut WriteTx,
     resource: &'static Resource,
     writer: &Writer<'_>,
     id: &str,
 ) -> StoreResult<()> {
-    let Some(within) = writer.key_grants else {
-        return Ok(());
-    };
     let mut record = Record::empty(resource);
     let layout = Layout::of(resource);
     record.cells[layout.cell("id")] = Cell::Text(id.to_string());
@@ -203,6 +224,15 @@ pub(crate) async fn may_revoke(
         .to_owned();
     let owner = tx.fetch(&owner, &[Kind::Text]).await?;
     let Some(owner) = owner.first().and_then(|row| row[0].as_text()) else {
+        return Ok(());
+    };
+    if !writes_keys_of(tx, writer, owner).await? {
+        return Err(StoreError::Refused(format!(
+            "A {} user revokes its own keys and those of the users it may write.",
+            writer.viewer.user_type().as_str()
+        )));
+    }
+    let Some(within) = writer.key_grants else {
         return Ok(());
     };
     let grants = match principal(tx, owner).await? {

@@ -11,6 +11,7 @@
 //! Times are the store's [`crate::clock::Clock`], so tests reach expiry without sleeping.
 
 use crate::accounts::grants::default_grants;
+use crate::accounts::users::may_write_user_in;
 use crate::accounts::{Caller, secret_hash};
 use crate::db::{Backend, Kind, Store, Timing};
 use crate::error::{StoreError, StoreResult};
@@ -92,6 +93,30 @@ pub fn session_of(key_id: &str) -> Option<&str> {
     key_id.strip_prefix(SESSION_KEY_ID)
 }
 
+/// How many password hashes or checks run at once in this process. Each holds 19 MiB for
+/// its time, so requests that arrive together (a flood of sign-ins from many addresses) wait
+/// their turn instead of taking the process's memory: at most this many × 19 MiB.
+pub const PASSWORD_WORK_AT_ONCE: usize = 4;
+
+/// The turns of [`PASSWORD_WORK_AT_ONCE`], shared by every store of the process (memory is
+/// the process's).
+static PASSWORD_WORK: tokio::sync::Semaphore =
+    tokio::sync::Semaphore::const_new(PASSWORD_WORK_AT_ONCE);
+
+/// Runs password work (hashing, checking) off the async threads, within the process's bound
+/// of such work at once.
+async fn password_work<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> StoreResult<T> {
+    let _turn = PASSWORD_WORK
+        .acquire()
+        .await
+        .map_err(|e| internal("waiting for a password turn", e))?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| internal("the password work", e))
+}
+
 /// The argon2id hasher (RFC 9106's second recommended option: 19 MiB, 2 passes).
 fn hasher() -> Argon2<'static> {
     Argon2::new(Algorithm::Argon2id, Version::V0x13, Params::default())
@@ -171,9 +196,7 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("No user has email or id '{user}'.")))?;
         let password = password.to_string();
-        let hash = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .map_err(|e| internal("the hashing task", e))??;
+        let hash = password_work(move || hash_password(&password)).await??;
         self.store_password(&user_id, hash).await?;
         Ok(user_id)
     }
@@ -226,7 +249,7 @@ impl Store {
             None => None,
         };
         let password = password.to_string();
-        let matches = tokio::task::spawn_blocking(move || match stored {
+        let matches = password_work(move || match stored {
             Some(hash) => verify_password(&password, &hash),
             None => {
                 // The same work as a real check, so timing tells nothing about the user.
@@ -234,8 +257,7 @@ impl Store {
                 false
             }
         })
-        .await
-        .map_err(|e| internal("the password check", e))?;
+        .await?;
         let Some(user_id) = user_id.filter(|_| matches) else {
             return Ok(None);
         };
@@ -405,7 +427,8 @@ impl Store {
     }
 
     /// Sets a password through an invitation token, which is then used up. 404 for a token
-    /// that is unknown, used or expired (one answer for all three); 422 for a bad password.
+    /// that is unknown, used or expired, or whose inviter may no longer write the user as it
+    /// is now (one answer for all); 422 for a bad password.
     /// Answers the user's id.
     pub async fn accept_invitation(&self, token: &str, password: &str) -> StoreResult<String> {
         let problems = password_problems(password);
@@ -413,9 +436,7 @@ impl Store {
             return Err(StoreError::invalid(problems));
         }
         let password = password.to_string();
-        let hash = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .map_err(|e| internal("the hashing task", e))??;
+        let hash = password_work(move || hash_password(&password)).await??;
         let now = self.clock.now_millis();
         let gone = || {
             StoreError::NotFound(
@@ -431,10 +452,30 @@ impl Store {
             .and_where(Expr::col(Alias::new("token_hash")).eq(secret_hash(token)))
             .and_where(Expr::col(Alias::new("used_at")).is_null())
             .and_where(Expr::col(Alias::new("expires_at")).gt(now))
-            .returning_col(Alias::new("user_id"))
+            .returning(
+                Query::returning().columns([Alias::new("user_id"), Alias::new("created_by")]),
+            )
             .to_owned();
-        let rows = tx.fetch_returning(None, &used, &[Kind::Text]).await?;
-        let user_id = rows.first().map(|row| text(&row[0])).ok_or_else(gone)?;
+        let rows = tx
+            .fetch_returning(None, &used, &[Kind::Text, Kind::Text])
+            .await?;
+        let (user_id, inviter) = rows
+            .first()
+            .map(|row| (text(&row[0]), text(&row[1])))
+            .ok_or_else(gone)?;
+        // The inviter must still be an active user who may write the user as it is now: a
+        // promotion, a move to another company or a demoted inviter since ends the link.
+        let still_allowed = match principal(&mut tx, &inviter).await? {
+            Some(inviter) if inviter.active => {
+                may_write_user_in(&mut tx, &user_id, &inviter.viewer()).await? == Some(true)
+            }
+            _ => false,
+        };
+        if !still_allowed {
+            // Used up all the same, so that no later change revives it.
+            tx.commit().await?;
+            return Err(gone());
+        }
         let delete = Query::delete()
             .from_table(Alias::new("bh_password"))
             .and_where(Expr::col(Alias::new("user_id")).eq(user_id.as_str()))
@@ -481,6 +522,33 @@ mod tests {
         assert!(password_problems("          ").len() == 1);
         assert!(password_problems("long enough now").is_empty());
         assert!(password_problems(&"x".repeat(MAX_PASSWORD_CHARS + 1)).len() == 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn password_work_runs_a_bounded_number_at_once() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..4 * PASSWORD_WORK_AT_ONCE)
+            .map(|_| {
+                let (running, peak) = (running.clone(), peak.clone());
+                tokio::spawn(password_work(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }))
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+        let peak = peak.load(Ordering::SeqCst);
+        assert!(
+            (1..=PASSWORD_WORK_AT_ONCE).contains(&peak),
+            "{peak} ran at once"
+        );
     }
 
     #[test]

@@ -325,23 +325,34 @@ impl Store {
     /// Whether `writer` may write the user `id` as it is now (what inviting it asks); `None`
     /// when there is no such user.
     pub async fn may_write_user(&self, id: &str, writer: &Viewer) -> StoreResult<Option<bool>> {
-        let resource = users();
-        let id = id.to_ascii_uppercase();
         let mut tx = self.begin().await?;
-        let condition =
-            sea_query::Condition::all().add(Expr::col(Alias::new("id")).eq(id.as_str()));
-        let Some(mut record) = tx.load_records(resource, condition).await?.pop() else {
-            return Ok(None);
-        };
-        tx.load_lists(resource, std::slice::from_mut(&mut record))
-            .await?;
-        let (sees, writes) = tx.may_write(resource, &id, writer).await?;
-        let within = writer_problems(
-            writer,
-            &Profile::of(resource, &record),
-            &WriteValues::default(),
-        )
-        .is_empty();
-        Ok(Some(sees && writes && within))
+        may_write_user_in(&mut tx, id, writer).await
     }
+}
+
+/// [`Store::may_write_user`] inside a write transaction: the catalog's write rule and scope
+/// for the user as stored, and what [`writer_problems`] asks of it (never a wider type,
+/// companies all the writer's). Keys are made and revoked, and invitations accepted, only
+/// for users their writer may write as they are now.
+pub(crate) async fn may_write_user_in(
+    tx: &mut WriteTx,
+    id: &str,
+    writer: &Viewer,
+) -> StoreResult<Option<bool>> {
+    let resource = users();
+    let id = id.to_ascii_uppercase();
+    let condition = sea_query::Condition::all().add(Expr::col(Alias::new("id")).eq(id.as_str()));
+    let Some(mut record) = tx.load_records(resource, condition).await?.pop() else {
+        return Ok(None);
+    };
+    tx.load_lists(resource, std::slice::from_mut(&mut record))
+        .await?;
+    let (sees, writes) = tx.may_write(resource, &id, writer).await?;
+    let within = writer_problems(
+        writer,
+        &Profile::of(resource, &record),
+        &WriteValues::default(),
+    )
+    .is_empty();
+    Ok(Some(sees && writes && within))
 }

@@ -193,8 +193,9 @@ pub struct ServeArgs {
     /// How often idle webhook senders look for other processes' events and retries due.
     #[arg(long, env = "BRANDHUB_WEBHOOK_POLL", default_value = "1s", value_parser = parse_duration)]
     pub webhook_poll: Duration,
-    /// Accept webhook URLs of plain http to this machine (127.0.0.1, localhost, [::1]), for
-    /// tests with a local receiver. Never on a server others use.
+    /// Accept webhook URLs naming this machine's loopback address as written (127.0.0.1,
+    /// [::1]; not localhost), over plain http too, for tests with a local receiver. Never on a
+    /// server others use.
     #[arg(long, env = "BRANDHUB_WEBHOOK_ALLOW_INSECURE_LOCALHOST")]
     pub webhook_allow_insecure_localhost: bool,
 }

@@ -264,7 +264,7 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
     let store = open_store(cli).await?;
     if args.webhook_allow_insecure_localhost {
         tracing::warn!(
-            "webhook URLs of plain http to this machine are accepted (--webhook-allow-insecure-localhost)"
+            "webhook URLs naming the loopback address are accepted, over plain http too (--webhook-allow-insecure-localhost)"
         );
     }
     if args.demo {

@@ -2,9 +2,11 @@
 //! 127.0.0.1, allowed by the servers' `--webhook-allow-insecure-localhost`): signed order
 //! events to the host, the same order without money to the warehouse, nothing out of scope,
 //! retries with growing delays, nothing for a change that rolled back, the secret shown once,
-//! URLs that are not https refused; and with `brandhub serve` processes: a server killed
-//! mid-delivery delivers after a restart (same event id), two servers on one PostgreSQL never
-//! make the same attempt twice.
+//! URLs that are not https or name an address that is not public refused when written (and,
+//! for a name resolving to loopback, when a delivery connects), deliveries bounded by the key
+//! a webhook was made with (and none once it is revoked), at most 50 webhooks a user; and with
+//! `brandhub serve` processes: a server killed mid-delivery delivers after a restart (same
+//! event id), two servers on one PostgreSQL never make the same attempt twice.
 
 mod common;
 
@@ -214,6 +216,283 @@ async fn delivery_bodies(fx: &Fixture, webhook: &str) -> Vec<Value> {
     .await
 }
 
+/// A request as `who` (a user's email and a key or session secret).
+async fn call_as(
+    fx: &Fixture,
+    method: reqwest::Method,
+    path: &str,
+    who: &(String, String),
+    body: Option<Value>,
+) -> common::Response {
+    common::send(
+        fx,
+        &fx.base,
+        method,
+        path,
+        common::As::Key(&who.0, &who.1),
+        &[],
+        body.as_ref(),
+    )
+    .await
+}
+
+/// A demo user's credentials.
+fn demo(fx: &Fixture, user_type: &str) -> (String, String) {
+    let credential = fx.credential(user_type);
+    (credential.email.clone(), credential.secret.clone())
+}
+
+/// An id as rendered: a plain string, or a link's `__KEY`.
+fn id_of(value: &Value) -> String {
+    text(value.get("__KEY").unwrap_or(value))
+}
+
+/// A webhook made by `who`; its id, after checking the 201.
+async fn webhook_as(fx: &Fixture, who: &(String, String), url: &str, events: &[&str]) -> String {
+    let made = call_as(
+        fx,
+        reqwest::Method::POST,
+        "/api/webhook",
+        who,
+        Some(json!({"url": url, "events": events})),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.body));
+    text(&made.records("webhook")[0]["id"])
+}
+
+/// A new API key of the demo user `user_type` with these grants: its id and credentials.
+async fn key_of(fx: &Fixture, user_type: &str, grants: &[&str]) -> (String, (String, String)) {
+    let body = if grants.is_empty() {
+        json!({})
+    } else {
+        json!({"grants": grants})
+    };
+    let made = call(
+        fx,
+        reqwest::Method::POST,
+        "/api/apiKey",
+        user_type,
+        Some(body),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.body));
+    let key = &made.records("apiKey")[0];
+    (
+        text(&key["id"]),
+        (fx.credential(user_type).email.clone(), text(&key["secret"])),
+    )
+}
+
+/// Places an order as the demo host, in `slot`; its id.
+async fn new_order(fx: &Fixture, slot: usize) -> String {
+    let p = place(fx, slot).await;
+    let order = ok(
+        &call(
+            fx,
+            reqwest::Method::POST,
+            "/api/order",
+            "host",
+            Some(intake_body(&p, &unique("BOUND"))),
+        )
+        .await,
+        201,
+    );
+    text(&order["id"])
+}
+
+/// Whether the deliveries made for `webhook` include one of `event_type` about record `id`.
+async fn delivered_about(fx: &Fixture, webhook: &str, event_type: &str, id: &str) -> bool {
+    delivery_bodies(fx, webhook)
+        .await
+        .iter()
+        .any(|b| b["type"] == event_type && b["data"]["id"] == id)
+}
+
+/// A TCP listener on 127.0.0.1 that only counts the connections made to it.
+struct Listener {
+    port: u16,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Listener {
+    async fn start() -> Listener {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counting = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                counting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        Listener { port, accepted }
+    }
+
+    /// The connections others made so far: connects once itself and waits until that is
+    /// accepted (connections are accepted in order), then leaves its own out.
+    async fn connections_by_others(&self) -> usize {
+        let before = self.accepted.load(std::sync::atomic::Ordering::SeqCst);
+        let _own = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+            .await
+            .expect("the listener accepts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.accepted.load(std::sync::atomic::Ordering::SeqCst) == before {
+            assert!(
+                Instant::now() < deadline,
+                "the listener accepted the test's own connection"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst) - 1
+    }
+}
+
+/// Waits (up to a minute) for a delivery of `webhook` that `done` accepts, reading the log as
+/// `user_type`; returns it.
+async fn delivery_where(
+    fx: &Fixture,
+    user_type: &str,
+    webhook: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = get(fx, user_type, &format!("/api/webhookDelivery?fk_webhook={webhook}&fields=eventId,eventType,status,attempts,lastError&pageSize=1000")).await;
+        if let Some(found) = log.records("webhookDelivery").into_iter().find(|d| done(d)) {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no such delivery within a minute: {:?}",
+            log.records("webhookDelivery")
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The webhook URLs a hostile review named, each refused when written: addresses that are
+/// not public, however spelled, and the user-name trick.
+const NOT_PUBLIC: [&str; 14] = [
+    "https://169.254.169.254/latest/meta-data/",
+    "http://169.254.169.254/latest/meta-data/",
+    "https://127.0.0.1/hook",
+    "https://[::1]/hook",
+    "https://10.0.0.5/hook",
+    "https://0.0.0.0/hook",
+    "https://0x7f000001/hook",
+    "https://2130706433/hook",
+    "https://127.1/hook",
+    "https://[::ffff:127.0.0.1]/hook",
+    "https://100.64.1.1/hook",
+    "https://[fd00::1]/hook",
+    "https://localhost/hook",
+    "https://api.localhost./hook",
+];
+
+/// Each URL of [`NOT_PUBLIC`] and the user-name trick is 422 naming `url` and saying why, and
+/// no webhook is made.
+async fn refuses_urls_that_are_not_public(fx: &Fixture) {
+    let host = fx.credential("host");
+    let count = || async {
+        get(
+            fx,
+            "host",
+            &format!("/api/webhook/count?fk_user={}", host.user_id),
+        )
+        .await
+        .json()["count"]
+            .clone()
+    };
+    let before = count().await;
+    for url in NOT_PUBLIC {
+        let answer = call(
+            fx,
+            reqwest::Method::POST,
+            "/api/webhook",
+            "host",
+            Some(json!({"url": url, "events": ["order.created"]})),
+        )
+        .await;
+        let problem = answer.assert_problem(422, "validation_failed");
+        assert_eq!(problem["errors"][0]["field"], "url", "{url}: {problem}");
+        let message = text(&problem["errors"][0]["message"]);
+        assert!(
+            message.contains("not a public address") || message.contains("not a public one"),
+            "{url}: {message}"
+        );
+    }
+    for url in [
+        "http://localhost:80@example.invalid/",
+        "https://hooks@example.com/",
+    ] {
+        let answer = call(
+            fx,
+            reqwest::Method::POST,
+            "/api/webhook",
+            "host",
+            Some(json!({"url": url, "events": ["order.created"]})),
+        )
+        .await;
+        let problem = answer.assert_problem(422, "validation_failed");
+        assert_eq!(problem["errors"][0]["field"], "url", "{url}: {problem}");
+        assert!(
+            text(&problem["errors"][0]["message"]).contains("user name or password"),
+            "{url}: {problem}"
+        );
+    }
+    // A change to such a URL is refused as well.
+    let id = webhook_as(
+        fx,
+        &demo(fx, "host"),
+        "https://hooks.example.com/public",
+        &["order.created"],
+    )
+    .await;
+    let answer = call(
+        fx,
+        reqwest::Method::PATCH,
+        &format!("/api/webhook/{id}"),
+        "host",
+        Some(json!({"url": "https://169.254.169.254/"})),
+    )
+    .await;
+    assert_eq!(
+        answer.assert_problem(422, "validation_failed")["errors"][0]["field"],
+        "url"
+    );
+    assert_eq!(
+        call(
+            fx,
+            reqwest::Method::DELETE,
+            &format!("/api/webhook/{id}"),
+            "host",
+            None
+        )
+        .await
+        .status,
+        204
+    );
+    assert_eq!(count().await, before, "no webhook was made");
+}
+
+#[tokio::test]
+async fn webhook_urls_that_are_not_public_are_refused_on_sqlite() {
+    let fx = common::shared(Db::Sqlite, "webhooks-without-flag").expect("SQLite always runs");
+    refuses_urls_that_are_not_public(fx).await;
+}
+
+#[tokio::test]
+async fn webhook_urls_that_are_not_public_are_refused_on_postgres() {
+    let Some(fx) = common::shared(Db::Postgres, "webhooks-without-flag") else {
+        return;
+    };
+    refuses_urls_that_are_not_public(fx).await;
+}
+
 macro_rules! on_both {
     ($(async fn $name:ident($fx:ident) $body:block)*) => {
         mod sqlite {
@@ -398,6 +677,151 @@ async fn a_processed_file_is_announced_with_its_counts(fx) {
     let event = got.iter().map(Received::json).find(|b| b["data"]["id"] == id.as_str()).unwrap();
     assert_eq!(event["type"], format!("file.{}", text(&file["status"])), "{event}");
     assert_eq!(event["data"]["detail"]["rowsRead"], file["detail"]["rowsRead"]);
+}
+
+async fn the_flag_allows_loopback_literals_only(fx) {
+    // With --webhook-allow-insecure-localhost, the user-name trick and loopback names are
+    // still refused: the host is what a client connects to.
+    for (url, why) in [
+        ("http://localhost:80@example.invalid/", "user name or password"),
+        ("http://127.0.0.1:9@example.invalid/", "user name or password"),
+        ("http://localhost:9/hook", "this machine, not a public address"),
+        ("http://10.0.0.5/hook", "a private address"),
+        ("http://[::ffff:127.0.0.1]:9/hook", "a loopback address, not a public address"),
+        ("http://hooks.example.com/hook", "is not an https URL"),
+    ] {
+        let answer = call(fx, reqwest::Method::POST, "/api/webhook", "host", Some(json!({"url": url, "events": ["order.created"]}))).await;
+        let problem = answer.assert_problem(422, "validation_failed");
+        assert_eq!(problem["errors"][0]["field"], "url", "{url}: {problem}");
+        assert!(text(&problem["errors"][0]["message"]).contains(why), "{url}: {problem}");
+    }
+    // A loopback literal, however spelled, is what the flag allows.
+    for url in ["http://0x7f000001:9/hook", "https://[::1]:9/hook", "http://127.0.0.2:9/hook"] {
+        let id = webhook_as(fx, &demo(fx, "host"), url, &["order.created"]).await;
+        let paused = call(fx, reqwest::Method::PATCH, &format!("/api/webhook/{id}"), "host", Some(json!({"active": false}))).await;
+        assert_eq!(paused.status, 200, "{}", String::from_utf8_lossy(&paused.body));
+    }
+}
+
+async fn a_name_that_resolves_to_loopback_is_refused_when_a_delivery_connects(fx) {
+    let listener = Listener::start().await;
+    // Made paused with a loopback literal (which the flag allows), then pointed at a name
+    // the way a URL stored before these rules is: `localhost` resolves to the loopback
+    // address with no network, as a public name may resolve to a private address later.
+    let made = call(fx, reqwest::Method::POST, "/api/webhook", "company", Some(json!({"url": format!("http://127.0.0.1:{}/hook", listener.port), "events": ["product.updated"], "active": false}))).await;
+    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.body));
+    let hook = text(&made.records("webhook")[0]["id"]);
+    let store = fx.store.clone();
+    let (id, url) = (hook.clone(), format!("https://localhost:{}/hook", listener.port));
+    fx.on_server(async move {
+        use sea_query::{Alias, Expr, ExprTrait, Query};
+        let update = Query::update()
+            .table(Alias::new("webhook"))
+            .value(Alias::new("url"), url)
+            .value(Alias::new("active"), true)
+            .and_where(Expr::col(Alias::new("id")).eq(id))
+            .to_owned();
+        assert_eq!(store.execute_untracked("webhook", &update).await.expect("the URL is changed"), 1);
+    })
+    .await;
+    let product = get(fx, "company", "/api/product?pageSize=1&page=5&fields=id&order_by=id").await.ids("product")[0].clone();
+    let answer = call(fx, reqwest::Method::PATCH, &format!("/api/product/{product}"), "company", Some(json!({"title": unique("Resolved")}))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let attempted = delivery_where(fx, "company", &hook, |d| d["attempts"].as_i64() >= Some(1) && !text(&d["lastError"]).is_empty()).await;
+    let error = text(&attempted["lastError"]);
+    assert!(error.contains("localhost resolves to no public address") && error.contains("a loopback address"), "{error}");
+    assert_eq!(listener.connections_by_others().await, 0, "no delivery connected to the local listener");
+    assert_eq!(call(fx, reqwest::Method::PATCH, &format!("/api/webhook/{hook}"), "company", Some(json!({"active": false}))).await.status, 200);
+}
+
+async fn a_webhook_delivers_only_what_the_key_it_was_made_with_may_read(fx) {
+    // A key limited to webhooks reads no orders...
+    let (_, narrow) = key_of(fx, "host", &["webhook:*"]).await;
+    call_as(fx, reqwest::Method::GET, "/api/order?pageSize=1", &narrow, None).await.assert_problem(403, "forbidden");
+    // ...so its webhook gets none, while the full key's webhook does.
+    let narrow_hooks = receiver(Answering::FailFirst(0)).await;
+    let narrow_hook = webhook_as(fx, &narrow, &narrow_hooks.url, &["order.created"]).await;
+    let full_hooks = receiver(Answering::FailFirst(0)).await;
+    let full_hook = webhook_as(fx, &demo(fx, "host"), &full_hooks.url, &["order.created"]).await;
+    let order = new_order(fx, 6).await;
+    full_hooks.until(|got| !Receiver::about(got, "order.created", &order).is_empty()).await;
+    // The fan-out makes every delivery of an event in one transaction.
+    assert!(delivered_about(fx, &full_hook, "order.created", &order).await);
+    assert!(!delivered_about(fx, &narrow_hook, "order.created", &order).await, "the webhook:* key's webhook got an order");
+    assert!(Receiver::about(&narrow_hooks.got.lock().unwrap(), "order.created", &order).is_empty());
+    // Nor does that key point the full key's webhook at itself.
+    let taken = call_as(fx, reqwest::Method::PATCH, &format!("/api/webhook/{full_hook}"), &narrow, Some(json!({"url": "https://hooks.example.com/taken"}))).await;
+    let problem = taken.assert_problem(403, "forbidden");
+    assert!(text(&problem["detail"]).contains("order"), "{problem}");
+    // It still changes its own.
+    let paused = call_as(fx, reqwest::Method::PATCH, &format!("/api/webhook/{narrow_hook}"), &narrow, Some(json!({"active": false}))).await;
+    assert_eq!(paused.status, 200, "{}", String::from_utf8_lossy(&paused.body));
+    assert_eq!(call(fx, reqwest::Method::PATCH, &format!("/api/webhook/{full_hook}"), "host", Some(json!({"active": false}))).await.status, 200);
+}
+
+async fn a_revoked_keys_webhook_falls_silent_and_sends_nothing_pending(fx) {
+    let (key, with_key) = key_of(fx, "host", &[]).await;
+    // A receiver that fails every attempt keeps a delivery pending.
+    let hooks = receiver(Answering::FailFirst(i64::MAX)).await;
+    let hook = webhook_as(fx, &with_key, &hooks.url, &["order.created"]).await;
+    let first = new_order(fx, 7).await;
+    hooks.until(|got| !Receiver::about(got, "order.created", &first).is_empty()).await;
+    // Revoked: the pending delivery is not sent again, and a new order reaches no one.
+    assert_eq!(call(fx, reqwest::Method::DELETE, &format!("/api/apiKey/{key}"), "host", None).await.status, 204);
+    let sent_before = Receiver::about(&hooks.got.lock().unwrap(), "order.created", &first).len();
+    let others = receiver(Answering::FailFirst(0)).await;
+    let other_hook = webhook_as(fx, &demo(fx, "host"), &others.url, &["order.created"]).await;
+    let second = new_order(fx, 7).await;
+    others.until(|got| !Receiver::about(got, "order.created", &second).is_empty()).await;
+    assert!(!delivered_about(fx, &hook, "order.created", &second).await, "a revoked key's webhook got a new order");
+    let withheld = delivery_where(fx, "host", &hook, |d| d["status"] == "failed").await;
+    assert!(text(&withheld["lastError"]).contains("the API key it was made with is revoked"), "{withheld}");
+    let sent = Receiver::about(&hooks.got.lock().unwrap(), "order.created", &first).len();
+    // An attempt already claimed when the revocation committed may still arrive; none after.
+    assert!(sent <= sent_before + 1, "{sent} attempts, {sent_before} before the revocation");
+    assert!(Receiver::about(&hooks.got.lock().unwrap(), "order.created", &second).is_empty());
+    assert_eq!(call(fx, reqwest::Method::PATCH, &format!("/api/webhook/{other_hook}"), "host", Some(json!({"active": false}))).await.status, 200);
+}
+
+async fn a_webhook_made_in_a_session_outlives_the_session(fx) {
+    let host = fx.credential("host");
+    let signed = common::send(fx, &fx.base, reqwest::Method::POST, "/api/session", common::As::Nobody, &[], Some(&json!({"email": host.email, "password": brandhub::demo_load::demo_password(host.user_type)}))).await;
+    assert_eq!(signed.status, 201, "{}", String::from_utf8_lossy(&signed.body));
+    let session = (host.email.clone(), text(&signed.json()["key"]));
+    let hooks = receiver(Answering::FailFirst(0)).await;
+    let hook = webhook_as(fx, &session, &hooks.url, &["order.created"]).await;
+    assert_eq!(call_as(fx, reqwest::Method::DELETE, "/api/session", &session, None).await.status, 204);
+    let order = new_order(fx, 8).await;
+    hooks.until(|got| !Receiver::about(got, "order.created", &order).is_empty()).await;
+    assert_eq!(call(fx, reqwest::Method::PATCH, &format!("/api/webhook/{hook}"), "host", Some(json!({"active": false}))).await.status, 200);
+}
+
+async fn a_user_has_at_most_fifty_webhooks(fx) {
+    // A user of its own, so that no other test's webhooks count.
+    let host = get(fx, "admin", &format!("/api/user/{}?fields=fk_host", fx.credential("host").user_id)).await.records("user")[0]["fk_host"].clone();
+    let email = format!("{}@example.test", unique("hooks").to_lowercase());
+    let user = call(fx, reqwest::Method::POST, "/api/user", "admin", Some(json!({"name": "Fifty Hooks", "email": email, "type": "host", "fk_host": id_of(&host)}))).await;
+    assert_eq!(user.status, 201, "{}", String::from_utf8_lossy(&user.body));
+    let user = text(&user.records("user")[0]["id"]);
+    let key = call(fx, reqwest::Method::POST, "/api/apiKey", "admin", Some(json!({"fk_user": user}))).await;
+    let who = (email, text(&key.records("apiKey")[0]["secret"]));
+    let hooks = |n: usize| json!((0..n).map(|i| json!({"url": format!("https://hooks.example.com/{i}"), "events": ["order.created"], "active": false})).collect::<Vec<_>>());
+    let count = || async { call_as(fx, reqwest::Method::GET, "/api/webhook/count", &who, None).await.json()["count"].clone() };
+    // 51 at once: refused whole.
+    let refused = call_as(fx, reqwest::Method::POST, "/api/webhook", &who, Some(hooks(51))).await;
+    let problem = refused.assert_problem(409, "conflict");
+    assert!(text(&problem["detail"]).contains("may have 50"), "{problem}");
+    assert_eq!(count().await, 0, "nothing was written");
+    // 48 at once, then three at the same time: only two more fit.
+    assert_eq!(call_as(fx, reqwest::Method::POST, "/api/webhook", &who, Some(hooks(48))).await.status, 201);
+    let one = || call_as(fx, reqwest::Method::POST, "/api/webhook", &who, Some(json!({"url": "https://hooks.example.com/one", "events": ["order.created"], "active": false})));
+    let (a, b, c) = tokio::join!(one(), one(), one());
+    let mut statuses = [a.status, b.status, c.status];
+    statuses.sort();
+    assert_eq!(statuses, [201, 201, 409]);
+    assert_eq!(count().await, 50);
+    let problem = one().await.assert_problem(409, "conflict");
+    assert!(text(&problem["detail"]).contains("has 50 webhooks and may have 50"), "{problem}");
 }
 
 async fn webhooks_are_their_users_own_and_their_secret_is_shown_once(fx) {

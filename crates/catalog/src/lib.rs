@@ -4,6 +4,7 @@
 //!
 //! This crate is pure data with lookups; it does no I/O.
 
+pub mod address;
 pub mod lifecycle;
 pub mod model;
 pub mod naming;
@@ -14,7 +15,7 @@ pub use model::{
     Anchor, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage,
     NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept,
     UserType, WriteAction, Writes, is_insecure_loopback_url, lengths, secure_url_problem,
-    web_url_problem,
+    web_url_problem, webhook_url_problem,
 };
 pub use record::{Cell, Layout, Record};
 pub use resources::{
@@ -66,6 +67,7 @@ fn check_write_declarations(resource: &Resource) -> Result<(), String> {
             }
             Some(FieldDefault::Boolean(_)) => field.ty == FieldType::Boolean,
             Some(FieldDefault::Writer(_)) => field.ty == FieldType::Id,
+            Some(FieldDefault::WriterKey) => field.ty == FieldType::Id && field.internal,
         };
         if !fits {
             return fail(format!("the default of {} does not fit it", field.path));
@@ -122,6 +124,22 @@ impl Catalog {
     /// The resource with this URL name.
     pub fn resource(&self, name: &str) -> Option<&Resource> {
         self.resources.iter().find(|r| r.name == name)
+    }
+
+    /// The resource whose records an event type is about (`order.updated`: order; a file's
+    /// events: file), to check that a subscriber may read it.
+    pub fn event_resource(&self, event_type: &str) -> Option<&Resource> {
+        let announced = |r: &&Resource| {
+            r.events
+                .is_some_and(|e| e.created == event_type || e.updated == event_type)
+        };
+        self.resources.iter().find(announced).or_else(|| {
+            FileStatus::ALL
+                .iter()
+                .any(|status| status.event() == Some(event_type))
+                .then(|| self.resource("file"))
+                .flatten()
+        })
     }
 
     /// The resource a relation leads to.
@@ -466,23 +484,122 @@ mod tests {
         let mut declared = EVENT_TYPES.to_vec();
         declared.sort();
         assert_eq!(announced, declared);
+        for event in EVENT_TYPES {
+            let about = catalog().event_resource(event).map(|r| r.name);
+            assert_eq!(about, event.split('.').next(), "{event}");
+        }
+        assert!(catalog().event_resource("order.eaten").is_none());
     }
 
     #[test]
-    fn webhook_urls_are_https_or_loopback_http() {
+    fn webhook_urls_are_https_to_public_hosts_or_loopback_literals() {
         assert_eq!(secure_url_problem("https://example.com/hook"), None);
-        assert_eq!(secure_url_problem("http://127.0.0.1:8080/hook"), None);
-        assert_eq!(secure_url_problem("http://[::1]/hook"), None);
+        assert_eq!(secure_url_problem("https://93.184.216.34/hook"), None);
+        assert_eq!(secure_url_problem("https://[2606:4700::1111]/hook"), None);
+        // Loopback literals pass the domain; the store refuses them unless allowed.
+        for url in [
+            "http://127.0.0.1:8080/hook",
+            "http://[::1]/hook",
+            "https://127.0.0.1/",
+        ] {
+            assert_eq!(secure_url_problem(url), None, "{url}");
+            assert!(is_insecure_loopback_url(url), "{url}");
+        }
         assert_eq!(
-            secure_url_problem("http://example.com/hook"),
+            secure_url_problem("http://example.com/hook").as_deref(),
             Some("is not an https URL")
         );
         assert_eq!(
-            secure_url_problem("http://127.0.0.1.example.com/"),
+            secure_url_problem("http://127.0.0.1.example.com/").as_deref(),
             Some("is not an https URL")
         );
-        assert!(is_insecure_loopback_url("http://localhost:9/x"));
-        assert!(!is_insecure_loopback_url("https://127.0.0.1/"));
+        assert!(!is_insecure_loopback_url("http://localhost:9/x"));
+        assert!(!is_insecure_loopback_url("https://example.com/"));
+    }
+
+    #[test]
+    fn webhook_urls_naming_addresses_that_are_not_public_are_refused_however_spelled() {
+        for (url, named) in [
+            (
+                "https://169.254.169.254/latest/meta-data/",
+                "169.254.169.254, a link-local",
+            ),
+            ("https://10.1.2.3/", "10.1.2.3, a private"),
+            ("https://0.0.0.0/", "0.0.0.0, the unspecified"),
+            ("https://100.64.0.1/", "100.64.0.1, a shared"),
+            ("https://192.0.2.1/", "192.0.2.1, a documentation"),
+            ("https://[fd00::1]/", "fd00::1, a unique local"),
+            ("https://[fe80::1]/", "fe80::1, a link-local"),
+            ("https://[::ffff:10.0.0.1]/", "::ffff:10.0.0.1, a private"),
+            (
+                "https://[::ffff:127.0.0.1]/",
+                "::ffff:127.0.0.1, a loopback",
+            ),
+            ("https://224.0.0.1/", "224.0.0.1, a multicast"),
+            ("https://[::]/", "::, the unspecified"),
+        ] {
+            let problem = secure_url_problem(url).unwrap_or_default();
+            assert!(
+                problem.starts_with(&format!("names {named}")),
+                "{url}: {problem}"
+            );
+            assert!(problem.contains("public"), "{url}: {problem}");
+        }
+        // Every spelling a client reads as 127.0.0.1 is the loopback address.
+        for url in [
+            "https://127.0.0.1/",
+            "https://0x7f000001/",
+            "https://2130706433/",
+            "https://127.1/",
+            "https://0177.0.0.1/",
+            "https://0x7f.0.0.1/",
+        ] {
+            let problem = webhook_url_problem(url, false).unwrap_or_default();
+            assert!(
+                problem.starts_with("names 127.0.0.1, a loopback address"),
+                "{url}: {problem}"
+            );
+            assert!(is_insecure_loopback_url(url), "{url}");
+            assert_eq!(webhook_url_problem(url, true), None, "{url}");
+        }
+        assert!(
+            webhook_url_problem("http://[::1]:9/", false)
+                .unwrap()
+                .contains("--webhook-allow-insecure-localhost")
+        );
+        for url in [
+            "https://localhost/",
+            "https://LocalHost./x",
+            "https://api.localhost/",
+            "http://localhost:9/",
+        ] {
+            let problem = secure_url_problem(url).unwrap_or_default();
+            assert!(
+                problem.contains("this machine, not a public address"),
+                "{url}: {problem}"
+            );
+        }
+        // A user name is not the host: refused, with or without the loopback allowance.
+        for url in [
+            "http://localhost:80@example.invalid/",
+            "https://user:pw@example.com/",
+            "http://x@127.0.0.1/",
+        ] {
+            for allowed in [false, true] {
+                let problem = webhook_url_problem(url, allowed).unwrap_or_default();
+                assert!(
+                    problem.contains("user name or password"),
+                    "{url}: {problem}"
+                );
+            }
+            assert!(!is_insecure_loopback_url(url), "{url}");
+        }
+        // Names are left to the resolver when a delivery connects.
+        assert_eq!(webhook_url_problem("https://localhost/", false), None);
+        assert_eq!(
+            webhook_url_problem("https://hooks.example.com/", false),
+            None
+        );
     }
 
     #[test]

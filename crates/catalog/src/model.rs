@@ -1,7 +1,9 @@
 //! The shapes the catalog is made of. Everything that describes a resource (its SQL, its
 //! validation, its rendering, its OpenAPI schema and its documentation) is derived from these.
 
+use crate::address::{is_loopback_literal, non_public};
 use crate::naming::{folded_column, snake_case};
+use std::net::IpAddr;
 
 /// The kinds of user a key can belong to; they decide scope and restricted properties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -174,9 +176,9 @@ pub struct Field {
 pub enum Domain {
     /// An absolute http or https URL with a host and without spaces: what a client can fetch.
     WebUrl,
-    /// An absolute https URL (a webhook's receiver, CONTRACT §11), or an http URL on the
-    /// loopback address, which only a server started to allow it accepts
-    /// ([`is_insecure_loopback_url`]).
+    /// An absolute https URL naming a public host (a webhook's receiver, CONTRACT §11:
+    /// [`secure_url_problem`]), or a URL naming the loopback address, which only a server
+    /// started to allow it accepts ([`is_insecure_loopback_url`]).
     SecureUrl,
     /// One of these words, exactly (statuses, types, reasons).
     OneOf(&'static [&'static str]),
@@ -188,7 +190,7 @@ impl Domain {
         match self {
             _ if text.is_empty() => None,
             Domain::WebUrl => web_url_problem(text).map(str::to_string),
-            Domain::SecureUrl => secure_url_problem(text).map(str::to_string),
+            Domain::SecureUrl => secure_url_problem(text),
             Domain::OneOf(words) if words.contains(&text) => None,
             Domain::OneOf(words) => Some(format!("'{text}' is not one of {}", words.join(", "))),
         }
@@ -210,6 +212,9 @@ pub enum FieldDefault {
     Boolean(bool),
     /// The writer's own id of this anchor (a key is the caller's own when no user is named).
     Writer(Anchor),
+    /// The id of the API key the record is created with; unset when it is made in a session
+    /// or from the command line (a webhook's deliveries are bounded by that key, CONTRACT §11).
+    WriterKey,
 }
 
 /// Why a URL is not one a client can fetch, if it is not: only absolute http and https URLs
@@ -232,29 +237,97 @@ pub fn web_url_problem(url: &str) -> Option<&'static str> {
     None
 }
 
-/// Why `url` is not an https URL (or an http one on the loopback address), if it is not.
-pub fn secure_url_problem(url: &str) -> Option<&'static str> {
-    if let Some(problem) = web_url_problem(url) {
-        return Some(problem);
+/// Why `url` may not receive webhooks, if it may not (CONTRACT §11), whatever the server
+/// allows: [`webhook_url_problem`], and a host named `localhost` or `*.localhost` (this
+/// machine by definition, refused without asking DNS). A literal loopback address passes here:
+/// only a server started to allow it accepts one ([`is_insecure_loopback_url`]). The addresses
+/// a name resolves to are checked when a delivery connects.
+pub fn secure_url_problem(url: &str) -> Option<String> {
+    let parsed = match receiver(url) {
+        Ok(parsed) => parsed,
+        Err(problem) => return Some(problem),
+    };
+    if let Some(url::Host::Domain(name)) = parsed.host() {
+        let name = name.trim_end_matches('.');
+        if name == "localhost" || name.ends_with(".localhost") {
+            return Some(format!(
+                "names {name}, which is this machine, not a public address: {PUBLIC_ONLY}"
+            ));
+        }
     }
-    let secure = url.to_ascii_lowercase().starts_with("https://");
-    (!secure && !is_insecure_loopback_url(url)).then_some("is not an https URL")
+    receiver_problem(&parsed, true)
 }
 
-/// Whether `url` is plain http to this machine's loopback address (`127.0.0.1`, `localhost`,
-/// `[::1]`): allowed for webhooks only by a server started with
-/// `--webhook-allow-insecure-localhost`, for tests.
+/// Why deliveries are only sent to public addresses, as problems say it.
+const PUBLIC_ONLY: &str = "webhooks are delivered to public addresses only";
+
+/// `url` parsed as a client parses it (WHATWG: `0x7f000001`, `2130706433` and `127.1` are
+/// 127.0.0.1; what precedes an `@` is a user name, not the host), if it is an absolute http or
+/// https URL with a host and neither a user name nor a password.
+fn receiver(url: &str) -> Result<url::Url, String> {
+    if let Some(problem) = web_url_problem(url) {
+        return Err(problem.to_string());
+    }
+    let parsed = url::Url::parse(url).map_err(|error| format!("is not a valid URL ({error})"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(
+            "must not hold a user name or password (what precedes an @ is not the host)".into(),
+        );
+    }
+    if parsed.host().is_none() {
+        return Err("has no host".into());
+    }
+    Ok(parsed)
+}
+
+/// The address a parsed URL names, when its host is one rather than a name.
+fn literal_address(parsed: &url::Url) -> Option<IpAddr> {
+    match parsed.host()? {
+        url::Host::Ipv4(v4) => Some(IpAddr::V4(v4)),
+        url::Host::Ipv6(v6) => Some(IpAddr::V6(v6)),
+        url::Host::Domain(_) => None,
+    }
+}
+
+/// Why a delivery may not be sent to `url`, if it may not, before any name is resolved: not
+/// http or https, a user name or password in it, an address that is not public
+/// ([`crate::address::non_public`]), or plain http; `allow_loopback` (a server started with
+/// `--webhook-allow-insecure-localhost`, for tests) accepts a literal loopback address over
+/// http or https, and nothing else. A name's addresses are the resolver's to check.
+pub fn webhook_url_problem(url: &str, allow_loopback: bool) -> Option<String> {
+    match receiver(url) {
+        Ok(parsed) => receiver_problem(&parsed, allow_loopback),
+        Err(problem) => Some(problem),
+    }
+}
+
+/// [`webhook_url_problem`] of a URL [`receiver`] accepted.
+fn receiver_problem(parsed: &url::Url, allow_loopback: bool) -> Option<String> {
+    if let Some(ip) = literal_address(parsed) {
+        if is_loopback_literal(ip) {
+            return (!allow_loopback).then(|| {
+                format!(
+                    "names {ip}, a loopback address, not a public one: {PUBLIC_ONLY} (only a server started with --webhook-allow-insecure-localhost accepts a loopback address, for tests)"
+                )
+            });
+        }
+        if let Some(why) = non_public(ip) {
+            return Some(format!(
+                "names {ip}, {why}, not a public address: {PUBLIC_ONLY}"
+            ));
+        }
+    }
+    (parsed.scheme() != "https").then(|| "is not an https URL".to_string())
+}
+
+/// Whether `url` names this machine's loopback address as written (`127.0.0.0/8`, `[::1]`,
+/// however a client spells them), over http or https: accepted for webhooks only by a server
+/// started with `--webhook-allow-insecure-localhost`, for tests with a local receiver.
 pub fn is_insecure_loopback_url(url: &str) -> bool {
-    let lower = url.to_ascii_lowercase();
-    let Some(rest) = lower.strip_prefix("http://") else {
-        return false;
-    };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    matches!(host, "127.0.0.1" | "localhost" | "::1")
+    receiver(url)
+        .ok()
+        .and_then(|parsed| literal_address(&parsed))
+        .is_some_and(is_loopback_literal)
 }
 
 /// What a change of a resource's records is announced as (CONTRACT §11 events): the event
@@ -761,6 +834,9 @@ pub enum SecretKept {
 /// store and run by the write pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
+    /// A webhook delivers only what the key it was made with may read; a key that may read
+    /// less does not change it; a user has at most a fixed number of webhooks (CONTRACT §11).
+    WebhookBounds,
     /// A user's type decides which links it needs; a writer never gives a wider type than
     /// its own, nor companies, hosts or warehouses beyond its own (CONTRACT §9).
     UserProfile,

@@ -795,7 +795,14 @@ fn declared() -> Vec<Resource> {
         )
         .field(timestamp("createdDate").indexed().required())
         .field(text("secret").internal())
+        .field(
+            id_field("madeWithKey")
+                .internal()
+                .or_else(FieldDefault::WriterKey)
+                .doc("The API key it was made with, whose grants bound its deliveries; unset when made in a session or from the command line."),
+        )
         .writable(&["fk_user", "url", "events", "active"], &["url", "events"], &["url", "events", "active"], true)
+        .policy(Policy::WebhookBounds)
         .with_secret(Secret {
             prefix: "whsec_",
             shown_as: "secret",

@@ -208,6 +208,7 @@ pub fn writes_reference() -> String {
                     Some(FieldDefault::Text(text)) => format!(" (`{text}`)"),
                     Some(FieldDefault::Boolean(value)) => format!(" (`{value}`)"),
                     Some(FieldDefault::Writer(anchor)) => format!(" ({})", anchor.describe()),
+                    Some(FieldDefault::WriterKey) => " (the writing API key)".to_string(),
                     None => String::new(),
                 };
                 format!("`{p}`{star}{default}")

@@ -15,12 +15,14 @@
 //!    the records through the read pipeline *as the webhook's user sees them now* (scope and
 //!    restricted properties applied, by-id reads batched per resource), and in the same
 //!    transaction insert one `webhookDelivery` per (webhook, visible record) with the body to
-//!    send and delete the outbox rows. A record the user cannot see gets no delivery.
+//!    send and delete the outbox rows. A record the user cannot see gets no delivery, nor does
+//!    one of a resource the webhook's key may not read ([`crate::webhook_bounds`]).
 //! 2. **claim** a due delivery ([`Store::claim_delivery`]): one `UPDATE … WHERE id = (SELECT …
 //!    LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING`, like file jobs, setting a lease
 //!    (`claimedUntil`) and counting the attempt, so exactly one process makes each attempt; a
 //!    process that dies mid-attempt leaves the lease to expire, and the delivery is claimed
-//!    again (at least once, with the same event id).
+//!    again (at least once, with the same event id). A claim whose webhook may no longer read
+//!    the event's resource (its key revoked, say) says why it is withheld, and is not sent.
 //! 3. **finish** it ([`Store::finish_delivery`]): delivered, due again later, or failed;
 //!    only while the lease is still the sender's.
 
@@ -28,6 +30,7 @@ use crate::db::{Kind, Store, Timing, WriteTx, internal};
 use crate::error::{StoreError, StoreResult};
 use crate::ids::{new_id, timestamp_at};
 use crate::rights::principal;
+use crate::webhook_bounds;
 use crate::write::{set_field, stamp_update};
 use brandhub_catalog::{Cell, DeliveryStatus, Layout, Record, Resource, catalog};
 use brandhub_query::plan::plan_by_ids;
@@ -320,6 +323,9 @@ pub struct DeliveryClaim {
     pub created_at: i64,
     /// The lease: the claim is the sender's until then (milliseconds).
     pub claimed_until: i64,
+    /// Why the delivery may not be sent, when it may not (the key its webhook was made with
+    /// was revoked since, say): the sender records a failed attempt and sends nothing.
+    pub withheld: Option<String>,
 }
 
 /// How an attempt ended.
@@ -425,13 +431,18 @@ impl Store {
             let Some(principal) = principal(&mut tx, user).await? else {
                 continue;
             };
-            if !principal.active {
+            let made_with = webhook_bounds::made_with(&mut tx, hook).await?;
+            let Ok(grants) =
+                webhook_bounds::reach(&mut tx, made_with.as_deref(), &principal).await?
+            else {
                 continue;
-            }
+            };
             let viewer = principal.viewer();
             let wanted: Vec<&Event> = events
                 .iter()
-                .filter(|e| taken.contains(&e.event_type))
+                .filter(|e| {
+                    taken.contains(&e.event_type) && webhook_bounds::may_read(&grants, &e.resource)
+                })
                 .collect();
             let seen = self.records_as_seen(&wanted, &viewer).await?;
             for event in wanted {
@@ -575,14 +586,19 @@ impl Store {
         let target = Query::select()
             .column(column(hook, "url"))
             .column(column(hook, "secret"))
+            .column(column(hook, "fk_user"))
+            .column(column(hook, "madeWithKey"))
             .from(Alias::new(hook.table))
             .and_where(col("id").eq(text(&row[1])))
             .to_owned();
-        let found = tx.fetch(&target, &[Kind::Text, Kind::Text]).await?;
+        let found = tx.fetch(&target, &[Kind::Text; 4]).await?;
         tx.commit().await?;
         let Some(target) = found.into_iter().next() else {
             return Ok(None);
         };
+        let withheld = self
+            .withheld(&text(&row[3]), &text(&target[2]), target[3].as_text())
+            .await?;
         let created_at = chrono::NaiveDateTime::parse_from_str(&text(&row[5]), "%Y-%m-%dT%H:%M:%S")
             .map(|t| t.and_utc().timestamp_millis())
             .unwrap_or(now);
@@ -599,7 +615,35 @@ impl Store {
             secret: text(&target[1]),
             created_at,
             claimed_until,
+            withheld,
         }))
+    }
+
+    /// Why a delivery of `event_type` to a webhook of `user` made with the key `made_with`
+    /// may not be sent now, if it may not: its bounds no longer let it read the event's
+    /// resource ([`webhook_bounds::reach`]).
+    async fn withheld(
+        &self,
+        event_type: &str,
+        user: &str,
+        made_with: Option<&str>,
+    ) -> StoreResult<Option<String>> {
+        let Some(user) = principal(&mut &*self, user).await? else {
+            return Ok(Some("the webhook's user no longer exists".into()));
+        };
+        let made_with = made_with.filter(|key| !key.is_empty());
+        let grants = match webhook_bounds::reach(&mut &*self, made_with, &user).await? {
+            Ok(grants) => grants,
+            Err(why) => return Ok(Some(why.to_string())),
+        };
+        let resource = catalog().event_resource(event_type).map(|r| r.name);
+        Ok(match resource {
+            Some(name) if webhook_bounds::may_read(&grants, name) => None,
+            Some(name) => Some(format!(
+                "the grants that bound this webhook do not let it read {name} records"
+            )),
+            None => Some(format!("'{event_type}' is no event type of this server")),
+        })
     }
 
     /// Records how a claimed attempt ended, if the claim is still the sender's; whether it was.

@@ -5,7 +5,8 @@
 //! catalog's writable resources: [`records`], and set-up documents through it: [`import`]),
 //! users, keys and grants ([`accounts`], [`grants`]), a user's rights as they are now
 //! ([`rights`]), the queue of uploaded files ([`jobs`], timed by [`clock`]), and what it tells
-//! an operator about itself ([`stats`]).
+//! an operator about itself ([`stats`]); what bounds a webhook's deliveries
+//! ([`webhook_bounds`]).
 
 pub mod accounts;
 pub(crate) mod checkpoint;
@@ -34,6 +35,7 @@ pub mod schema;
 pub mod stats;
 pub mod table;
 pub mod versions;
+pub mod webhook_bounds;
 pub mod write;
 pub(crate) mod write_turn;
 

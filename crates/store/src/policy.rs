@@ -1,5 +1,5 @@
 //! The checks a resource declares beyond its fields and write rules (`catalog::Policy`), each
-//! implemented once beside the records it concerns (users, keys) and run by the write
+//! implemented once beside the records it concerns (users, keys, webhooks) and run by the write
 //! pipeline ([`crate::records`]) with every other check: their problems join the same 422,
 //! and nothing is written before all of them passed.
 
@@ -7,6 +7,7 @@ use crate::accounts::{keys, users};
 use crate::db::WriteTx;
 use crate::error::StoreResult;
 use crate::records::Writer;
+use crate::webhook_bounds;
 use brandhub_catalog::{Policy, Record, Resource};
 use brandhub_problem::FieldError;
 use brandhub_query::write::WriteValues;
@@ -30,6 +31,12 @@ pub(crate) async fn problems(
         Some(Policy::KeyGrants) => {
             keys::grant_problems(tx, resource, writer, record, before, given).await?
         }
+        Some(Policy::WebhookBounds) => {
+            if let Some(before) = before {
+                webhook_bounds::may_change(tx, resource, writer, before).await?;
+            }
+            Vec::new()
+        }
     };
     Ok(found
         .into_iter()
@@ -38,7 +45,7 @@ pub(crate) async fn problems(
 }
 
 /// What the policy checks of new records all together, just before they are inserted (a
-/// user's number of active keys, under the user's row lock).
+/// user's number of active keys or of webhooks, under the user's row lock).
 pub(crate) async fn before_insert(
     tx: &mut WriteTx,
     resource: &'static Resource,
@@ -47,6 +54,9 @@ pub(crate) async fn before_insert(
     match resource.writes.policy {
         Some(Policy::KeyGrants) if !records.is_empty() => {
             keys::within_key_limit(tx, resource, records).await
+        }
+        Some(Policy::WebhookBounds) if !records.is_empty() => {
+            webhook_bounds::within_limit(tx, resource, records).await
         }
         _ => Ok(()),
     }

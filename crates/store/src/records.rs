@@ -43,13 +43,15 @@ pub struct Written {
     pub secret: Option<String>,
 }
 
-/// Who writes: the caller's view of the data and, for a write through the API, the grants of
-/// its key (a key never makes or revokes a key wider than itself). Set-up commands write as
-/// an admin without a key.
+/// Who writes: the caller's view of the data and, for a write through the API, the id and the
+/// grants of its key (a key never makes or revokes a key wider than itself; a webhook
+/// remembers the key it was made with). Set-up commands write as an admin without a key.
 #[derive(Debug, Clone, Copy)]
 pub struct Writer<'a> {
     pub viewer: &'a Viewer,
     pub key_grants: Option<&'a [Grant]>,
+    /// The caller's `Caller::key_id`: an API key's id, or a session's (`session:…`).
+    pub key_id: Option<&'a str>,
 }
 
 impl<'a> Writer<'a> {
@@ -58,15 +60,24 @@ impl<'a> Writer<'a> {
         Writer {
             viewer,
             key_grants: None,
+            key_id: None,
         }
     }
 
-    /// A writer through the API: its view and its key's grants.
-    pub fn with_key(viewer: &'a Viewer, key_grants: &'a [Grant]) -> Writer<'a> {
+    /// A writer through the API: its view, and the id and grants of its key (or session).
+    pub fn with_key(viewer: &'a Viewer, key_id: &'a str, key_grants: &'a [Grant]) -> Writer<'a> {
         Writer {
             viewer,
             key_grants: Some(key_grants),
+            key_id: Some(key_id),
         }
+    }
+
+    /// The API key this writer writes with: none in a session or from the command line
+    /// (`FieldDefault::WriterKey`).
+    pub fn api_key(&self) -> Option<&'a str> {
+        self.key_id
+            .filter(|id| crate::accounts::sessions::session_of(id).is_none())
     }
 }
 
@@ -111,7 +122,7 @@ fn new_record(
     resource: &'static Resource,
     values: &WriteValues,
     now: &str,
-    viewer: &Viewer,
+    writer: &Writer<'_>,
 ) -> Record {
     let mut record = Record::empty(resource);
     for (field, cell) in stored_fields(resource).into_iter().zip(&mut record.cells) {
@@ -125,11 +136,15 @@ fn new_record(
             *cell = match default {
                 FieldDefault::Text(text) => Cell::Text(text.to_string()),
                 FieldDefault::Boolean(value) => Cell::Boolean(value),
-                FieldDefault::Writer(anchor) => viewer
+                FieldDefault::Writer(anchor) => writer
+                    .viewer
                     .anchor_ids(anchor)
                     .into_iter()
                     .next()
                     .map_or(Cell::Null, Cell::Text),
+                FieldDefault::WriterKey => writer
+                    .api_key()
+                    .map_or(Cell::Null, |id| Cell::Text(id.to_string())),
             };
         }
     }
@@ -536,8 +551,9 @@ impl WriteTx {
         Ok(found)
     }
 
-    /// Plain-http loopback URLs where the catalog asks for https (`Domain::SecureUrl`), unless
-    /// the store was opened to allow them (`--webhook-allow-insecure-localhost`, for tests).
+    /// URLs naming the loopback address where the catalog asks for a public https receiver
+    /// (`Domain::SecureUrl`), unless the store was opened to allow them
+    /// (`--webhook-allow-insecure-localhost`, for tests).
     fn insecure_url_problems(
         &self,
         resource: &'static Resource,
@@ -558,7 +574,7 @@ impl WriteTx {
                 {
                     problems.push(problem(
                         &field.path,
-                        "is not an https URL (plain http to this machine is only accepted by a server started with --webhook-allow-insecure-localhost)".into(),
+                        brandhub_catalog::webhook_url_problem(url, false).unwrap_or_default(),
                         *index,
                     ));
                 }
@@ -1017,7 +1033,7 @@ async fn try_create_in(
     let now = tx.now_timestamp();
     let mut records: Vec<Record> = items
         .iter()
-        .map(|v| new_record(resource, v, &now, writer.viewer))
+        .map(|v| new_record(resource, v, &now, writer))
         .collect();
     for (i, (record, values)) in records.iter().zip(items).enumerate() {
         problems.extend(unset_problems(resource, record, values, index(i)));
@@ -1494,13 +1510,35 @@ mod tests {
             company,
             &parsed(company, r#"{"name": "Acme", "code": "AcMe"}"#),
             "2026-01-02T03:04:05",
-            &Viewer::admin(),
+            &Writer::of(&Viewer::admin()),
         );
         assert!(crate::ids::looks_like_id(record.id()));
         let created = cell_of(company, &record, "createdDate").and_then(Cell::as_text);
         assert_eq!(created.map(str::len), Some(19));
         assert_eq!(cell_of(company, &record, "fk_sponsor"), Some(&Cell::Null));
         assert_eq!(key_of(company, &record), Some(vec!["acme".to_string()]));
+    }
+
+    #[test]
+    fn a_webhook_remembers_the_api_key_it_was_made_with_and_no_session() {
+        let webhook = catalog().resource("webhook").unwrap();
+        let values = parsed(
+            webhook,
+            r#"{"url": "https://hooks.example.com/", "events": ["order.created"]}"#,
+        );
+        let admin = Viewer::admin();
+        let made_with = |key_id: Option<&str>| {
+            let writer = match key_id {
+                Some(id) => Writer::with_key(&admin, id, &[]),
+                None => Writer::of(&admin),
+            };
+            let record = new_record(webhook, &values, "2026-01-02T03:04:05", &writer);
+            cell_of(webhook, &record, "madeWithKey").cloned()
+        };
+        let key = "0123456789ABCDEF0123456789ABCDEF";
+        assert_eq!(made_with(Some(key)), Some(Cell::Text(key.into())));
+        assert_eq!(made_with(Some(&format!("session:{key}"))), Some(Cell::Null));
+        assert_eq!(made_with(None), Some(Cell::Null));
     }
 
     #[test]
@@ -1511,7 +1549,7 @@ mod tests {
             store,
             &parsed(store, &format!(r#"{{"fk_host": "{host}", "code": "UK"}}"#)),
             "2026-01-02T03:04:05",
-            &Viewer::admin(),
+            &Writer::of(&Viewer::admin()),
         );
         assert_eq!(
             key_of(store, &whole),
@@ -1521,7 +1559,7 @@ mod tests {
             store,
             &parsed(store, r#"{"code": "UK"}"#),
             "2026-01-02T03:04:05",
-            &Viewer::admin(),
+            &Writer::of(&Viewer::admin()),
         );
         assert_eq!(key_of(store, &partial), None);
     }
@@ -1538,7 +1576,7 @@ mod tests {
             price,
             &parsed(price, &body),
             "2026-01-01T00:00:00",
-            &Viewer::admin(),
+            &Writer::of(&Viewer::admin()),
         );
         assert_eq!(
             key_of(price, &record),
@@ -1556,7 +1594,7 @@ mod tests {
             stock,
             &WriteValues::default(),
             "2026-01-01T00:00:00",
-            &Viewer::admin(),
+            &Writer::of(&Viewer::admin()),
         );
         assert_eq!(
             cell_of(stock, &record, "lastUpdate").and_then(Cell::as_text),

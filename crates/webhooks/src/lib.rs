@@ -3,8 +3,10 @@
 //! deliveries (`Store::claim_delivery`: any process may, exactly one makes each attempt), POST
 //! them signed ([`sign`]), and record the answer, retrying on the [`schedule`]. They share
 //! nothing with API requests or file workers but the database, so a slow or dead receiver
-//! only ever holds a sender for its time-out.
+//! only ever holds a sender for its time-out. They connect only to public addresses
+//! ([`address`]), follow no redirects and use no proxy.
 
+pub mod address;
 pub mod schedule;
 pub mod sign;
 
@@ -27,8 +29,9 @@ pub struct WebhookSettings {
     pub poll_interval: Duration,
     /// When failed attempts are tried again.
     pub retry: RetrySchedule,
-    /// Whether webhook URLs may be plain http to this machine (`--webhook-allow-insecure-localhost`,
-    /// for tests with a local receiver); applied to the store by the server.
+    /// Whether webhook URLs may name this machine's loopback address as written (`127.0.0.1`,
+    /// `[::1]`), over plain http too (`--webhook-allow-insecure-localhost`, for tests with a
+    /// local receiver); applied to the store by the server.
     pub allow_insecure_localhost: bool,
 }
 
@@ -123,16 +126,17 @@ impl Deliveries {
             // Another part of the process may have installed one meanwhile: either is fine.
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
-        let client = reqwest::Client::builder()
-            .timeout(settings.timeout)
-            .connect_timeout(settings.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("brandhub-webhooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_else(|error| {
-                tracing::error!(%error, "the webhook client could not be built with its settings");
-                reqwest::Client::new()
-            });
+        let client = match client(&settings) {
+            Ok(client) => client,
+            Err(error) => {
+                // No client without the address checks: this process sends nothing.
+                tracing::error!(%error, "the webhook client could not be built; this process delivers no webhooks");
+                return Deliveries {
+                    stop,
+                    tasks: Vec::new(),
+                };
+            }
+        };
         let context = Arc::new(Context {
             store,
             settings,
@@ -158,6 +162,20 @@ impl Deliveries {
             }
         }
     }
+}
+
+/// The client deliveries are sent with: it resolves names to public addresses only
+/// ([`address::PublicResolver`]), follows no redirect (a receiver cannot send it elsewhere)
+/// and uses no proxy (which would resolve names itself).
+fn client(settings: &WebhookSettings) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(settings.timeout)
+        .connect_timeout(settings.timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(address::PublicResolver::system())
+        .user_agent(concat!("brandhub-webhooks/", env!("CARGO_PKG_VERSION")))
+        .build()
 }
 
 /// Waits for `wake`, the poll interval or the stop; `false` when stopping.
@@ -233,14 +251,26 @@ async fn send(context: Arc<Context>, mut stop: watch::Receiver<bool>) {
 }
 
 /// Makes one attempt: POSTs the body signed now, and says how it went and when to try again.
+/// A delivery its webhook may no longer make is failed without sending; one to a URL that is
+/// not a public https receiver (as the server allows, checked again now: the URL may predate
+/// the rules) is a failed attempt that connected nowhere.
 async fn attempt(context: &Context, claim: &DeliveryClaim) -> AttemptResult {
     let now = context.store.clock().now_millis();
-    let secure = claim.url.to_ascii_lowercase().starts_with("https://");
-    if !secure && !context.store.allows_insecure_loopback_urls() {
+    if let Some(withheld) = &claim.withheld {
+        tracing::info!(delivery = %claim.id, %withheld, "a webhook delivery was withheld");
         return AttemptResult {
             delivered: false,
             response_code: None,
-            error: Some("the URL is not https, and this server does not allow plain http".into()),
+            error: Some(format!("not sent: {withheld}")),
+            next_due: None,
+        };
+    }
+    let allow_loopback = context.store.allows_insecure_loopback_urls();
+    if let Some(problem) = brandhub_catalog::webhook_url_problem(&claim.url, allow_loopback) {
+        return AttemptResult {
+            delivered: false,
+            response_code: None,
+            error: Some(format!("not sent: the URL {problem}")),
             next_due: context
                 .settings
                 .retry
@@ -280,7 +310,10 @@ async fn attempt(context: &Context, claim: &DeliveryClaim) -> AttemptResult {
                 context.settings.timeout.as_secs_f64()
             ),
         ),
-        Err(error) => (None, format!("the receiver could not be reached: {error}")),
+        Err(error) => match address::not_public_in(&error) {
+            Some(not_public) => (None, not_public.to_string()),
+            None => (None, format!("the receiver could not be reached: {error}")),
+        },
     };
     let finished = context.store.clock().now_millis();
     let next_due = context

@@ -236,7 +236,7 @@ async fn create_as(
             .with_field("Idempotency-Key"),
         ));
     }
-    let writer = Writer::with_key(&viewer, &caller.grants);
+    let writer = Writer::with_key(&viewer, &caller.key_id, &caller.grants);
     create_records(state, resource, &writer, timing, query, &bytes, key).await
 }
 
@@ -551,7 +551,7 @@ async fn update_as(
     });
     let (if_match, values) =
         out_of_scope_first(state, resource, id, &viewer, timing, parsed).await?;
-    let writer = Writer::with_key(&viewer, &caller.grants);
+    let writer = Writer::with_key(&viewer, &caller.key_id, &caller.grants);
     // The answer is the record as a read by id shows it; the store reads it with the write
     // where it can.
     let answer_plan = plan_by_id(resource, id, &ReadRequest::default(), &viewer)?;
@@ -627,7 +627,7 @@ async fn delete_as(
     let viewer = viewer(&caller);
     let if_match =
         out_of_scope_first(state, resource, id, &viewer, timing, if_match(headers)).await?;
-    let writer = Writer::with_key(&viewer, &caller.grants);
+    let writer = Writer::with_key(&viewer, &caller.key_id, &caller.grants);
     state
         .store
         .delete_record_if(resource, id, &writer, if_match.as_ref())

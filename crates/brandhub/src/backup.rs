@@ -83,22 +83,28 @@ pub struct FilesPart {
     pub elsewhere: Option<String>,
 }
 
-/// The refusal of a PostgreSQL database URL, naming the tools that back it up.
-fn postgres_refusal(command: &str) -> CommandError {
+/// The refusal of a PostgreSQL database URL, naming the tools that back it up and where the
+/// uploaded files are.
+fn postgres_refusal(command: &str, place: &Place) -> CommandError {
+    let files = match place {
+        Place::Directory(store) => format!("the directory {}", store.display()),
+        Place::Bucket(bucket) => format!("the bucket {bucket}, with the bucket's own tools"),
+    };
     CommandError(format!(
         "brandhub {command} works on the embedded SQLite database, and this database is \
-         PostgreSQL: use PostgreSQL's own tools instead, for example\n  \
+         PostgreSQL: use PostgreSQL's own tools instead (the URL is the --database-url or \
+         BRANDHUB_DATABASE_URL), for example\n  \
          pg_dump --format=custom --file=brandhub.dump \"$BRANDHUB_DATABASE_URL\"\n  \
-         pg_restore --dbname=\"$BRANDHUB_DATABASE_URL\" brandhub.dump\n\
-         (restore into an empty database; a local store of uploaded files is the directory \
-         `files` of the data dir, an S3 bucket is kept by the bucket's own tools)"
+         pg_restore --dbname=\"$BRANDHUB_DATABASE_URL\" brandhub.dump   (into an empty database)\n\
+         and copy the uploaded files after the dump, so that the copy holds every file the dump \
+         refers to: {files}"
     ))
 }
 
 /// The database file of the command line's SQLite URL, or the refusal of a PostgreSQL one.
-fn sqlite_database(cli: &Cli, command: &str) -> Result<PathBuf, CommandError> {
+fn sqlite_database(cli: &Cli, command: &str, place: &Place) -> Result<PathBuf, CommandError> {
     let url = database_url(cli);
-    snapshot::sqlite_file(&url).ok_or_else(|| postgres_refusal(command))
+    snapshot::sqlite_file(&url).ok_or_else(|| postgres_refusal(command, place))
 }
 
 /// Where the uploaded files are, as the command line says.
@@ -128,8 +134,8 @@ fn sync_dir(dir: &Path) -> Result<(), CommandError> {
 /// `brandhub backup FILE`: the database copied as one consistent view, then the local files,
 /// written to `output` (which must not exist yet) only once complete.
 pub async fn backup(cli: &Cli, output: &Path) -> Result<(), CommandError> {
-    let database = sqlite_database(cli, "backup")?;
     let place = file_place(cli)?;
+    let database = sqlite_database(cli, "backup", &place)?;
     if output.exists() {
         return Err(CommandError(format!(
             "{} exists already: name a new file (a backup never replaces another)",
@@ -289,8 +295,8 @@ fn stored_keys(store: &Path) -> Result<Vec<String>, CommandError> {
 /// `brandhub restore FILE`: checks the whole backup, then puts its database and files into
 /// the data dir, which must hold neither yet.
 pub async fn restore(cli: &Cli, input: &Path) -> Result<(), CommandError> {
-    let database = sqlite_database(cli, "restore")?;
     let place = file_place(cli)?;
+    let database = sqlite_database(cli, "restore", &place)?;
     let started = Instant::now();
     let staged = {
         let (database, place, input) = (database.clone(), place.clone(), input.to_path_buf());

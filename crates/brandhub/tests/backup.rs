@@ -457,6 +457,13 @@ fn backed_up() -> Backed {
     let backup = source.path().join("backup.zip");
     let output = brandhub.run(&["backup", backup.to_str().unwrap()]);
     assert!(output.status.success(), "{}", text(&output));
+    // It holds password and key hashes: its owner's only.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&backup).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
+    }
     Backed { source, backup }
 }
 
@@ -706,6 +713,11 @@ fn a_postgresql_database_is_backed_up_with_pg_dump_and_pg_restore() {
     let backup = dir.path().join("backup.zip");
     let said = refused(&brandhub, &["backup", backup.to_str().unwrap()], "pg_dump");
     assert!(said.contains("pg_restore"), "{said}");
+    let files = dir.path().join("files");
+    assert!(
+        said.contains(&format!("the directory {}", files.display())),
+        "{said}"
+    );
     assert!(!backup.exists());
     std::fs::write(&backup, b"whatever").unwrap();
     let said = refused(

@@ -99,6 +99,17 @@ pub enum Command {
         /// The JSON document.
         file: PathBuf,
     },
+    /// Copy the SQLite database and the local uploaded files into one new file, while servers
+    /// run and write (PostgreSQL: pg_dump; an S3 bucket: the bucket's own tools).
+    Backup {
+        /// The backup to write (a zip archive); it must not exist yet.
+        file: PathBuf,
+    },
+    /// Put a backup's database and uploaded files into an empty data dir.
+    Restore {
+        /// The backup `brandhub backup` wrote.
+        file: PathBuf,
+    },
 }
 
 /// `brandhub serve`.

@@ -186,6 +186,8 @@ pub async fn run(cli: Cli) -> Result<(), CommandError> {
             Ok(())
         }
         Command::Demo(args) => demo(&cli, args).await,
+        Command::Backup { file } => crate::backup::backup(&cli, file).await,
+        Command::Restore { file } => crate::backup::restore(&cli, file).await,
         Command::Import { file } => {
             let text = std::fs::read(file)
                 .map_err(|e| CommandError(format!("cannot read {}: {e}", file.display())))?;

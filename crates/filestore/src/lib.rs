@@ -17,4 +17,5 @@ mod store;
 pub mod testing;
 
 pub use error::{PutError, StoreError};
+pub use location::{Place, is_key};
 pub use store::{ByteStream, FileStore, MAX_PARTS_IN_FLIGHT, PART_SIZE};

@@ -2,6 +2,38 @@
 //! place and testable without a backend.
 
 use crate::StoreError;
+use std::path::{Path, PathBuf};
+
+/// Where a configured store keeps the bytes, known without opening it: for tools that copy
+/// the store as it lies (`brandhub backup` and `restore`) rather than through the API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A directory of the local disk holding each file as one regular file named by its key
+    /// (a name [`is_key`] accepts); an upload being written is a file of another name until
+    /// it is complete.
+    Directory(PathBuf),
+    /// A bucket, as `s3://bucket[/prefix]`: its own tools (versioning, replication) keep it.
+    Bucket(String),
+}
+
+impl Place {
+    /// The place of the store that [`crate::FileStore::open`] opens for the same arguments.
+    pub fn of(location: Option<&str>, data_dir: &Path) -> Result<Place, StoreError> {
+        Ok(match Location::parse(location)? {
+            Location::Local => Place::Directory(data_dir.join(crate::store::LOCAL_DIR)),
+            Location::S3 { bucket, prefix } if prefix.is_empty() => {
+                Place::Bucket(format!("s3://{bucket}"))
+            }
+            Location::S3 { bucket, prefix } => Place::Bucket(format!("s3://{bucket}/{prefix}")),
+        })
+    }
+}
+
+/// Whether `name` is a key the store accepts (a file id): a complete file of a local
+/// [`Place::Directory`] has such a name.
+pub fn is_key(name: &str) -> bool {
+    crate::key::check(name).is_ok()
+}
 
 /// Where files are kept, as configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +110,27 @@ mod tests {
             Location::parse(Some("s3://b//a//c")).unwrap(),
             s3("b", "a/c")
         );
+    }
+
+    #[test]
+    fn places_are_the_data_dir_s_files_or_the_bucket() {
+        let data = Path::new("/srv/brandhub");
+        assert_eq!(
+            Place::of(None, data).unwrap(),
+            Place::Directory(data.join("files"))
+        );
+        assert_eq!(
+            Place::of(Some("s3://b//up/"), data).unwrap(),
+            Place::Bucket("s3://b/up".into())
+        );
+        assert_eq!(
+            Place::of(Some("s3://b"), data).unwrap(),
+            Place::Bucket("s3://b".into())
+        );
+        assert!(Place::of(Some("/var/files"), data).is_err());
+        assert!(is_key("0123456789ABCDEF0123456789ABCDEF"));
+        // An upload being written by the local backend.
+        assert!(!is_key("0123456789ABCDEF0123456789ABCDEF#1"));
     }
 
     #[test]

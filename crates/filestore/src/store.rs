@@ -28,7 +28,7 @@ pub const MAX_PARTS_IN_FLIGHT: usize = 2;
 const _: () = assert!(PART_SIZE * (1 + MAX_PARTS_IN_FLIGHT) <= 16 * 1024 * 1024);
 
 /// The name of the local directory under the data directory.
-const LOCAL_DIR: &str = "files";
+pub(crate) const LOCAL_DIR: &str = "files";
 
 /// A stream of a stored file's bytes, ready to become a response body.
 pub type ByteStream = BoxStream<'static, Result<Bytes, StoreError>>;

@@ -4,9 +4,10 @@
 //! ([`export`], [`table`]), writing records ([`write`]; the generic write pipeline of the
 //! catalog's writable resources: [`records`], and set-up documents through it: [`import`]),
 //! users, keys and grants ([`accounts`], [`grants`]), a user's rights as they are now
-//! ([`rights`]), the queue of uploaded files ([`jobs`], timed by [`clock`]), and what it tells
-//! an operator about itself ([`stats`]); what bounds a webhook's deliveries
-//! ([`webhook_bounds`]).
+//! ([`rights`]), the queue of uploaded files ([`jobs`], timed by [`clock`]), what it tells an
+//! operator about itself ([`stats`]), what bounds a webhook's deliveries
+//! ([`webhook_bounds`]), and copies of an SQLite database taken while it is in use
+//! ([`snapshot`]).
 
 pub mod accounts;
 pub(crate) mod checkpoint;
@@ -32,6 +33,7 @@ pub mod render;
 pub mod rights;
 pub mod row_log;
 pub mod schema;
+pub mod snapshot;
 pub mod stats;
 pub mod table;
 pub mod versions;

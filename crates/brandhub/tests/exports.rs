@@ -533,3 +533,306 @@ async fn sqlite_exported_sheets_edited_and_uploaded_again_apply() {
 async fn postgres_exported_sheets_edited_and_uploaded_again_apply() {
     exported_sheets_edited_and_uploaded_again_apply(Db::Postgres).await;
 }
+
+/// A JSON request as a demo user, which must answer `status`; returns the body as JSON.
+async fn json_call(
+    fx: &Fixture,
+    user_type: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+    status: u16,
+) -> Value {
+    let response = common::call(fx, method, path, user_type, Some(body)).await;
+    assert_eq!(
+        response.status,
+        status,
+        "{path}: {}",
+        String::from_utf8_lossy(&response.body)
+    );
+    response.json()
+}
+
+/// The texts of a CSV export's column, by the value of a key column, after checking the
+/// answer.
+fn csv_column(response: &Response, key: &str, column: &str) -> BTreeMap<String, String> {
+    let (header, rows) = csv_table(response);
+    let at = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("{name} in {header:?}"))
+    };
+    let (k, c) = (at(key), at(column));
+    rows.iter().map(|r| (r[k].clone(), r[c].clone())).collect()
+}
+
+/// The texts of an XLSX export's sheet XML: no cell of it may be a formula.
+fn sheet_xml(xlsx: &[u8]) -> String {
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(xlsx)).unwrap();
+    let mut xml = String::new();
+    std::io::Read::read_to_string(
+        &mut archive.by_name("xl/worksheets/sheet1.xml").unwrap(),
+        &mut xml,
+    )
+    .unwrap();
+    xml
+}
+
+/// What a spreadsheet program may run as a formula at the start of a cell (CONTRACT §13).
+const FORMULA_STARTS: [&str; 6] = ["=", "+", "-", "@", "\t", "\r"];
+
+/// Texts one tenant writes reach another tenant's CSV export (a company's product titles a
+/// host's, a host's order billing company the company's) with a leading `'` when a
+/// spreadsheet would run them as formulas; numbers stay numbers, XLSX cells are strings, and
+/// a product export uploaded again keeps the titles exactly (CONTRACT §13). On a server of its
+/// own: the test writes products, stock and orders others would count.
+async fn formula_texts_are_neutralised_across_tenants(db: Db) {
+    if db == Db::Postgres && common::postgres_or_skip().is_none() {
+        return;
+    }
+    let fx = &common::start_fixture(db, "export_formulas", common::SCALE);
+    let place = common::orders::place(fx, 0).await;
+    let brand = place.brand.clone();
+    let run = common::unique_number();
+    let prefix = format!("FORMULA-{run}-");
+    let mut titles: BTreeMap<String, String> = FORMULA_STARTS
+        .iter()
+        .enumerate()
+        .map(|(i, start)| {
+            (
+                format!("{prefix}{i}"),
+                format!("{start}HYPERLINK(\"https://evil.test/?{run}\",\"Click\")"),
+            )
+        })
+        .collect();
+    // A title that already begins with the mark before a formula character keeps it too.
+    titles.insert(format!("{prefix}Q"), "'=already marked".to_string());
+    let products: Vec<Value> = titles
+        .iter()
+        .map(|(code, title)| json!({"fk_brand": brand, "code": code, "title": title}))
+        .collect();
+    let created = json_call(
+        fx,
+        "company",
+        reqwest::Method::POST,
+        "/api/product",
+        json!(products),
+        201,
+    )
+    .await;
+    let product_ids: BTreeMap<String, String> = created["response"]["product"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["code"].as_str().unwrap().to_string(),
+                p["id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let barcodes: BTreeMap<String, String> = product_ids
+        .keys()
+        .enumerate()
+        .map(|(i, code)| {
+            (
+                code.clone(),
+                format!("47{:011}", (run + i as u64) % 100_000_000_000),
+            )
+        })
+        .collect();
+    let variants: Vec<Value> = product_ids
+        .iter()
+        .map(|(code, id)| json!({"fk_product": id, "barcode": barcodes[code], "rrp": 19.5}))
+        .collect();
+    json_call(
+        fx,
+        "company",
+        reqwest::Method::POST,
+        "/api/variant",
+        json!(variants),
+        201,
+    )
+    .await;
+
+    // The host's CSV exports: chosen fields, and the product upload sheet.
+    let marked = |title: &str| format!("'{title}");
+    let exported = csv_column(
+        &get(
+            fx,
+            "host",
+            &format!("/api/product?format=csv&fields=code,title&code={prefix}@"),
+        )
+        .await,
+        "code",
+        "title",
+    );
+    let expected: BTreeMap<String, String> = titles
+        .iter()
+        .map(|(code, title)| (code.clone(), marked(title)))
+        .collect();
+    assert_eq!(exported, expected);
+    let sheet = csv_column(
+        &get(
+            fx,
+            "host",
+            &format!("/api/product?format=csv&code={prefix}@"),
+        )
+        .await,
+        "Product Code",
+        "Title",
+    );
+    assert_eq!(sheet, expected);
+
+    // A negative number is a number, beside a marked text of the same row.
+    let (first_code, first_barcode) = barcodes.iter().next().unwrap();
+    let variant = get(
+        fx,
+        "company",
+        &format!("/api/variant?barcode={first_barcode}&fields=id"),
+    )
+    .await
+    .ids("variant")
+    .remove(0);
+    json_call(
+        fx,
+        "company",
+        reqwest::Method::POST,
+        "/api/stock",
+        json!({"fk_warehouse": place.warehouse, "fk_variant": variant, "inStock": -5}),
+        201,
+    )
+    .await;
+    let stock = get(
+        fx,
+        "host",
+        &format!("/api/stock?format=csv&fields=inStock,stock_variant.variant_product.title&stock_variant.barcode={first_barcode}"),
+    )
+    .await;
+    let (header, rows) = csv_table(&stock);
+    assert_eq!(
+        header,
+        [
+            "id",
+            "inStock",
+            "stock_variant.id",
+            "stock_variant.variant_product.id",
+            "stock_variant.variant_product.title"
+        ]
+    );
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][1], "-5", "a number column is never marked");
+    assert_eq!(rows[0][4], marked(&titles[first_code]));
+    let raw = String::from_utf8(stock.body.clone()).unwrap();
+    assert!(raw.contains(",-5,"), "{raw}");
+
+    // XLSX: the same titles as string cells, never formulas, and the number a number.
+    let xlsx = get(
+        fx,
+        "host",
+        &format!("/api/product?format=xlsx&fields=code,title&code={prefix}@"),
+    )
+    .await;
+    assert_eq!(xlsx.status, 200);
+    let xml = sheet_xml(&xlsx.body);
+    assert!(!xml.contains("<f>") && !xml.contains("<f "), "{xml}");
+    let table =
+        brandhub_sheet::read(&xlsx.body, brandhub_sheet::Format::Xlsx, &Limits::default()).unwrap();
+    let read: BTreeMap<String, String> = table
+        .rows()
+        .iter()
+        .map(|row| {
+            let text = |i: usize| {
+                row.cell(i)
+                    .as_text()
+                    .map(|t| t.to_string())
+                    .unwrap_or_default()
+            };
+            (text(1), text(2))
+        })
+        .collect();
+    let as_read: BTreeMap<String, String> = titles
+        .iter()
+        .map(|(code, title)| (code.clone(), title.trim().to_string()))
+        .collect();
+    assert_eq!(read, as_read, "an upload reader trims, nothing else");
+    let stock_xlsx = get(
+        fx,
+        "host",
+        &format!("/api/stock?format=xlsx&fields=inStock&stock_variant.barcode={first_barcode}"),
+    )
+    .await;
+    let table = brandhub_sheet::read(
+        &stock_xlsx.body,
+        brandhub_sheet::Format::Xlsx,
+        &Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(table.rows()[0].cell(1), &brandhub_sheet::Cell::Number(-5.0));
+
+    // A host's order: its billing company reaches the company's CSV marked.
+    let mut references = BTreeMap::new();
+    for (i, start) in FORMULA_STARTS.iter().enumerate() {
+        let reference = format!("FX-{run}-{i}");
+        let company = format!("{start}cmd|' /C calc'!A0");
+        let mut body = common::orders::intake_body(&place, &reference);
+        body["billAddress"] = json!({"forename": "Eve", "surname": "Mallory", "company": company});
+        json_call(fx, "host", reqwest::Method::POST, "/api/order", body, 201).await;
+        references.insert(reference, marked(&company));
+    }
+    let orders = csv_column(
+        &get(fx, "company", &format!("/api/order?format=csv&fields=hostOrderRef,billAddress.company&hostOrderRef=FX-{run}-@")).await,
+        "hostOrderRef",
+        "billAddress.company",
+    );
+    assert_eq!(orders, references);
+
+    // The product sheet exported as CSV and uploaded again: every title exactly as it was.
+    let export = get(
+        fx,
+        "company",
+        &format!("/api/product?format=csv&fk_brand={brand}&code={prefix}@"),
+    )
+    .await;
+    let file = upload(
+        fx,
+        &format!("product,{brand}"),
+        "products.csv",
+        &export.body,
+    )
+    .await;
+    assert_eq!(file["status"], "processed", "{file}");
+    assert_eq!(file["detail"]["error"], "", "{file}");
+    assert_eq!(
+        file["detail"]["rowsApplied"].as_u64(),
+        Some(titles.len() as u64),
+        "{file}"
+    );
+    let after: BTreeMap<String, String> = all_records(
+        fx,
+        "admin",
+        &format!("/api/product?code={prefix}@&fields=code,title"),
+        "product",
+    )
+    .await
+    .iter()
+    .map(|p| {
+        (
+            p["code"].as_str().unwrap().to_string(),
+            p["title"].as_str().unwrap().to_string(),
+        )
+    })
+    .collect();
+    assert_eq!(after, titles, "the upload kept every title");
+}
+
+#[tokio::test]
+async fn sqlite_formula_texts_are_neutralised_across_tenants() {
+    formula_texts_are_neutralised_across_tenants(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn postgres_formula_texts_are_neutralised_across_tenants() {
+    formula_texts_are_neutralised_across_tenants(Db::Postgres).await;
+}

@@ -4,14 +4,17 @@
 //! brand, its warehouse, its host), from which the rules are judged: at upload (403 before
 //! anything is stored) and again when the file is processed, for the uploader as it is then.
 //! A rule no fixed record decides (a warehouse user dispatches only its warehouse's orders)
-//! is left to the processor, which checks each record it touches.
+//! is left to the processor, which checks each record it touches. A fixed record that written
+//! records name by a foreign key (a price file's host) must also be one the uploader sees,
+//! the rule of a JSON write's links ([`Target::unseen`]).
 
 use brandhub_catalog::{Resource, WriteAction, catalog};
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::FileType;
 use brandhub_store::StoreResult;
-use brandhub_store::rights::{Reads, verdict};
+use brandhub_store::records::links;
+use brandhub_store::rights::{Reads, seen_ids, verdict};
 
 /// What a file of this type writes: the resources and the action on them.
 pub fn writes(file_type: FileType) -> &'static [(&'static str, WriteAction)] {
@@ -46,16 +49,64 @@ pub struct Target<'a> {
     pub host: Option<&'a str>,
 }
 
-impl Target<'_> {
+impl<'a> Target<'a> {
+    /// The records the part name fixes, by resource name.
+    fn fixed(&self) -> Vec<(&'static str, &'a str)> {
+        let mut fixed = vec![("brand", self.brand)];
+        fixed.extend(self.warehouse.map(|warehouse| ("warehouse", warehouse)));
+        fixed.extend(self.host.map(|host| ("host", host)));
+        fixed
+    }
+
     fn known(&self) -> Known {
-        let mut known = Known::new().record("brand", self.brand);
-        if let Some(warehouse) = self.warehouse {
-            known = known.record("warehouse", warehouse);
+        self.fixed()
+            .into_iter()
+            .fold(Known::new(), |known, (resource, id)| {
+                known.record(resource, id)
+            })
+    }
+
+    /// The fixed records that written records name by a foreign key (a price's host, a stock
+    /// record's warehouse, a product's brand), with their resources.
+    fn linked(&self) -> Vec<(&'static Resource, &'a str)> {
+        let fixed = self.fixed();
+        let mut linked: Vec<(&'static Resource, &'a str)> = Vec::new();
+        for (name, _) in writes(self.file_type) {
+            let resource = catalog()
+                .resource(name)
+                .expect("files write catalog resources");
+            for (field, target) in links(resource) {
+                // A foreign key the record's writer names (not one derived from others).
+                if !resource.writes.create.contains(&field.path.as_str()) {
+                    continue;
+                }
+                let Some((_, id)) = fixed.iter().find(|(fixed, _)| *fixed == target.name) else {
+                    continue;
+                };
+                if !linked.iter().any(|(seen, _)| std::ptr::eq(*seen, target)) {
+                    linked.push((target, id));
+                }
+            }
         }
-        if let Some(host) = self.host {
-            known = known.record("host", host);
+        linked
+    }
+
+    /// The first fixed record a written record would name that `viewer` does not see (or
+    /// that does not exist), as (resource name, id): a JSON write naming it is refused by the
+    /// rule of its links ([`seen_ids`]), and so is the file: 404 at upload, the same answer
+    /// as for a record that does not exist; failed at processing.
+    pub async fn unseen<R: Reads>(
+        &self,
+        reader: &mut R,
+        viewer: &Viewer,
+    ) -> StoreResult<Option<(&'static str, &'a str)>> {
+        for (resource, id) in self.linked() {
+            let ids = [id.to_string()];
+            if seen_ids(reader, resource, &ids, viewer).await?.is_empty() {
+                return Ok(Some((resource.name, id)));
+            }
         }
-        known
+        Ok(None)
     }
 
     /// Each written resource's rule for `viewer`, judged from the fixed records.
@@ -121,6 +172,31 @@ mod tests {
             for (name, _) in written {
                 assert!(catalog().resource(name).is_some(), "{name}");
             }
+        }
+    }
+
+    #[test]
+    fn the_records_written_records_link_to_are_those_judged_for_sight() {
+        let (brand, warehouse, host) = ("B", "W", "H");
+        let target = |file_type| Target {
+            file_type,
+            brand,
+            warehouse: (file_type == FileType::Stock).then_some(warehouse),
+            host: (file_type == FileType::Price).then_some(host),
+        };
+        for (file_type, expected) in [
+            (FileType::Price, vec![("host", host)]),
+            (FileType::Stock, vec![("warehouse", warehouse)]),
+            (FileType::Product, vec![("brand", brand)]),
+            (FileType::Image, vec![]),
+            (FileType::OrderDispatch, vec![]),
+        ] {
+            let linked: Vec<(&str, &str)> = target(file_type)
+                .linked()
+                .into_iter()
+                .map(|(resource, id)| (resource.name, id))
+                .collect();
+            assert_eq!(linked, expected, "{file_type:?}");
         }
     }
 

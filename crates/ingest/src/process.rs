@@ -348,13 +348,21 @@ async fn uploader_rights(tx: &mut WriteTx, file: &FileJob) -> Result<Viewer, Pro
         host: file.host.as_deref(),
     };
     match target.verdict(tx, &viewer).await? {
-        Verdict::Yes => Ok(viewer),
-        Verdict::Open if checked_per_record(file.file_type) => Ok(viewer),
-        _ => Err(ProcessError::Fail(format!(
-            "{}: {changed}",
-            target.refusal(&viewer)
-        ))),
+        Verdict::Yes => {}
+        Verdict::Open if checked_per_record(file.file_type) => {}
+        _ => {
+            return Err(ProcessError::Fail(format!(
+                "{}: {changed}",
+                target.refusal(&viewer)
+            )));
+        }
     }
+    if let Some((resource, id)) = target.unseen(tx, &viewer).await? {
+        return Err(ProcessError::Fail(format!(
+            "the uploader does not see the {resource} '{id}' the file names (it is gone, or the uploader's rights changed after the upload), so nothing was applied"
+        )));
+    }
+    Ok(viewer)
 }
 
 /// The data rows of a sheet: those read and those the reader skipped.

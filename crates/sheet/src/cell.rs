@@ -4,16 +4,20 @@
 use std::borrow::Cow;
 
 use calamine::{ExcelDateTime, ExcelDateTimeType};
+
+use crate::formula::uploaded_text;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
 
 /// A cell's value as the file stored it: CSV cells are always text, workbook cells keep the type
-/// the spreadsheet gave them. Text is trimmed; empty text is [`Cell::Empty`].
+/// the spreadsheet gave them. Text is trimmed, then loses the `'` an export put before a
+/// formula character ([`crate::formula::uploaded_text`]); empty text is [`Cell::Empty`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Cell {
     /// Nothing in the cell (or only spaces).
     #[default]
     Empty,
-    /// Text, trimmed, never empty.
+    /// Text, trimmed (but a text kept by a leading `'` keeps what follows it, such as a
+    /// leading tab), never empty.
     Text(String),
     /// A number (spreadsheets store integers as floating point too).
     Number(f64),
@@ -38,13 +42,15 @@ const DATETIME_FORMATS: [&str; 5] = [
 const DATE_FORMATS: [&str; 2] = ["%d/%m/%Y", "%Y-%m-%d"];
 
 impl Cell {
-    /// A text cell from raw text: trimmed, and [`Cell::Empty`] when nothing is left.
+    /// A text cell from raw text: trimmed, and [`Cell::Empty`] when nothing is left; one `'`
+    /// before a formula character is removed ([`uploaded_text`]), whatever the format, since a
+    /// CSV export opened and saved as a workbook still holds it.
     pub fn text(raw: &str) -> Cell {
         let trimmed = raw.trim();
         if trimmed.is_empty() {
             Cell::Empty
         } else {
-            Cell::Text(trimmed.to_string())
+            Cell::Text(uploaded_text(trimmed).to_string())
         }
     }
 
@@ -215,6 +221,20 @@ mod tests {
         assert_eq!(text("  Crème  "), Cell::Text("Crème".into()));
         assert_eq!(text(" \t\u{a0}"), Cell::Empty);
         assert_eq!(Cell::Empty.as_text(), None);
+    }
+
+    #[test]
+    fn a_quote_before_a_formula_character_is_removed_once() {
+        assert_eq!(text("'=x"), Cell::Text("=x".into()));
+        assert_eq!(
+            text("  '=HYPERLINK(\"x\") "),
+            Cell::Text("=HYPERLINK(\"x\")".into())
+        );
+        assert_eq!(text("'x"), Cell::Text("'x".into()));
+        assert_eq!(text("''=x"), Cell::Text("'=x".into()));
+        assert_eq!(text("'-5").as_number(), Some(-5.0));
+        // What the quote kept is kept whole: the tab it protected is not trimmed away.
+        assert_eq!(text("'\tx"), Cell::Text("\tx".into()));
     }
 
     #[test]

@@ -356,6 +356,20 @@ mod tests {
     }
 
     #[test]
+    fn the_quote_an_export_put_before_a_formula_is_removed() {
+        let text = "Title,Note\n'=HYPERLINK(\"x\"),'x\n\"'\tTab\",''@y\n\"'\rCR\",'-5\n";
+        let table = read(text.as_bytes(), &Limits::default()).unwrap();
+        assert_eq!(
+            cells(&table),
+            vec![
+                (2, vec!["=HYPERLINK(\"x\")".to_string(), "'x".to_string()]),
+                (3, vec!["\tTab".to_string(), "'@y".to_string()]),
+                (4, vec!["\rCR".to_string(), "-5".to_string()]),
+            ]
+        );
+    }
+
+    #[test]
     fn too_many_rows_are_refused() {
         let limits = Limits {
             max_rows: 2,

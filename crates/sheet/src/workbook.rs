@@ -202,6 +202,28 @@ mod tests {
     }
     use calamine::{CellErrorType, ExcelDateTimeType};
 
+    /// A CSV export opened and saved as a workbook keeps its `'`s in text cells: the upload
+    /// removes them as it does from CSV.
+    #[test]
+    fn workbook_text_loses_the_quote_before_a_formula_character() {
+        let mut workbook = rust_xlsxwriter::Workbook::new();
+        let sheet = workbook.add_worksheet();
+        for (c, text) in ["Title", "Note"].iter().enumerate() {
+            sheet.write_string(0, c as u16, *text).unwrap();
+        }
+        sheet.write_string(1, 0, "'=HYPERLINK(\"x\")").unwrap();
+        sheet.write_string(1, 1, "'x").unwrap();
+        let bytes = workbook.save_to_buffer().unwrap();
+        let table = crate::read(&bytes, Format::Xlsx, &Limits::default()).unwrap();
+        assert_eq!(
+            table.rows()[0].cells(),
+            &[
+                Cell::Text("=HYPERLINK(\"x\")".into()),
+                Cell::Text("'x".into())
+            ]
+        );
+    }
+
     #[test]
     fn values_are_typed() {
         assert_eq!(from_data(&Data::Int(7)), Cell::Number(7.0));

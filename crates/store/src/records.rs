@@ -13,6 +13,7 @@ use crate::ids::new_id;
 use crate::page::RenderedPage;
 use crate::policy;
 use crate::precondition::precondition_failed;
+use crate::rights::seen_ids;
 use crate::schema::ROW_VERSION;
 use crate::write::{cell_of, records_of};
 use brandhub_catalog::{
@@ -92,8 +93,9 @@ fn target_of(resource: &'static Resource, field: &Field) -> Option<&'static Reso
         })
 }
 
-/// The public foreign keys of a resource with their targets.
-fn links(resource: &'static Resource) -> Vec<(&'static Field, &'static Resource)> {
+/// The public foreign keys of a resource with their targets: each must name a record the
+/// writer sees ([`crate::rights::seen_ids`]), in a JSON write and in an upload's part name.
+pub fn links(resource: &'static Resource) -> Vec<(&'static Field, &'static Resource)> {
     resource
         .fields
         .iter()
@@ -297,25 +299,6 @@ async fn rule_problems(
 }
 
 impl WriteTx {
-    /// The ids among `ids` of `resource` that satisfy the caller's scope.
-    async fn visible_ids(
-        &mut self,
-        resource: &'static Resource,
-        ids: &[String],
-        viewer: &Viewer,
-    ) -> StoreResult<HashSet<String>> {
-        if ids.is_empty() {
-            return Ok(HashSet::new());
-        }
-        let statement = satisfying_ids(resource, ids, &viewer.scope(resource));
-        Ok(self
-            .fetch(&statement, &[Kind::Text])
-            .await?
-            .into_iter()
-            .filter_map(|row| row[0].as_text().map(str::to_string))
-            .collect())
-    }
-
     /// Problems of foreign keys that name no record the caller sees (one statement per
     /// foreign key field, for every record of the write); what each check found is kept in
     /// `memo`, for the rules that ask the same.
@@ -339,7 +322,7 @@ impl WriteTx {
                 .collect::<HashSet<_>>()
                 .into_iter()
                 .collect();
-            let found = self.visible_ids(target, &ids, viewer).await?;
+            let found = seen_ids(self, target, &ids, viewer).await?;
             let scope = viewer.scope(target);
             for id in &ids {
                 memo.insert(check_key(target, id, &scope), found.contains(id));

@@ -11,6 +11,7 @@ use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
 use sea_query::{Alias, Expr, ExprTrait, Query, SelectStatement};
+use std::collections::HashSet;
 use std::future::Future;
 
 /// Something that runs selects: the store's pool, or a write transaction (which then reads
@@ -146,6 +147,25 @@ pub async fn principal<R: Reads>(reader: &mut R, user_id: &str) -> StoreResult<O
         sponsor,
         scope_companies,
     }))
+}
+
+/// The ids among `ids` of `resource` that `viewer` sees (its scope, CONTRACT §5), in one
+/// statement: the records a foreign key of a write may name (a JSON write's links,
+/// `records`), and those an upload's part name may name (a price file's host). A record that
+/// does not exist is not seen either, so the two answer alike.
+pub async fn seen_ids<R: Reads>(
+    reader: &mut R,
+    resource: &'static Resource,
+    ids: &[String],
+    viewer: &Viewer,
+) -> StoreResult<HashSet<String>> {
+    if ids.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let statement = satisfying_ids(resource, ids, &viewer.scope(resource));
+    Ok(texts(reader.read(&statement, &[Kind::Text]).await?)
+        .into_iter()
+        .collect())
 }
 
 /// What a judged rule says, once its record checks have run (one statement each).

@@ -10,3 +10,4 @@ mod edge;
 mod limits;
 mod master_writes;
 mod order_scope;
+mod price_hosts;

@@ -4,6 +4,8 @@
 //! records in keyset chunks and the rows go out as they are read, so memory holds a chunk
 //! whatever the count. Without `fields` or `exclude`, a product, stock or price export has
 //! the columns of that upload type (`brandhub_ingest::layout`), so it can be uploaded again.
+//! No cell runs as a formula in a spreadsheet program: CSV marks a text that would with a
+//! leading `'`, XLSX writes every text as a string cell (`brandhub_sheet::csv_text`).
 
 use super::read::viewer;
 use super::require_grant;
@@ -18,6 +20,7 @@ use brandhub_problem::{ApiError, Code};
 use brandhub_query::plan::{ReadPlan, Viewer, plan_read};
 use brandhub_query::request::{Format, ReadRequest};
 use brandhub_query::sql::Keyset;
+use brandhub_sheet::{csv_text, typed_text};
 use brandhub_store::{Caller, ExportChunk, Store, TableCell, TableColumn, Timing, table_columns};
 use bytes::Bytes;
 use std::io;
@@ -157,11 +160,13 @@ fn table(
     Ok(Table { plan, columns })
 }
 
-/// The text of a cell in CSV: numbers as the shortest text that reads back the same.
+/// The text of a cell in CSV: numbers as the shortest text that reads back the same; a text
+/// (a value of a text-typed column, never a number) marked with a leading `'` when a
+/// spreadsheet program would run it as a formula (`brandhub_sheet::csv_text`, CONTRACT §13).
 fn text_of(cell: &TableCell) -> String {
     match cell {
         TableCell::Empty => String::new(),
-        TableCell::Text(text) => text.clone(),
+        TableCell::Text(text) => csv_text(text).into_owned(),
         TableCell::Integer(n) => n.to_string(),
         TableCell::Number(n) => n.to_string(),
         TableCell::Bool(b) => b.to_string(),
@@ -373,7 +378,10 @@ fn write_xlsx(
                     let c = c as u16;
                     let written = match column.cell(&chunk.node, r) {
                         TableCell::Empty => continue,
-                        TableCell::Text(text) => sheet.write_string(row, c, text).map(|_| ()),
+                        // A string cell, never a formula, whatever it begins with.
+                        TableCell::Text(text) => {
+                            sheet.write_string(row, c, typed_text(&text)).map(|_| ())
+                        }
                         TableCell::Integer(n) => sheet.write_number(row, c, n as f64).map(|_| ()),
                         TableCell::Number(n) => sheet.write_number(row, c, n).map(|_| ()),
                         TableCell::Bool(b) => sheet.write_boolean(row, c, b).map(|_| ()),
@@ -414,7 +422,20 @@ fn write_xlsx(
 
 #[cfg(test)]
 mod tests {
-    use super::{Format, accepted};
+    use super::{Format, TableCell, accepted, text_of};
+
+    #[test]
+    fn csv_marks_formula_texts_and_leaves_numbers_alone() {
+        let text = |t: &str| text_of(&TableCell::Text(t.to_string()));
+        assert_eq!(
+            text("=HYPERLINK(\"https://example.test\")"),
+            "'=HYPERLINK(\"https://example.test\")"
+        );
+        assert_eq!(text("-5"), "'-5", "a text column's -5 is text");
+        assert_eq!(text("Plain"), "Plain");
+        assert_eq!(text_of(&TableCell::Integer(-5)), "-5");
+        assert_eq!(text_of(&TableCell::Number(-5.25)), "-5.25");
+    }
 
     #[test]
     fn accept_picks_the_preferred_known_type() {

@@ -13,7 +13,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::{FileStatus, file_paths};
 use brandhub_problem::{ApiError, Code};
-use brandhub_sheet::{Cell, Format, Limits};
+use brandhub_sheet::{Cell, Format, Limits, csv_text, typed_text};
 use brandhub_store::{Caller, Timing};
 use futures_util::TryStreamExt;
 use std::collections::HashMap;
@@ -125,11 +125,13 @@ pub(super) async fn report(
     Ok(response)
 }
 
+/// The report as CSV: a text a spreadsheet program would run as a formula is marked with a
+/// leading `'`, as in exports (`brandhub_sheet::csv_text`); uploaded again, it reads as it was.
 fn csv_of(table: &[Vec<String>]) -> Answer<Vec<u8>> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     for row in table {
         writer
-            .write_record(row)
+            .write_record(row.iter().map(|cell| csv_text(cell).into_owned()))
             .map_err(|_| Problem(ApiError::internal()))?;
     }
     writer
@@ -149,6 +151,7 @@ fn xlsx_of(table: &[Vec<String>]) -> Answer<Vec<u8>> {
         let r = u32::try_from(r).map_err(|_| Problem(ApiError::internal()))?;
         for (c, value) in row.iter().enumerate() {
             let c = u16::try_from(c).map_err(|_| Problem(ApiError::internal()))?;
+            let value = typed_text(value);
             if r == 0 {
                 sheet
                     .write_string_with_format(r, c, value, &bold)
@@ -159,4 +162,32 @@ fn xlsx_of(table: &[Vec<String>]) -> Answer<Vec<u8>> {
         }
     }
     workbook.save_to_buffer().map_err(internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_cells_never_run_as_formulas_and_read_back_as_they_were() {
+        let table = vec![
+            vec!["Title".to_string(), ERROR_COLUMN.to_string()],
+            vec![
+                "=HYPERLINK(\"x\")".to_string(),
+                "Barcode is empty".to_string(),
+            ],
+        ];
+        let csv = String::from_utf8(csv_of(&table).unwrap()).unwrap();
+        assert_eq!(
+            csv,
+            "Title,Error\n\"'=HYPERLINK(\"\"x\"\")\",Barcode is empty\n"
+        );
+        for (bytes, format) in [
+            (csv.into_bytes(), Format::Csv),
+            (xlsx_of(&table).unwrap(), Format::Xlsx),
+        ] {
+            let read = brandhub_sheet::read(&bytes, format, &Limits::default()).unwrap();
+            assert_eq!(cell_text(read.rows()[0].cell(0)), table[1][0], "{format:?}");
+        }
+    }
 }

@@ -59,8 +59,9 @@ fn missing(what: &str, id: &str, field: &str) -> Problem {
 }
 
 /// The checks of the part's arguments (CONTRACT §8): the brand in the caller's scope, the
-/// warehouse in scope and of the brand's company, the host existing; then the right to
-/// write what the file writes (403 for a target the caller sees but may not write).
+/// warehouse in scope and of the brand's company; then the right to write what the file
+/// writes (403 for a target the caller sees but may not write); then the host, one the caller
+/// may name in a price (`Target::unseen`: 404 as for a host that does not exist).
 async fn check_part(
     state: &AppState,
     viewer: &Viewer,
@@ -97,17 +98,6 @@ async fn check_part(
             ));
         }
     }
-    if let Some(host) = &part.host {
-        let exists = looks_like_id(host)
-            && state
-                .store
-                .text_field_of("host", "id", host)
-                .await?
-                .is_some();
-        if !exists {
-            return Err(missing("host", host, "host"));
-        }
-    }
     let target = Target {
         file_type: part.file_type,
         brand: &part.brand,
@@ -127,6 +117,17 @@ async fn check_part(
         return Err(Problem(
             ApiError::new(Code::Forbidden, format!("{reason}.")).with_field(field),
         ));
+    }
+    // A price file's host as a JSON price write judges it: one the caller sees, else the
+    // answer for a host that does not exist (after the right to write prices, which no host
+    // changes, so neither answer tells whether a host exists).
+    if let Some(host) = &part.host
+        && !looks_like_id(host)
+    {
+        return Err(missing("host", host, "host"));
+    }
+    if let Some((resource, id)) = target.unseen(&mut &state.store, viewer).await? {
+        return Err(missing(resource, id, resource));
     }
     Ok(())
 }

@@ -1074,7 +1074,7 @@ async fn try_create_in(
         return Err(sorted(problems));
     }
     let held: Vec<String> = holders.iter().flatten().cloned().collect();
-    let seen_holders = tx.visible_ids(resource, &held, writer.viewer).await?;
+    let seen_holders = seen_ids(tx, resource, &held, writer.viewer).await?;
     let mut written = Vec::with_capacity(items.len());
     let mut fresh = Vec::new();
     let mut existing: Vec<(&str, &WriteValues, Option<usize>)> = Vec::new();
@@ -1427,9 +1427,8 @@ async fn update_batch_in(
             if let Some(holder) = holders.get(key)
                 && holder != updates[*i].0
             {
-                let seen = tx
-                    .visible_ids(resource, std::slice::from_ref(holder), writer.viewer)
-                    .await?;
+                let seen =
+                    seen_ids(tx, resource, std::slice::from_ref(holder), writer.viewer).await?;
                 let named = seen.contains(holder).then_some(holder.as_str());
                 return Err(key_taken(resource, named, updates[*i].2));
             }

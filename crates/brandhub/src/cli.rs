@@ -1,6 +1,7 @@
 //! The command line (CONTRACT §1). Every flag also reads an environment variable.
 
 use brandhub_ingest::WorkerSettings;
+use brandhub_server::connections::ConnectionLimits;
 use brandhub_server::proxies::Network;
 use brandhub_server::timeouts::Timeouts;
 use brandhub_sheet::Limits;
@@ -40,6 +41,17 @@ pub struct Cli {
         global = true
     )]
     pub pg_settings: Vec<String>,
+    /// How long a request waits for the database (a connection from the pool, SQLite's lock
+    /// held by another process) before it is answered 503 `unavailable` (a duration such as
+    /// 30s or 500ms).
+    #[arg(
+        long,
+        env = "BRANDHUB_DATABASE_WAIT",
+        default_value = "30s",
+        value_parser = parse_duration,
+        global = true
+    )]
+    pub database_wait: Duration,
     /// Megabytes of rendered pages each server process keeps in memory (0 keeps none).
     #[arg(
         long,
@@ -80,6 +92,8 @@ pub enum LogFormat {
 
 /// What to do.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of `serve`'s many flags costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run migrations and serve the HTTPS API.
     Serve(ServeArgs),
@@ -155,6 +169,26 @@ pub struct ServeArgs {
     /// (a body) or has an answer to read.
     #[arg(long, env = "BRANDHUB_IDLE_TIMEOUT", default_value_t = Timeouts::default().idle.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout: u64,
+    /// Seconds a request's body may take to arrive while its caller is not known (sign-in,
+    /// an invitation's acceptance); past it, 408 and the connection is closed.
+    #[arg(long, env = "BRANDHUB_UNAUTHENTICATED_BODY_TIMEOUT", default_value_t = Timeouts::default().body_before_caller.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub unauthenticated_body_timeout: u64,
+    /// The fewest bytes a second every request body (uploads included) must bring over each
+    /// --body-rate-window of waiting for it (0: no minimum); slower, 408 and the connection
+    /// is closed.
+    #[arg(long, env = "BRANDHUB_MIN_BODY_RATE", default_value_t = Timeouts::default().body_min_rate)]
+    pub min_body_rate: u64,
+    /// Seconds over which --min-body-rate is measured.
+    #[arg(long, env = "BRANDHUB_BODY_RATE_WINDOW", default_value_t = Timeouts::default().body_rate_window.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_rate_window: u64,
+    /// Connections one client address may hold open at once (0: no cap); past it, a new
+    /// connection is closed at once.
+    #[arg(long, env = "BRANDHUB_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = ConnectionLimits::default().per_address)]
+    pub max_connections_per_address: usize,
+    /// Connections one trusted proxy (--trusted-proxies), or any peer with --behind-proxy,
+    /// may hold open at once (0: no cap).
+    #[arg(long, env = "BRANDHUB_MAX_CONNECTIONS_PER_PROXY", default_value_t = ConnectionLimits::default().per_proxy)]
+    pub max_connections_per_proxy: usize,
     /// Serve plain HTTP for a TLS-terminating proxy; requests not forwarded as https get 403.
     #[arg(long, env = "BRANDHUB_BEHIND_PROXY", conflicts_with_all = ["tls_cert", "tls_key"])]
     pub behind_proxy: bool,
@@ -295,6 +329,15 @@ mod tests {
         assert_eq!(args.tls_handshake_timeout, timeouts.tls_handshake.as_secs());
         assert_eq!(args.header_read_timeout, timeouts.header_read.as_secs());
         assert_eq!(args.idle_timeout, timeouts.idle.as_secs());
+        assert_eq!(
+            args.unauthenticated_body_timeout,
+            timeouts.body_before_caller.as_secs()
+        );
+        assert_eq!(args.min_body_rate, timeouts.body_min_rate);
+        assert_eq!(args.body_rate_window, timeouts.body_rate_window.as_secs());
+        let connections = brandhub_server::connections::ConnectionLimits::default();
+        assert_eq!(args.max_connections_per_address, connections.per_address);
+        assert_eq!(args.max_connections_per_proxy, connections.per_proxy);
         assert!(args.trusted_proxies.is_empty());
     }
 

@@ -7,6 +7,7 @@ use brandhub_demo::{DemoOptions, DemoSummary};
 use brandhub_filestore::FileStore;
 use brandhub_ingest::WorkerSettings;
 use brandhub_problem::ApiError;
+use brandhub_server::connections::ConnectionLimits;
 use brandhub_server::proxies::TrustedProxies;
 use brandhub_server::ratelimit::Limit;
 use brandhub_server::timeouts::Timeouts;
@@ -111,6 +112,7 @@ pub async fn open_store(cli: &Cli) -> Result<Store, CommandError> {
         page_cache_bytes: cli.page_cache_mb * 1024 * 1024,
         matches_first_limit: brandhub_query::sql::MATCHES_FIRST_LIMIT,
         pg_settings,
+        database_wait: cli.database_wait,
     })
     .await?;
     store.migrate().await?;
@@ -333,6 +335,13 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
         tls_handshake: Duration::from_secs(args.tls_handshake_timeout),
         header_read: Duration::from_secs(args.header_read_timeout),
         idle: Duration::from_secs(args.idle_timeout),
+        body_before_caller: Duration::from_secs(args.unauthenticated_body_timeout),
+        body_min_rate: args.min_body_rate,
+        body_rate_window: Duration::from_secs(args.body_rate_window),
+    };
+    settings.connections = ConnectionLimits {
+        per_address: args.max_connections_per_address,
+        per_proxy: args.max_connections_per_proxy,
     };
     let running = start(settings, store.clone()).await?;
     let scheme = if args.behind_proxy { "http" } else { "https" };

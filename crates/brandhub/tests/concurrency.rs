@@ -153,6 +153,7 @@ async fn second_server(fx: &common::Fixture) -> (String, reqwest::Client, impl S
                 page_cache_bytes: 1 << 20,
                 matches_first_limit: 40,
                 pg_settings: Vec::new(),
+                database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
             })
             .await
             .expect("a second store opens");

@@ -41,6 +41,64 @@ async fn health_and_readiness_answer_without_a_key_in_plain_text(fx) {
     assert_eq!(status, 404);
 }
 
+async fn every_https_answer_carries_strict_transport_security(fx) {
+    let admin = fx.credential("admin");
+    let api = fx.get("/api/brand?pageSize=1").await;
+    assert_eq!(api.status, 200);
+    let portal = fx.client().get(format!("{}/", fx.base)).send().await.unwrap();
+    assert_eq!(portal.status(), 200);
+    let unknown = fx.get("/api/brand?nope=1").await;
+    assert_eq!(unknown.status, 400);
+    let no_key = fx.client().get(format!("{}/api/brand", fx.base)).send().await.unwrap();
+    assert_eq!(no_key.status(), 401);
+    let wrong_key = fx.client().get(format!("{}/api/brand", fx.base))
+        .basic_auth(&admin.email, Some("bhk_wrong")).send().await.unwrap();
+    assert_eq!(wrong_key.status(), 401);
+    let health = fx.client().get(format!("{}/healthz", fx.base)).send().await.unwrap();
+    let headers = [
+        api.headers.clone(), portal.headers().clone(), unknown.headers.clone(),
+        no_key.headers().clone(), wrong_key.headers().clone(), health.headers().clone(),
+    ];
+    for headers in headers {
+        assert_eq!(
+            headers.get("strict-transport-security").and_then(|v| v.to_str().ok()),
+            Some("max-age=31536000"),
+            "{headers:?}"
+        );
+    }
+}
+
+async fn behind_a_proxy_answers_over_https_carry_strict_transport_security(fx) {
+    let store = fx.store.clone();
+    let uploads = fx.side_uploads();
+    let (address, _running) = fx
+        .on_server(async move {
+            let settings = brandhub_server::Settings::new("127.0.0.1:0".parse().unwrap(), None, uploads);
+            let running = brandhub_server::start(settings, store).await.expect("a plain server starts");
+            (running.address, running)
+        })
+        .await;
+    let admin = fx.credential("admin");
+    let client = common::plain_client();
+    let hsts = |response: &reqwest::Response| {
+        response.headers().get("strict-transport-security").map(|v| v.to_str().unwrap().to_string())
+    };
+    // What the proxy received over HTTPS: the API, the portal, an error.
+    for (path, status) in [("/api/host?pageSize=1", 200), ("/", 200), ("/api/host?nope=1", 400)] {
+        let forwarded = client.get(format!("http://{address}{path}")).basic_auth(&admin.email, Some(&admin.secret))
+            .header("x-forwarded-proto", "https").send().await.unwrap();
+        assert_eq!(forwarded.status(), status, "{path}");
+        assert_eq!(hsts(&forwarded).as_deref(), Some("max-age=31536000"), "{path}");
+    }
+    // Plain HTTP (refused, or a probe): browsers ignore the header there, none is sent.
+    let plain = client.get(format!("http://{address}/api/host")).basic_auth(&admin.email, Some(&admin.secret)).send().await.unwrap();
+    assert_eq!(plain.status(), 403);
+    assert_eq!(hsts(&plain), None);
+    let probe = client.get(format!("http://{address}/healthz")).send().await.unwrap();
+    assert_eq!(probe.status(), 200);
+    assert_eq!(hsts(&probe), None);
+}
+
 }
 
 /// A server of its own (so that its figures are exactly this test's requests): requests by
@@ -495,4 +553,299 @@ async fn text_logs_written_to_a_pipe_have_no_colour_codes_and_name_the_request()
         Some(1.0),
         "{text}"
     );
+}
+
+/// The store of an outage fixture waits this long for the database: a request during the
+/// outage is answered within seconds, not after the default half minute.
+const OUTAGE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Well above [`OUTAGE_WAIT`], well below "minutes".
+const ANSWERED_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
+
+fn impatient_store(options: &mut brandhub_store::StoreOptions) {
+    options.database_wait = OUTAGE_WAIT;
+}
+
+/// A request as the demo admin, timed: it must be answered within [`ANSWERED_WITHIN`].
+async fn timed(
+    fx: &Fixture,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&serde_json::Value>,
+) -> common::Response {
+    let started = std::time::Instant::now();
+    let response = common::send(
+        fx,
+        &fx.base,
+        method,
+        path,
+        common::As::Demo("admin"),
+        &[],
+        body,
+    )
+    .await;
+    assert!(
+        started.elapsed() < ANSWERED_WITHIN,
+        "{path} took {:?}",
+        started.elapsed()
+    );
+    response
+}
+
+/// A company of its own to write (a unique code).
+fn new_company() -> serde_json::Value {
+    let code = format!("OUT-{}", common::unique_number());
+    serde_json::json!({"name": code, "code": code})
+}
+
+/// 503 `unavailable` with `Retry-After` in whole seconds.
+fn assert_unavailable(response: &common::Response) {
+    response.assert_problem(503, "unavailable");
+    let retry: u64 = response
+        .header("retry-after")
+        .expect("Retry-After on 503")
+        .parse()
+        .expect("whole seconds");
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert!(response.header("x-request-id").is_some());
+}
+
+/// Waits (a bounded while) until a read as the admin is answered 200 again.
+async fn recovers(fx: &Fixture) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let response = fx.get("/api/brand?pageSize=1").await;
+        if response.status == 200 {
+            return;
+        }
+        assert_eq!(
+            response.status,
+            503,
+            "{}",
+            String::from_utf8_lossy(&response.body)
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no recovery within a minute"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// PostgreSQL stops taking connections to the server's database and ends the ones it has (as
+/// a restart would, without touching the shared server): every request meanwhile is 503
+/// `unavailable` with `Retry-After`, never a 500, and readiness fails; once it takes them
+/// again, the server recovers by itself.
+#[tokio::test]
+async fn postgres_requests_while_the_database_is_cut_off_are_503_and_it_recovers() {
+    use sqlx::Connection;
+    let Some(admin_url) = common::postgres_or_skip() else {
+        return;
+    };
+    let fx =
+        &common::start_fixture_with_store(Db::Postgres, "ops_outage", 50, impatient_store, |_| {});
+    assert_eq!(fx.get("/api/brand?pageSize=1").await.status, 200);
+    let database = fx
+        .database_url
+        .rsplit('/')
+        .next()
+        .and_then(|rest| rest.split('?').next())
+        .unwrap()
+        .to_string();
+    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+    let allow =
+        |allowed: bool| format!("ALTER DATABASE \"{database}\" ALLOW_CONNECTIONS {allowed}");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(allow(false)))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+        .bind(&database)
+        .execute(&mut admin)
+        .await
+        .unwrap();
+
+    // The pooled connections are dead and new ones are refused: reads, counts and writes.
+    for _ in 0..2 {
+        assert_unavailable(&timed(fx, reqwest::Method::GET, "/api/brand?pageSize=1", None).await);
+        assert_unavailable(&timed(fx, reqwest::Method::GET, "/api/company/count", None).await);
+        assert_unavailable(
+            &timed(
+                fx,
+                reqwest::Method::POST,
+                "/api/company",
+                Some(&new_company()),
+            )
+            .await,
+        );
+    }
+    let (status, _, body) = anonymous(fx, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        anonymous(fx, "/healthz").await.0,
+        200,
+        "the process itself serves"
+    );
+
+    sqlx::raw_sql(sqlx::AssertSqlSafe(allow(true)))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    admin.close().await.ok();
+    recovers(fx).await;
+    assert_eq!(anonymous(fx, "/readyz").await.0, 200);
+    let written = timed(
+        fx,
+        reqwest::Method::POST,
+        "/api/company",
+        Some(&new_company()),
+    )
+    .await;
+    assert_eq!(
+        written.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&written.body)
+    );
+}
+
+/// SQLite's equivalent: another process holds the database's write lock past the busy
+/// timeout. Writes meanwhile are 503 `unavailable` with `Retry-After`, never a 500 (reads go
+/// on: in WAL mode a writer does not block them); once the lock is released, writes succeed
+/// again.
+#[tokio::test]
+async fn sqlite_writes_while_another_process_holds_the_lock_are_503_and_it_recovers() {
+    use sqlx::Connection;
+    let fx =
+        &common::start_fixture_with_store(Db::Sqlite, "ops_outage", 50, impatient_store, |_| {});
+    let first = timed(
+        fx,
+        reqwest::Method::POST,
+        "/api/company",
+        Some(&new_company()),
+    )
+    .await;
+    assert_eq!(
+        first.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&first.body)
+    );
+
+    let mut holder = sqlx::SqliteConnection::connect(&fx.database_url)
+        .await
+        .unwrap();
+    sqlx::raw_sql("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        assert_unavailable(
+            &timed(
+                fx,
+                reqwest::Method::POST,
+                "/api/company",
+                Some(&new_company()),
+            )
+            .await,
+        );
+    }
+    assert_eq!(
+        timed(fx, reqwest::Method::GET, "/api/company?pageSize=1", None)
+            .await
+            .status,
+        200
+    );
+
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    holder.close().await.unwrap();
+    let written = timed(
+        fx,
+        reqwest::Method::POST,
+        "/api/company",
+        Some(&new_company()),
+    )
+    .await;
+    assert_eq!(
+        written.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&written.body)
+    );
+    recovers(fx).await;
+}
+
+/// The request log never holds a credential: an invitation's token in its path, nor a key,
+/// secret, token or password in a query string.
+#[tokio::test]
+async fn the_request_log_holds_no_invitation_token_or_secret_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let brandhub = Brandhub::new(dir.path());
+    let users = brandhub.demo(50);
+    let server = brandhub.serve_logging("info", &["--workers", "0"]);
+    let client = brandhub.client();
+    let (_, email, key) = users.iter().find(|(t, _, _)| t == "admin").unwrap();
+    let (_, invited, _) = users.iter().find(|(t, _, _)| t == "company").unwrap();
+    let invitation: Value = client
+        .post(format!("{}/api/invitation", server.base))
+        .basic_auth(email, Some(key))
+        .json(&serde_json::json!({ "user": invited }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = invitation["token"]
+        .as_str()
+        .expect("an invitation token")
+        .to_string();
+    let accepted = client
+        .post(format!("{}/api/invitation/{token}", server.base))
+        .header("x-request-id", "ops-log-accept")
+        .json(&serde_json::json!({ "password": "a password long enough" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status(), 200);
+    let secrets = [
+        "Sekr1tKeyValue",
+        "Sekr1tTokenValue",
+        "Sekr1tPasswordValue",
+        "Sekr1tApiKey",
+    ];
+    let query = format!(
+        "/api/brand?pageSize=1&key={}&access_token={}&password={}&apiKey={}",
+        secrets[0], secrets[1], secrets[2], secrets[3]
+    );
+    let status = request_with_id(&brandhub, &server, &users, &query, "ops-log-query").await;
+    assert_eq!(status, 400, "unknown parameters are refused");
+    let log = server.log_until(|line| line.contains("ops-log-query") && line.contains("answered"));
+    let accept_line = log
+        .iter()
+        .find(|l| l.contains("answered") && l.contains("ops-log-accept"))
+        .unwrap_or_else(|| panic!("no line for the acceptance: {log:?}"));
+    assert!(accept_line.contains("/api/invitation/"), "{accept_line}");
+    assert!(accept_line.contains("status=200"), "{accept_line}");
+    let query_line = log
+        .iter()
+        .find(|l| l.contains("answered") && l.contains("ops-log-query"))
+        .unwrap();
+    assert!(
+        query_line.contains("pageSize=1"),
+        "the query is logged: {query_line}"
+    );
+    for line in &log {
+        assert!(
+            !line.contains(&token),
+            "the invitation token is logged: {line}"
+        );
+        assert!(!line.contains(key.as_str()), "the key is logged: {line}");
+        for secret in secrets {
+            assert!(!line.contains(secret), "{secret} is logged: {line}");
+        }
+    }
 }

@@ -152,6 +152,7 @@ async fn sessions_end_after_twelve_idle_hours(fx) {
             page_cache_bytes: 1 << 20,
             matches_first_limit: 40,
             pg_settings: Vec::new(),
+            database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
         })
         .await
         .unwrap()

@@ -45,6 +45,7 @@ codes! {
     HttpsRequired        => 403, "https_required",         "HTTPS required";
     NotFound             => 404, "not_found",              "Not found";
     MethodNotAllowed     => 405, "method_not_allowed",     "Method not allowed";
+    RequestTimeout       => 408, "request_timeout",        "Request timeout";
     Conflict             => 409, "conflict",               "Conflict";
     InvalidTransition    => 409, "invalid_transition",     "Invalid transition";
     PreconditionFailed   => 412, "precondition_failed",    "Precondition failed";
@@ -54,6 +55,7 @@ codes! {
     ValidationFailed     => 422, "validation_failed",      "Validation failed";
     RateLimited          => 429, "rate_limited",           "Too many requests";
     Internal             => 500, "internal",               "Internal error";
+    Unavailable          => 503, "unavailable",            "Service unavailable";
 }
 
 impl fmt::Display for Code {
@@ -155,6 +157,18 @@ impl ApiError {
         )
     }
 
+    /// A 503 for a request that failed because the database cannot be reached now (CONTRACT
+    /// §10): the same request may succeed unchanged once it answers again, after
+    /// `retry_after` seconds (sent as `Retry-After`).
+    pub fn unavailable(retry_after: u64) -> Self {
+        let mut error = ApiError::new(
+            Code::Unavailable,
+            format!("The database cannot be reached now; retry in {retry_after} s."),
+        );
+        error.retry_after = Some(retry_after);
+        error
+    }
+
     /// The HTTP status of this error's code.
     pub fn status(&self) -> u16 {
         self.code.status()
@@ -205,7 +219,7 @@ mod tests {
                 "{code}"
             );
         }
-        assert_eq!(Code::ALL.len(), 19);
+        assert_eq!(Code::ALL.len(), 21);
     }
 
     #[test]

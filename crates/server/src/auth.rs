@@ -249,7 +249,9 @@ impl FromRequestParts<AppState> for Authenticated {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
         let timing = request_timing(parts);
         let address = client_address(parts, &state.trusted_proxies);
-        checked(state, &timing, credentials(parts), address, true).await
+        let authenticated = checked(state, &timing, credentials(parts), address, true).await?;
+        crate::bodies::caller_known(&parts.extensions);
+        Ok(authenticated)
     }
 }
 
@@ -360,6 +362,8 @@ impl FromRequestParts<AppState> for WriteCaller {
                 .take(&caller.key_id, Instant::now())
                 .map_err(|wait| Problem(too_many(wait, "requests for this key")))?;
             let address = client_address(parts, &state.trusted_proxies);
+            // Its credentials are those of a caller checked before: it is known.
+            crate::bodies::caller_known(&parts.extensions);
             return Ok(WriteCaller {
                 caller,
                 unchecked: Some(Unchecked {

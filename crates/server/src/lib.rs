@@ -2,6 +2,8 @@
 //! Handlers are thin: they call the pure stages of `brandhub-query` and the store.
 
 pub mod auth;
+pub mod bodies;
+pub mod connections;
 pub mod docs;
 pub mod handlers;
 pub mod health;
@@ -28,6 +30,7 @@ use brandhub_ingest::{Signals, WorkerSettings, Workers};
 use brandhub_problem::{ApiError, Code};
 use brandhub_store::Store;
 use brandhub_webhooks::{AttemptTally, Deliveries, WebhookSettings};
+use connections::{CappedAcceptor, ConnectionLimits};
 use lenient::NormalisingAcceptor;
 use problem::Problem;
 use proxies::TrustedProxies;
@@ -65,9 +68,11 @@ pub struct Settings {
     /// The proxies whose `X-Forwarded-For` names the client address (none by default: the
     /// peer is the client).
     pub trusted_proxies: TrustedProxies,
-    /// How long connections may take over the TLS handshake, a request's head, and without
-    /// progress.
+    /// How long connections may take over the TLS handshake, a request's head, without
+    /// progress, and a request's body.
     pub timeouts: Timeouts,
+    /// How many connections one address may hold open.
+    pub connections: ConnectionLimits,
     /// File uploads and their processing.
     pub uploads: Uploads,
     /// Where Prometheus metrics (and health) are served over plain HTTP, if anywhere
@@ -92,6 +97,7 @@ impl Settings {
             failure_limit: ratelimit::Limit::new(5.0, 20.0),
             trusted_proxies: TrustedProxies::default(),
             timeouts: Timeouts::default(),
+            connections: ConnectionLimits::default(),
             uploads,
             metrics_listen: None,
             export_chunk: brandhub_store::EXPORT_CHUNK,
@@ -156,8 +162,9 @@ fn ops_router(state: OpsState) -> Router {
         .with_state(state)
 }
 
-/// The routes of the API with their middleware.
-pub fn router(state: AppState, behind_proxy: bool) -> Router {
+/// The routes of the API with their middleware; `body_bounds` bound how long request bodies
+/// take.
+pub fn router(state: AppState, behind_proxy: bool, body_bounds: bodies::BodyBounds) -> Router {
     use handlers::{fallback, files, openapi, read, session, write};
     let mut router = Router::new()
         .route("/api/openapi.json", get(openapi::openapi))
@@ -200,20 +207,55 @@ pub fn router(state: AppState, behind_proxy: bool) -> Router {
     let metrics = state.metrics.clone();
     router
         .merge(health)
+        .layer(middleware::from_fn_with_state(
+            body_bounds,
+            bodies::bound_bodies,
+        ))
         .layer(middleware::from_fn(portal::quiet_challenge))
         .layer(middleware::from_fn_with_state(metrics, metrics::track))
         .layer(middleware::from_fn(observe::observe))
+        .layer(middleware::from_fn_with_state(
+            behind_proxy,
+            strict_transport_security,
+        ))
         .with_state(state)
+}
+
+/// What `Strict-Transport-Security` asks of browsers: HTTPS only for this host, for a year.
+/// Subdomains are not named: the server cannot know that they all serve HTTPS.
+pub const HSTS: &str = "max-age=31536000";
+
+/// `Strict-Transport-Security` on every answer the client receives over HTTPS: all of them
+/// when this process speaks TLS, and behind a TLS-terminating proxy those the proxy received
+/// over HTTPS (`X-Forwarded-Proto: https`); browsers ignore it over plain HTTP anyway.
+async fn strict_transport_security(
+    axum::extract::State(behind_proxy): axum::extract::State<bool>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let https = !behind_proxy || forwarded_as_https(&request);
+    let mut response = next.run(request).await;
+    if https {
+        response.headers_mut().insert(
+            axum::http::header::STRICT_TRANSPORT_SECURITY,
+            axum::http::HeaderValue::from_static(HSTS),
+        );
+    }
+    response
+}
+
+/// Whether the proxy says it received the request over HTTPS (`X-Forwarded-Proto`).
+fn forwarded_as_https(request: &Request) -> bool {
+    request
+        .headers()
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
 }
 
 /// Behind a proxy, only requests the proxy received over HTTPS are served.
 async fn require_forwarded_https(request: Request, next: Next) -> Response {
-    let forwarded = request
-        .headers()
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().eq_ignore_ascii_case("https"));
-    if forwarded == Some(true) {
+    if forwarded_as_https(&request) {
         return next.run(request).await;
     }
     Problem(ApiError::new(
@@ -345,20 +387,29 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
         metrics: metrics.clone(),
         export_chunk: settings.export_chunk.max(1),
     };
-    let app =
-        router(state, settings.tls.is_none()).into_make_service_with_connect_info::<SocketAddr>();
+    let behind_proxy = settings.tls.is_none();
+    let body_bounds = bodies::BodyBounds::of(&settings.timeouts);
+    let app = router(state, behind_proxy, body_bounds)
+        .into_make_service_with_connect_info::<SocketAddr>();
     let handle = axum_server::Handle::new();
     let timeouts = settings.timeouts;
+    // Every connection is first counted against its address's cap (see `connections`).
+    let capped = CappedAcceptor::new(
+        NoDelayAcceptor::new(),
+        settings.connections,
+        Arc::new(settings.trusted_proxies.clone()),
+        behind_proxy,
+    );
     // TCP_NODELAY: answers go out at once instead of waiting on the client's delayed ACK.
-    // Every connection: TLS within its handshake bound, then raw `<`/`>` made acceptable,
-    // then the idle bound (see `timeouts`).
+    // Every connection: its address's cap, TLS within its handshake bound, then raw `<`/`>`
+    // made acceptable, then the idle bound (see `timeouts`).
     let (task, certificate_pem) = match &settings.tls {
         Some(source) => {
             let (cert, key) = tls::load_pem(source)?;
             let config = RustlsConfig::from_config(tls::server_config(&cert, &key)?);
             let tls = RustlsAcceptor::new(config)
                 .handshake_timeout(timeouts.tls_handshake)
-                .acceptor(NoDelayAcceptor::new());
+                .acceptor(capped);
             let acceptor = IdleAcceptor::new(NormalisingAcceptor::new(tls), timeouts.idle);
             let server = http1_with_timeouts(
                 axum_server::bind(settings.listen)
@@ -372,10 +423,7 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
             )
         }
         None => {
-            let acceptor = IdleAcceptor::new(
-                NormalisingAcceptor::new(NoDelayAcceptor::new()),
-                timeouts.idle,
-            );
+            let acceptor = IdleAcceptor::new(NormalisingAcceptor::new(capped), timeouts.idle);
             let server = http1_with_timeouts(
                 axum_server::bind(settings.listen)
                     .acceptor(acceptor)

@@ -48,6 +48,10 @@ impl IntoResponse for Problem {
     }
 }
 
+/// Seconds a client is told to wait (`Retry-After`) when the database cannot be reached: a
+/// restarting database server is usually back within a few.
+pub const UNAVAILABLE_RETRY_AFTER: u64 = 5;
+
 /// Shorthand for handler results.
 pub type Answer<T> = Result<T, Problem>;
 
@@ -83,6 +87,7 @@ pub(crate) fn from_store(error: StoreError) -> ApiError {
                 ApiError::new(Code::PreconditionFailed, detail).with_field("If-Match")
             }
             StoreError::Transition(_) => ApiError::new(Code::InvalidTransition, detail),
+            StoreError::Unavailable => ApiError::unavailable(UNAVAILABLE_RETRY_AFTER),
             StoreError::Config(_) | StoreError::Internal => ApiError::internal(),
         }
     }

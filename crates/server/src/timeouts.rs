@@ -8,6 +8,10 @@
 //! - idle: no progress for this long while the client owes bytes of a request it began (its
 //!   body), or while an answer waits for the client to read it ([`IdleStream`]).
 //!
+//! A body is bounded besides (`bodies`): before its caller is known it must arrive whole
+//! within a bound, and every body must keep a minimum rate, so that a trickle of a byte now
+//! and then (which keeps the idle bound from firing) cannot hold a connection either.
+//!
 //! A request being answered is never cut short: while the server works on an answer the client
 //! owes nothing.
 
@@ -30,16 +34,30 @@ pub struct Timeouts {
     /// The most a connection may make no progress while the client owes bytes or has an
     /// answer to read.
     pub idle: Duration,
+    /// The most a request's body may take to arrive while its caller is not known (sign-in,
+    /// an invitation's acceptance, any body read before authentication), counted from its
+    /// head.
+    pub body_before_caller: Duration,
+    /// The fewest bytes a second a body must bring, over each [`Timeouts::body_rate_window`]
+    /// spent waiting for it (0: no minimum).
+    pub body_min_rate: u64,
+    /// The time over which [`Timeouts::body_min_rate`] is measured: a body may pause or
+    /// start slowly within it.
+    pub body_rate_window: Duration,
 }
 
 impl Default for Timeouts {
-    /// 10 s for TLS, 30 s for a request's head, 60 s without progress: far above what a real
+    /// 10 s for TLS, 30 s for a request's head, 60 s without progress, 30 s for a body before
+    /// its caller is known, and 1 KiB/s over each 30 s for every body: far above what a real
     /// client needs, far below what holding thousands of connections open would require.
     fn default() -> Self {
         Timeouts {
             tls_handshake: Duration::from_secs(10),
             header_read: Duration::from_secs(30),
             idle: Duration::from_secs(60),
+            body_before_caller: Duration::from_secs(30),
+            body_min_rate: 1024,
+            body_rate_window: Duration::from_secs(30),
         }
     }
 }

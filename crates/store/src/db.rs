@@ -37,14 +37,18 @@ pub const SQLITE_CACHE_KIB: u32 = 8_000;
 pub const EXPORT_CONNECTIONS: u32 = 2;
 const EXPORT_CACHE_KIB: u32 = 1_000;
 
-/// SQLite's connection settings with a page cache of `cache_kib`.
-fn sqlite_options(url: &str, cache_kib: u32) -> StoreResult<SqliteConnectOptions> {
+/// How long a statement waits for the database by default ([`StoreOptions::database_wait`]).
+pub const DEFAULT_DATABASE_WAIT: Duration = Duration::from_secs(30);
+
+/// SQLite's connection settings with a page cache of `cache_kib`, waiting up to `wait` for a
+/// lock another connection holds.
+fn sqlite_options(url: &str, cache_kib: u32, wait: Duration) -> StoreResult<SqliteConnectOptions> {
     Ok(SqliteConnectOptions::from_str(url)
         .map_err(|e| internal("bad SQLite URL", e))?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(30))
+        .busy_timeout(wait)
         .foreign_keys(true)
         .pragma("cache_size", format!("-{cache_kib}"))
         .pragma("temp_store", "memory")
@@ -124,6 +128,11 @@ pub struct StoreOptions {
     /// PostgreSQL settings for brandhub's sessions (`name`, `value`), such as the planner's
     /// `random_page_cost`.
     pub pg_settings: Vec<(String, String)>,
+    /// How long a statement waits for the database before it fails with
+    /// [`StoreError::Unavailable`]: for a pooled connection (a PostgreSQL server that refuses
+    /// them is tried again meanwhile), and on SQLite for a lock another connection holds (its
+    /// busy timeout) or this process's turn to write ([`DEFAULT_DATABASE_WAIT`] unless set).
+    pub database_wait: Duration,
 }
 
 tokio::task_local! {
@@ -305,6 +314,60 @@ pub(crate) fn internal(context: &str, error: impl Display) -> StoreError {
     StoreError::Internal
 }
 
+/// A statement or connection that failed, logged with its cause: [`StoreError::Unavailable`]
+/// when the database cannot be reached now ([`unreachable`]), else [`StoreError::Internal`].
+/// Every failure the database driver returns is told here.
+pub(crate) fn failed(context: &str, error: sqlx::Error) -> StoreError {
+    if unreachable(&error) {
+        tracing::warn!(%error, "{context}: the database cannot be reached");
+        return StoreError::Unavailable;
+    }
+    internal(context, error)
+}
+
+/// PostgreSQL's error codes that say the session cannot go on or could not begin: class 08
+/// (connection exceptions) is matched by its prefix; these are the server shutting down
+/// (57P01 `admin_shutdown`, also what `pg_terminate_backend` sends; 57P02 `crash_shutdown`),
+/// starting up (57P03 `cannot_connect_now`), or full (53300 `too_many_connections`).
+const PG_UNREACHABLE_CODES: [&str; 4] = ["57P01", "57P02", "57P03", "53300"];
+
+/// SQLite's primary result codes (the low byte of an extended one) for a database another
+/// connection holds past the busy timeout: `SQLITE_BUSY` and `SQLITE_LOCKED`.
+const SQLITE_BUSY: i32 = 5;
+const SQLITE_LOCKED: i32 = 6;
+
+/// Whether `error` says the database cannot be reached now, rather than that a statement was
+/// wrong: the connection failed (refused, reset, closed: an I/O or TLS error), no pooled
+/// connection came within the wait, the pool is closed (this process shuts down), PostgreSQL
+/// ended or refused the session (an error of severity FATAL or PANIC, a connection
+/// exception, the server shutting down or starting), or SQLite stayed busy or locked by
+/// another connection past its busy timeout. The same request may succeed once it answers.
+pub fn unreachable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed => true,
+        sqlx::Error::Database(db) => {
+            if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+                let code = pg.code();
+                matches!(
+                    pg.severity(),
+                    sqlx::postgres::PgSeverity::Fatal | sqlx::postgres::PgSeverity::Panic
+                ) || code.starts_with("08")
+                    || PG_UNREACHABLE_CODES.contains(&code)
+            } else if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                db.code()
+                    .and_then(|code| code.parse::<i32>().ok())
+                    .is_some_and(|code| matches!(code & 0xff, SQLITE_BUSY | SQLITE_LOCKED))
+            } else {
+                false
+            }
+        }
+        _ => false,
+    }
+}
+
 /// How a column decodes, by the catalog type of its field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -444,28 +507,31 @@ impl Store {
         let url = options.url.as_str();
         let mut export_pool = None;
         let mut write_turn = None;
+        let wait = options.database_wait;
         let pool = if url.starts_with("sqlite:") {
-            let main = sqlite_options(url, SQLITE_CACHE_KIB)?;
-            write_turn = Some(crate::write_turn::WriteTurn::new(sqlite_options(
-                url,
-                crate::write_turn::WRITER_CACHE_KIB,
-            )?));
+            let main = sqlite_options(url, SQLITE_CACHE_KIB, wait)?;
+            write_turn = Some(crate::write_turn::WriteTurn::new(
+                sqlite_options(url, crate::write_turn::WRITER_CACHE_KIB, wait)?,
+                wait,
+            ));
             export_pool = Some(Pool::Sqlite(
                 SqlitePoolOptions::new()
                     .max_connections(EXPORT_CONNECTIONS)
                     .test_before_acquire(false)
                     .min_connections(0)
-                    .connect_lazy_with(sqlite_options(url, EXPORT_CACHE_KIB)?),
+                    .acquire_timeout(wait)
+                    .connect_lazy_with(sqlite_options(url, EXPORT_CACHE_KIB, wait)?),
             ));
             Pool::Sqlite(
                 SqlitePoolOptions::new()
                     .max_connections(options.max_connections)
+                    .acquire_timeout(wait)
                     // A ping before every checkout would double the round trips of a read.
                     .test_before_acquire(false)
                     .min_connections(1)
                     .connect_with(main)
                     .await
-                    .map_err(|e| internal("cannot open the SQLite database", e))?,
+                    .map_err(|e| failed("cannot open the SQLite database", e))?,
             )
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let mut settings: Vec<(&str, &str)> = vec![("statement_timeout", "60s")];
@@ -482,11 +548,12 @@ impl Store {
             Pool::Postgres(
                 PgPoolOptions::new()
                     .max_connections(options.max_connections)
+                    .acquire_timeout(wait)
                     .test_before_acquire(false)
                     .min_connections(1)
                     .connect_with(connect)
                     .await
-                    .map_err(|e| internal("cannot connect to PostgreSQL", e))?,
+                    .map_err(|e| failed("cannot connect to PostgreSQL", e))?,
             )
         } else {
             return Err(StoreError::Config(format!(
@@ -609,12 +676,12 @@ impl Store {
             let rows = sqlx::query_with(AssertSqlSafe(sql), values)
                 .fetch_all(pool)
                 .await
-                .map_err(|e| internal("a read failed", e))?;
+                .map_err(|e| failed("a read failed", e))?;
             let decoded = rows
                 .iter()
                 .map(|row| decode_row(row, kinds))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| internal("a row did not decode", e))?;
+                .map_err(|e| failed("a row did not decode", e))?;
             if let Some(sql) = logged {
                 tracing::debug!(%sql, rows = decoded.len(), micros = started.elapsed().as_micros() as u64, "read");
             }
@@ -678,7 +745,7 @@ impl Store {
             sqlx::raw_sql(AssertSqlSafe(sql.to_string()))
                 .execute(pool)
                 .await
-                .map_err(|e| internal(&format!("schema statement failed: {sql}"), e))?;
+                .map_err(|e| failed(&format!("schema statement failed: {sql}"), e))?;
         });
         Ok(())
     }
@@ -697,17 +764,17 @@ impl Store {
         let mut session = pool
             .acquire()
             .await
-            .map_err(|e| internal("cannot open a session for a lock", e))?
+            .map_err(|e| failed("cannot open a session for a lock", e))?
             .detach();
         sqlx::raw_sql("SET statement_timeout = 0")
             .execute(&mut session)
             .await
-            .map_err(|e| internal("cannot set up a session for a lock", e))?;
+            .map_err(|e| failed("cannot set up a session for a lock", e))?;
         sqlx::query("SELECT pg_advisory_lock($1)")
             .bind(key)
             .execute(&mut session)
             .await
-            .map_err(|e| internal("cannot take an advisory lock", e))?;
+            .map_err(|e| failed("cannot take an advisory lock", e))?;
         Ok(Some(session))
     }
 
@@ -727,7 +794,7 @@ impl Store {
         let conn = pool
             .acquire()
             .await
-            .map_err(|e| internal("cannot begin a transaction", e))?;
+            .map_err(|e| failed("cannot begin a transaction", e))?;
         Ok(self.write_tx(Tx::PostgresUnbegun(Some(conn))))
     }
 
@@ -749,7 +816,7 @@ impl Store {
         let reader = pool
             .acquire()
             .await
-            .map_err(|e| internal("cannot begin a transaction", e))?;
+            .map_err(|e| failed("cannot begin a transaction", e))?;
         Ok(self.write_tx(Tx::SqliteUnbegun {
             reader: Some(reader),
             turn: turn.clone(),
@@ -771,7 +838,7 @@ impl Store {
             (Pool::Postgres(pool), _) => Tx::Postgres(
                 pool.begin()
                     .await
-                    .map_err(|e| internal("cannot begin a transaction", e))?,
+                    .map_err(|e| failed("cannot begin a transaction", e))?,
             ),
         };
         Ok(self.write_tx(tx))
@@ -1281,7 +1348,7 @@ impl WriteTx {
                 let started = Instant::now();
                 let tx = sqlx::Transaction::begin(conn, None)
                     .await
-                    .map_err(|e| internal("cannot begin a transaction", e))?;
+                    .map_err(|e| failed("cannot begin a transaction", e))?;
                 Timing::add_to_request(started.elapsed());
                 self.tx = Tx::Postgres(tx);
             }
@@ -1528,7 +1595,7 @@ impl WriteTx {
         kinds: &[Kind],
     ) -> StoreResult<Vec<Vec<Cell>>> {
         self.fetch_rows(statement, kinds, true, |e| {
-            internal("a read in a write failed", e)
+            failed("a read in a write failed", e)
         })
         .await
     }
@@ -1597,7 +1664,7 @@ impl WriteTx {
                     .collect::<Result<_, _>>()
             }
         };
-        decoded.map_err(|e| internal("a row did not decode", e))
+        decoded.map_err(|e| crate::db::failed("a row did not decode", e))
     }
 
     /// Runs a statement that returns rows (`UPDATE … RETURNING`, `SELECT … FOR UPDATE`) and
@@ -1689,9 +1756,7 @@ impl WriteTx {
         };
         if let Tx::Postgres(tx) = self.tx {
             let started = Instant::now();
-            tx.commit()
-                .await
-                .map_err(|e| internal("commit failed", e))?;
+            tx.commit().await.map_err(|e| failed("commit failed", e))?;
             Timing::add_to_request(started.elapsed());
         }
         if announced {
@@ -1784,7 +1849,7 @@ impl WriteTx {
         // An optimistic write takes its turn now, for this one batch.
         self.begin_now().await?;
         let (rows, affected) = self.send_sqlite(batch, true).await.map_err(|(part, e)| {
-            batch_error(part, e, |e| internal("a commit's bookkeeping failed", e))
+            batch_error(part, e, |e| failed("a commit's bookkeeping failed", e))
         })?;
         if self.version_asked {
             // The unread update's `RETURNING` is the only statement of the batch with rows.
@@ -1792,7 +1857,7 @@ impl WriteTx {
                 .iter()
                 .map(|row| decode_row(row, &[Kind::Text, Kind::Integer]))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| internal("a row did not decode", e))?;
+                .map_err(|e| failed("a row did not decode", e))?;
             self.version_written = written
                 .iter()
                 .filter_map(|row| match row.get(1) {
@@ -2095,7 +2160,7 @@ fn batch_error(
             }
             _ => write_error(table, error),
         },
-        Part::Transaction => internal("cannot begin or commit a transaction", error),
+        Part::Transaction => failed("cannot begin or commit a transaction", error),
         Part::CallerCheck => caller_changed(),
         Part::ChangedItsRow => StoreError::raced(),
     }
@@ -2133,7 +2198,7 @@ fn write_error(table: &str, error: sqlx::Error) -> StoreError {
             };
         }
     }
-    internal(&format!("a write to {table} failed"), error)
+    failed(&format!("a write to {table} failed"), error)
 }
 
 /// A SQLite store at `path` with its schema migrated and no page cache, for the store's own
@@ -2146,6 +2211,7 @@ pub(crate) async fn migrated_sqlite(path: &std::path::Path, max_connections: u32
         page_cache_bytes: 0,
         matches_first_limit: 40,
         pg_settings: Vec::new(),
+        database_wait: crate::db::DEFAULT_DATABASE_WAIT,
     })
     .await
     .unwrap();
@@ -2202,6 +2268,7 @@ mod tests {
             page_cache_bytes: 0,
             matches_first_limit: 40,
             pg_settings: Vec::new(),
+            database_wait: crate::db::DEFAULT_DATABASE_WAIT,
         })
         .await
         .unwrap();

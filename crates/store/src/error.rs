@@ -33,6 +33,10 @@ pub enum StoreError {
     Transition(String),
     /// The store cannot be opened as configured (a database URL of an unknown kind).
     Config(String),
+    /// The database cannot be reached now (a connection refused, reset or ended by its
+    /// server, no pooled connection or SQLite lock within the wait): the same operation may
+    /// succeed unchanged once it answers again. The cause is in the log.
+    Unavailable,
     /// The database failed; the cause is in the log.
     Internal,
 }
@@ -154,6 +158,9 @@ impl fmt::Display for StoreError {
             | StoreError::Transition(detail)
             | StoreError::Config(detail)
             | StoreError::Conflict { detail, .. } => f.write_str(detail),
+            StoreError::Unavailable => {
+                f.write_str("the database cannot be reached now; the log has the cause")
+            }
             StoreError::Internal => f.write_str("the store failed; the log has the cause"),
         }
     }

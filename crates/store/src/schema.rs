@@ -10,7 +10,7 @@
 //! change that cannot be made by adding (a type change, a removed column, a new required
 //! column on a filled table) stops with a message naming it.
 
-use crate::db::{Backend, Store, internal, on_pool};
+use crate::db::{Backend, Store, failed, on_pool};
 use crate::error::{StoreError, StoreResult};
 use brandhub_catalog::{
     Field, FieldType, Generated, Resource, catalog, naming::folded_column, record::stored_fields,
@@ -435,7 +435,7 @@ impl Store {
                 .bind(table)
                 .fetch_all(pool)
                 .await
-                .map_err(|e| internal("cannot read the schema", e))?
+                .map_err(|e| failed("cannot read the schema", e))?
         });
         Ok(columns)
     }
@@ -458,7 +458,7 @@ impl Store {
             sqlx::query_as(sql)
                 .fetch_all(pool)
                 .await
-                .map_err(|e| internal("cannot read the schema", e))?
+                .map_err(|e| failed("cannot read the schema", e))?
         });
         let present: std::collections::HashSet<(&str, &str)> = pairs
             .iter()
@@ -625,7 +625,7 @@ impl Store {
             )
             .fetch_one(pool)
             .await
-            .map_err(|e| internal("cannot read the schema", e))?
+            .map_err(|e| failed("cannot read the schema", e))?
         });
         if sampled {
             self.execute_raw("DELETE FROM sqlite_stat4; ANALYZE sqlite_schema")
@@ -647,7 +647,7 @@ impl Store {
                     sqlx::raw_sql(AssertSqlSafe("VACUUM ANALYZE".to_string()))
                         .execute(pool)
                         .await
-                        .map_err(|e| internal("VACUUM ANALYZE failed", e))?;
+                        .map_err(|e| failed("VACUUM ANALYZE failed", e))?;
                 });
                 Ok(())
             }

@@ -3,7 +3,7 @@
 //! the schema is complete. The server turns these into metrics and readiness answers; the store
 //! itself depends on no metrics library.
 
-use crate::db::{Store, internal, on_pool};
+use crate::db::{Store, failed, on_pool};
 use crate::error::StoreResult;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -124,7 +124,7 @@ impl Store {
             sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .fetch_all(pool)
                 .await
-                .map_err(|e| internal("cannot read the job queue's depth", e))?
+                .map_err(|e| failed("cannot read the job queue's depth", e))?
         });
         let mut depth = QueueDepth::default();
         for (state, count) in rows {

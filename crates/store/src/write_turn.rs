@@ -12,7 +12,7 @@
 //! on the one connection that made the last commits the cache stays warm from one write to
 //! the next (bench/RESULTS.md).
 
-use crate::error::StoreResult;
+use crate::error::{StoreError, StoreResult};
 use sqlx::Sqlite;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
@@ -24,14 +24,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// touch, kept between writes.
 pub(crate) const WRITER_CACHE_KIB: u32 = 65_536;
 
-/// How long a write transaction waits for its turn in this process before it gives up, as
-/// long as SQLite's own busy timeout for other processes.
-const WAIT: Duration = Duration::from_secs(30);
-
 /// This process's turn to write to its SQLite database, and the connection writes run on.
 #[derive(Debug, Clone)]
 pub(crate) struct WriteTurn {
     gate: Arc<Semaphore>,
+    /// How long a write transaction waits for its turn in this process before it gives up
+    /// ([`StoreError::Unavailable`]): the store's wait for the database, as long as SQLite's
+    /// own busy timeout for other processes ([`crate::StoreOptions::database_wait`]).
+    wait: Duration,
     /// A pool of one connection, opened when first needed and opened again if it is closed
     /// (a transaction that could not be rolled back closes it).
     writer: SqlitePool,
@@ -46,31 +46,38 @@ pub(crate) struct Turn {
 
 impl WriteTurn {
     /// The turn of a database whose connections `options` open (with their page cache set to
-    /// [`WRITER_CACHE_KIB`] by the caller).
-    pub(crate) fn new(options: SqliteConnectOptions) -> WriteTurn {
+    /// [`WRITER_CACHE_KIB`] by the caller), waited for at most `wait`.
+    pub(crate) fn new(options: SqliteConnectOptions, wait: Duration) -> WriteTurn {
         WriteTurn {
             gate: Arc::new(Semaphore::new(1)),
+            wait,
             writer: SqlitePoolOptions::new()
                 .max_connections(1)
                 .min_connections(0)
                 // A ping before every write would be one more round trip in the turn.
                 .test_before_acquire(false)
-                .acquire_timeout(WAIT)
+                .acquire_timeout(wait)
                 .connect_lazy_with(options),
         }
     }
 
     /// Waits for the turn, then takes the connection writes run on.
     pub(crate) async fn take(&self) -> StoreResult<Turn> {
-        let permit = tokio::time::timeout(WAIT, self.gate.clone().acquire_owned())
+        let permit = tokio::time::timeout(self.wait, self.gate.clone().acquire_owned())
             .await
-            .map_err(|e| crate::db::internal("waited too long to write", e))?
+            .map_err(|_| {
+                tracing::warn!(
+                    "waited {} ms for the turn to write: the database cannot be reached",
+                    self.wait.as_millis()
+                );
+                StoreError::Unavailable
+            })?
             .map_err(|e| crate::db::internal("the write turn closed", e))?;
         let conn = self
             .writer
             .acquire()
             .await
-            .map_err(|e| crate::db::internal("cannot open the connection writes run on", e))?;
+            .map_err(|e| crate::db::failed("cannot open the connection writes run on", e))?;
         Ok(Turn { permit, conn })
     }
 

@@ -29,6 +29,7 @@ async fn open(db: Db, name: &str) -> Option<(Store, Clock, tempfile::TempDir)> {
         page_cache_bytes: 0,
         matches_first_limit: 40,
         pg_settings: Vec::new(),
+        database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
     })
     .await
     .unwrap()

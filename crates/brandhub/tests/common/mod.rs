@@ -276,6 +276,17 @@ pub fn client_trusting(certificate_pem: &str) -> reqwest::Client {
 
 /// A TLS connection to the fixture's server, for tests that speak HTTP byte by byte.
 pub async fn tls_connect(fx: &Fixture) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    tls_connect_from(fx, std::net::Ipv4Addr::LOCALHOST.into())
+        .await
+        .expect("TLS")
+}
+
+/// A TLS connection to the fixture's server from a loopback address of the test's choice
+/// (127.0.0.2 is another client than 127.0.0.1), or the error of the connect or handshake.
+pub async fn tls_connect_from(
+    fx: &Fixture,
+    local: std::net::IpAddr,
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls::pki_types::CertificateDer::pem_slice_iter(fx.certificate_pem.as_bytes()) {
@@ -288,15 +299,18 @@ pub async fn tls_connect(fx: &Fixture) -> tokio_rustls::client::TlsStream<tokio:
     .expect("TLS versions")
     .with_root_certificates(roots)
     .with_no_client_auth();
-    let address = fx.base.trim_start_matches("https://").to_string();
-    let tcp = tokio::net::TcpStream::connect(&address)
-        .await
-        .expect("the server accepts");
+    let address: std::net::SocketAddr = fx
+        .base
+        .trim_start_matches("https://")
+        .parse()
+        .expect("the server's address");
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(std::net::SocketAddr::new(local, 0))?;
+    let tcp = socket.connect(address).await?;
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("a name");
     tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .expect("TLS")
 }
 
 /// Sends raw bytes over TLS and returns the raw answer: for requests an HTTP client would
@@ -490,6 +504,18 @@ pub fn start_fixture(db: Db, name: &str, scale: u64) -> Fixture {
 /// [`start_fixture`] with the server's settings changed by `configure` (limits, timeouts,
 /// trusted proxies, workers) before it starts.
 pub fn start_fixture_with(db: Db, name: &str, scale: u64, configure: fn(&mut Settings)) -> Fixture {
+    start_fixture_with_store(db, name, scale, |_| {}, configure)
+}
+
+/// [`start_fixture_with`] with the store's options changed by `store_options` too (such as
+/// how long it waits for the database).
+pub fn start_fixture_with_store(
+    db: Db,
+    name: &str,
+    scale: u64,
+    store_options: fn(&mut StoreOptions),
+    configure: fn(&mut Settings),
+) -> Fixture {
     let (sender, receiver) = mpsc::channel();
     let name = name.to_string();
     std::thread::spawn(move || {
@@ -501,16 +527,17 @@ pub fn start_fixture_with(db: Db, name: &str, scale: u64, configure: fn(&mut Set
         let handle = runtime.handle().clone();
         runtime.block_on(async move {
             let (url, dir) = fresh_database(db, &name).await;
-            let store = Store::connect(&StoreOptions {
+            let mut options = StoreOptions {
                 url: url.clone(),
                 max_connections: 8,
                 page_cache_bytes: 8 << 20,
                 // Small, so that pages of the small demo data take both ways of finding ids.
                 matches_first_limit: 40,
                 pg_settings: Vec::new(),
-            })
-            .await
-            .expect("the database opens");
+                database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
+            };
+            store_options(&mut options);
+            let store = Store::connect(&options).await.expect("the database opens");
             store.migrate().await.expect("migrations apply");
             let summary = load_demo(
                 &store,

@@ -35,8 +35,24 @@ fn impatient(settings: &mut Settings) {
     settings.timeouts.tls_handshake = Duration::from_secs(1);
     settings.timeouts.header_read = Duration::from_secs(1);
     settings.timeouts.idle = Duration::from_secs(1);
+    settings.timeouts.body_before_caller = BODY_BEFORE_CALLER;
+    settings.timeouts.body_rate_window = BODY_RATE_WINDOW;
+    settings.timeouts.body_min_rate = 1024;
     settings.uploads.workers.workers = 0;
     settings.failure_limit = slow_refill();
+}
+
+/// The impatient server's bound on a body read before the caller is known.
+const BODY_BEFORE_CALLER: Duration = Duration::from_secs(1);
+
+/// The impatient server's window of the minimum body rate (1 KiB/s).
+const BODY_RATE_WINDOW: Duration = Duration::from_secs(2);
+
+/// Few connections per address, and a proxy on 127.0.0.2 that may open a few more.
+fn capped(settings: &mut Settings) {
+    settings.trusted_proxies = TrustedProxies::new(vec!["127.0.0.2".parse().expect("an address")]);
+    settings.connections.per_address = 3;
+    settings.connections.per_proxy = 5;
 }
 
 fn proxied(db: Db) -> Option<&'static Fixture> {
@@ -45,6 +61,10 @@ fn proxied(db: Db) -> Option<&'static Fixture> {
 
 fn slow(db: Db) -> Option<&'static Fixture> {
     common::shared_with(db, "edge_timeouts", SCALE, impatient)
+}
+
+fn few(db: Db) -> Option<&'static Fixture> {
+    common::shared_with(db, "edge_capped", SCALE, capped)
 }
 
 /// Declares each test on SQLite and on PostgreSQL, with the fixture `$fixture` gives.
@@ -288,6 +308,75 @@ async fn closed_within<S: tokio::io::AsyncRead + Unpin>(
 /// Well above the 1 s bounds of the impatient server, well below "minutes".
 const CLOSED_WITHIN: Duration = Duration::from_secs(20);
 
+/// How soon after its bound a slow body must be cut off: a few seconds, generous for a busy
+/// machine, far below the minutes a trickle would otherwise hold the connection.
+const CUT_WITHIN: Duration = Duration::from_secs(10);
+
+/// The address slow bodies come from: not 127.0.0.1, which another test of the impatient
+/// server blocks for failed authentications (a sign-in from there would be refused first).
+const TRICKLER: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 3));
+
+/// The demo admin's `Authorization` header value.
+fn admin_authorization(fx: &Fixture) -> String {
+    use base64::Engine;
+    let admin = fx.credential("admin");
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", admin.email, admin.secret));
+    format!("Basic {token}")
+}
+
+/// Sends `head`, then `length` bytes of body `step` bytes at a time, one step every `every`,
+/// on a connection of its own, while reading what the server answers. Returns what arrived
+/// and how long after the head the connection closed; `None` if it was still open after
+/// [`CLOSED_WITHIN`].
+async fn trickle(
+    fx: &Fixture,
+    head: String,
+    length: usize,
+    step: usize,
+    every: Duration,
+) -> Option<(String, Duration)> {
+    let tls = common::tls_connect_from(fx, TRICKLER).await.expect("TLS");
+    let (mut reader, mut writer) = tokio::io::split(tls);
+    writer.write_all(head.as_bytes()).await.unwrap();
+    writer.flush().await.unwrap();
+    let started = std::time::Instant::now();
+    let sending = tokio::spawn(async move {
+        let mut sent = 0;
+        while sent < length {
+            let n = step.min(length - sent);
+            if writer.write_all(&vec![b' '; n]).await.is_err() || writer.flush().await.is_err() {
+                return;
+            }
+            sent += n;
+            tokio::time::sleep(every).await;
+        }
+        // Keep the write side open: a closed one would end the request by itself.
+        tokio::time::sleep(CLOSED_WITHIN).await;
+        drop(writer);
+    });
+    let seen = closed_within(&mut reader, CLOSED_WITHIN).await;
+    let elapsed = started.elapsed();
+    sending.abort();
+    seen.map(|seen| (String::from_utf8_lossy(&seen).to_string(), elapsed))
+}
+
+/// A body cut off by its bound: the connection closed (or answered 408 `request_timeout`
+/// first) within [`CUT_WITHIN`] of `bound`.
+fn assert_cut_off(outcome: Option<(String, Duration)>, bound: Duration) {
+    let (answer, elapsed) = outcome.expect("the connection stays open");
+    assert!(
+        elapsed < bound + CUT_WITHIN,
+        "cut off only after {elapsed:?}"
+    );
+    assert!(
+        answer.is_empty()
+            || (answer.starts_with("HTTP/1.1 408")
+                && answer.contains("\"code\":\"request_timeout\"")),
+        "{answer}"
+    );
+}
+
 on_both! {
     proxied: async fn upload_waits_that_are_no_seconds_are_400(fx) {
         let brand = a_brand(fx).await;
@@ -504,6 +593,108 @@ on_both! {
         tls.flush().await.unwrap();
         assert!(closed_within(&mut tls, CLOSED_WITHIN).await.is_some(), "the connection stays open");
         still_answers(fx).await;
+    }
+
+    slow: async fn a_body_before_the_caller_is_known_is_bounded_in_time(fx) {
+        // 4,000 bytes at 2 KB/s: fast enough for the minimum rate, longer than the bound.
+        for path in ["/api/session", "/api/invitation/some-token-that-is-not-known"] {
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+                 Content-Length: 4000\r\n\r\n"
+            );
+            let outcome = trickle(fx, head, 4000, 100, Duration::from_millis(50)).await;
+            assert_cut_off(outcome, BODY_BEFORE_CALLER);
+        }
+        // A known caller's body may take longer: the same pace, answered.
+        let head = format!(
+            "POST /api/brand/count HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\n\
+             Content-Type: application/json\r\nContent-Length: 4002\r\nConnection: close\r\n\r\n{{",
+            admin_authorization(fx)
+        );
+        let tls = common::tls_connect_from(fx, TRICKLER).await.expect("TLS");
+        let (mut reader, mut writer) = tokio::io::split(tls);
+        writer.write_all(head.as_bytes()).await.unwrap();
+        let started = std::time::Instant::now();
+        for _ in 0..40 {
+            writer.write_all(&[b' '; 100]).await.unwrap();
+            writer.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        writer.write_all(b"}").await.unwrap();
+        writer.flush().await.unwrap();
+        assert!(started.elapsed() > BODY_BEFORE_CALLER);
+        let answer = closed_within(&mut reader, CLOSED_WITHIN).await.expect("answered and closed");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        still_answers(fx).await;
+    }
+
+    slow: async fn a_body_slower_than_the_minimum_rate_is_cut_off(fx) {
+        // 50 bytes a second, each pause far shorter than the idle bound: a known caller's
+        // query, and an upload.
+        let head = format!(
+            "POST /api/brand/count HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\n\
+             Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+            admin_authorization(fx)
+        );
+        let outcome = trickle(fx, head, 100_000, 10, Duration::from_millis(200)).await;
+        assert_cut_off(outcome, BODY_RATE_WINDOW);
+        let brand = a_brand(fx).await;
+        let head = format!(
+            "POST /api/file HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\n\
+             Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: 100000\r\n\r\n\
+             --{BOUNDARY}\r\nContent-Disposition: form-data; name=\"product,{brand}\"; filename=\"p.csv\"\r\n\r\n\
+             Product Code,Title,Barcode\n",
+            admin_authorization(fx)
+        );
+        let outcome = trickle(fx, head, 100_000, 10, Duration::from_millis(200)).await;
+        assert_cut_off(outcome, BODY_RATE_WINDOW);
+        still_answers(fx).await;
+    }
+
+    few: async fn connections_are_capped_per_address_and_per_proxy(fx) {
+        let client = std::net::IpAddr::from([127, 0, 0, 1]);
+        let proxy = std::net::IpAddr::from([127, 0, 0, 2]);
+        // Refused: the connection is closed before its TLS handshake completes.
+        let refused = |local| async move {
+            match tokio::time::timeout(CUT_WITHIN, common::tls_connect_from(fx, local)).await {
+                Ok(Ok(_)) => panic!("a connection past the cap of {local} was served"),
+                Ok(Err(_)) => {}
+                Err(_) => panic!("a connection past the cap of {local} was left hanging"),
+            }
+        };
+        let mut open = Vec::new();
+        for _ in 0..3 {
+            open.push(common::tls_connect_from(fx, client).await.expect("within the cap"));
+        }
+        refused(client).await;
+        // A trusted proxy carries many clients: it has a cap of its own.
+        let mut proxied = Vec::new();
+        for _ in 0..5 {
+            proxied.push(common::tls_connect_from(fx, proxy).await.expect("within the proxy's cap"));
+        }
+        refused(proxy).await;
+        // The connections within the cap are served.
+        let request = format!(
+            "GET /api/brand?pageSize=1 HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\nConnection: close\r\n\r\n",
+            admin_authorization(fx)
+        );
+        let mut served = open.pop().unwrap();
+        served.write_all(request.as_bytes()).await.unwrap();
+        let answer = closed_within(&mut served, CLOSED_WITHIN).await.expect("answered");
+        assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+        // Once one closed, the address may open another.
+        drop(served);
+        let deadline = std::time::Instant::now() + CLOSED_WITHIN;
+        loop {
+            if common::tls_connect_from(fx, client).await.is_ok() {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the closed connection's place stays taken");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop(open);
+        drop(proxied);
     }
 
     slow: async fn a_silent_tls_handshake_is_closed(fx) {

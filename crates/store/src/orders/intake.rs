@@ -623,6 +623,7 @@ mod tests {
             page_cache_bytes: 0,
             matches_first_limit: 40,
             pg_settings: Vec::new(),
+            database_wait: crate::db::DEFAULT_DATABASE_WAIT,
         })
         .await
         .unwrap()

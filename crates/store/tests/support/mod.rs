@@ -13,6 +13,7 @@ pub async fn migrated_store(url: &str, max_connections: u32) -> Store {
         page_cache_bytes: 0,
         matches_first_limit: 40,
         pg_settings: Vec::new(),
+        database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
     })
     .await
     .expect("the database opens");

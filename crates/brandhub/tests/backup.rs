@@ -255,6 +255,7 @@ async fn schema_gaps(database: &Path) -> Vec<String> {
         page_cache_bytes: 0,
         matches_first_limit: 1000,
         pg_settings: Vec::new(),
+        database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
     })
     .await
     .unwrap();

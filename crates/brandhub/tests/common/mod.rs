@@ -567,6 +567,10 @@ pub fn start_fixture_with_store(
             settings.metrics_listen = Some("127.0.0.1:0".parse().expect("an address"));
             // Small, so that exports of the small demo data cross chunk boundaries.
             settings.export_chunk = EXPORT_CHUNK;
+            // Every test of the binary connects from 127.0.0.1 at once, each with clients of
+            // its own: far more than one real client address holds (the cap has tests of its
+            // own on servers of their own).
+            settings.connections.per_address = 4096;
             configure(&mut settings);
             let running = start(settings, store.clone())
                 .await

@@ -13,8 +13,8 @@ mod resources;
 pub use model::{
     Anchor, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage,
     NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept,
-    UserType, WriteAction, Writes, is_insecure_loopback_url, lengths, secure_url_problem,
-    web_url_problem,
+    UserType, WriteAction, Writes, grouped, is_insecure_loopback_url, lengths, limits,
+    secure_url_problem, web_url_problem,
 };
 pub use record::{Cell, Layout, Record};
 pub use resources::{
@@ -69,6 +69,25 @@ fn check_write_declarations(resource: &Resource) -> Result<(), String> {
         };
         if !fits {
             return fail(format!("the default of {} does not fit it", field.path));
+        }
+        let numeric = matches!(field.ty, FieldType::Integer | FieldType::Number);
+        if let Some(domain) = field.domain
+            && domain.holds_numbers() != numeric
+        {
+            return fail(format!("the domain of {} does not fit its type", field.path));
+        }
+        if let Some((least, most)) = field.held {
+            // A held count is an integer whose written values lie within what it is held to.
+            let within = field
+                .domain
+                .and_then(|d| d.bounds())
+                .is_some_and(|(l, m)| l >= least as f64 && m <= most as f64);
+            if field.ty != FieldType::Integer || !within {
+                return fail(format!(
+                    "{} is held within {least}..{most}, which its type and domain must fit",
+                    field.path
+                ));
+            }
         }
     }
     let writes = &resource.writes;

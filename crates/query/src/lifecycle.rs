@@ -4,9 +4,9 @@
 //! A name the action does not know is 400 `unknown_field`; every wrong value is gathered into
 //! one 422.
 
-use crate::write::validation_failed;
+use crate::write::{validation_failed, whole_number};
 use brandhub_catalog::lifecycle::ORDER_LIFECYCLE;
-use brandhub_catalog::{Resource, catalog};
+use brandhub_catalog::{Cell, Resource, catalog};
 use brandhub_problem::{ApiError, ApiResult, FieldError};
 use chrono::NaiveDateTime;
 use serde_json::{Map, Value};
@@ -117,15 +117,24 @@ impl Reader {
         }
     }
 
-    fn quantity(&mut self, field: &str, value: &Value) -> Option<i64> {
-        match value.as_i64() {
-            Some(n) if n >= 0 => Some(n),
-            _ if value.is_null() => None,
-            _ => {
-                self.problem(
-                    field,
-                    format!("expected a whole number of at least 0, got {value}"),
-                );
+    /// A line's quantity (`path` of an order item), within its field's domain (CONTRACT §10).
+    fn quantity(&mut self, item: &Resource, field: &str, path: &str, value: &Value) -> Option<i64> {
+        let declared = item
+            .field_at(path)
+            .expect("the lifecycle's quantities are order item fields");
+        let whole = match value {
+            Value::Null => return None,
+            Value::Number(n) => whole_number(n),
+            _ => None,
+        };
+        let problem = match whole {
+            Some(n) => declared.value_problem(&Cell::Integer(n)),
+            None => Some(format!("must be {}, not {value}", declared.expected())),
+        };
+        match problem {
+            None => whole,
+            Some(message) => {
+                self.problem(field, message);
                 None
             }
         }
@@ -199,8 +208,12 @@ pub fn read_ask(
                                     reader.text(item, &field, "id", value).unwrap_or_default()
                             }
                             "status" => asked.status = reader.text(item, &field, "status", value),
-                            "shipQty" => asked.ship_qty = reader.quantity(&field, value),
-                            "returnQty" => asked.return_qty = reader.quantity(&field, value),
+                            "shipQty" => {
+                                asked.ship_qty = reader.quantity(item, &field, "shipQty", value)
+                            }
+                            "returnQty" => {
+                                asked.return_qty = reader.quantity(item, &field, "returnQty", value)
+                            }
                             "detail" => match value {
                                 Value::Object(detail) => {
                                     for (name, value) in detail {

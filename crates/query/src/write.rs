@@ -116,17 +116,39 @@ fn nul_error(field: &Field) -> FieldError {
     }
 }
 
-/// A JSON value as a cell of the field's type, within the field's rules
-/// (`Field::value_problem`, which spreadsheet rows are checked by too).
+/// A JSON value as a cell of the field's type, within the field's rules and as the field
+/// keeps it (`Field::admit`, which spreadsheet rows are checked by too).
 fn typed(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
-    let cell = of_type(field, value)?;
-    match field.value_problem(&cell) {
-        None => Ok(cell),
-        Some(message) => Err(FieldError {
+    field
+        .admit(of_type(field, value)?)
+        .map_err(|message| FieldError {
             field: field.path.clone(),
             message,
             index: None,
+        })
+}
+
+/// A JSON number as a whole number: an integer, or a decimal without a fraction (`2.0`,
+/// `1e3`, `-0`) within what a whole number holds. `None` for anything else.
+pub fn whole_number(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        let f = n.as_f64()?;
+        // i64::MAX as f64 rounds up to 2^63, which is out of range: compare strictly.
+        (f.is_finite() && f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64)
+            .then_some(f as i64)
+    })
+}
+
+/// A JSON number for a whole-number field: the whole number, or the problem naming what the
+/// field takes (its domain's range, CONTRACT §10).
+fn whole_number_of(field: &Field, value: &Value) -> Result<i64, FieldError> {
+    match value {
+        Value::Number(n) => whole_number(n).ok_or_else(|| FieldError {
+            field: field.path.clone(),
+            message: format!("must be {}, not {n}", field.expected()),
+            index: None,
         }),
+        other => Err(kind_error(field, &field.expected(), other)),
     }
 }
 
@@ -141,20 +163,16 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
         FieldType::Id => id_value(field, value)?.map_or(Cell::Null, Cell::Text),
         FieldType::Integer => match value {
             Value::Null => Cell::Null,
-            Value::Number(n) => Cell::Integer(
-                n.as_i64()
-                    .ok_or_else(|| kind_error(field, "a whole number", value))?,
-            ),
-            other => return Err(kind_error(field, "a whole number", other)),
+            other => Cell::Integer(whole_number_of(field, other)?),
         },
         FieldType::Number => match value {
             Value::Null => Cell::Null,
             Value::Number(n) => Cell::Number(
                 n.as_f64()
                     .filter(|n| n.is_finite())
-                    .ok_or_else(|| kind_error(field, "a number", value))?,
+                    .ok_or_else(|| kind_error(field, &field.expected(), value))?,
             ),
-            other => return Err(kind_error(field, "a number", other)),
+            other => return Err(kind_error(field, &field.expected(), other)),
         },
         FieldType::Boolean => match value {
             Value::Null => Cell::Null,

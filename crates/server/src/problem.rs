@@ -83,7 +83,9 @@ pub(crate) fn from_store(error: StoreError) -> ApiError {
                 ApiError::new(Code::PreconditionFailed, detail).with_field("If-Match")
             }
             StoreError::Transition(_) => ApiError::new(Code::InvalidTransition, detail),
-            StoreError::Config(_) | StoreError::Internal => ApiError::internal(),
+            StoreError::Config(_) | StoreError::Internal | StoreError::Unreadable(_) => {
+                ApiError::internal()
+            }
         }
     }
 }

@@ -305,6 +305,12 @@ pub(crate) fn internal(context: &str, error: impl Display) -> StoreError {
     StoreError::Internal
 }
 
+/// Logs a stored row that did not decode and returns [`StoreError::Unreadable`] saying why.
+fn unreadable(error: impl Display) -> StoreError {
+    tracing::error!(%error, "a row did not decode");
+    StoreError::Unreadable(format!("a stored row did not decode: {error}"))
+}
+
 /// How a column decodes, by the catalog type of its field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -614,7 +620,7 @@ impl Store {
                 .iter()
                 .map(|row| decode_row(row, kinds))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| internal("a row did not decode", e))?;
+                .map_err(unreadable)?;
             if let Some(sql) = logged {
                 tracing::debug!(%sql, rows = decoded.len(), micros = started.elapsed().as_micros() as u64, "read");
             }
@@ -1597,7 +1603,7 @@ impl WriteTx {
                     .collect::<Result<_, _>>()
             }
         };
-        decoded.map_err(|e| internal("a row did not decode", e))
+        decoded.map_err(unreadable)
     }
 
     /// Runs a statement that returns rows (`UPDATE … RETURNING`, `SELECT … FOR UPDATE`) and
@@ -1792,7 +1798,7 @@ impl WriteTx {
                 .iter()
                 .map(|row| decode_row(row, &[Kind::Text, Kind::Integer]))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| internal("a row did not decode", e))?;
+                .map_err(unreadable)?;
             self.version_written = written
                 .iter()
                 .filter_map(|row| match row.get(1) {
@@ -2131,6 +2137,9 @@ fn write_error(table: &str, error: sqlx::Error) -> StoreError {
                 ),
                 field: None,
             };
+        }
+        if let Some(refused) = crate::schema::held_refusal(db.as_ref()) {
+            return refused;
         }
     }
     internal(&format!("a write to {table} failed"), error)

@@ -35,6 +35,11 @@ pub enum StoreError {
     Config(String),
     /// The database failed; the cause is in the log.
     Internal,
+    /// A stored row did not decode as the catalog says it should (a value its field's type
+    /// cannot hold): the fault of that row, not of the database, which answered. Told to
+    /// clients as [`StoreError::Internal`]; the text says what failed, for the log and for
+    /// admins (a webhook event set aside because its record did not read).
+    Unreadable(String),
 }
 
 /// [`StoreError::raced`]'s detail.
@@ -153,6 +158,7 @@ impl fmt::Display for StoreError {
             | StoreError::Stale(detail)
             | StoreError::Transition(detail)
             | StoreError::Config(detail)
+            | StoreError::Unreadable(detail)
             | StoreError::Conflict { detail, .. } => f.write_str(detail),
             StoreError::Internal => f.write_str("the store failed; the log has the cause"),
         }

@@ -491,7 +491,7 @@ fn declared() -> Vec<Resource> {
             .relation_fk(fk("fk_variant", "stock_variant"), "variant")
             .field(integer("inStock").domain(Domain::UNITS).held_within(-MOST_UNITS, MOST_UNITS).doc("Units on hand."))
             .field(integer("demand").domain(Domain::UNITS).held_within(-MOST_UNITS, MOST_UNITS).doc("Units ordered but not yet shipped."))
-            .field(integer("supply").domain(Domain::UNITS).held_within(-MOST_UNITS, MOST_UNITS).doc("Units expected in."))
+            .field(integer("supply").domain(Domain::UNITS).doc("Units expected in."))
             .field(
                 integer("available")
                     .indexed()

@@ -80,14 +80,36 @@ async fn stock_id(fx: &Fixture, warehouse: &str, variant: &str) -> String {
 
 /// Asserts that `path` (a list request) answers 200 as JSON and as CSV for `user_type`, with
 /// `expected` records.
-async fn list_reads_back(fx: &Fixture, user_type: &str, path: &str, resource: &str, expected: usize) {
+async fn list_reads_back(
+    fx: &Fixture,
+    user_type: &str,
+    path: &str,
+    resource: &str,
+    expected: usize,
+) {
     let listed = get(fx, user_type, path).await;
-    assert_eq!(listed.status, 200, "{user_type} {path}: {}", String::from_utf8_lossy(&listed.body));
-    assert_eq!(listed.records(resource).len(), expected, "{user_type} {path}");
+    assert_eq!(
+        listed.status,
+        200,
+        "{user_type} {path}: {}",
+        String::from_utf8_lossy(&listed.body)
+    );
+    assert_eq!(
+        listed.records(resource).len(),
+        expected,
+        "{user_type} {path}"
+    );
     let joiner = if path.contains('?') { '&' } else { '?' };
     let exported = get(fx, user_type, &format!("{path}{joiner}format=csv")).await;
-    assert_eq!(exported.status, 200, "{user_type} {path} as CSV: {}", String::from_utf8_lossy(&exported.body));
-    let rows = csv::Reader::from_reader(exported.body.as_slice()).records().count();
+    assert_eq!(
+        exported.status,
+        200,
+        "{user_type} {path} as CSV: {}",
+        String::from_utf8_lossy(&exported.body)
+    );
+    let rows = csv::Reader::from_reader(exported.body.as_slice())
+        .records()
+        .count();
     assert_eq!(rows, expected, "{user_type} {path} as CSV");
 }
 
@@ -100,10 +122,23 @@ async fn stock_reads_back(fx: &Fixture, warehouse: &str, variant: &str) {
         let record = get(fx, user_type, &path).await.records("stock")[0].clone();
         for count in ["inStock", "demand", "supply", "available"] {
             // Unset (an empty cell of a stock file clears a count) or a whole number.
-            assert!(record[count].is_i64() || record[count].is_null(), "{count} reads as a whole number: {record}");
+            assert!(
+                record[count].is_i64() || record[count].is_null(),
+                "{count} reads as a whole number: {record}"
+            );
         }
-        let by_id = get(fx, user_type, &format!("/api/stock/{}", text(&record["id"]))).await;
-        assert_eq!(by_id.status, 200, "{}", String::from_utf8_lossy(&by_id.body));
+        let by_id = get(
+            fx,
+            user_type,
+            &format!("/api/stock/{}", text(&record["id"])),
+        )
+        .await;
+        assert_eq!(
+            by_id.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&by_id.body)
+        );
     }
 }
 
@@ -112,26 +147,55 @@ async fn stock_reads_back(fx: &Fixture, warehouse: &str, variant: &str) {
 async fn order_reads_back(fx: &Fixture, id: &str) {
     for user_type in ["admin", "host"] {
         let by_id = get(fx, user_type, &format!("/api/order/{id}")).await;
-        assert_eq!(by_id.status, 200, "{}", String::from_utf8_lossy(&by_id.body));
+        assert_eq!(
+            by_id.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&by_id.body)
+        );
         let order = by_id.records("order")[0].clone();
         for amount in ["net", "gross", "vat"] {
-            assert!(order["detail"][amount].is_number(), "{amount} is a number: {order}");
+            assert!(
+                order["detail"][amount].is_number(),
+                "{amount} is a number: {order}"
+            );
         }
         list_reads_back(fx, user_type, &format!("/api/order?id={id}"), "order", 1).await;
-        let lines = get(fx, user_type, &format!("/api/orderItem?fk_order={id}")).await.records("orderItem");
+        let lines = get(fx, user_type, &format!("/api/orderItem?fk_order={id}"))
+            .await
+            .records("orderItem");
         for line in &lines {
             for amount in ["itemPrice", "lineNet", "lineTax", "lineGross"] {
                 assert!(line[amount].is_number(), "{amount} is a number: {line}");
             }
         }
-        list_reads_back(fx, user_type, &format!("/api/orderItem?fk_order={id}"), "orderItem", lines.len()).await;
+        list_reads_back(
+            fx,
+            user_type,
+            &format!("/api/orderItem?fk_order={id}"),
+            "orderItem",
+            lines.len(),
+        )
+        .await;
     }
 }
 
 /// Sets a stock record's counts as the admin.
 async fn set_stock(fx: &Fixture, id: &str, counts: Value) {
-    let answer = call(fx, reqwest::Method::PATCH, &format!("/api/stock/{id}"), "admin", Some(counts)).await;
-    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let answer = call(
+        fx,
+        reqwest::Method::PATCH,
+        &format!("/api/stock/{id}"),
+        "admin",
+        Some(counts),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
 }
 
 /// Uploads a sheet as the company user and waits for it to be processed; the file record.
@@ -141,14 +205,22 @@ async fn upload(fx: &Fixture, part: &str, rows: &[Vec<String>]) -> Value {
     let response = fx
         .client()
         .post(format!("{}/api/file?wait=60", fx.base))
-        .header("content-type", format!("multipart/form-data; boundary={BOUNDARY}"))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
         .body(multipart(&[(part, Some("numbers.xlsx"), &bytes)]))
         .basic_auth(&credential.email, Some(&credential.secret))
         .send()
         .await
         .expect("the server answers");
     let response = Response::read(response).await;
-    assert_eq!(response.status, 201, "{}", String::from_utf8_lossy(&response.body));
+    assert_eq!(
+        response.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&response.body)
+    );
     let file = response.records("file")[0].clone();
     assert_eq!(file["status"], "processed", "{file}");
     file
@@ -162,12 +234,22 @@ async fn on_database(fx: &Fixture, statements: &[String]) {
         let statement = sqlx::AssertSqlSafe(statement.clone());
         match fx.db {
             Db::Sqlite => {
-                let mut connection = sqlx::SqliteConnection::connect(&fx.database_url).await.expect("SQLite opens");
-                sqlx::raw_sql(statement).execute(&mut connection).await.expect("the statement runs");
+                let mut connection = sqlx::SqliteConnection::connect(&fx.database_url)
+                    .await
+                    .expect("SQLite opens");
+                sqlx::raw_sql(statement)
+                    .execute(&mut connection)
+                    .await
+                    .expect("the statement runs");
             }
             Db::Postgres => {
-                let mut connection = sqlx::PgConnection::connect(&fx.database_url).await.expect("PostgreSQL answers");
-                sqlx::raw_sql(statement).execute(&mut connection).await.expect("the statement runs");
+                let mut connection = sqlx::PgConnection::connect(&fx.database_url)
+                    .await
+                    .expect("PostgreSQL answers");
+                sqlx::raw_sql(statement)
+                    .execute(&mut connection)
+                    .await
+                    .expect("the statement runs");
             }
         }
     }
@@ -175,18 +257,40 @@ async fn on_database(fx: &Fixture, statements: &[String]) {
 
 /// An order of one line for `p`, taken in by the host, acknowledged by the warehouse; its id
 /// and its line's id.
-async fn accepted_order(fx: &Fixture, p: &Place, variant: &str, qty: i64) -> (String, String, String) {
+async fn accepted_order(
+    fx: &Fixture,
+    p: &Place,
+    variant: &str,
+    qty: i64,
+) -> (String, String, String) {
     let reference = unique("NUM");
     let body = json!({
         "fk_brandStore": p.brand_store, "hostOrderRef": reference,
         "shipAddress": {"forename": "Ada", "line1": "1 Analytical Row"},
         "order_orderItem": [{"fk_variant": variant, "orderQty": qty, "itemPrice": 5, "hostItemRef": "L1"}]
     });
-    let order = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201);
+    let order = ok(
+        &call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await,
+        201,
+    );
     let id = text(&order["id"]);
-    ok(&patch(fx, "warehouse", &id, json!({"status": "accepted"})).await, 200);
-    let line = get(fx, "host", &format!("/api/orderItem?fk_order={id}&fields=id")).await.ids("orderItem")[0].clone();
-    let brand_order_ref = text(&get(fx, "host", &format!("/api/order/{id}?fields=brandOrderRef")).await.records("order")[0]["brandOrderRef"]);
+    ok(
+        &patch(fx, "warehouse", &id, json!({"status": "accepted"})).await,
+        200,
+    );
+    let line = get(
+        fx,
+        "host",
+        &format!("/api/orderItem?fk_order={id}&fields=id"),
+    )
+    .await
+    .ids("orderItem")[0]
+        .clone();
+    let brand_order_ref = text(
+        &get(fx, "host", &format!("/api/order/{id}?fields=brandOrderRef"))
+            .await
+            .records("order")[0]["brandOrderRef"],
+    );
     (id, line, brand_order_ref)
 }
 
@@ -463,9 +567,27 @@ async fn no_number_makes_a_stock_or_order_record_unreadable(fx) {
 /// negative zero, denormals), the edges of the domains, and random integers and doubles.
 fn json_number() -> impl Strategy<Value = String> {
     let edges = [
-        "9223372036854775807", "-9223372036854775808", "18446744073709551616", "1e308", "-1e308",
-        "1e400", "-1e400", "-0", "0", "1", "1.5", "0.005", "-0.001", "4.9e-324", "1e-400",
-        "1000000", "1000001", "999999999.999", "1000000000", "1000000001", "2.0",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "18446744073709551616",
+        "1e308",
+        "-1e308",
+        "1e400",
+        "-1e400",
+        "-0",
+        "0",
+        "1",
+        "1.5",
+        "0.005",
+        "-0.001",
+        "4.9e-324",
+        "1e-400",
+        "1000000",
+        "1000001",
+        "999999999.999",
+        "1000000000",
+        "1000000001",
+        "2.0",
     ];
     prop_oneof![
         3 => proptest::sample::select(edges.to_vec()).prop_map(str::to_string),
@@ -511,7 +633,9 @@ async fn receiver() -> Receiver {
     let app = axum::Router::new()
         .route("/hook", axum::routing::post(receive))
         .with_state(got.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
     Receiver { url, got }
@@ -525,13 +649,21 @@ impl Receiver {
             if self.about(event_type, id) {
                 return;
             }
-            assert!(Instant::now() < deadline, "no {event_type} about {id} arrived within a minute: {:?}", self.got.lock().unwrap());
+            assert!(
+                Instant::now() < deadline,
+                "no {event_type} about {id} arrived within a minute: {:?}",
+                self.got.lock().unwrap()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
     fn about(&self, event_type: &str, id: &str) -> bool {
-        self.got.lock().unwrap().iter().any(|e| e["type"] == event_type && e["data"]["id"] == id)
+        self.got
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == event_type && e["data"]["id"] == id)
     }
 }
 
@@ -549,24 +681,59 @@ fn fast_webhooks() -> brandhub_webhooks::WebhookSettings {
         senders: 1,
         timeout: Duration::from_secs(5),
         poll_interval: Duration::from_millis(50),
-        retry: RetrySchedule { first: Duration::from_millis(200), longest: Duration::from_secs(2), period: Duration::from_secs(600) },
+        retry: RetrySchedule {
+            first: Duration::from_millis(200),
+            longest: Duration::from_secs(2),
+            period: Duration::from_secs(600),
+        },
         allow_insecure_localhost: true,
     }
 }
 
 async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: &'static Fixture) {
     let hooks = receiver().await;
-    let subscribed = call(fx, reqwest::Method::POST, "/api/webhook", "company", Some(json!({"url": hooks.url, "events": ["price.updated", "order.created"]}))).await;
-    assert_eq!(subscribed.status, 201, "{}", String::from_utf8_lossy(&subscribed.body));
+    let subscribed = call(
+        fx,
+        reqwest::Method::POST,
+        "/api/webhook",
+        "company",
+        Some(json!({"url": hooks.url, "events": ["price.updated", "order.created"]})),
+    )
+    .await;
+    assert_eq!(
+        subscribed.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&subscribed.body)
+    );
     // Two price changes and an order: events waiting in the outbox.
-    let prices = get(fx, "company", "/api/price?pageSize=2&fields=id&order_by=id").await.ids("price");
+    let prices = get(fx, "company", "/api/price?pageSize=2&fields=id&order_by=id")
+        .await
+        .ids("price");
     for price in &prices {
-        let answer = call(fx, reqwest::Method::PATCH, &format!("/api/price/{price}"), "company", Some(json!({"rrp": 12.5}))).await;
-        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+        let answer = call(
+            fx,
+            reqwest::Method::PATCH,
+            &format!("/api/price/{price}"),
+            "company",
+            Some(json!({"rrp": 12.5})),
+        )
+        .await;
+        assert_eq!(
+            answer.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
     }
     let p = place(fx, 0).await;
     let body = common::orders::intake_body(&p, &unique("OUTBOX"));
-    let order = text(&ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201)["id"]);
+    let order = text(
+        &ok(
+            &call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await,
+            201,
+        )["id"],
+    );
     // The first price no longer reads: a value its column's type cannot hold (on PostgreSQL,
     // whose columns hold only their type, the column's type is changed first, so that every
     // price fails to read).
@@ -575,17 +742,27 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
     if fx.db == Db::Postgres {
         statements.push("ALTER TABLE price ALTER COLUMN rrp TYPE TEXT USING rrp::text".to_string());
     }
-    statements.push(format!("UPDATE price SET rrp = 'not an amount' WHERE id = '{broken}'"));
+    statements.push(format!(
+        "UPDATE price SET rrp = 'not an amount' WHERE id = '{broken}'"
+    ));
     on_database(fx, &statements).await;
     // Delivery tasks of another process over the same database, started now.
     let url = fx.database_url.clone();
-    let deliveries = fx.on_server(async move {
-        let store = brandhub_store::Store::connect(&brandhub_store::StoreOptions { url, max_connections: 4, page_cache_bytes: 0, matches_first_limit: 40, pg_settings: Vec::new() })
+    let deliveries = fx
+        .on_server(async move {
+            let store = brandhub_store::Store::connect(&brandhub_store::StoreOptions {
+                url,
+                max_connections: 4,
+                page_cache_bytes: 0,
+                matches_first_limit: 40,
+                pg_settings: Vec::new(),
+            })
             .await
             .expect("the database opens")
             .allowing_insecure_loopback_urls();
-        brandhub_webhooks::Deliveries::start(store, fast_webhooks(), Default::default())
-    }).await;
+            brandhub_webhooks::Deliveries::start(store, fast_webhooks(), Default::default())
+        })
+        .await;
     hooks.until_about("order.created", &order).await;
     if fx.db == Db::Sqlite {
         // Only the one record fails: the other price of the same read is delivered.
@@ -596,11 +773,19 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
     let deadline = Instant::now() + Duration::from_secs(60);
     let problem = loop {
         let found = get(fx, "admin", &format!("/api/eventProblem?recordId={broken}")).await;
-        assert_eq!(found.status, 200, "{}", String::from_utf8_lossy(&found.body));
+        assert_eq!(
+            found.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&found.body)
+        );
         if let Some(problem) = found.records("eventProblem").first() {
             break problem.clone();
         }
-        assert!(Instant::now() < deadline, "the event was not set aside within a minute");
+        assert!(
+            Instant::now() < deadline,
+            "the event was not set aside within a minute"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(problem["eventType"], "price.updated", "{problem}");
@@ -609,13 +794,19 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
     for user_type in ["company", "host", "warehouse"] {
         let seen = get(fx, user_type, "/api/eventProblem").await;
         assert_eq!(seen.status, 200, "{}", String::from_utf8_lossy(&seen.body));
-        assert!(seen.records("eventProblem").is_empty(), "{user_type} sees no set-aside events");
+        assert!(
+            seen.records("eventProblem").is_empty(),
+            "{user_type} sees no set-aside events"
+        );
     }
     // The outbox is empty: nothing is retried forever.
     let store = fx.store.clone();
-    let waiting = fx.on_server(async move { store.webhook_backlog().await.expect("the backlog reads").0 }).await;
+    let waiting = fx
+        .on_server(async move { store.webhook_backlog().await.expect("the backlog reads").0 })
+        .await;
     assert_eq!(waiting, 0, "events still wait in the outbox");
-    fx.on_server(async move { deliveries.stop(Duration::from_secs(5)).await }).await;
+    fx.on_server(async move { deliveries.stop(Duration::from_secs(5)).await })
+        .await;
 }
 
 mod outbox {

@@ -4,8 +4,9 @@
 use crate::model::{
     Anchor::{Companies, Host, Own, Sponsor, Warehouse},
     Domain, FieldDefault, FieldType, Generated, Policy, Resource, Secret, SecretKept, UserType,
-    WriteAction, boolean, fk, id_field, integer, lengths, limits::MOST_UNITS, list, number,
-    object, precise_timestamp, text, timestamp,
+    WriteAction, boolean, fk, id_field, integer, lengths,
+    limits::MOST_UNITS,
+    list, number, object, precise_timestamp, text, timestamp,
 };
 
 use crate::lifecycle::{ITEM_STATUSES, ORDER_STATUSES, REJECT_REASONS};

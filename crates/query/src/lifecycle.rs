@@ -290,6 +290,39 @@ mod tests {
     }
 
     #[test]
+    fn line_quantities_are_held_to_their_domains() {
+        let (_, ask) = read_ask(
+            &object(r#"{"status": "partDispatched", "order_orderItem": [{"id": "A", "shipQty": 2.0}, {"id": "B", "shipQty": 1000000000}]}"#),
+            None,
+        )
+        .unwrap();
+        assert_eq!(ask.lines[0].ship_qty, Some(2));
+        assert_eq!(ask.lines[1].ship_qty, Some(1_000_000_000));
+        for qty in [
+            "-1",
+            "1000000001",
+            "9223372036854775807",
+            "1e308",
+            "0.5",
+            "\"3\"",
+        ] {
+            let body = format!(
+                r#"{{"status": "returned", "order_orderItem": [{{"id": "A", "returnQty": {qty}}}]}}"#
+            );
+            let error = read_ask(&object(&body), None).unwrap_err();
+            assert_eq!(error.code, Code::ValidationFailed, "{qty}");
+            assert_eq!(error.errors[0].field, "order_orderItem.returnQty");
+            assert!(
+                error.errors[0]
+                    .message
+                    .contains("a whole number from 0 to 1,000,000,000"),
+                "{qty}: {}",
+                error.errors[0].message
+            );
+        }
+    }
+
+    #[test]
     fn unknown_names_are_400_and_bad_values_422() {
         let error = read_ask(&object(r#"{"status": "x", "colour": 1}"#), None).unwrap_err();
         assert_eq!(error.code, Code::UnknownField);

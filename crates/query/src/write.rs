@@ -622,6 +622,71 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_held_to_their_domains_and_kept_as_the_field_keeps_them() {
+        let stock = catalog().resource("stock").unwrap();
+        let parsed = |body: &str| {
+            parse_write(stock, WriteMode::Update, body.as_bytes(), &Viewer::admin()).unwrap()
+        };
+        // Whole numbers however JSON writes them.
+        let values = parsed(r#"{"inStock": 2.0, "demand": -0, "supply": 1e3}"#);
+        assert!(values.problems.is_empty(), "{:?}", values.problems);
+        assert_eq!(values.cell("inStock"), Some(&Cell::Integer(2)));
+        assert_eq!(values.cell("demand"), Some(&Cell::Integer(0)));
+        assert_eq!(values.cell("supply"), Some(&Cell::Integer(1000)));
+        // Outside the domain, or not whole: the field and the range are named.
+        for body in [
+            r#"{"inStock": -1}"#,
+            r#"{"inStock": 1000000001}"#,
+            r#"{"inStock": 9223372036854775807}"#,
+            r#"{"inStock": 18446744073709551616}"#,
+            r#"{"inStock": 1.5}"#,
+            r#"{"inStock": 1e308}"#,
+            r#"{"inStock": "7"}"#,
+        ] {
+            let problems = parsed(body).problems;
+            assert_eq!(problems.len(), 1, "{body}");
+            assert_eq!(problems[0].field, "inStock");
+            assert!(
+                problems[0]
+                    .message
+                    .contains("a whole number from 0 to 1,000,000,000"),
+                "{body}: {}",
+                problems[0].message
+            );
+        }
+        // A number no double holds is no JSON this server reads.
+        let error = parse_write(
+            stock,
+            WriteMode::Update,
+            br#"{"inStock": 1e400}"#,
+            &Viewer::admin(),
+        )
+        .unwrap_err();
+        assert_eq!(error.code, Code::InvalidValue);
+        // Amounts are finite, bounded and kept to two decimals.
+        let price = catalog().resource("price").unwrap();
+        let values = parse_write(
+            price,
+            WriteMode::Update,
+            br#"{"price": 19.999, "rrp": 0.005}"#,
+            &Viewer::admin(),
+        )
+        .unwrap();
+        assert!(values.problems.is_empty(), "{:?}", values.problems);
+        assert_eq!(values.cell("price"), Some(&Cell::Number(20.0)));
+        assert_eq!(values.cell("rrp"), Some(&Cell::Number(0.01)));
+        let values = parse_write(
+            price,
+            WriteMode::Update,
+            br#"{"price": 1e308, "rrp": -1}"#,
+            &Viewer::admin(),
+        )
+        .unwrap();
+        let fields: Vec<&str> = values.problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, vec!["price", "rrp"]);
+    }
+
+    #[test]
     fn an_update_refuses_what_cannot_change() {
         let error = parse_write(
             user(),

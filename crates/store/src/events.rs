@@ -435,7 +435,10 @@ impl Store {
                 Err(StoreError::Unreadable(why)) => {
                     for event in wanted {
                         set_aside.entry(event.id.clone()).or_insert_with(|| {
-                            (event, format!("the user of webhook {hook} did not read: {why}"))
+                            (
+                                event,
+                                format!("the user of webhook {hook} did not read: {why}"),
+                            )
                         });
                     }
                     continue;

@@ -826,6 +826,87 @@ mod tests {
     }
 
     #[test]
+    fn moved_counts_are_held_by_the_database() {
+        let stock = catalog().resource("stock").unwrap();
+        let pg = held_statements(stock, Backend::Postgres);
+        assert_eq!(pg.len(), 2, "inStock and demand: {pg:?}");
+        assert!(
+            pg[0].contains(r#"ADD CONSTRAINT "bh_held_stock_in_stock" CHECK ("in_stock" BETWEEN -1000000000 AND 1000000000) NOT VALID"#),
+            "{}",
+            pg[0]
+        );
+        let sqlite = held_statements(stock, Backend::Sqlite);
+        assert_eq!(
+            sqlite.len(),
+            4,
+            "an insert and an update trigger each: {sqlite:?}"
+        );
+        assert!(
+            sqlite[3].starts_with(r#"CREATE TRIGGER IF NOT EXISTS "bh_held_stock_demand_update" BEFORE UPDATE OF "demand" ON "stock" WHEN NEW."demand" IS NOT NULL AND (typeof(NEW."demand") <> 'integer' OR NEW."demand" NOT BETWEEN -1000000000 AND 1000000000)"#),
+            "{}",
+            sqlite[3]
+        );
+        let order = catalog().resource("order").unwrap();
+        assert!(held_statements(order, Backend::Sqlite).is_empty());
+    }
+
+    /// A move that would take a count past its range, or past what an integer holds (which
+    /// SQLite would store as a real that no longer reads back), fails its write, which is
+    /// told as the 422 naming the count; the count stays as it was.
+    #[tokio::test]
+    async fn sqlite_refuses_a_move_past_the_range_and_the_count_stays() {
+        use crate::db::{Kind, Timing};
+        use sea_query::{Alias, Expr, ExprTrait, Query};
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::db::migrated_sqlite(&dir.path().join("held.db"), 1).await;
+        // A stock record without the records it links to: this connection checks no links.
+        store
+            .execute_raw("PRAGMA foreign_keys = OFF; INSERT INTO stock (id, fk_warehouse, fk_variant, in_stock, demand, supply, last_update) VALUES ('S1', 'W', 'V', 5, 999999999, 0, '2026-01-01T00:00:00')")
+            .await
+            .unwrap();
+        let add = |n: i64| {
+            Query::update()
+                .table(Alias::new("stock"))
+                .value(Alias::new("demand"), Expr::col(Alias::new("demand")).add(n))
+                .and_where(Expr::col(Alias::new("id")).eq("S1"))
+                .to_owned()
+        };
+        let write = |n: i64| {
+            let store = store.clone();
+            async move {
+                let mut tx = store.begin().await?;
+                tx.execute("stock", &add(n)).await?;
+                tx.commit().await.map(|_| ())
+            }
+        };
+        write(1).await.expect("the top of the range is a count");
+        for past in [1, i64::MAX] {
+            match write(past).await {
+                Err(StoreError::Invalid { problems, .. }) => {
+                    assert_eq!(problems[0].field, "stock.demand");
+                    assert!(
+                        problems[0]
+                            .message
+                            .contains("-1,000,000,000 to 1,000,000,000"),
+                        "{}",
+                        problems[0].message
+                    );
+                }
+                other => panic!("a move past the range is refused, not {other:?}"),
+            }
+        }
+        let read = Query::select()
+            .column(Alias::new("demand"))
+            .from(Alias::new("stock"))
+            .to_owned();
+        let rows = store
+            .fetch(&read, &[Kind::Integer], &Timing::default())
+            .await
+            .unwrap();
+        assert_eq!(rows[0][0], brandhub_catalog::Cell::Integer(1_000_000_000));
+    }
+
+    #[test]
     fn list_fields_have_tables_of_their_own() {
         let user = catalog().resource("user").unwrap();
         let statements = resource_statements(user, Backend::Sqlite).join("\n");

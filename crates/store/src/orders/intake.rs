@@ -127,7 +127,11 @@ fn check_computed(
         .field_at(path)
         .expect("the intake's amounts are fields");
     if let Some(message) = field.value_problem(&Cell::Number(amount)) {
-        problems.push(problem(shown, format!("{what}, {amount:.2}, {message}"), index));
+        problems.push(problem(
+            shown,
+            format!("{what}, {amount:.2}, {message}"),
+            index,
+        ));
     }
 }
 
@@ -520,8 +524,20 @@ impl Store {
                 (n + a, t + b, g + c)
             });
         let (net, tax, gross) = (round(net), round(tax), round(gross));
-        for (path, total) in [("detail.net", net), ("detail.vat", tax), ("detail.gross", gross)] {
-            check_computed(order, path, path, "the sum of the lines", total, None, &mut problems);
+        for (path, total) in [
+            ("detail.net", net),
+            ("detail.vat", tax),
+            ("detail.gross", gross),
+        ] {
+            check_computed(
+                order,
+                path,
+                path,
+                "the sum of the lines",
+                total,
+                None,
+                &mut problems,
+            );
         }
         if !problems.is_empty() {
             problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));

@@ -374,7 +374,8 @@ fn dispatch(
         for at in 0..next.lines.len() {
             if next.lines[at].status == OPEN && !asked.contains(&Some(at)) {
                 let qty = next.lines[at].order_qty;
-                shipped_now = shipped_now.saturating_add(qty.saturating_sub(next.lines[at].ship_qty));
+                shipped_now =
+                    shipped_now.saturating_add(qty.saturating_sub(next.lines[at].ship_qty));
                 ship(next, at, qty, moves);
             }
         }
@@ -533,6 +534,57 @@ mod tests {
     }
 
     const NOW: &str = "2031-01-01T00:00:00";
+
+    #[test]
+    fn stock_moves_are_added_with_checked_arithmetic() {
+        // Two lines of one variant whose quantities do not add up within a count.
+        let huge = |id: &str| Line {
+            variant: "V".into(),
+            ..line(id, i64::MAX)
+        };
+        let order = Order {
+            lines: vec![huge("A"), huge("B")],
+            ..order("new")
+        };
+        let ask = Ask {
+            status: "cancelled".into(),
+            ..Ask::default()
+        };
+        match decide(&order, &ask, UserType::Host, NOW) {
+            Err(StoreError::Invalid { problems, .. }) => {
+                assert_eq!(problems[0].field, "order_orderItem");
+                assert!(
+                    problems[0]
+                        .message
+                        .contains("more stock than a count can hold")
+                );
+            }
+            other => panic!("the step is refused, not {other:?}"),
+        }
+        assert!(intake_moves(&[("V".into(), i64::MAX), ("V".into(), 1)]).is_err());
+        assert_eq!(
+            intake_moves(&[("V".into(), 2), ("V".into(), 3)]).unwrap(),
+            vec![(
+                "V".into(),
+                StockMove {
+                    in_stock: 0,
+                    demand: 5
+                }
+            )]
+        );
+        let most = StockMove {
+            in_stock: i64::MAX,
+            demand: 0,
+        };
+        assert_eq!(most.plus(StockMove::default()), Some(most));
+        assert_eq!(
+            most.plus(StockMove {
+                in_stock: 1,
+                demand: 0
+            }),
+            None
+        );
+    }
 
     #[test]
     fn a_partial_rejection_accepts_the_order_and_gives_the_demand_back() {

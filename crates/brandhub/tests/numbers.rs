@@ -513,6 +513,18 @@ async fn a_dispatch_file_row_that_would_take_stock_out_of_range_is_skipped(fx) {
     ok(&patch(fx, "host", &first, json!({"status": "cancelled"})).await, 200);
 }
 
+async fn the_openapi_document_gives_each_write_its_domain(fx) {
+    let response = fx.client().get(format!("{}/api/openapi.json", fx.base)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let document: Value = response.json().await.unwrap();
+    let body = |path: &str, method: &str| document["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"].clone();
+    let line = &body("/api/order", "post")["properties"]["order_orderItem"]["items"]["properties"];
+    assert_eq!((line["orderQty"]["minimum"].clone(), line["orderQty"]["maximum"].clone()), (json!(1.0), json!(1_000_000.0)), "{line}");
+    assert_eq!((line["itemPrice"]["minimum"].clone(), line["itemPrice"]["maximum"].clone()), (json!(0.0), json!(1_000_000_000.0)), "{line}");
+    let stock = &body("/api/stock/{id}", "patch")["properties"];
+    assert_eq!((stock["demand"]["minimum"].clone(), stock["demand"]["maximum"].clone()), (json!(0.0), json!(1_000_000_000.0)), "{stock}");
+}
+
 async fn no_number_makes_a_stock_or_order_record_unreadable(fx) {
     let p = place(fx, 7).await;
     let variant = p.variants[0].0.clone();

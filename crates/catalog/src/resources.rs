@@ -4,10 +4,12 @@
 use crate::model::{
     Anchor::{Companies, Host, Own, Sponsor, Warehouse},
     Domain, FieldDefault, FieldType, Generated, Policy, Resource, Secret, SecretKept, UserType,
-    WriteAction, boolean, fk, id_field, integer, lengths,
-    limits::MOST_UNITS,
-    list, number, object, precise_timestamp, text, timestamp,
+    WriteAction, boolean, fk, id_field, integer, lengths, limits, list, number, object,
+    precise_timestamp, text, timestamp,
 };
+
+/// How far from zero orders may move a stock count (CONTRACT §10).
+const MOVED_UNITS: (i64, i64) = (-limits::MOST_UNITS, limits::MOST_UNITS);
 
 use crate::lifecycle::{ITEM_STATUSES, ORDER_STATUSES, REJECT_REASONS};
 
@@ -490,8 +492,8 @@ fn declared() -> Vec<Resource> {
             .announces(STOCK_UPDATED, STOCK_UPDATED)
             .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
             .relation_fk(fk("fk_variant", "stock_variant"), "variant")
-            .field(integer("inStock").domain(Domain::UNITS).held_within(-MOST_UNITS, MOST_UNITS).doc("Units on hand."))
-            .field(integer("demand").domain(Domain::UNITS).held_within(-MOST_UNITS, MOST_UNITS).doc("Units ordered but not yet shipped."))
+            .field(integer("inStock").domain(Domain::UNITS).held_within(MOVED_UNITS.0, MOVED_UNITS.1).doc("Units on hand."))
+            .field(integer("demand").domain(Domain::UNITS).held_within(MOVED_UNITS.0, MOVED_UNITS.1).doc("Units ordered but not yet shipped."))
             .field(integer("supply").domain(Domain::UNITS).doc("Units expected in."))
             .field(
                 integer("available")

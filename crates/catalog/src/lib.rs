@@ -14,8 +14,8 @@ mod resources;
 pub use model::{
     Anchor, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage,
     NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept,
-    UserType, WriteAction, Writes, is_insecure_loopback_url, lengths, secure_url_problem,
-    web_url_problem, webhook_url_problem,
+    UserType, WriteAction, Writes, grouped, is_insecure_loopback_url, lengths, limits,
+    secure_url_problem, web_url_problem, webhook_url_problem,
 };
 pub use record::{Cell, Layout, Record};
 pub use resources::{
@@ -71,6 +71,28 @@ fn check_write_declarations(resource: &Resource) -> Result<(), String> {
         };
         if !fits {
             return fail(format!("the default of {} does not fit it", field.path));
+        }
+        let numeric = matches!(field.ty, FieldType::Integer | FieldType::Number);
+        if let Some(domain) = field.domain
+            && domain.holds_numbers() != numeric
+        {
+            return fail(format!(
+                "the domain of {} does not fit its type",
+                field.path
+            ));
+        }
+        if let Some((least, most)) = field.held {
+            // A held count is an integer whose written values lie within what it is held to.
+            let within = field
+                .domain
+                .and_then(|d| d.bounds())
+                .is_some_and(|(l, m)| l >= least as f64 && m <= most as f64);
+            if field.ty != FieldType::Integer || !within {
+                return fail(format!(
+                    "{} is held within {least}..{most}, which its type and domain must fit",
+                    field.path
+                ));
+            }
         }
     }
     let writes = &resource.writes;
@@ -600,6 +622,108 @@ mod tests {
             webhook_url_problem("https://hooks.example.com/", false),
             None
         );
+    }
+
+    #[test]
+    fn quantities_are_whole_numbers_within_their_range() {
+        let item = catalog().resource("orderItem").unwrap();
+        let qty = item.field_at("orderQty").unwrap();
+        for fine in [1, 2, 1_000_000] {
+            assert_eq!(qty.admit(Cell::Integer(fine)), Ok(Cell::Integer(fine)));
+        }
+        for outside in [0, -1, 1_000_001, i64::MAX, i64::MIN] {
+            assert_eq!(
+                qty.admit(Cell::Integer(outside)),
+                Err("must be a whole number from 1 to 1,000,000".to_string())
+            );
+        }
+        let shipped = item.field_at("shipQty").unwrap();
+        assert!(shipped.value_problem(&Cell::Integer(0)).is_none());
+        assert!(
+            shipped
+                .value_problem(&Cell::Integer(1_000_000_000))
+                .is_none()
+        );
+        let problem = shipped
+            .value_problem(&Cell::Integer(1_000_000_001))
+            .unwrap();
+        assert_eq!(problem, "must be a whole number from 0 to 1,000,000,000");
+        // A number that is not whole, or not finite, is no quantity.
+        for not_whole in [1.5, f64::NAN, f64::INFINITY, 1e300] {
+            assert!(shipped.value_problem(&Cell::Number(not_whole)).is_some());
+        }
+    }
+
+    #[test]
+    fn amounts_are_finite_bounded_and_kept_to_two_decimals() {
+        let item = catalog().resource("orderItem").unwrap();
+        let price = item.field_at("itemPrice").unwrap();
+        assert_eq!(price.admit(Cell::Number(19.999)), Ok(Cell::Number(20.0)));
+        assert_eq!(price.admit(Cell::Number(0.125)), Ok(Cell::Number(0.13)));
+        assert_eq!(price.admit(Cell::Number(-0.0)), Ok(Cell::Number(0.0)));
+        assert_eq!(
+            price.admit(Cell::Number(1e9)),
+            Ok(Cell::Number(1_000_000_000.0))
+        );
+        for outside in [-0.01, 1_000_000_000.01, 1e308, f64::INFINITY, f64::NAN] {
+            assert_eq!(
+                price.value_problem(&Cell::Number(outside)).as_deref(),
+                Some("must be an amount from 0 to 1,000,000,000, kept to 2 decimals"),
+                "{outside}"
+            );
+        }
+        let tax = item.field_at("lineTax").unwrap();
+        assert_eq!(tax.admit(Cell::Number(-12.345)), Ok(Cell::Number(-12.35)));
+        assert_eq!(
+            format!("{:?}", tax.admit(Cell::Number(-0.001)).unwrap()),
+            "Number(0.0)",
+            "no negative zero is kept"
+        );
+        assert!(tax.value_problem(&Cell::Number(-1e9)).is_none());
+        assert!(tax.value_problem(&Cell::Number(-1e9 - 1.0)).is_some());
+        assert_eq!(
+            tax.expected(),
+            "an amount from -1,000,000,000 to 1,000,000,000, kept to 2 decimals"
+        );
+    }
+
+    #[test]
+    fn a_number_domain_fits_only_a_number_field_and_a_held_count_its_domain() {
+        let text_with_units =
+            Resource::new("x", "x", "").field(model::text("name").domain(Domain::UNITS));
+        assert!(check_write_declarations(&text_with_units).is_err());
+        let number_with_words =
+            Resource::new("x", "x", "").field(model::integer("n").domain(Domain::OneOf(&["a"])));
+        assert!(check_write_declarations(&number_with_words).is_err());
+        let held_money = Resource::new("x", "x", "")
+            .field(model::number("n").domain(Domain::MONEY).held_within(-1, 1));
+        assert!(check_write_declarations(&held_money).is_err());
+        let held_narrower = Resource::new("x", "x", "")
+            .field(model::integer("n").domain(Domain::UNITS).held_within(0, 10));
+        assert!(check_write_declarations(&held_narrower).is_err());
+        let held = Resource::new("x", "x", "").field(
+            model::integer("n")
+                .domain(Domain::UNITS)
+                .held_within(-limits::MOST_UNITS, limits::MOST_UNITS),
+        );
+        assert!(check_write_declarations(&held).is_ok());
+    }
+
+    #[test]
+    fn moved_counts_are_held_within_the_move_range() {
+        let stock = catalog().resource("stock").unwrap();
+        for path in ["inStock", "demand"] {
+            let field = stock.field_at(path).unwrap();
+            assert_eq!(
+                field.held,
+                Some((-limits::MOST_UNITS, limits::MOST_UNITS)),
+                "{path}"
+            );
+        }
+        assert_eq!(grouped(-1_000_000_000), "-1,000,000,000");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(i64::MIN), "-9,223,372,036,854,775,808");
     }
 
     #[test]

@@ -167,8 +167,11 @@ pub struct Field {
     pub generated: Option<Generated>,
     /// What a create sets when the field is not given.
     pub default: Option<FieldDefault>,
-    /// The least a written number may be (quantities and amounts are never negative).
-    pub min: Option<f64>,
+    /// The range the database holds a stored count to, whoever writes it (`least`, `most`):
+    /// a statement that would take it outside fails, and its whole write with it. For counts
+    /// that writes move by addition in SQL (stock moved by orders, CONTRACT §10), so that no
+    /// sum can pass what the column holds and read back.
+    pub held: Option<(i64, i64)>,
 }
 
 /// Rules on written values beyond their type (CONTRACT §9 "a value outside its domain").
@@ -182,10 +185,60 @@ pub enum Domain {
     SecureUrl,
     /// One of these words, exactly (statuses, types, reasons).
     OneOf(&'static [&'static str]),
+    /// A whole number of units from `least` to `most` (quantities, CONTRACT §10).
+    Units { least: i64, most: i64 },
+    /// An amount of money (CONTRACT §10): finite, at most [`limits::MOST_MONEY`] from zero,
+    /// not negative unless `signed`, kept to [`limits::MONEY_DECIMALS`] decimals.
+    Money { signed: bool },
+}
+
+/// The limits of quantities and amounts (CONTRACT §10 "Domains of numbers"), named once.
+pub mod limits {
+    /// The most units one order line may order.
+    pub const MOST_ORDERED: i64 = 1_000_000;
+    /// The most units of any other quantity (stock counts, shipped, returned), and how far
+    /// from zero a stock move may take a count.
+    pub const MOST_UNITS: i64 = 1_000_000_000;
+    /// The largest amount of money, in absolute value.
+    pub const MOST_MONEY: f64 = 1_000_000_000.0;
+    /// The decimals an amount of money is kept to.
+    pub const MONEY_DECIMALS: i32 = 2;
+}
+
+/// A whole number with thousands separators (`1,000,000`), as limits are written.
+pub fn grouped(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 impl Domain {
+    /// An order line's quantity: 1 to [`limits::MOST_ORDERED`].
+    pub const ORDERED: Domain = Domain::Units {
+        least: 1,
+        most: limits::MOST_ORDERED,
+    };
+    /// Every other quantity: 0 to [`limits::MOST_UNITS`].
+    pub const UNITS: Domain = Domain::Units {
+        least: 0,
+        most: limits::MOST_UNITS,
+    };
+    /// A price or other amount that is never negative.
+    pub const MONEY: Domain = Domain::Money { signed: false };
+    /// An amount that may be negative (a line's tax, an adjustment).
+    pub const SIGNED_MONEY: Domain = Domain::Money { signed: true };
+
     /// Why `text` is outside the domain, if it is (an empty text is unset, always allowed).
+    /// Number domains hold numbers, never texts: a text is outside them.
     pub fn problem(self, text: &str) -> Option<String> {
         match self {
             _ if text.is_empty() => None,
@@ -193,6 +246,60 @@ impl Domain {
             Domain::SecureUrl => secure_url_problem(text),
             Domain::OneOf(words) if words.contains(&text) => None,
             Domain::OneOf(words) => Some(format!("'{text}' is not one of {}", words.join(", "))),
+            Domain::Units { .. } | Domain::Money { .. } => Some(self.must()),
+        }
+    }
+
+    /// Why the number `n` is outside the domain, if it is: not finite, past its range, or
+    /// (for units) not whole. Text domains hold no numbers.
+    pub fn number_problem(self, n: f64) -> Option<String> {
+        let (least, most) = self.bounds()?;
+        let whole = !matches!(self, Domain::Units { .. }) || n.fract() == 0.0;
+        (!(n.is_finite() && whole && n >= least && n <= most)).then(|| self.must())
+    }
+
+    /// The least and the most a number of the domain may be; `None` for text domains.
+    pub fn bounds(self) -> Option<(f64, f64)> {
+        match self {
+            Domain::Units { least, most } => Some((least as f64, most as f64)),
+            Domain::Money { signed } => Some((
+                if signed { -limits::MOST_MONEY } else { 0.0 },
+                limits::MOST_MONEY,
+            )),
+            Domain::WebUrl | Domain::SecureUrl | Domain::OneOf(_) => None,
+        }
+    }
+
+    /// What a value of a number domain is, for messages and the docs (`a whole number from 1
+    /// to 1,000,000`); `None` for text domains.
+    pub fn describe(self) -> Option<String> {
+        let (least, most) = self.bounds()?;
+        let (least, most) = (grouped(least as i64), grouped(most as i64));
+        Some(match self {
+            Domain::Units { .. } => format!("a whole number from {least} to {most}"),
+            _ => format!(
+                "an amount from {least} to {most}, kept to {} decimals",
+                limits::MONEY_DECIMALS
+            ),
+        })
+    }
+
+    /// The message of a value outside a number domain.
+    fn must(self) -> String {
+        format!("must be {}", self.describe().unwrap_or_default())
+    }
+
+    /// The value a number of the domain is kept as: an amount rounded to
+    /// [`limits::MONEY_DECIMALS`] decimals (half away from zero, never `-0`); anything else
+    /// as it is.
+    pub fn kept(self, n: f64) -> f64 {
+        match self {
+            Domain::Money { .. } => {
+                let scale = 10f64.powi(limits::MONEY_DECIMALS);
+                // Adding 0.0 turns -0.0 into 0.0.
+                (n * scale).round() / scale + 0.0
+            }
+            _ => n,
         }
     }
 
@@ -200,8 +307,15 @@ impl Domain {
     pub fn words(self) -> Option<&'static [&'static str]> {
         match self {
             Domain::OneOf(words) => Some(words),
-            Domain::WebUrl | Domain::SecureUrl => None,
+            Domain::WebUrl | Domain::SecureUrl | Domain::Units { .. } | Domain::Money { .. } => {
+                None
+            }
         }
+    }
+
+    /// Whether the domain is one of numbers (its field is an integer or a number).
+    pub fn holds_numbers(self) -> bool {
+        self.bounds().is_some()
     }
 }
 
@@ -391,7 +505,7 @@ impl Field {
             domain: None,
             generated: None,
             default: None,
-            min: None,
+            held: None,
         }
     }
 
@@ -415,22 +529,42 @@ impl Field {
     }
 
     /// Why a value of the field's type may not be written to it, if it may not: a text too
-    /// long or outside the field's domain, a number below its minimum. JSON writes and
-    /// spreadsheet rows are checked by this one rule.
+    /// long or outside the field's domain, a number outside its domain (CONTRACT §10). JSON
+    /// writes and spreadsheet rows are checked by this one rule.
     pub fn value_problem(&self, cell: &crate::record::Cell) -> Option<String> {
         use crate::record::Cell;
-        let below = |n: f64| {
-            self.min
-                .filter(|min| n < *min)
-                .map(|min| format!("is below {min}"))
-        };
         match cell {
             Cell::Text(text) => self
                 .length_problem(text)
                 .or_else(|| self.domain.and_then(|d| d.problem(text))),
-            Cell::Integer(n) => below(*n as f64),
-            Cell::Number(n) => below(*n),
+            Cell::Integer(n) => self.domain.and_then(|d| d.number_problem(*n as f64)),
+            Cell::Number(n) => self.domain.and_then(|d| d.number_problem(*n)),
             Cell::Boolean(_) | Cell::Null => None,
+        }
+    }
+
+    /// The value as the field keeps it ([`Domain::kept`]: an amount to two decimals), or why
+    /// it may not be written ([`Field::value_problem`]).
+    pub fn admit(&self, cell: crate::record::Cell) -> Result<crate::record::Cell, String> {
+        use crate::record::Cell;
+        if let Some(problem) = self.value_problem(&cell) {
+            return Err(problem);
+        }
+        Ok(match (cell, self.domain) {
+            (Cell::Number(n), Some(domain)) => Cell::Number(domain.kept(n)),
+            (cell, _) => cell,
+        })
+    }
+
+    /// What a written value of the field must be, for messages that refuse a value of the
+    /// wrong type: its domain's description for numbers (`a whole number from 0 to
+    /// 1,000,000,000`), else its type's.
+    pub fn expected(&self) -> String {
+        match (self.domain.and_then(Domain::describe), self.ty) {
+            (Some(described), _) => described,
+            (None, FieldType::Integer) => "a whole number".into(),
+            (None, FieldType::Number) => "a number".into(),
+            (None, ty) => ty.describe().into(),
         }
     }
 
@@ -543,9 +677,10 @@ impl Field {
         self
     }
 
-    /// Makes `min` the least value a writer may give the (number) field.
-    pub fn at_least(mut self, min: f64) -> Self {
-        self.min = Some(min);
+    /// Makes the database hold the stored count from `least` to `most`, whoever writes it
+    /// (see [`Field::held`]).
+    pub fn held_within(mut self, least: i64, most: i64) -> Self {
+        self.held = Some((least, most));
         self
     }
 

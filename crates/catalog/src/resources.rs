@@ -4,9 +4,12 @@
 use crate::model::{
     Anchor::{Companies, Host, Own, Sponsor, Warehouse, WritableTypes},
     Domain, FieldDefault, FieldType, Generated, Policy, Resource, Secret, SecretKept, UserType,
-    WriteAction, boolean, fk, id_field, integer, lengths, list, number, object, precise_timestamp,
-    text, timestamp,
+    WriteAction, boolean, fk, id_field, integer, lengths, limits, list, number, object,
+    precise_timestamp, text, timestamp,
 };
+
+/// How far from zero orders may move a stock count (CONTRACT §10).
+const MOVED_UNITS: (i64, i64) = (-limits::MOST_UNITS, limits::MOST_UNITS);
 
 use crate::lifecycle::{ITEM_STATUSES, ORDER_STATUSES, REJECT_REASONS};
 
@@ -395,6 +398,7 @@ fn declared() -> Vec<Resource> {
                     .doc("How prices are adjusted for the store.")
                     .hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 number("adjustValue")
+                    .domain(Domain::SIGNED_MONEY)
                     .doc("The adjustment amount.")
                     .hidden_from(HOST_CANNOT_SEE_IMPORTS),
             ],
@@ -457,15 +461,15 @@ fn declared() -> Vec<Resource> {
             .field(object(
                 "detail",
                 vec![
-                    number("rrp").at_least(0.0),
-                    number("price").at_least(0.0),
+                    number("rrp").domain(Domain::MONEY),
+                    number("price").domain(Domain::MONEY),
                     id_field("importFile")
                         .doc("The file that last wrote the variant.")
                         .hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 ],
             ))
             .field(boolean("vatable"))
-            .field(number("rrp").at_least(0.0).doc("Recommended retail price."))
+            .field(number("rrp").domain(Domain::MONEY).doc("Recommended retail price."))
             .relation_fk(
                 fk("fk_scopeBrand", "variant_scopeBrand").derived("variant_product.fk_brand"),
                 "brand",
@@ -488,9 +492,9 @@ fn declared() -> Vec<Resource> {
             .announces(STOCK_UPDATED, STOCK_UPDATED)
             .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
             .relation_fk(fk("fk_variant", "stock_variant"), "variant")
-            .field(integer("inStock").doc("Units on hand."))
-            .field(integer("demand").at_least(0.0).doc("Units ordered but not yet shipped."))
-            .field(integer("supply").at_least(0.0).doc("Units expected in."))
+            .field(integer("inStock").domain(Domain::UNITS).held_within(MOVED_UNITS.0, MOVED_UNITS.1).doc("Units on hand."))
+            .field(integer("demand").domain(Domain::UNITS).held_within(MOVED_UNITS.0, MOVED_UNITS.1).doc("Units ordered but not yet shipped."))
+            .field(integer("supply").domain(Domain::UNITS).doc("Units expected in."))
             .field(
                 integer("available")
                     .indexed()
@@ -555,11 +559,11 @@ fn declared() -> Vec<Resource> {
                 text("hostCarrier").short(),
                 text("hostStatus").doc("Free text from the host system."),
                 text("customerMessage").long(),
-                number("net").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("gross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("vat").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("shippingGross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("shippingTax").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("net").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("gross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("vat").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("shippingGross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("shippingTax").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
             ],
         ))
         .field(object("shipAddress", address_fields(true)))
@@ -592,14 +596,14 @@ fn declared() -> Vec<Resource> {
                     .derived("orderItem_order.fk_brandStore"),
                 "brandStore",
             )
-            .field(integer("orderQty").at_least(1.0))
-            .field(number("itemPrice").at_least(0.0).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineNet").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineTax").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineGross").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(integer("orderQty").domain(Domain::ORDERED))
+            .field(number("itemPrice").domain(Domain::MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineNet").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineTax").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineGross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(text("currency").short())
-            .field(integer("shipQty").at_least(0.0))
-            .field(integer("returnQty").at_least(0.0))
+            .field(integer("shipQty").domain(Domain::UNITS))
+            .field(integer("returnQty").domain(Domain::UNITS))
             .field(object(
                 "detail",
                 vec![
@@ -706,8 +710,8 @@ fn declared() -> Vec<Resource> {
                 fk("fk_file", "price_file").optional().hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 "file",
             )
-            .field(number("price").at_least(0.0))
-            .field(number("rrp").at_least(0.0))
+            .field(number("price").domain(Domain::MONEY))
+            .field(number("rrp").domain(Domain::MONEY))
             .field(timestamp("startDate").indexed().required())
             .field(timestamp("endDate").doc("Empty for a permanent markdown."))
             .writable(
@@ -728,7 +732,7 @@ fn declared() -> Vec<Resource> {
                 "file",
             )
             .field(text("url").max_chars(lengths::URL).domain(Domain::WebUrl))
-            .field(integer("position").at_least(0.0))
+            .field(integer("position").domain(Domain::UNITS))
             .writable(
                 &["fk_product", "fk_variant", "url", "position"],
                 &["fk_product", "url"],
@@ -831,5 +835,18 @@ fn declared() -> Vec<Resource> {
         .field(integer("dueAt").internal().indexed().doc("nextTry in milliseconds, for claims."))
         .field(integer("claimedUntil").internal().doc("A sender's claim lasts until then (ms)."))
         .scope(EVERYONE, &[&[("webhookDelivery_webhook.fk_user", Own)]]),
+        // No scope rule: admins only. Written by the fan-out alone.
+        Resource::new(
+            "eventProblem",
+            "event_problem",
+            "An event the webhook fan-out could not build, because its record did not read: set aside with the reason, so that the events after it still flow. Admins only; read-only.",
+        )
+        .field(text("eventId").indexed().short().doc("The event's id."))
+        .field(text("eventType").indexed().short().domain(Domain::OneOf(&EVENT_TYPES)))
+        .field(text("resource").indexed().short().doc("The resource of the record the event is about."))
+        .field(id_field("recordId").indexed().doc("The record the event is about."))
+        .field(text("reason").long().doc("Why the event could not be built: what failed to read."))
+        .field(timestamp("eventDate").doc("When the change the event announces committed."))
+        .field(timestamp("createdDate").indexed().required().doc("When the event was set aside.")),
     ]
 }

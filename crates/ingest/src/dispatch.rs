@@ -281,10 +281,7 @@ pub(crate) async fn apply(
         loop {
             match decide(&loaded[li].state(), &ask, uploader.user_type(), &now) {
                 Ok(outcome) => {
-                    decided.push((li, outcome));
-                    for _ in &rows {
-                        report.applied();
-                    }
+                    decided.push((li, outcome, rows, reference));
                     break;
                 }
                 Err(error) => {
@@ -326,8 +323,32 @@ pub(crate) async fn apply(
             }
         }
     }
-    // The dispatches decided, written together (one order per dispatch).
-    let outcomes: Vec<_> = decided.iter().map(|(li, o)| (&loaded[*li], o)).collect();
-    tx.write_outcomes(&outcomes).await?;
+    // An order whose dispatch would take a stock count outside its range skips its rows
+    // (CONTRACT §10: the move is refused whole); the others are written together (one order
+    // per dispatch).
+    let outcomes: Vec<_> = decided
+        .iter()
+        .map(|(li, outcome, _, _)| (&loaded[*li], outcome))
+        .collect();
+    let verdicts = tx.moves_out_of_range(&outcomes).await?;
+    let mut applied = Vec::with_capacity(outcomes.len());
+    for ((_, _, rows, reference), (outcome, verdict)) in
+        decided.iter().zip(outcomes.into_iter().zip(verdicts))
+    {
+        match verdict {
+            None => {
+                for _ in rows {
+                    report.applied();
+                }
+                applied.push(outcome);
+            }
+            Some(why) => {
+                for &row in rows {
+                    report.skip(row, format!("order {reference}: {why}"));
+                }
+            }
+        }
+    }
+    tx.write_outcomes(&applied).await?;
     Ok(())
 }

@@ -133,7 +133,7 @@ pub(crate) fn optional_text(
 
 /// An optional whole-number column for the field at `path` of `resource`: `None` when the
 /// file lacks it, `Null` for an empty cell, or the reason the cell is not a whole number the
-/// field takes (its minimum, `Field::value_problem`).
+/// field takes (its domain, `Field::value_problem`).
 pub(crate) fn optional_integer(
     row: &Row,
     map: &ColumnMap,
@@ -143,11 +143,21 @@ pub(crate) fn optional_integer(
 ) -> Result<Option<Cell>, String> {
     let field = field_of(resource, path);
     optional(row, map, column, |cell| {
-        let value = cell
-            .as_integer()
-            .map(Cell::Integer)
-            .ok_or_else(|| format!("{} {} is not a whole number", column.label(), shown(cell)))?;
-        within(field, column, value)
+        let not_whole = || format!("{} {} is not a whole number", column.label(), shown(cell));
+        let Some(n) = cell.as_number() else {
+            return Err(not_whole());
+        };
+        match cell.as_integer() {
+            Some(whole) => within(field, column, Cell::Integer(whole)),
+            // A whole number past what an integer holds is outside any domain of units.
+            None if n.fract() == 0.0 => Err(format!(
+                "{} {} must be {}",
+                column.label(),
+                text_of(cell),
+                field.expected()
+            )),
+            None => Err(not_whole()),
+        }
     })
 }
 
@@ -170,19 +180,17 @@ pub(crate) fn optional_amount(
     })
 }
 
-/// A number, or the reason the field's rules refuse it.
+/// A number as the field keeps it, or the reason the field's rules refuse it
+/// (`Field::admit`, the rule JSON writes are checked by).
 fn within(field: &brandhub_catalog::Field, column: Column, value: Cell) -> Result<Cell, String> {
-    match field.value_problem(&value) {
-        None => Ok(value),
-        Some(problem) => {
-            let shown = match &value {
-                Cell::Integer(n) => n.to_string(),
-                Cell::Number(n) => n.to_string(),
-                _ => String::new(),
-            };
-            Err(format!("{} {shown} {problem}", column.label()))
-        }
-    }
+    let shown = match &value {
+        Cell::Integer(n) => n.to_string(),
+        Cell::Number(n) => n.to_string(),
+        _ => String::new(),
+    };
+    field
+        .admit(value)
+        .map_err(|problem| format!("{} {shown} {problem}", column.label()))
 }
 
 /// An optional yes/no column: `None` when the file lacks it, `Null` for an empty cell, or the

@@ -42,9 +42,10 @@ impl From<brandhub_store::StoreError> for ProcessError {
     fn from(error: brandhub_store::StoreError) -> ProcessError {
         use brandhub_store::StoreError;
         match error {
-            StoreError::Internal | StoreError::Unavailable | StoreError::Config(_) => {
-                ProcessError::Retry(error.to_string())
-            }
+            StoreError::Internal
+            | StoreError::Unavailable
+            | StoreError::Config(_)
+            | StoreError::Unreadable(_) => ProcessError::Retry(error.to_string()),
             refused => ProcessError::Fail(refused.to_string()),
         }
     }

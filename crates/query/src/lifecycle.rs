@@ -4,9 +4,9 @@
 //! A name the action does not know is 400 `unknown_field`; every wrong value is gathered into
 //! one 422.
 
-use crate::write::validation_failed;
+use crate::write::{validation_failed, whole_number};
 use brandhub_catalog::lifecycle::ORDER_LIFECYCLE;
-use brandhub_catalog::{Resource, catalog};
+use brandhub_catalog::{Cell, Resource, catalog};
 use brandhub_problem::{ApiError, ApiResult, FieldError};
 use chrono::NaiveDateTime;
 use serde_json::{Map, Value};
@@ -117,15 +117,24 @@ impl Reader {
         }
     }
 
-    fn quantity(&mut self, field: &str, value: &Value) -> Option<i64> {
-        match value.as_i64() {
-            Some(n) if n >= 0 => Some(n),
-            _ if value.is_null() => None,
-            _ => {
-                self.problem(
-                    field,
-                    format!("expected a whole number of at least 0, got {value}"),
-                );
+    /// A line's quantity (`path` of an order item), within its field's domain (CONTRACT §10).
+    fn quantity(&mut self, item: &Resource, field: &str, path: &str, value: &Value) -> Option<i64> {
+        let declared = item
+            .field_at(path)
+            .expect("the lifecycle's quantities are order item fields");
+        let whole = match value {
+            Value::Null => return None,
+            Value::Number(n) => whole_number(n),
+            _ => None,
+        };
+        let problem = match whole {
+            Some(n) => declared.value_problem(&Cell::Integer(n)),
+            None => Some(format!("must be {}, not {value}", declared.expected())),
+        };
+        match problem {
+            None => whole,
+            Some(message) => {
+                self.problem(field, message);
                 None
             }
         }
@@ -199,8 +208,12 @@ pub fn read_ask(
                                     reader.text(item, &field, "id", value).unwrap_or_default()
                             }
                             "status" => asked.status = reader.text(item, &field, "status", value),
-                            "shipQty" => asked.ship_qty = reader.quantity(&field, value),
-                            "returnQty" => asked.return_qty = reader.quantity(&field, value),
+                            "shipQty" => {
+                                asked.ship_qty = reader.quantity(item, &field, "shipQty", value)
+                            }
+                            "returnQty" => {
+                                asked.return_qty = reader.quantity(item, &field, "returnQty", value)
+                            }
                             "detail" => match value {
                                 Value::Object(detail) => {
                                     for (name, value) in detail {
@@ -274,6 +287,39 @@ mod tests {
         .unwrap();
         assert_eq!(ask.status, "accepted");
         assert_eq!(ask.lines[0].reason.as_deref(), Some("OTHER"));
+    }
+
+    #[test]
+    fn line_quantities_are_held_to_their_domains() {
+        let (_, ask) = read_ask(
+            &object(r#"{"status": "partDispatched", "order_orderItem": [{"id": "A", "shipQty": 2.0}, {"id": "B", "shipQty": 1000000000}]}"#),
+            None,
+        )
+        .unwrap();
+        assert_eq!(ask.lines[0].ship_qty, Some(2));
+        assert_eq!(ask.lines[1].ship_qty, Some(1_000_000_000));
+        for qty in [
+            "-1",
+            "1000000001",
+            "9223372036854775807",
+            "1e308",
+            "0.5",
+            "\"3\"",
+        ] {
+            let body = format!(
+                r#"{{"status": "returned", "order_orderItem": [{{"id": "A", "returnQty": {qty}}}]}}"#
+            );
+            let error = read_ask(&object(&body), None).unwrap_err();
+            assert_eq!(error.code, Code::ValidationFailed, "{qty}");
+            assert_eq!(error.errors[0].field, "order_orderItem.returnQty");
+            assert!(
+                error.errors[0]
+                    .message
+                    .contains("a whole number from 0 to 1,000,000,000"),
+                "{qty}: {}",
+                error.errors[0].message
+            );
+        }
     }
 
     #[test]

@@ -116,17 +116,39 @@ fn nul_error(field: &Field) -> FieldError {
     }
 }
 
-/// A JSON value as a cell of the field's type, within the field's rules
-/// (`Field::value_problem`, which spreadsheet rows are checked by too).
+/// A JSON value as a cell of the field's type, within the field's rules and as the field
+/// keeps it (`Field::admit`, which spreadsheet rows are checked by too).
 fn typed(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
-    let cell = of_type(field, value)?;
-    match field.value_problem(&cell) {
-        None => Ok(cell),
-        Some(message) => Err(FieldError {
+    field
+        .admit(of_type(field, value)?)
+        .map_err(|message| FieldError {
             field: field.path.clone(),
             message,
             index: None,
+        })
+}
+
+/// A JSON number as a whole number: an integer, or a decimal without a fraction (`2.0`,
+/// `1e3`, `-0`) within what a whole number holds. `None` for anything else.
+pub fn whole_number(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        let f = n.as_f64()?;
+        // i64::MAX as f64 rounds up to 2^63, which is out of range: compare strictly.
+        (f.is_finite() && f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64)
+            .then_some(f as i64)
+    })
+}
+
+/// A JSON number for a whole-number field: the whole number, or the problem naming what the
+/// field takes (its domain's range, CONTRACT §10).
+fn whole_number_of(field: &Field, value: &Value) -> Result<i64, FieldError> {
+    match value {
+        Value::Number(n) => whole_number(n).ok_or_else(|| FieldError {
+            field: field.path.clone(),
+            message: format!("must be {}, not {n}", field.expected()),
+            index: None,
         }),
+        other => Err(kind_error(field, &field.expected(), other)),
     }
 }
 
@@ -141,20 +163,16 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
         FieldType::Id => id_value(field, value)?.map_or(Cell::Null, Cell::Text),
         FieldType::Integer => match value {
             Value::Null => Cell::Null,
-            Value::Number(n) => Cell::Integer(
-                n.as_i64()
-                    .ok_or_else(|| kind_error(field, "a whole number", value))?,
-            ),
-            other => return Err(kind_error(field, "a whole number", other)),
+            other => Cell::Integer(whole_number_of(field, other)?),
         },
         FieldType::Number => match value {
             Value::Null => Cell::Null,
             Value::Number(n) => Cell::Number(
                 n.as_f64()
                     .filter(|n| n.is_finite())
-                    .ok_or_else(|| kind_error(field, "a number", value))?,
+                    .ok_or_else(|| kind_error(field, &field.expected(), value))?,
             ),
-            other => return Err(kind_error(field, "a number", other)),
+            other => return Err(kind_error(field, &field.expected(), other)),
         },
         FieldType::Boolean => match value {
             Value::Null => Cell::Null,
@@ -601,6 +619,71 @@ mod tests {
         let error = parse_writes(brand, br#"[{}, {"colour": 1}]"#, &Viewer::admin()).unwrap_err();
         assert_eq!(error.code, Code::UnknownField);
         assert!(error.detail.starts_with("Element 1:"), "{}", error.detail);
+    }
+
+    #[test]
+    fn numbers_are_held_to_their_domains_and_kept_as_the_field_keeps_them() {
+        let stock = catalog().resource("stock").unwrap();
+        let parsed = |body: &str| {
+            parse_write(stock, WriteMode::Update, body.as_bytes(), &Viewer::admin()).unwrap()
+        };
+        // Whole numbers however JSON writes them.
+        let values = parsed(r#"{"inStock": 2.0, "demand": -0, "supply": 1e3}"#);
+        assert!(values.problems.is_empty(), "{:?}", values.problems);
+        assert_eq!(values.cell("inStock"), Some(&Cell::Integer(2)));
+        assert_eq!(values.cell("demand"), Some(&Cell::Integer(0)));
+        assert_eq!(values.cell("supply"), Some(&Cell::Integer(1000)));
+        // Outside the domain, or not whole: the field and the range are named.
+        for body in [
+            r#"{"inStock": -1}"#,
+            r#"{"inStock": 1000000001}"#,
+            r#"{"inStock": 9223372036854775807}"#,
+            r#"{"inStock": 18446744073709551616}"#,
+            r#"{"inStock": 1.5}"#,
+            r#"{"inStock": 1e308}"#,
+            r#"{"inStock": "7"}"#,
+        ] {
+            let problems = parsed(body).problems;
+            assert_eq!(problems.len(), 1, "{body}");
+            assert_eq!(problems[0].field, "inStock");
+            assert!(
+                problems[0]
+                    .message
+                    .contains("a whole number from 0 to 1,000,000,000"),
+                "{body}: {}",
+                problems[0].message
+            );
+        }
+        // A number no double holds is no JSON this server reads.
+        let error = parse_write(
+            stock,
+            WriteMode::Update,
+            br#"{"inStock": 1e400}"#,
+            &Viewer::admin(),
+        )
+        .unwrap_err();
+        assert_eq!(error.code, Code::InvalidValue);
+        // Amounts are finite, bounded and kept to two decimals.
+        let price = catalog().resource("price").unwrap();
+        let values = parse_write(
+            price,
+            WriteMode::Update,
+            br#"{"price": 19.999, "rrp": 0.005}"#,
+            &Viewer::admin(),
+        )
+        .unwrap();
+        assert!(values.problems.is_empty(), "{:?}", values.problems);
+        assert_eq!(values.cell("price"), Some(&Cell::Number(20.0)));
+        assert_eq!(values.cell("rrp"), Some(&Cell::Number(0.01)));
+        let values = parse_write(
+            price,
+            WriteMode::Update,
+            br#"{"price": 1e308, "rrp": -1}"#,
+            &Viewer::admin(),
+        )
+        .unwrap();
+        let fields: Vec<&str> = values.problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, vec!["price", "rrp"]);
     }
 
     #[test]

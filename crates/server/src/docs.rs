@@ -4,7 +4,7 @@
 
 use brandhub_catalog::{
     Field, FieldDefault, FieldType, NoneAs, RelationKind, Resource, Scope, UserType, WriteAction,
-    catalog,
+    catalog, grouped,
 };
 use brandhub_problem::Code;
 use brandhub_query::limits::{self, Stage};
@@ -15,10 +15,13 @@ fn type_name(field: &Field) -> String {
         (FieldType::List, Some(list)) => format!("array of {}", list.element.describe()),
         (ty, _) => ty.describe().to_string(),
     };
-    match (field.max_chars, field.ty) {
-        (Some(max), FieldType::List) => format!("{name} (≤ {max} characters each)"),
-        (Some(max), _) => format!("{name} (≤ {max} characters)"),
-        (None, _) => name,
+    let described = field.domain.and_then(|d| d.describe());
+    match (field.max_chars, field.ty, described) {
+        (Some(max), FieldType::List, _) => format!("{name} (≤ {max} characters each)"),
+        (Some(max), _, _) => format!("{name} (≤ {max} characters)"),
+        // Quantities and amounts: what a write may give (CONTRACT §10).
+        (None, _, Some(described)) => format!("{name}: {described}"),
+        (None, _, None) => name,
     }
 }
 
@@ -39,6 +42,13 @@ fn notes(field: &Field) -> String {
     }
     if field.generated.is_some() {
         notes.push("Computed by the database; read-only.".into());
+    }
+    if let Some((least, most)) = field.held {
+        notes.push(format!(
+            "Orders move it; a move that would take it outside {} to {} is refused whole.",
+            grouped(least),
+            grouped(most)
+        ));
     }
     if !field.hidden_from.is_empty() {
         let types: Vec<&str> = field.hidden_from.iter().map(|t| t.as_str()).collect();
@@ -416,7 +426,7 @@ mod tests {
     fn restricted_fields_are_documented_as_such() {
         let reference = resource_reference();
         assert!(
-            reference.contains("| `detail.net` | number | Does not exist for warehouse users. |"),
+            reference.contains("| `detail.net` | number: an amount from -1,000,000,000 to 1,000,000,000, kept to 2 decimals | Does not exist for warehouse users. |"),
             "{reference}"
         );
         assert!(!reference.contains("secretHash"));

@@ -88,7 +88,9 @@ pub(crate) fn from_store(error: StoreError) -> ApiError {
             }
             StoreError::Transition(_) => ApiError::new(Code::InvalidTransition, detail),
             StoreError::Unavailable => ApiError::unavailable(UNAVAILABLE_RETRY_AFTER),
-            StoreError::Config(_) | StoreError::Internal => ApiError::internal(),
+            StoreError::Config(_) | StoreError::Internal | StoreError::Unreadable(_) => {
+                ApiError::internal()
+            }
         }
     }
 }

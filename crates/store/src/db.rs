@@ -368,6 +368,12 @@ pub fn unreachable(error: &sqlx::Error) -> bool {
     }
 }
 
+/// Logs a stored row that did not decode and returns [`StoreError::Unreadable`] saying why.
+fn unreadable(error: impl Display) -> StoreError {
+    tracing::error!(%error, "a row did not decode");
+    StoreError::Unreadable(format!("a stored row did not decode: {error}"))
+}
+
 /// How a column decodes, by the catalog type of its field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -681,7 +687,7 @@ impl Store {
                 .iter()
                 .map(|row| decode_row(row, kinds))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| failed("a row did not decode", e))?;
+                .map_err(unreadable)?;
             if let Some(sql) = logged {
                 tracing::debug!(%sql, rows = decoded.len(), micros = started.elapsed().as_micros() as u64, "read");
             }
@@ -1664,7 +1670,7 @@ impl WriteTx {
                     .collect::<Result<_, _>>()
             }
         };
-        decoded.map_err(|e| crate::db::failed("a row did not decode", e))
+        decoded.map_err(unreadable)
     }
 
     /// Runs a statement that returns rows (`UPDATE … RETURNING`, `SELECT … FOR UPDATE`) and
@@ -1857,7 +1863,7 @@ impl WriteTx {
                 .iter()
                 .map(|row| decode_row(row, &[Kind::Text, Kind::Integer]))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| failed("a row did not decode", e))?;
+                .map_err(unreadable)?;
             self.version_written = written
                 .iter()
                 .filter_map(|row| match row.get(1) {
@@ -2196,6 +2202,9 @@ fn write_error(table: &str, error: sqlx::Error) -> StoreError {
                 ),
                 field: None,
             };
+        }
+        if let Some(refused) = crate::schema::held_refusal(db.as_ref()) {
+            return refused;
         }
     }
     failed(&format!("a write to {table} failed"), error)

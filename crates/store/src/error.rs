@@ -39,6 +39,11 @@ pub enum StoreError {
     Unavailable,
     /// The database failed; the cause is in the log.
     Internal,
+    /// A stored row did not decode as the catalog says it should (a value its field's type
+    /// cannot hold): the fault of that row, not of the database, which answered. Told to
+    /// clients as [`StoreError::Internal`]; the text says what failed, for the log and for
+    /// admins (a webhook event set aside because its record did not read).
+    Unreadable(String),
 }
 
 /// [`StoreError::raced`]'s detail.
@@ -157,6 +162,7 @@ impl fmt::Display for StoreError {
             | StoreError::Stale(detail)
             | StoreError::Transition(detail)
             | StoreError::Config(detail)
+            | StoreError::Unreadable(detail)
             | StoreError::Conflict { detail, .. } => f.write_str(detail),
             StoreError::Unavailable => {
                 f.write_str("the database cannot be reached now; the log has the cause")

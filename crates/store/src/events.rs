@@ -36,7 +36,7 @@ use brandhub_catalog::{Cell, DeliveryStatus, Layout, Record, Resource, catalog};
 use brandhub_query::plan::plan_by_ids;
 use brandhub_query::request::ReadRequest;
 use sea_query::{Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The outbox: events committed and not yet fanned out to webhooks.
 pub const EVENT_TABLE: &str = "bh_event";
@@ -427,9 +427,29 @@ impl Store {
         hooks.sort_by(|a, b| a.0.cmp(&b.0));
         let now = self.clock.now_millis();
         let mut deliveries = Vec::new();
+        // Events that could not be built, by event id, with the reason: set aside below
+        // (an `eventProblem` record each), so that the rest of the batch flows.
+        let mut set_aside: BTreeMap<String, (&Event, String)> = BTreeMap::new();
         for (hook, user, taken) in &hooks {
-            let Some(principal) = principal(&mut tx, user).await? else {
-                continue;
+            let wanted: Vec<&Event> = events
+                .iter()
+                .filter(|e| taken.contains(&e.event_type))
+                .collect();
+            let principal = match principal(&mut tx, user).await {
+                Ok(Some(principal)) => principal,
+                Ok(None) => continue,
+                Err(StoreError::Unreadable(why)) => {
+                    for event in wanted {
+                        set_aside.entry(event.id.clone()).or_insert_with(|| {
+                            (
+                                event,
+                                format!("the user of webhook {hook} did not read: {why}"),
+                            )
+                        });
+                    }
+                    continue;
+                }
+                Err(error) => return Err(error),
             };
             let made_with = webhook_bounds::made_with(&mut tx, hook).await?;
             let Ok(grants) =
@@ -438,16 +458,21 @@ impl Store {
                 continue;
             };
             let viewer = principal.viewer();
-            let wanted: Vec<&Event> = events
-                .iter()
-                .filter(|e| {
-                    taken.contains(&e.event_type) && webhook_bounds::may_read(&grants, &e.resource)
-                })
+            let wanted: Vec<&Event> = wanted
+                .into_iter()
+                .filter(|e| webhook_bounds::may_read(&grants, &e.resource))
                 .collect();
-            let seen = self.records_as_seen(&wanted, &viewer).await?;
+            let (seen, unreadable) = self.records_as_seen(&wanted, &viewer).await?;
             for event in wanted {
-                let Some(data) = seen.get(&(event.resource.clone(), event.record_id.clone()))
-                else {
+                let key = (event.resource.clone(), event.record_id.clone());
+                if let Some(why) = unreadable.get(&key) {
+                    set_aside.entry(event.id.clone()).or_insert_with(|| {
+                        let about = format!("the {} record {}", event.resource, event.record_id);
+                        (event, format!("{about} did not read: {why}"))
+                    });
+                    continue;
+                }
+                let Some(data) = seen.get(&key) else {
                     continue;
                 };
                 let body = serde_json::json!({
@@ -462,6 +487,16 @@ impl Store {
         if !deliveries.is_empty() {
             tx.insert_records(delivery(), &mut deliveries).await?;
         }
+        if !set_aside.is_empty() {
+            let mut problems: Vec<Record> = set_aside
+                .values()
+                .map(|(event, why)| {
+                    tracing::warn!(event = %event.id, record = %event.record_id, reason = %why, "a webhook event was set aside");
+                    problem_record(event, why, now)
+                })
+                .collect();
+            tx.insert_records(event_problem(), &mut problems).await?;
+        }
         let ids: Vec<String> = events.iter().map(|e| e.id.clone()).collect();
         for chunk in ids.chunks(500) {
             let delete = Query::delete()
@@ -475,12 +510,14 @@ impl Store {
     }
 
     /// The records of `events` as `viewer` sees them now, by (resource, id); records out of
-    /// its scope (or gone) are missing.
+    /// its scope (or gone) are missing. Read in chunks; a chunk with a record that does not
+    /// read ([`StoreError::Unreadable`]) is read again a record at a time, so that only
+    /// that record is left out: the second map holds it, with the reason.
     async fn records_as_seen(
         &self,
         events: &[&Event],
         viewer: &brandhub_query::plan::Viewer,
-    ) -> StoreResult<HashMap<(String, String), serde_json::Value>> {
+    ) -> StoreResult<(RecordsSeen, HashMap<(String, String), String>)> {
         let mut by_resource: HashMap<&str, Vec<String>> = HashMap::new();
         for event in events {
             by_resource
@@ -491,6 +528,7 @@ impl Store {
         let timing = Timing::default();
         let versions = self.versions(&timing).await?;
         let mut seen = HashMap::new();
+        let mut unreadable = HashMap::new();
         for (name, mut ids) in by_resource {
             let Some(resource) = catalog().resource(name) else {
                 continue;
@@ -498,20 +536,56 @@ impl Store {
             ids.sort();
             ids.dedup();
             for chunk in ids.chunks(FAN_OUT_READ) {
-                let plan = plan_by_ids(resource, chunk, &ReadRequest::default(), viewer)
-                    .map_err(|e| internal("a webhook's by-id read did not plan", e.detail))?;
-                let page = self.render_page(&plan, viewer, &versions, &timing).await?;
-                let mut envelope: serde_json::Value = serde_json::from_slice(&page.body)
-                    .map_err(|e| internal("a rendered page did not parse", e))?;
-                if let Some(serde_json::Value::Array(records)) = envelope["response"]
-                    .get_mut(resource.name)
-                    .map(serde_json::Value::take)
-                {
-                    for record in records {
-                        if let Some(id) = record["id"].as_str() {
-                            seen.insert((name.to_string(), id.to_string()), record);
+                let read = self
+                    .records_by_id(resource, chunk, viewer, &versions, &timing)
+                    .await;
+                match read {
+                    Ok(records) => seen.extend(records),
+                    Err(StoreError::Unreadable(_)) => {
+                        for id in chunk {
+                            let one = std::slice::from_ref(id);
+                            match self
+                                .records_by_id(resource, one, viewer, &versions, &timing)
+                                .await
+                            {
+                                Ok(records) => seen.extend(records),
+                                Err(StoreError::Unreadable(why)) => {
+                                    unreadable.insert((name.to_string(), id.clone()), why);
+                                }
+                                Err(error) => return Err(error),
+                            }
                         }
                     }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        Ok((seen, unreadable))
+    }
+
+    /// The records of `resource` with these ids as `viewer` sees them, rendered as the API
+    /// renders them, by (resource, id).
+    async fn records_by_id(
+        &self,
+        resource: &'static Resource,
+        ids: &[String],
+        viewer: &brandhub_query::plan::Viewer,
+        versions: &crate::Versions,
+        timing: &Timing,
+    ) -> StoreResult<RecordsSeen> {
+        let plan = plan_by_ids(resource, ids, &ReadRequest::default(), viewer)
+            .map_err(|e| internal("a webhook's by-id read did not plan", e.detail))?;
+        let page = self.render_page(&plan, viewer, versions, timing).await?;
+        let mut envelope: serde_json::Value = serde_json::from_slice(&page.body)
+            .map_err(|e| internal("a rendered page did not parse", e))?;
+        let mut seen = HashMap::new();
+        if let Some(serde_json::Value::Array(records)) = envelope["response"]
+            .get_mut(resource.name)
+            .map(serde_json::Value::take)
+        {
+            for record in records {
+                if let Some(id) = record["id"].as_str() {
+                    seen.insert((resource.name.to_string(), id.to_string()), record);
                 }
             }
         }
@@ -728,6 +802,33 @@ impl Store {
         .await?;
         Ok((events, open))
     }
+}
+
+/// Records as a subscriber sees them, by (resource, id).
+type RecordsSeen = HashMap<(String, String), serde_json::Value>;
+
+/// The resource of events set aside by the fan-out.
+fn event_problem() -> &'static Resource {
+    catalog()
+        .resource("eventProblem")
+        .expect("eventProblem is a resource")
+}
+
+/// A new `eventProblem` record: `event` set aside at `now` for `reason`.
+fn problem_record(event: &Event, reason: &str, now: i64) -> Record {
+    let resource = event_problem();
+    let layout = Layout::of(resource);
+    let mut record = Record::empty(resource);
+    let mut set = |path: &str, cell: Cell| record.cells[layout.cell(path)] = cell;
+    set("id", Cell::Text(new_id()));
+    set("eventId", Cell::Text(event.id.clone()));
+    set("eventType", Cell::Text(event.event_type.clone()));
+    set("resource", Cell::Text(event.resource.clone()));
+    set("recordId", Cell::Text(event.record_id.clone()));
+    set("reason", Cell::Text(reason.to_string()));
+    set("eventDate", Cell::Text(event.created_date.clone()));
+    set("createdDate", Cell::Text(timestamp_at(now)));
+    record
 }
 
 /// A new `webhookDelivery` record: pending, due now.

@@ -13,7 +13,8 @@
 use crate::db::{Backend, Store, failed, on_pool};
 use crate::error::{StoreError, StoreResult};
 use brandhub_catalog::{
-    Field, FieldType, Generated, Resource, catalog, naming::folded_column, record::stored_fields,
+    Field, FieldType, Generated, Resource, catalog, grouped, naming::folded_column,
+    record::stored_fields,
 };
 use sqlx::AssertSqlSafe;
 
@@ -233,7 +234,75 @@ pub fn resource_statements(resource: &Resource, backend: Backend) -> Vec<String>
         ));
     }
     statements.extend(natural_key_index(resource, backend));
+    statements.extend(held_statements(resource, backend));
     statements
+}
+
+/// The name of the database rule that holds `field` of `resource` within its range.
+fn held_name(resource: &Resource, field: &Field) -> String {
+    format!("bh_held_{}_{}", resource.table, field.column)
+}
+
+/// The rules that hold each count of `resource` declared `held` within its range, whoever
+/// writes it (CONTRACT §10: a stock move past ±1,000,000,000 is refused whole, and a sum
+/// that passes what an integer holds, which SQLite would store as a real, never reads back):
+/// on PostgreSQL a `CHECK` constraint, added `NOT VALID` so that migrating a filled table
+/// reads none of its rows; on SQLite, which adds no constraint to a table it made, a trigger
+/// before each insert and each update of the column that refuses a value that is not such a
+/// whole number. Either fails the statement, and the write with it, naming the rule
+/// ([`held_refusal`]).
+pub fn held_statements(resource: &Resource, backend: Backend) -> Vec<String> {
+    let mut statements = Vec::new();
+    for field in stored_fields(resource) {
+        let Some((least, most)) = field.held else {
+            continue;
+        };
+        let (table, column, name) = (
+            quote(resource.table),
+            quote(&field.column),
+            held_name(resource, field),
+        );
+        match backend {
+            Backend::Postgres => statements.push(format!(
+                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = '{name}' AND conrelid = '{table}'::regclass) THEN ALTER TABLE {table} ADD CONSTRAINT {} CHECK ({column} BETWEEN {least} AND {most}) NOT VALID; END IF; END $$",
+                quote(&name)
+            )),
+            Backend::Sqlite => {
+                let outside = format!(
+                    "NEW.{column} IS NOT NULL AND (typeof(NEW.{column}) <> 'integer' OR NEW.{column} NOT BETWEEN {least} AND {most})"
+                );
+                for (when, on) in [("insert", "INSERT".to_string()), ("update", format!("UPDATE OF {column}"))] {
+                    statements.push(format!(
+                        "CREATE TRIGGER IF NOT EXISTS {} BEFORE {on} ON {table} WHEN {outside} BEGIN SELECT RAISE(ABORT, '{name}'); END",
+                        quote(&format!("{name}_{when}"))
+                    ));
+                }
+            }
+        }
+    }
+    statements
+}
+
+/// The refusal of a write that a rule of [`held_statements`] stopped: 422 naming the count
+/// and its range, nothing of the write kept. `None` for any other database error.
+pub(crate) fn held_refusal(error: &dyn sqlx::error::DatabaseError) -> Option<StoreError> {
+    // PostgreSQL names the constraint; SQLite's trigger raises its name as the message.
+    let named = error.constraint().unwrap_or(error.message());
+    catalog().resources().iter().find_map(|resource| {
+        stored_fields(resource).into_iter().find_map(|field| {
+            let (least, most) = field.held?;
+            (held_name(resource, field) == named).then(|| {
+                StoreError::invalid(vec![brandhub_problem::FieldError::new(
+                    format!("{}.{}", resource.name, field.path),
+                    format!(
+                        "would be taken outside {} to {} by this change, so none of it was written",
+                        grouped(least),
+                        grouped(most)
+                    ),
+                )])
+            })
+        })
+    })
 }
 
 /// The unique index of a resource's natural key (CONTRACT §9), unless a declared unique index
@@ -754,6 +823,87 @@ mod tests {
         let sqlite = queue_statements(Backend::Sqlite).join("\n");
         assert!(sqlite.contains("\"file_id\" TEXT PRIMARY KEY"), "{sqlite}");
         assert!(sqlite.contains("(\"state\", \"available_at\")"), "{sqlite}");
+    }
+
+    #[test]
+    fn moved_counts_are_held_by_the_database() {
+        let stock = catalog().resource("stock").unwrap();
+        let pg = held_statements(stock, Backend::Postgres);
+        assert_eq!(pg.len(), 2, "inStock and demand: {pg:?}");
+        assert!(
+            pg[0].contains(r#"ADD CONSTRAINT "bh_held_stock_in_stock" CHECK ("in_stock" BETWEEN -1000000000 AND 1000000000) NOT VALID"#),
+            "{}",
+            pg[0]
+        );
+        let sqlite = held_statements(stock, Backend::Sqlite);
+        assert_eq!(
+            sqlite.len(),
+            4,
+            "an insert and an update trigger each: {sqlite:?}"
+        );
+        assert!(
+            sqlite[3].starts_with(r#"CREATE TRIGGER IF NOT EXISTS "bh_held_stock_demand_update" BEFORE UPDATE OF "demand" ON "stock" WHEN NEW."demand" IS NOT NULL AND (typeof(NEW."demand") <> 'integer' OR NEW."demand" NOT BETWEEN -1000000000 AND 1000000000)"#),
+            "{}",
+            sqlite[3]
+        );
+        let order = catalog().resource("order").unwrap();
+        assert!(held_statements(order, Backend::Sqlite).is_empty());
+    }
+
+    /// A move that would take a count past its range, or past what an integer holds (which
+    /// SQLite would store as a real that no longer reads back), fails its write, which is
+    /// told as the 422 naming the count; the count stays as it was.
+    #[tokio::test]
+    async fn sqlite_refuses_a_move_past_the_range_and_the_count_stays() {
+        use crate::db::{Kind, Timing};
+        use sea_query::{Alias, Expr, ExprTrait, Query};
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::db::migrated_sqlite(&dir.path().join("held.db"), 1).await;
+        // A stock record without the records it links to: this connection checks no links.
+        store
+            .execute_raw("PRAGMA foreign_keys = OFF; INSERT INTO stock (id, fk_warehouse, fk_variant, in_stock, demand, supply, last_update) VALUES ('S1', 'W', 'V', 5, 999999999, 0, '2026-01-01T00:00:00')")
+            .await
+            .unwrap();
+        let add = |n: i64| {
+            Query::update()
+                .table(Alias::new("stock"))
+                .value(Alias::new("demand"), Expr::col(Alias::new("demand")).add(n))
+                .and_where(Expr::col(Alias::new("id")).eq("S1"))
+                .to_owned()
+        };
+        let write = |n: i64| {
+            let store = store.clone();
+            async move {
+                let mut tx = store.begin().await?;
+                tx.execute("stock", &add(n)).await?;
+                tx.commit().await.map(|_| ())
+            }
+        };
+        write(1).await.expect("the top of the range is a count");
+        for past in [1, i64::MAX] {
+            match write(past).await {
+                Err(StoreError::Invalid { problems, .. }) => {
+                    assert_eq!(problems[0].field, "stock.demand");
+                    assert!(
+                        problems[0]
+                            .message
+                            .contains("-1,000,000,000 to 1,000,000,000"),
+                        "{}",
+                        problems[0].message
+                    );
+                }
+                other => panic!("a move past the range is refused, not {other:?}"),
+            }
+        }
+        let read = Query::select()
+            .column(Alias::new("demand"))
+            .from(Alias::new("stock"))
+            .to_owned();
+        let rows = store
+            .fetch(&read, &[Kind::Integer], &Timing::default())
+            .await
+            .unwrap();
+        assert_eq!(rows[0][0], brandhub_catalog::Cell::Integer(1_000_000_000));
     }
 
     #[test]

@@ -491,6 +491,11 @@ fn write_body(
                 if let Some(max) = field.max_chars {
                     bounded["maxLength"] = json!(max);
                 }
+                // Quantities and amounts: their domain's range (CONTRACT §10).
+                if let Some((least, most)) = field.domain.and_then(|d| d.bounds()) {
+                    bounded["minimum"] = json!(least);
+                    bounded["maximum"] = json!(most);
+                }
                 if let Some(words) = field.domain.and_then(|d| d.words()) {
                     let mut allowed = json!(words);
                     if !must_fill

@@ -17,7 +17,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::{new_id, now_timestamp};
 use brandhub_catalog::lifecycle::{Step, transition};
-use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_catalog::{Cell, Domain, Layout, Record, Resource};
 use brandhub_problem::FieldError;
 use brandhub_query::conditions::IdempotencyKey;
 use brandhub_query::intake::Intake;
@@ -107,32 +107,49 @@ fn number(values: &WriteValues, path: &str) -> Option<f64> {
     }
 }
 
+/// An amount as money is kept (CONTRACT §10: two decimals), by the catalog's one rule.
 fn round(amount: f64) -> f64 {
-    (amount * 100.0).round() / 100.0
+    Domain::SIGNED_MONEY.kept(amount)
 }
 
-/// A line's amounts: (net, tax, gross), or the problems with the given ones.
+/// Adds the problem of an amount brandhub computed (`what`, for the field `shown` of
+/// `resource`'s `path`) when it lies outside the field's domain, as a given one would.
+fn check_computed(
+    resource: &Resource,
+    path: &str,
+    shown: &str,
+    what: &str,
+    amount: f64,
+    index: Option<usize>,
+    problems: &mut Vec<FieldError>,
+) {
+    let field = resource
+        .field_at(path)
+        .expect("the intake's amounts are fields");
+    if let Some(message) = field.value_problem(&Cell::Number(amount)) {
+        problems.push(problem(
+            shown,
+            format!("{what}, {amount:.2}, {message}"),
+            index,
+        ));
+    }
+}
+
+/// A line's amounts: (net, tax, gross), or the problems with the given ones and with those
+/// computed from them (each within the money domain, CONTRACT §10). The quantity and the
+/// price were held to their domains when the line was read.
 fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -> (f64, f64, f64) {
+    let item = resource("orderItem");
     let qty = match values.cell("orderQty") {
         Some(Cell::Integer(n)) => *n,
         _ => 0,
     };
-    if values.cell("orderQty").is_some() && qty < 1 {
-        problems.push(problem(
-            "order_orderItem.orderQty",
-            "must be at least 1",
-            Some(index),
-        ));
-    }
     let price = number(values, "itemPrice").unwrap_or(0.0);
-    if price < 0.0 {
-        problems.push(problem(
-            "order_orderItem.itemPrice",
-            "must not be negative",
-            Some(index),
-        ));
-    }
     let computed = round(qty as f64 * price);
+    let computed_within = |path: &str, what: &str, amount: f64, problems: &mut Vec<FieldError>| {
+        let shown = format!("order_orderItem.{path}");
+        check_computed(item, path, &shown, what, amount, Some(index), problems);
+    };
     let gross = match number(values, "lineGross") {
         Some(given) if (given - computed).abs() > TOLERANCE + 1e-9 => {
             problems.push(problem(
@@ -143,7 +160,10 @@ fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -
             given
         }
         Some(given) => given,
-        None => computed,
+        None => {
+            computed_within("lineGross", "orderQty × itemPrice", computed, problems);
+            computed
+        }
     };
     let (net, tax) = match (number(values, "lineNet"), number(values, "lineTax")) {
         (Some(net), Some(tax)) => {
@@ -158,8 +178,16 @@ fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -
             }
             (net, tax)
         }
-        (Some(net), None) => (net, round(gross - net)),
-        (None, Some(tax)) => (round(gross - tax), tax),
+        (Some(net), None) => {
+            let tax = round(gross - net);
+            computed_within("lineTax", "lineGross − lineNet", tax, problems);
+            (net, tax)
+        }
+        (None, Some(tax)) => {
+            let net = round(gross - tax);
+            computed_within("lineNet", "lineGross − lineTax", net, problems);
+            (net, tax)
+        }
         (None, None) => (gross, 0.0),
     };
     (net, tax, gross)
@@ -490,6 +518,27 @@ impl Store {
         for (index, line) in intake.lines.iter().enumerate() {
             line_amounts.push(amounts(&line.values, index, &mut problems));
         }
+        let (net, tax, gross) = line_amounts
+            .iter()
+            .fold((0.0, 0.0, 0.0), |(n, t, g), (a, b, c)| {
+                (n + a, t + b, g + c)
+            });
+        let (net, tax, gross) = (round(net), round(tax), round(gross));
+        for (path, total) in [
+            ("detail.net", net),
+            ("detail.vat", tax),
+            ("detail.gross", gross),
+        ] {
+            check_computed(
+                order,
+                path,
+                path,
+                "the sum of the lines",
+                total,
+                None,
+                &mut problems,
+            );
+        }
         if !problems.is_empty() {
             problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
             problems.dedup();
@@ -535,14 +584,9 @@ impl Store {
         if record.cells[o.cell("orderDate")].is_unset() {
             record.cells[o.cell("orderDate")] = Cell::Text(now.clone());
         }
-        let (net, tax, gross) = line_amounts
-            .iter()
-            .fold((0.0, 0.0, 0.0), |(n, t, g), (a, b, c)| {
-                (n + a, t + b, g + c)
-            });
-        record.cells[o.cell("detail.net")] = Cell::Number(round(net));
-        record.cells[o.cell("detail.vat")] = Cell::Number(round(tax));
-        record.cells[o.cell("detail.gross")] = Cell::Number(round(gross));
+        record.cells[o.cell("detail.net")] = Cell::Number(net);
+        record.cells[o.cell("detail.vat")] = Cell::Number(tax);
+        record.cells[o.cell("detail.gross")] = Cell::Number(gross);
         let order_id = record.id().to_string();
 
         let l = Layout::of(item);
@@ -589,7 +633,7 @@ impl Store {
         let written = async {
             tx.insert_records_with_next(order, &mut [record]).await?;
             tx.insert_records_with_next(item, &mut lines).await?;
-            tx.move_known_stock(&warehouse, &intake_moves(&demand), &stock_ids)
+            tx.move_known_stock(&warehouse, &intake_moves(&demand)?, &stock_ids)
                 .await?;
             if let Some(key) = key {
                 tx.keep_written(key, &[(order_id.clone(), true)]).await?;

@@ -49,29 +49,69 @@ pub struct Outcome {
     pub moves: Vec<(String, StockMove)>,
 }
 
-/// The statuses of lines still to be shipped (their quantity is demand).
-const OPEN: &str = "ACC";
-
-fn add_move(moves: &mut Vec<(String, StockMove)>, variant: &str, in_stock: i64, demand: i64) {
-    if in_stock == 0 && demand == 0 {
-        return;
-    }
-    match moves.iter_mut().find(|(v, _)| v == variant) {
-        Some((_, m)) => {
-            m.in_stock += in_stock;
-            m.demand += demand;
-        }
-        None => moves.push((variant.to_string(), StockMove { in_stock, demand })),
+impl StockMove {
+    /// The two moves one after the other, or `None` when a sum passes what a count holds
+    /// (checked arithmetic: a move that cannot be added up is refused, never wrapped).
+    pub fn plus(self, other: StockMove) -> Option<StockMove> {
+        Some(StockMove {
+            in_stock: self.in_stock.checked_add(other.in_stock)?,
+            demand: self.demand.checked_add(other.demand)?,
+        })
     }
 }
 
-/// The stock moves of an intake: each line's quantity becomes demand.
-pub fn intake_moves(lines: &[(String, i64)]) -> Vec<(String, StockMove)> {
-    let mut moves = Vec::new();
-    for (variant, qty) in lines {
-        add_move(&mut moves, variant, 0, *qty);
+/// The statuses of lines still to be shipped (their quantity is demand).
+const OPEN: &str = "ACC";
+
+/// The stock moves of a step, one per variant, added up with checked arithmetic.
+#[derive(Debug, Default)]
+struct Moves {
+    list: Vec<(String, StockMove)>,
+    /// A quantity or a sum passed what a count holds: the step is refused.
+    overflowed: bool,
+}
+
+impl Moves {
+    /// Adds a move of `variant`; `None` (a difference that did not fit) refuses the step.
+    fn add(&mut self, variant: &str, in_stock: Option<i64>, demand: Option<i64>) {
+        let (Some(in_stock), Some(demand)) = (in_stock, demand) else {
+            self.overflowed = true;
+            return;
+        };
+        if in_stock == 0 && demand == 0 {
+            return;
+        }
+        let step = StockMove { in_stock, demand };
+        match self.list.iter_mut().find(|(v, _)| v == variant) {
+            Some((_, m)) => match m.plus(step) {
+                Some(sum) => *m = sum,
+                None => self.overflowed = true,
+            },
+            None => self.list.push((variant.to_string(), step)),
+        }
     }
-    moves
+}
+
+/// The problem of a step whose stock moves do not add up within what a count holds.
+fn overflow_problem() -> FieldError {
+    problem(
+        "order_orderItem",
+        "the step moves more stock than a count can hold",
+        None,
+    )
+}
+
+/// The stock moves of an intake: each line's quantity becomes demand. Refused (422) when
+/// they do not add up within what a count holds.
+pub fn intake_moves(lines: &[(String, i64)]) -> Result<Vec<(String, StockMove)>, StoreError> {
+    let mut moves = Moves::default();
+    for (variant, qty) in lines {
+        moves.add(variant, Some(0), Some(*qty));
+    }
+    if moves.overflowed {
+        return Err(StoreError::invalid(vec![overflow_problem()]));
+    }
+    Ok(moves.list)
 }
 
 /// 409 `invalid_transition` naming the current and the asked status.
@@ -120,7 +160,7 @@ pub fn decide(order: &Order, ask: &Ask, who: UserType, now: &str) -> Result<Outc
         )));
     }
     let mut next = order.clone();
-    let mut moves = Vec::new();
+    let mut moves = Moves::default();
     let mut problems = Vec::new();
     // Each asked line is one of the order's, named once.
     let mut asked: Vec<Option<usize>> = Vec::with_capacity(ask.lines.len());
@@ -160,13 +200,17 @@ pub fn decide(order: &Order, ask: &Ask, who: UserType, now: &str) -> Result<Outc
             refuse_lines(ask, &mut problems);
             for line in &mut next.lines {
                 if line.status == OPEN {
-                    add_move(&mut moves, &line.variant, 0, line.ship_qty - line.order_qty);
+                    let open = line.ship_qty.checked_sub(line.order_qty);
+                    moves.add(&line.variant, Some(0), open);
                     line.status = "CAN".into();
                 }
             }
             next.status = "cancelled".into();
         }
         Step::Intake => unreachable!("refused above"),
+    }
+    if moves.overflowed {
+        problems.push(overflow_problem());
     }
     if !problems.is_empty() {
         problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
@@ -175,7 +219,7 @@ pub fn decide(order: &Order, ask: &Ask, who: UserType, now: &str) -> Result<Outc
     Ok(Outcome {
         step: row.step,
         order: next,
-        moves,
+        moves: moves.list,
     })
 }
 
@@ -194,7 +238,7 @@ fn acknowledge(
     ask: &Ask,
     asked: &[Option<usize>],
     next: &mut Order,
-    moves: &mut Vec<(String, StockMove)>,
+    moves: &mut Moves,
     problems: &mut Vec<FieldError>,
 ) {
     let reject_all = ask.status == "rejected";
@@ -250,7 +294,7 @@ fn acknowledge(
     }
     for line in &next.lines {
         if line.status == "REJ" {
-            add_move(moves, &line.variant, 0, -line.order_qty);
+            moves.add(&line.variant, Some(0), line.order_qty.checked_neg());
         }
     }
     let all_rejected = next.lines.iter().all(|l| l.status == "REJ");
@@ -272,7 +316,7 @@ fn dispatch(
     ask: &Ask,
     asked: &[Option<usize>],
     next: &mut Order,
-    moves: &mut Vec<(String, StockMove)>,
+    moves: &mut Moves,
     problems: &mut Vec<FieldError>,
     now: &str,
 ) {
@@ -330,7 +374,8 @@ fn dispatch(
         for at in 0..next.lines.len() {
             if next.lines[at].status == OPEN && !asked.contains(&Some(at)) {
                 let qty = next.lines[at].order_qty;
-                shipped_now += qty - next.lines[at].ship_qty;
+                shipped_now =
+                    shipped_now.saturating_add(qty.saturating_sub(next.lines[at].ship_qty));
                 ship(next, at, qty, moves);
             }
         }
@@ -376,10 +421,10 @@ fn dispatch(
 }
 
 /// Sets line `at`'s total shipped to `qty`, moving the difference out of stock and demand.
-fn ship(next: &mut Order, at: usize, qty: i64, moves: &mut Vec<(String, StockMove)>) {
+fn ship(next: &mut Order, at: usize, qty: i64, moves: &mut Moves) {
     let line = &mut next.lines[at];
-    let delta = qty - line.ship_qty;
-    add_move(moves, &line.variant, -delta, -delta);
+    let out = line.ship_qty.checked_sub(qty);
+    moves.add(&line.variant, out, out);
     line.ship_qty = qty;
     if qty >= line.order_qty {
         line.status = "DSP".into();
@@ -390,7 +435,7 @@ fn give_back(
     ask: &Ask,
     asked: &[Option<usize>],
     next: &mut Order,
-    moves: &mut Vec<(String, StockMove)>,
+    moves: &mut Moves,
     problems: &mut Vec<FieldError>,
     now: &str,
 ) {
@@ -439,12 +484,12 @@ fn give_back(
     let mut returned = 0;
     for (at, qty, _) in targets {
         let line = &mut next.lines[at];
-        let delta = qty - line.return_qty;
-        if delta == 0 {
+        let delta = qty.checked_sub(line.return_qty);
+        if delta == Some(0) {
             continue;
         }
-        returned += delta;
-        add_move(moves, &line.variant, delta, 0);
+        returned += 1;
+        moves.add(&line.variant, delta, Some(0));
         line.return_qty = qty;
         line.status = "RET".into();
         line.return_date = Some(date.clone());
@@ -489,6 +534,57 @@ mod tests {
     }
 
     const NOW: &str = "2031-01-01T00:00:00";
+
+    #[test]
+    fn stock_moves_are_added_with_checked_arithmetic() {
+        // Two lines of one variant whose quantities do not add up within a count.
+        let huge = |id: &str| Line {
+            variant: "V".into(),
+            ..line(id, i64::MAX)
+        };
+        let order = Order {
+            lines: vec![huge("A"), huge("B")],
+            ..order("new")
+        };
+        let ask = Ask {
+            status: "cancelled".into(),
+            ..Ask::default()
+        };
+        match decide(&order, &ask, UserType::Host, NOW) {
+            Err(StoreError::Invalid { problems, .. }) => {
+                assert_eq!(problems[0].field, "order_orderItem");
+                assert!(
+                    problems[0]
+                        .message
+                        .contains("more stock than a count can hold")
+                );
+            }
+            other => panic!("the step is refused, not {other:?}"),
+        }
+        assert!(intake_moves(&[("V".into(), i64::MAX), ("V".into(), 1)]).is_err());
+        assert_eq!(
+            intake_moves(&[("V".into(), 2), ("V".into(), 3)]).unwrap(),
+            vec![(
+                "V".into(),
+                StockMove {
+                    in_stock: 0,
+                    demand: 5
+                }
+            )]
+        );
+        let most = StockMove {
+            in_stock: i64::MAX,
+            demand: 0,
+        };
+        assert_eq!(most.plus(StockMove::default()), Some(most));
+        assert_eq!(
+            most.plus(StockMove {
+                in_stock: 1,
+                demand: 0
+            }),
+            None
+        );
+    }
 
     #[test]
     fn a_partial_rejection_accepts_the_order_and_gives_the_demand_back() {
@@ -745,7 +841,7 @@ mod model {
             let start = 100;
             let mut stock: HashMap<String, StockMove> = HashMap::new();
             let intake: Vec<(String, i64)> = order.lines.iter().map(|l| (l.variant.clone(), l.order_qty)).collect();
-            for (variant, m) in intake_moves(&intake) {
+            for (variant, m) in intake_moves(&intake).unwrap() {
                 let s = stock.entry(variant).or_default();
                 s.demand += m.demand;
             }

@@ -12,7 +12,8 @@ use crate::db::{Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::ids::{new_id, now_timestamp};
 use crate::write::records_of;
-use brandhub_catalog::{Cell, Layout, Record, Resource, catalog, record::stored_fields};
+use brandhub_catalog::{Cell, Layout, Record, Resource, catalog, grouped, record::stored_fields};
+use brandhub_problem::FieldError;
 use brandhub_query::conditions::IfMatch;
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
@@ -239,7 +240,7 @@ impl WriteTx {
             }
             touched.push(after.order.id().to_string());
             if let Some(warehouse) = loaded.warehouse() {
-                sum_moves(&mut moves, &warehouse, &outcome.moves);
+                sum_moves(&mut moves, &warehouse, &outcome.moves)?;
             }
         }
         let mut orders: Vec<Record> = orders.into_values().collect();
@@ -265,7 +266,7 @@ impl WriteTx {
         moves: &[(String, StockMove)],
     ) -> StoreResult<()> {
         let mut by_stock = BTreeMap::new();
-        sum_moves(&mut by_stock, warehouse, moves);
+        sum_moves(&mut by_stock, warehouse, moves)?;
         self.add_to_stock(by_stock.into_iter().collect()).await
     }
 
@@ -281,7 +282,7 @@ impl WriteTx {
         known: &HashMap<String, String>,
     ) -> StoreResult<()> {
         let mut by_stock = BTreeMap::new();
-        sum_moves(&mut by_stock, warehouse, moves);
+        sum_moves(&mut by_stock, warehouse, moves)?;
         let additions: Option<Vec<(String, Vec<i64>)>> = by_stock
             .iter()
             .map(|((_, variant), m)| known.get(variant).map(|id| (id.clone(), moved(m).to_vec())))
@@ -323,6 +324,95 @@ impl WriteTx {
     }
 }
 
+impl WriteTx {
+    /// Which of `outcomes`, taken in order, keep every stock count they move within the range
+    /// the catalog holds it to (`Field::held`), each applied after the ones before it that
+    /// do: `None` for those, the reason for one that would take a count outside. For a
+    /// caller that refuses such a step on its own (a row of an orderDispatch file) rather
+    /// than failing its whole write, which the database does for whatever passes this. The
+    /// stock records are read locked, in key order as the stock moves lock them, so their
+    /// counts stay as read until this transaction writes.
+    pub async fn moves_out_of_range(
+        &mut self,
+        outcomes: &[(&Loaded, &Outcome)],
+    ) -> StoreResult<Vec<Option<String>>> {
+        let stock = resource("stock");
+        let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (loaded, outcome) in outcomes {
+            if let Some(warehouse) = loaded.warehouse() {
+                let variants = wanted.entry(warehouse).or_default();
+                variants.extend(outcome.moves.iter().map(|(v, _)| v.clone()));
+            }
+        }
+        let mut counts: HashMap<(String, String), StockMove> = HashMap::new();
+        let column = |path: &str| {
+            Alias::new(
+                stock
+                    .field_at(path)
+                    .expect("stock moves name stock fields")
+                    .column
+                    .as_str(),
+            )
+        };
+        for (warehouse, variants) in &wanted {
+            let variants: Vec<String> = variants.iter().cloned().collect();
+            for chunk in variants.chunks(ORDERS_PER_STATEMENT) {
+                let select = Query::select()
+                    .columns(["fk_variant", MOVED[0], MOVED[1]].map(column))
+                    .from(Alias::new(stock.table))
+                    .and_where(Expr::col(column("fk_warehouse")).eq(warehouse.as_str()))
+                    .and_where(Expr::col(column("fk_variant")).is_in(chunk.iter().cloned()))
+                    .order_by(column("fk_warehouse"), By::Asc)
+                    .order_by(column("fk_variant"), By::Asc)
+                    .lock(LockType::Update)
+                    .to_owned();
+                let kinds = [Kind::Text, Kind::Integer, Kind::Integer];
+                for row in self.fetch(&select, &kinds).await? {
+                    let count = |cell: &Cell| match cell {
+                        Cell::Integer(n) => *n,
+                        _ => 0,
+                    };
+                    let variant = row[0].as_text().unwrap_or_default().to_string();
+                    let found = StockMove {
+                        in_stock: count(&row[1]),
+                        demand: count(&row[2]),
+                    };
+                    counts.insert((warehouse.clone(), variant), found);
+                }
+            }
+        }
+        let mut verdicts = Vec::with_capacity(outcomes.len());
+        for (loaded, outcome) in outcomes {
+            let Some(warehouse) = loaded.warehouse() else {
+                verdicts.push(None);
+                continue;
+            };
+            let mut moved_to = Vec::with_capacity(outcome.moves.len());
+            let mut refusal = None;
+            for (variant, step) in &outcome.moves {
+                let key = (warehouse.clone(), variant.clone());
+                let now = counts.get(&key).copied().unwrap_or_default();
+                let Some(after) = now.plus(*step) else {
+                    refusal = Some("the move passes what a stock count can hold".to_string());
+                    break;
+                };
+                let why = out_of_range(MOVED[0], variant, after.in_stock)
+                    .or_else(|| out_of_range(MOVED[1], variant, after.demand));
+                if why.is_some() {
+                    refusal = why;
+                    break;
+                }
+                moved_to.push((key, after));
+            }
+            if refusal.is_none() {
+                counts.extend(moved_to);
+            }
+            verdicts.push(refusal);
+        }
+        Ok(verdicts)
+    }
+}
+
 /// The stock fields a [`StockMove`] adds to, in the order of its numbers.
 const MOVED: [&str; 2] = ["inStock", "demand"];
 
@@ -332,19 +422,42 @@ fn moved(m: &StockMove) -> [i64; 2] {
 }
 
 /// Adds the stock moves of one order in `warehouse` to `sums`, one per (warehouse, variant):
-/// a multi-row upsert may touch each stock record once.
+/// a multi-row upsert may touch each stock record once. Checked: moves that do not add up
+/// within what a count holds are refused (422), never wrapped.
 fn sum_moves(
     sums: &mut BTreeMap<(String, String), StockMove>,
     warehouse: &str,
     moves: &[(String, StockMove)],
-) {
+) -> StoreResult<()> {
     for (variant, step) in moves {
         let sum = sums
             .entry((warehouse.to_string(), variant.clone()))
             .or_default();
-        sum.in_stock += step.in_stock;
-        sum.demand += step.demand;
+        *sum = sum.plus(*step).ok_or_else(|| {
+            StoreError::invalid(vec![FieldError::new(
+                "order_orderItem",
+                "the steps move more stock than a count can hold",
+            )])
+        })?;
     }
+    Ok(())
+}
+
+/// Why a stock count of `variant` would leave the range the catalog holds it to, if moved to
+/// `value` (CONTRACT §10: a move outside ±1,000,000,000 is refused whole).
+fn out_of_range(path: &str, variant: &str, value: i64) -> Option<String> {
+    let field = resource("stock")
+        .field_at(path)
+        .expect("stock moves name stock fields");
+    let (least, most) = field.held?;
+    (value < least || value > most).then(|| {
+        format!(
+            "the move would take stock.{path} of variant {variant} to {}, outside {} to {}",
+            grouped(value),
+            grouped(least),
+            grouped(most)
+        )
+    })
 }
 
 fn not_found(id: &str) -> StoreError {

@@ -286,7 +286,7 @@ async fn writes_stay_within_scope_and_rights(fx) {
     // without naming the record.
     let taken = post(fx, "/api/brand?upsert=true", "company", json!({"fk_company": own, "name": "Hijacked", "code": "SCP-ADMIN"})).await;
     let problem = taken.assert_problem(409, "conflict");
-    assert!(!problem.to_string().contains(&theirs_id), "{problem}");
+    assert!(!problem.to_string().contains(theirs_id), "{problem}");
     assert_eq!(fx.get(&format!("/api/brand/{theirs_id}")).await.records("brand")[0]["name"], "Theirs");
     let changed = call(fx, reqwest::Method::PATCH, &format!("/api/brand/{brand_id}"), "company", Some(json!({"fk_company": foreign}))).await;
     changed.assert_problem(422, "validation_failed");

@@ -1359,11 +1359,12 @@ impl WriteTx {
                 self.tx = Tx::Postgres(tx);
             }
             Tx::SqliteUnbegun { reader, turn } => {
-                if reader.is_none() {
+                // The pooled connection goes back to the pool before the wait for the turn:
+                // the write that holds the turn may need one to finish.
+                if reader.take().is_none() {
                     return Err(ended());
                 }
                 let turn = turn.clone().take().await?;
-                // The pooled connection goes back to the pool now.
                 self.tx = Tx::Sqlite(SqliteTx::in_turn(turn));
             }
             Tx::Sqlite(_) | Tx::Postgres(_) => {}

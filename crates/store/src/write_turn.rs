@@ -256,6 +256,42 @@ mod tests {
         assert_eq!(ids(&store).await, ["FIRST", "NEXT"]);
     }
 
+    /// Checked-first writes that wait for the turn hold no pooled connection meanwhile: as many
+    /// of them as the pool has connections, waiting, leave the write holding the turn free to
+    /// read beside it on the pool (a file's processing does), instead of both waiting until
+    /// the turn's wait runs out.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_waiting_for_the_turn_leave_the_pool_to_the_write_holding_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_things(&dir).await;
+        let holder = store.begin().await.unwrap();
+        let mut waiting = Vec::new();
+        for n in 0..3 {
+            let mut create = store.begin_checking_first().await.unwrap();
+            create
+                .insert_unanswered_if_new("thing", thing(&format!("W{n}"), &format!("w{n}")), &[])
+                .await
+                .unwrap();
+            waiting.push(tokio::spawn(create.commit()));
+        }
+        // Each waiting commit has asked for the turn by now or will soon; the holder's read on
+        // the pool must not wait for them.
+        tokio::task::yield_now().await;
+        let read = tokio::time::timeout(DEADLOCK, ids(&store))
+            .await
+            .expect("a read on the pool waited for the writes waiting for the turn");
+        assert!(read.is_empty());
+        holder.commit().await.unwrap();
+        for commit in waiting {
+            tokio::time::timeout(DEADLOCK, commit)
+                .await
+                .expect("a waiting commit never got the turn")
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(ids(&store).await, ["W0", "W1", "W2"]);
+    }
+
     /// An assertion that holds leaves no row and lets the write go on; one that does not fails
     /// its statement, and the write's transaction writes nothing.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

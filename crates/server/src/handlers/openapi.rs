@@ -203,15 +203,24 @@ fn names_pattern(view: View, resource: &Resource, leaves: &[String]) -> String {
 /// What a filter value of a field's type may be: anything for text and ids (no match is an
 /// empty page, not an error), the number, boolean and timestamp forms the planner reads
 /// (dates with days up to 28 and times within a day, so that every value the pattern allows
-/// is a real moment).
+/// is a real moment). Numbers and timestamps may begin with a comparison (`>=`, `<=`, `>`,
+/// `<`, `#` not equal, `=`), booleans with `#` or `=`; `#` or `=` alone compare with the
+/// empty value.
 fn filter_value_schema(ty: FieldType) -> Value {
+    const COMPARED: &str = "(?:[<>]=?|[#=])?";
     match ty {
-        FieldType::Integer | FieldType::Number => {
-            json!({"type": "string", "pattern": "^(-?[0-9]{1,15}(\\.[0-9]{1,6})?)?$"})
+        FieldType::Integer | FieldType::Number => json!({"type": "string",
+            "pattern": format!("^(?:{COMPARED}-?[0-9]{{1,15}}(?:\\.[0-9]{{1,6}})?|[#=]?)$")}),
+        FieldType::Boolean => {
+            let words = ["", "true", "false", "1", "0"];
+            let forms: Vec<String> = ["", "#", "="]
+                .iter()
+                .flat_map(|prefix| words.iter().map(move |w| format!("{prefix}{w}")))
+                .collect();
+            json!({"type": "string", "enum": forms})
         }
-        FieldType::Boolean => json!({"type": "string", "enum": ["", "true", "false", "1", "0"]}),
         FieldType::Timestamp | FieldType::PreciseTimestamp => json!({"type": "string",
-            "pattern": "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])?)?$"}),
+            "pattern": format!("^(?:{COMPARED}[0-9]{{4}}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])?|[#=]?)$")}),
         // No NUL character: PostgreSQL's text cannot hold one.
         _ => json!({"type": "string", "pattern": "^[^\\u0000]*$"}),
     }
@@ -282,7 +291,7 @@ fn parameters(view: View, resource: &Resource) -> Value {
         {"name": "exclude", "in": "query", "schema": {"type": "string", "pattern": name_list(&removable, &limits::EXCLUDE_ITEMS)}, "description": "Comma-separated names to remove."},
         {"name": "filters", "in": "query", "style": "form", "explode": true,
          "schema": {"type": "object", "properties": filters, "patternProperties": through, "additionalProperties": false},
-         "description": "Any other parameter <path>=<value> is an equality filter (paths through relations are dotted); @ is a wildcard in text; repeat a parameter for any of several values."}
+         "description": "Any other parameter <path>=<value> is a filter (paths through relations are dotted): equality, or the comparison the value begins with (>=, <=, >, <, # not equal, = equal to the rest; a date alone compares with the start of its day for < and >=, its end for > and <=); @ is a wildcard in text; repeat a parameter for any of several values, each comparison narrowing them."}
     ])
 }
 

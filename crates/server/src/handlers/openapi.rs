@@ -647,6 +647,54 @@ fn add_lifecycle_paths(
     }
 }
 
+/// `x-brandhub-lifecycle` of a resource that moves through a lifecycle: its statuses, its
+/// lines' statuses and the reasons a line is rejected with, each with its word, and each step
+/// of the catalog's table (`catalog::lifecycle`) with the statuses it is taken from and leads
+/// to, the user types that may take it (admins and sponsors included, as the order engine
+/// decides) and what an action taking it may give. Clients, the portal among them, offer the
+/// steps from this rather than from a copy of the table.
+fn lifecycle_extension(resource: &Resource) -> Option<Value> {
+    use brandhub_catalog::lifecycle::{
+        ITEM_STATUSES, ORDER_STATUSES, REASON_FIELD, REJECT_REASONS, TRANSITIONS, word,
+    };
+    let lifecycle = resource.lifecycle?;
+    let words = |codes: &[&str]| -> Value {
+        codes
+            .iter()
+            .map(|code| json!({"code": code, "word": word(code).unwrap_or(code)}))
+            .collect()
+    };
+    let steps: Vec<Value> = TRANSITIONS
+        .iter()
+        .map(|t| {
+            let who: Vec<&str> = UserType::ALL
+                .into_iter()
+                .filter(|u| t.allows(*u))
+                .map(UserType::as_str)
+                .collect();
+            json!({"step": t.step.as_str(), "from": t.from, "to": t.to, "who": who,
+                   "byFile": t.by_file, "fields": t.fields, "lineFields": t.line_fields,
+                   "does": t.effect})
+        })
+        .collect();
+    let actions: Vec<Value> = lifecycle
+        .actions
+        .iter()
+        .map(|(action, step)| {
+            json!({"path": format!("/api/{}/{action}", resource.name), "step": step.as_str()})
+        })
+        .collect();
+    Some(json!({
+        "status": lifecycle.status,
+        "lines": lifecycle.lines,
+        "statuses": words(&ORDER_STATUSES),
+        "lineStatuses": words(&ITEM_STATUSES),
+        "reasons": {"field": REASON_FIELD, "codes": words(&REJECT_REASONS)},
+        "steps": steps,
+        "actions": actions,
+    }))
+}
+
 /// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (CONTRACT §8).
 fn add_upload_paths(
     paths: &mut Map<String, Value>,
@@ -689,7 +737,11 @@ fn document(view: View) -> Value {
     for resource in catalog().resources() {
         let name = resource.name;
         let schema = schema_name(resource);
-        schemas.insert(schema.clone(), record_schema(view, resource));
+        let mut record = record_schema(view, resource);
+        if let Some(lifecycle) = lifecycle_extension(resource) {
+            record["x-brandhub-lifecycle"] = lifecycle;
+        }
+        schemas.insert(schema.clone(), record);
         let envelope = json!({"description": format!("A page of {name} records."), "content": {"application/json": {"schema": {
             "type": "object", "properties": {"response": {"type": "object", "properties": {
                 "page": {"type": "integer"}, "pageCount": {"type": "integer"}, "recordsSent": {"type": "integer"}, "recordsFound": {"type": "integer"},
@@ -809,6 +861,73 @@ mod tests {
         assert!(
             filters(&host).get("fk_file").is_none(),
             "a host cannot filter on it"
+        );
+    }
+
+    #[test]
+    fn the_order_schema_carries_its_lifecycle_from_the_catalog() {
+        use brandhub_catalog::lifecycle::{ORDER_STATUSES, REJECT_REASONS, TRANSITIONS};
+        for view in [None, Some(UserType::Warehouse)] {
+            let doc = document(view);
+            let lifecycle = &doc["components"]["schemas"]["Order"]["x-brandhub-lifecycle"];
+            assert_eq!(lifecycle["status"], "status", "{lifecycle}");
+            assert_eq!(lifecycle["lines"], "order_orderItem");
+            let codes = |list: &Value| -> Vec<String> {
+                list.as_array()
+                    .unwrap_or_else(|| panic!("a list: {list}"))
+                    .iter()
+                    .map(|s| {
+                        let word = s["word"].as_str().unwrap_or_default();
+                        assert!(!word.is_empty() && !word.contains('_'), "{s}");
+                        s["code"].as_str().unwrap().to_string()
+                    })
+                    .collect()
+            };
+            assert_eq!(codes(&lifecycle["statuses"]), ORDER_STATUSES);
+            assert_eq!(
+                codes(&lifecycle["lineStatuses"]),
+                ["ACC", "REJ", "DSP", "CAN", "RET"]
+            );
+            assert_eq!(codes(&lifecycle["reasons"]["codes"]), REJECT_REASONS);
+            assert_eq!(lifecycle["reasons"]["field"], "detail.reason");
+            assert_eq!(lifecycle["statuses"][3]["word"], "Part dispatched");
+            let steps = lifecycle["steps"].as_array().unwrap();
+            assert_eq!(steps.len(), TRANSITIONS.len());
+            let step = |name: &str| steps.iter().find(|s| s["step"] == name).unwrap().clone();
+            let dispatch = step("dispatch");
+            assert_eq!(dispatch["from"], json!(["accepted", "partDispatched"]));
+            assert_eq!(dispatch["to"], json!(["partDispatched", "dispatched"]));
+            // Who may take it, admins and sponsors included, as the order engine decides.
+            assert_eq!(
+                dispatch["who"],
+                json!(["admin", "sponsor", "company", "warehouse"])
+            );
+            assert_eq!(
+                dispatch["fields"],
+                json!(["carrier", "trackingRef", "shipDate"])
+            );
+            assert_eq!(dispatch["lineFields"], json!(["shipQty"]));
+            assert_eq!(dispatch["byFile"], true);
+            assert_eq!(
+                step("cancellation")["who"],
+                json!(["admin", "sponsor", "company", "host"])
+            );
+            assert_eq!(step("cancellation")["lineFields"], json!([]));
+            assert_eq!(
+                step("acknowledgement")["lineFields"],
+                json!(["status", "detail.reason"])
+            );
+            assert_eq!(step("return")["lineFields"], json!(["returnQty"]));
+            assert_eq!(
+                lifecycle["actions"],
+                json!([{"path": "/api/order/dispatch", "step": "dispatch"}])
+            );
+        }
+        // Only resources with a lifecycle carry one.
+        assert!(
+            document(None)["components"]["schemas"]["Stock"]
+                .get("x-brandhub-lifecycle")
+                .is_none()
         );
     }
 

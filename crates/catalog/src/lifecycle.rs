@@ -89,7 +89,7 @@ pub fn word(code: &str) -> Option<&'static str> {
         "delivered" => "Delivered",
         "returned" => "Returned",
         "cancelled" => "Cancelled",
-        "ACC" => "To ship",
+        "ACC" => "Accepted",
         "REJ" => "Rejected",
         "DSP" => "Shipped",
         "CAN" => "Cancelled",

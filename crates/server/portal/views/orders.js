@@ -4,7 +4,7 @@
 // take them and from which status all come from the API's description of the lifecycle
 // (lifecycle.js); the forms only know what each kind of step asks for.
 import { api, records, schema } from '../api.js';
-import { t, number, dateTime, money } from '../i18n.js';
+import { t, number, dateTime, money, locale } from '../i18n.js';
 import { el, field, heading, errorSlot } from '../ui.js';
 import { orderLifecycle, statusWord, lineStatusWord, reasonWord, stepsFor, step as stepNamed, notYetDispatched } from '../lifecycle.js';
 
@@ -38,11 +38,28 @@ function stamp(when) {
   return when.toISOString().slice(0, 19);
 }
 
+/** Related records of an answer by id: an entity shown expanded earlier in an answer comes
+ * again as a {__KEY} reference; `full(ref)` gives the expanded one where there is one. */
+function keyed(answer) {
+  const seen = new Map();
+  const walk = (value) => {
+    if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === 'object') {
+      if (value.id && !seen.has(value.id)) seen.set(value.id, value);
+      Object.values(value).forEach(walk);
+    }
+  };
+  walk(answer);
+  return (ref) => (ref && ref.__KEY && seen.get(ref.__KEY)) || ref || {};
+}
+
 /** Whole days from a contract timestamp to now. */
 function daysSince(value) {
   const then = new Date(value + 'Z').getTime();
   return Number.isNaN(then) ? 0 : Math.max(0, Math.floor((Date.now() - then) / 86400000));
 }
+
+const daysWord = (n) => t(n === 1 ? 'dayOld' : 'daysOld', { count: number(n) });
 
 /** Records of a resource by id (only what the user may read; nothing when it may not). */
 async function byIds(resource, ids, fields, may) {
@@ -198,9 +215,8 @@ async function renderList(main, context, notice) {
   const answer = await pageOf(request, filter.page, fields);
   const list = records(answer, 'order');
   const info = answer.response;
-  // A brand store shown earlier in the answer comes again as a {__KEY} reference.
-  const seen = new Map(list.map((o) => o.order_brandStore).filter((b) => b && b.id).map((b) => [b.id, b]));
-  const brandStoreOf = (o) => (o.order_brandStore && seen.get(o.order_brandStore.id || o.order_brandStore.__KEY)) || {};
+  const full = keyed(list);
+  const brandStoreOf = (o) => full(o.order_brandStore);
   const brandStores = list.map(brandStoreOf);
   const [brands, stores] = await Promise.all([
     byIds('brand', brandStores.map((b) => b.fk_brand), 'name', may),
@@ -217,9 +233,9 @@ async function renderList(main, context, notice) {
   const bulk = el('section', { class: 'card bulk', 'aria-label': t('shipSelected') });
 
   // What a phone shows without scrolling comes first: the order, its status, who and when.
-  const head = [canShip ? '' : null, t('order'), t('status'), t('customer'), t('ordered'), t('hostReference'), t('brand'),
-    showStores ? t('store') : null, t('shipped'), t('carrier'), t('trackingNumber'), showMoney ? t('total') : null,
-    filter.late !== null ? t('age') : null].filter((h) => h !== null);
+  const head = [canShip ? '' : null, t('order'), t('status'), filter.late !== null ? t('age') : null, t('customer'), t('ordered'),
+    t('hostReference'), t('brand'), showStores ? t('store') : null, t('shipped'), t('carrier'), t('trackingNumber'),
+    showMoney ? t('total') : null].filter((h) => h !== null);
   const rows = list.map((o) => {
     const bs = brandStoreOf(o);
     const currency = (o.order_orderItem || []).map((i) => i.currency).find(Boolean) || '';
@@ -234,6 +250,7 @@ async function renderList(main, context, notice) {
       select,
       el('td', {}, el('a', { href: `#/orders/o/${o.id}` }, ref)),
       el('td', {}, statusBadge(lc, o.status)),
+      filter.late !== null ? el('td', { class: 'num' }, daysWord(daysSince(o.orderDate))) : null,
       el('td', {}, customer(o.shipAddress)),
       el('td', {}, dateTime(o.orderDate)),
       el('td', {}, o.hostOrderRef || ''),
@@ -242,8 +259,7 @@ async function renderList(main, context, notice) {
       el('td', {}, dateTime(o.shipDate)),
       el('td', {}, o.carrier || ''),
       el('td', { class: 'mono' }, o.trackingRef || ''),
-      showMoney ? el('td', { class: 'num', 'data-money': '' }, money(o.detail && o.detail.gross, currency)) : null,
-      filter.late !== null ? el('td', { class: 'num' }, t('daysOld', { count: number(daysSince(o.orderDate)) })) : null);
+      showMoney ? el('td', { class: 'num', 'data-money': '' }, money(o.detail && o.detail.gross, currency)) : null);
   });
   const table = el('div', { class: 'table-wrap' }, el('table', {},
     el('thead', {}, el('tr', {}, head.map((h) => el('th', { scope: 'col' }, h)))),
@@ -265,7 +281,7 @@ async function renderList(main, context, notice) {
     const slot = errorSlot();
     const outcome = el('div', { class: 'outcome', 'aria-live': 'polite' });
     const bulkForm = el('form', { class: 'bulk-form', novalidate: true },
-      el('h2', {}, t('shipSelectedTitle', { count: number(selected.size) })),
+      el('h2', {}, selected.size === 1 ? t('shipSelectedOne') : t('shipSelectedTitle', { count: number(selected.size) })),
       el('p', { class: 'muted' }, t('shipSelectedHint')),
       field(t('carrier'), carrier),
       el('div', { class: 'tracking-list' }, tracking.map((x) => x.field)),
@@ -299,7 +315,7 @@ async function renderList(main, context, notice) {
 
   const total = info.recordsFound || 0;
   const pages = Math.max(1, info.pageCount || 0);
-  const summary = el('p', { class: 'muted', role: 'status' }, `${t('ordersFound', { count: number(total) })} · ${t('pageOf', { page: number(filter.page), pages: number(pages) })}`);
+  const summary = el('p', { class: 'muted', role: 'status' }, `${t(total === 1 ? 'orderFound' : 'ordersFound', { count: number(total) })} · ${t('pageOf', { page: number(filter.page), pages: number(pages) })}`);
   const previous = el('button', { type: 'button', class: 'secondary', disabled: filter.page <= 1 }, t('previousPage'));
   const next = el('button', { type: 'button', class: 'secondary', disabled: filter.page >= pages }, t('nextPage'));
   previous.addEventListener('click', () => goTo(hashOf(status, { ...filter, page: filter.page - 1 }), redraw));
@@ -314,10 +330,13 @@ async function renderList(main, context, notice) {
     bulk, summary, table, el('div', { class: 'pager' }, previous, next)].filter(Boolean));
 }
 
+/** The title of a line's product. */
+const titleOf = (item) => (item.orderItem_variant && item.orderItem_variant.variant_product && item.orderItem_variant.variant_product.title) || '';
+
 /** A line as people name it: product, colour, size and barcode. */
 function lineName(item) {
   const v = item.orderItem_variant || {};
-  const title = (v.variant_product && v.variant_product.title) || '';
+  const title = titleOf(item);
   const words = [title, v.colour, v.size].filter(Boolean).join(', ');
   return v.barcode ? `${words} (${v.barcode})` : words || item.hostItemRef || item.id;
 }
@@ -390,10 +409,13 @@ function quantityTable(rows, heads) {
 function productCells(item) {
   const v = item.orderItem_variant || {};
   return [
-    el('td', { class: 'product' }, el('strong', {}, (v.variant_product && v.variant_product.title) || ''), el('div', { class: 'muted' }, [v.colour, v.size].filter(Boolean).join(' · '))),
-    el('td', { class: 'mono' }, v.barcode || ''),
+    el('td', { class: 'product' }, el('strong', {}, titleOf(item)), el('div', { class: 'muted' }, [v.colour, v.size].filter(Boolean).join(' · '))),
+    el('td', { class: 'mono', 'data-label': t('barcode') }, v.barcode || ''),
   ];
 }
+
+/** A cell of a lines table that names itself where the table is shown as a list (phones). */
+const cell = (label, content, attrs = {}) => el('td', { class: 'num', 'data-label': label, ...attrs }, content);
 
 /** The forms of the steps the user may take on this order now. */
 function stepForms(lc, order, items, act) {
@@ -445,7 +467,8 @@ function stepForms(lc, order, items, act) {
       const button = el('button', { type: 'submit' }, t('ship'));
       const form = stepForm(s.step, t('shipTitle'), t('shipHint'), [
         quantityTable(lines.map((l) => el('tr', { 'data-line': l.item.id }, ...productCells(l.item),
-          el('td', { class: 'num' }, number(l.item.orderQty)), el('td', { class: 'num' }, number(l.item.shipQty || 0)), el('td', {}, l.input))),
+          cell(t('ordered'), number(l.item.orderQty)), cell(t('shippedQty'), number(l.item.shipQty || 0)),
+          el('td', { class: 'qty-cell', 'data-label': t('toShipNow') }, l.input))),
         [t('product'), t('barcode'), t('ordered'), t('shippedQty'), t('toShipNow')]),
         el('div', { class: 'row' }, field(t('carrier'), carrier), field(t('trackingNumber'), tracking)),
       ], button, async (refuse) => {
@@ -474,7 +497,8 @@ function stepForms(lc, order, items, act) {
       const button = el('button', { type: 'submit' }, t('return'));
       const form = stepForm(s.step, t('returnTitle'), t('returnHint'), [
         quantityTable(lines.map((l) => el('tr', { 'data-line': l.item.id }, ...productCells(l.item),
-          el('td', { class: 'num' }, number(l.item.shipQty || 0)), el('td', { class: 'num' }, number(l.item.returnQty || 0)), el('td', {}, l.input))),
+          cell(t('shippedQty'), number(l.item.shipQty || 0)), cell(t('returnedQty'), number(l.item.returnQty || 0)),
+          el('td', { class: 'qty-cell', 'data-label': t('returnedNow') }, l.input))),
         [t('product'), t('barcode'), t('shippedQty'), t('returnedQty'), t('returnedNow')]),
       ], button, async (refuse) => {
         const asked = lines.map((l) => ({ ...l, now: quantityOf(l.input) }));
@@ -514,6 +538,12 @@ function stepForms(lc, order, items, act) {
   return forms;
 }
 
+/** A country's name in the user's language from its ISO code (the code where there is none). */
+function countryName(code) {
+  if (!code) return '';
+  try { return new Intl.DisplayNames([locale()], { type: 'region' }).of(code) || code; } catch { return code; }
+}
+
 function addressBlock(address) {
   if (!address) return el('p', { class: 'muted' }, t('noAddress'));
   const a = address;
@@ -521,7 +551,7 @@ function addressBlock(address) {
     [a.title, a.forename, a.surname].filter(Boolean).join(' '),
     a.company, a.line1, a.line2,
     [a.postcode, a.town].filter(Boolean).join(' '),
-    a.county, a.country || a.countryCode,
+    a.county, a.country || countryName(a.countryCode),
   ].filter(Boolean);
   return el('div', {},
     el('address', { class: 'ship-to' }, lines.map((l, i) => [i ? el('br') : null, l])),
@@ -542,7 +572,12 @@ async function renderOrder(main, id, context, notice) {
   const { me, may } = context;
   const lc = await orderLifecycle();
   const order = records(await api(`/order/${encodeURIComponent(id)}`), 'order')[0];
-  const items = order.order_orderItem || [];
+  // Each line with its variant and product whole, also where the answer gave a reference.
+  const full = keyed(order);
+  const items = (order.order_orderItem || []).map((item) => {
+    const variant = full(item.orderItem_variant);
+    return { ...item, orderItem_variant: { ...variant, variant_product: full(variant.variant_product) } };
+  });
   const bs = order.order_brandStore || {};
   const [brand, store, warehouse] = await Promise.all([
     one('brand', bs.fk_brand, 'name', may),
@@ -570,12 +605,12 @@ async function renderOrder(main, id, context, notice) {
     ...(lineMoney ? [t('price'), t('lineTotal')] : [])];
   const itemRows = items.map((item) => el('tr', { 'data-line': item.id },
     ...productCells(item),
-    el('td', { class: 'num' }, number(item.orderQty)),
-    el('td', { class: 'num' }, number(item.shipQty || 0)),
-    el('td', { class: 'num' }, number(item.returnQty || 0)),
-    el('td', {}, lineBadge(lc, item)),
-    lineMoney ? el('td', { class: 'num', 'data-money': '' }, money(item.itemPrice, item.currency)) : null,
-    lineMoney ? el('td', { class: 'num', 'data-money': '' }, money(item.lineGross, item.currency)) : null));
+    cell(t('ordered'), number(item.orderQty)),
+    cell(t('shippedQty'), number(item.shipQty || 0)),
+    cell(t('returnedQty'), number(item.returnQty || 0)),
+    el('td', { 'data-label': t('status') }, lineBadge(lc, item)),
+    lineMoney ? cell(t('price'), money(item.itemPrice, item.currency), { 'data-money': '' }) : null,
+    lineMoney ? cell(t('lineTotal'), money(item.lineGross, item.currency), { 'data-money': '' }) : null));
 
   const host = store && store.store_host ? store.store_host.name : '';
   main.replaceChildren(...[
@@ -592,7 +627,7 @@ async function renderOrder(main, id, context, notice) {
         d.customerMessage ? el('div', { class: 'message' }, el('h3', {}, t('customerMessage')), el('p', {}, d.customerMessage)) : null),
       el('section', { class: 'card area-steps', 'aria-label': t('nextSteps') }, el('h2', {}, t('nextSteps')),
         forms.length ? forms : el('p', { class: 'muted' }, t('noActions'))),
-      el('section', { class: 'card area-items' }, el('h2', {}, t('orderItems')), el('div', { class: 'table-wrap' }, el('table', {},
+      el('section', { class: 'card area-items' }, el('h2', {}, t('orderItems')), el('div', { class: 'table-wrap' }, el('table', { class: 'lines' },
         el('thead', {}, el('tr', {}, itemHead.map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', {}, itemRows)))),
       el('section', { class: 'card area-facts' }, el('h2', {}, t('orderDetails')), facts([

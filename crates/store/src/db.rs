@@ -540,7 +540,12 @@ impl Store {
                     .map_err(|e| failed("cannot open the SQLite database", e))?,
             )
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            let mut settings: Vec<(&str, &str)> = vec![("statement_timeout", "60s")];
+            // The writer setting tells the triggers that see writes from outside brandhub
+            // that this connection's writes are brandhub's own (`crate::external`).
+            let mut settings: Vec<(&str, &str)> = vec![
+                ("statement_timeout", "60s"),
+                (crate::external::PG_WRITER_SETTING, "on"),
+            ];
             settings.extend(
                 options
                     .pg_settings
@@ -1416,12 +1421,16 @@ impl WriteTx {
         };
         let mut batch: Vec<Batched> = Vec::new();
         let begins = std::mem::take(&mut tx.unbegun);
+        let ours = |sql: &str| Batched {
+            sql: sql.into(),
+            values: sea_query::Values(Vec::new()),
+            part: Part::Transaction,
+        };
         if begins {
-            batch.push(Batched {
-                sql: BEGIN_SQL.into(),
-                values: sea_query::Values(Vec::new()),
-                part: Part::Transaction,
-            });
+            // The mark that tells the triggers seeing outside writes that this one is
+            // brandhub's, held until just before the commit (`crate::external`).
+            batch.push(ours(BEGIN_SQL));
+            batch.push(ours(crate::external::MARK_SQL));
         }
         batch.append(&mut self.unanswered);
         batch.extend(own.into_iter().map(|(sql, values)| Batched {
@@ -1430,15 +1439,13 @@ impl WriteTx {
             part: Part::Own,
         }));
         if commit {
-            batch.push(Batched {
-                sql: "COMMIT".into(),
-                values: sea_query::Values(Vec::new()),
-                part: Part::Transaction,
-            });
+            batch.push(ours(crate::external::UNMARK_SQL));
+            batch.push(ours("COMMIT"));
         }
         let parts: Vec<Part> = batch.iter().map(|b| b.part).collect();
-        // Counted as statements, as sqlx's transactions were: all but the `BEGIN`.
-        let counted = (batch.len() - usize::from(begins)) as u64;
+        // Counted as statements, as sqlx's transactions were: all but the `BEGIN` and the
+        // mark's two.
+        let counted = (batch.len() - 2 * usize::from(begins) - usize::from(commit)) as u64;
         let mut sql = String::new();
         let mut values = Vec::new();
         for statement in batch {
@@ -2282,6 +2289,8 @@ mod tests {
         })
         .await
         .unwrap();
+        // A write transaction marks itself in the schema's bookkeeping (`crate::external`).
+        store.migrate().await.unwrap();
         store
             .execute_raw("CREATE TABLE numbers (n INTEGER PRIMARY KEY)")
             .await

@@ -17,6 +17,7 @@ pub mod db;
 pub mod error;
 pub mod events;
 pub mod export;
+pub mod external;
 pub mod idempotency;
 pub mod ids;
 pub mod import;

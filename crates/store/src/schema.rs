@@ -645,6 +645,11 @@ impl Store {
         for statement in crate::accounts::sessions::statements(backend) {
             self.execute_raw(&statement).await?;
         }
+        // Last: the triggers that see writes from outside brandhub need every table and
+        // version row.
+        for statement in crate::external::statements(backend) {
+            self.execute_raw(&statement).await?;
+        }
         if backend == Backend::Sqlite {
             // A database analyzed by an earlier version may still hold samples.
             self.forget_sqlite_samples().await?;
@@ -657,6 +662,7 @@ impl Store {
         let mut tables: Vec<&str> = versioned_tables();
         // The queue refers to files: it goes first (the list is dropped from its end).
         tables.extend([
+            crate::external::MARK_TABLE,
             "bh_table_version",
             crate::row_log::TABLE,
             crate::count::COUNT_TABLE,

@@ -1354,25 +1354,6 @@ async fn each_demo_user_works_in_the_browser(fx) {
     as_each_user(fx).await;
 }
 
-async fn a_warehouse_ships_one_order_in_full_and_one_in_part(fx) {
-    warehouse_ships_in_full_and_in_part(fx).await;
-}
-
-async fn a_company_accepts_an_order_rejecting_a_line_and_cancels_another(fx) {
-    company_accepts_rejecting_a_line_and_cancels(fx).await;
-}
-
-async fn a_warehouse_ships_three_selected_orders_in_one_go(fx) {
-    warehouse_ships_three_selected_orders(fx).await;
-}
-
-async fn a_warehouse_finds_its_late_orders(fx) {
-    warehouse_finds_late_orders(fx).await;
-}
-
-async fn at_390_px_a_warehouse_ships_an_order_and_no_page_scrolls_sideways(fx) {
-    warehouse_ships_on_a_phone(fx).await;
-}
 
 async fn the_portal_is_served_with_its_policy_and_cache_headers(fx) {
     let index = fx.client().get(format!("{}/", fx.base)).send().await.unwrap();
@@ -1393,6 +1374,36 @@ async fn the_portal_is_served_with_its_policy_and_cache_headers(fx) {
     assert_eq!(fx.client().get(format!("{}{stale}", fx.base)).send().await.unwrap().status(), 404);
 }
 
+}
+
+/// Orders worked in the browser, on a fixture of their own: they move stock (demand and
+/// counts), which the tests above read and compare.
+mod orders_worked {
+    use super::*;
+
+    on_both_backends! { "portal-orders";
+
+    async fn a_warehouse_ships_one_order_in_full_and_one_in_part(fx) {
+        warehouse_ships_in_full_and_in_part(fx).await;
+    }
+
+    async fn a_company_accepts_an_order_rejecting_a_line_and_cancels_another(fx) {
+        company_accepts_rejecting_a_line_and_cancels(fx).await;
+    }
+
+    async fn a_warehouse_ships_three_selected_orders_in_one_go(fx) {
+        warehouse_ships_three_selected_orders(fx).await;
+    }
+
+    async fn a_warehouse_finds_its_late_orders(fx) {
+        warehouse_finds_late_orders(fx).await;
+    }
+
+    async fn at_390_px_a_warehouse_ships_an_order_and_no_page_scrolls_sideways(fx) {
+        warehouse_ships_on_a_phone(fx).await;
+    }
+
+    }
 }
 
 /// The portal's timings for bench/portal.sh (CONTRACT §12 goals; a benchmark, so ignored by

@@ -394,6 +394,48 @@ async fn raw_angle_brackets_in_urls_work_as_the_contract_says(fx) {
     assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
 }
 
+async fn url_filters_may_begin_with_a_comparison(fx) {
+    let count = |path: String| async move { fx.get(&path).await.json()["count"].as_u64().unwrap() };
+    // A date range in the URL finds what the complex query's range finds.
+    let url = count("/api/order/count?orderDate=%3E%3D2026-03-01&orderDate=%3C2026-04-01".into()).await;
+    let body = fx.post("/api/order/count", &serde_json::json!({"query": [
+        {"field": "orderDate", "operator": ">=", "value": "2026-03-01"},
+        {"field": "orderDate", "operator": "<", "value": "2026-04-01", "conjunction": "&"}]})).await;
+    assert_eq!(url, body.json()["count"].as_u64().unwrap());
+    assert!(url > 0, "the demo has orders in March 2026");
+    // `<=` a date takes the whole of that day.
+    assert_eq!(count("/api/order/count?orderDate=%3E%3D2026-03-01&orderDate=%3C%3D2026-03-31".into()).await, url);
+    // `#`, repeated: neither; plain values any of, narrowed by a comparison.
+    let all = count("/api/order/count".into()).await;
+    let cancelled = count("/api/order/count?status=cancelled".into()).await;
+    let dispatched = count("/api/order/count?status=dispatched".into()).await;
+    assert!(cancelled > 0 && dispatched > 0);
+    assert_eq!(count("/api/order/count?status=%23cancelled&status=%23dispatched".into()).await, all - cancelled - dispatched);
+    assert_eq!(count("/api/order/count?status=dispatched&status=cancelled&status=%23cancelled".into()).await, dispatched);
+    // Numbers: more than none and none are every stock record.
+    let stock = count("/api/stock/count".into()).await;
+    let some = count("/api/stock/count?available=%3E0".into()).await;
+    assert_eq!(some + count("/api/stock/count?available=0".into()).await, stock);
+    assert!(some > 0 && some < stock, "{some} of {stock}");
+    // `=` first: equality with the rest.
+    let order = &fx.get("/api/order?pageSize=1&fields=hostOrderRef").await.records("order")[0];
+    let reference = order["hostOrderRef"].as_str().unwrap();
+    assert_eq!(count(format!("/api/order/count?hostOrderRef=%3D{reference}")).await, 1);
+    assert_eq!(count(format!("/api/order/count?hostOrderRef=%23{reference}")).await, all - 1);
+    // Raw `<` and `>` work as encoded ones do.
+    let admin = fx.credential("admin");
+    let token = base64_basic(&admin.email, &admin.secret);
+    let raw = common::raw_https(fx, format!("GET /api/order/count?orderDate=>=2026-03-01&orderDate=<2026-04-01 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic {token}\r\nConnection: close\r\n\r\n")).await;
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    assert!(raw.ends_with(&format!("{{\"count\":{url}}}")), "{raw}");
+    // A comparison with what does not fit the field is 400 naming it.
+    for bad in ["orderDate=%3Cyesterday", "orderDate=%3E", "trackingRef=%3ERM@"] {
+        let refused = fx.get(&format!("/api/order?{bad}")).await;
+        let problem = refused.assert_problem(400, "invalid_value");
+        assert_eq!(problem["field"], bad.split('=').next().unwrap(), "{bad}");
+    }
+}
+
 async fn the_openapi_document_needs_no_key(fx) {
     let response = fx.client().get(format!("{}/api/openapi.json", fx.base)).send().await.unwrap();
     assert_eq!(response.status(), 200);

@@ -48,6 +48,11 @@ pub struct Transition {
     pub by_file: bool,
     /// What the step sets, for the docs.
     pub effect: &'static str,
+    /// The record's fields an action taking the step may give (of [`Lifecycle::action`]).
+    pub fields: &'static [&'static str],
+    /// The fields a line named by the action may give besides its `id` (of
+    /// [`Lifecycle::line_action`]); none: the step names no lines.
+    pub line_fields: &'static [&'static str],
 }
 
 /// Order statuses, in the order the docs list them.
@@ -68,6 +73,35 @@ pub const ITEM_STATUSES: [&str; 5] = ["ACC", "REJ", "DSP", "CAN", "RET"];
 /// The reasons a line may be rejected with (`detail.reason`).
 pub const REJECT_REASONS: [&str; 4] = ["OUT_OF_STOCK", "DISCONTINUED", "PRICE_MISMATCH", "OTHER"];
 
+/// The line field a rejection's reason is given in.
+pub const REASON_FIELD: &str = "detail.reason";
+
+/// The English word people read for an order status, a line status or a rejection reason
+/// (the API's description carries them; the portal translates them and falls back to
+/// them), or `None` for a code that is none of those.
+pub fn word(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "new" => "New",
+        "accepted" => "Accepted",
+        "rejected" => "Rejected",
+        "partDispatched" => "Part dispatched",
+        "dispatched" => "Dispatched",
+        "delivered" => "Delivered",
+        "returned" => "Returned",
+        "cancelled" => "Cancelled",
+        "ACC" => "Accepted",
+        "REJ" => "Rejected",
+        "DSP" => "Shipped",
+        "CAN" => "Cancelled",
+        "RET" => "Returned",
+        "OUT_OF_STOCK" => "Out of stock",
+        "DISCONTINUED" => "Discontinued",
+        "PRICE_MISMATCH" => "Price mismatch",
+        "OTHER" => "Other reason",
+        _ => return None,
+    })
+}
+
 use UserType::{Company, Host, Warehouse};
 
 /// The lifecycle table: the one place that says which change of status is allowed, and to whom.
@@ -79,6 +113,8 @@ pub const TRANSITIONS: &[Transition] = &[
         who: &[Host],
         by_file: false,
         effect: "the order and its lines (`ACC`); demand of each line's variant in the order's warehouse grows by its quantity",
+        fields: &[],
+        line_fields: &[],
     },
     Transition {
         step: Step::Acknowledge,
@@ -87,6 +123,8 @@ pub const TRANSITIONS: &[Transition] = &[
         who: &[Warehouse, Company],
         by_file: false,
         effect: "each line `ACC` or `REJ` with `detail.reason`; `sentToWH`; rejected lines give their demand back; `rejected` when every line is rejected",
+        fields: &[],
+        line_fields: &["status", "detail.reason"],
     },
     Transition {
         step: Step::Dispatch,
@@ -95,6 +133,8 @@ pub const TRANSITIONS: &[Transition] = &[
         who: &[Warehouse, Company],
         by_file: true,
         effect: "lines' `shipQty` (the total shipped so far; `DSP` when it reaches `orderQty`), `carrier`, `trackingRef`, `shipDate`; the shipped quantity leaves `inStock` and `demand`; `dispatched` when every accepted line is shipped in full",
+        fields: &["carrier", "trackingRef", "shipDate"],
+        line_fields: &["shipQty"],
     },
     Transition {
         step: Step::Deliver,
@@ -103,6 +143,8 @@ pub const TRANSITIONS: &[Transition] = &[
         who: &[Host, Warehouse],
         by_file: false,
         effect: "`deliveryDate`",
+        fields: &["deliveryDate"],
+        line_fields: &[],
     },
     Transition {
         step: Step::Return,
@@ -111,6 +153,8 @@ pub const TRANSITIONS: &[Transition] = &[
         who: &[Host, Warehouse],
         by_file: false,
         effect: "lines' `returnQty` (the total returned so far, at most `shipQty`), `returnDate`, item status `RET`; the returned quantity goes back into `inStock`",
+        fields: &["returnDate"],
+        line_fields: &["returnQty"],
     },
     Transition {
         step: Step::Cancel,
@@ -119,6 +163,8 @@ pub const TRANSITIONS: &[Transition] = &[
         who: &[Host, Company],
         by_file: false,
         effect: "open lines `CAN`; their demand is given back",
+        fields: &[],
+        line_fields: &[],
     },
 ];
 
@@ -233,6 +279,27 @@ mod tests {
         }
         assert_eq!(step_to("dispatched").unwrap().step, Step::Dispatch);
         assert!(step_to("nope").is_none());
+    }
+
+    #[test]
+    fn every_code_has_a_word_and_every_step_names_what_an_action_may_give() {
+        for code in ORDER_STATUSES
+            .iter()
+            .chain(&ITEM_STATUSES)
+            .chain(&REJECT_REASONS)
+        {
+            assert!(word(code).is_some_and(|w| !w.is_empty()), "{code}");
+        }
+        assert_eq!(word("nope"), None);
+        for t in TRANSITIONS {
+            for field in t.fields {
+                assert!(ORDER_LIFECYCLE.action.contains(field), "{field}");
+            }
+            for field in t.line_fields {
+                assert!(ORDER_LIFECYCLE.line_action.contains(field), "{field}");
+            }
+        }
+        assert!(LINE_ACTION.contains(&REASON_FIELD));
     }
 
     #[test]

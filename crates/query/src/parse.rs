@@ -8,7 +8,7 @@ use crate::limits::{
 };
 use crate::request::{
     ComplexQuery, Condition, Conjunction, Direction, Format, Object, Operator, OrderItem, RawValue,
-    ReadRequest, UrlFilter, ValuesCondition, WireBody, WireCondition, WireValues,
+    ReadRequest, UrlFilter, UrlValue, ValuesCondition, WireBody, WireCondition, WireValues,
 };
 use crate::text::WILDCARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
@@ -47,12 +47,12 @@ impl Totals {
             wildcard_values: filters
                 .iter()
                 .flat_map(|f| &f.values)
-                .filter(|v| v.contains(WILDCARD))
+                .filter(|v| v.value.contains(WILDCARD))
                 .count(),
             longest_value: filters
                 .iter()
                 .flat_map(|f| &f.values)
-                .map(String::len)
+                .map(|v| v.value.len())
                 .max()
                 .unwrap_or(0),
         }
@@ -150,7 +150,8 @@ fn check_path(code: Code, path: &str) -> ApiResult<()> {
     Err(PATH_NAMES.exceeded(code, &format!("The path '{}'", shorten(path)), names, path))
 }
 
-/// Parses a raw (still percent-encoded) URL query string.
+/// Parses a raw (still percent-encoded) URL query string. A filter's value may begin with a
+/// comparison (`>=5`, `%23cancelled`): see [`UrlValue::parse`].
 pub fn parse_query_string(raw: &str) -> ApiResult<ReadRequest> {
     let mut request = ReadRequest::default();
     let mut seen_reserved: Vec<&str> = Vec::new();
@@ -174,13 +175,14 @@ pub fn parse_query_string(raw: &str) -> ApiResult<ReadRequest> {
             ));
         }
         check_value(&value, &name)?;
+        let value = UrlValue::parse(&value);
         match request.filters.iter_mut().find(|f| f.path == name) {
-            Some(filter) => filter.values.push(value.into_owned()),
+            Some(filter) => filter.values.push(value),
             None => {
                 check_path(Code::InvalidParameter, &name)?;
                 request.filters.push(UrlFilter {
                     path: name.into_owned(),
-                    values: vec![value.into_owned()],
+                    values: vec![value],
                 });
                 // Each new filter is a linear search above: stop long before that matters.
                 CONDITIONS.check(Code::InvalidParameter, "The URL", request.filters.len(), "")?;
@@ -534,9 +536,40 @@ mod tests {
         );
         assert_eq!(r.fields.unwrap(), vec!["id", "title"]);
         assert_eq!(r.exclude, vec!["file_@"]);
-        assert_eq!(r.filters[0].values, vec!["a", "b"]);
+        let texts = |f: &UrlFilter| f.values.iter().map(|v| v.value.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&r.filters[0]), vec!["a", "b"]);
         assert_eq!(r.filters[1].path, "stock_variant.barcode");
-        assert_eq!(r.filters[1].values, vec!["501@"]);
+        assert_eq!(texts(&r.filters[1]), vec!["501@"]);
+    }
+
+    #[test]
+    fn a_filter_value_may_begin_with_a_comparison() {
+        let r =
+            parse_query_string("n=>=5&n=<=6&n=>7&n=%3C8&n=%239&n==%2310&n=11&n=%3E%3D12&n=%23&n=>")
+                .unwrap();
+        let found: Vec<(Operator, &str)> = r.filters[0]
+            .values
+            .iter()
+            .map(|v| (v.operator, v.value.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                (Operator::GreaterOrEqual, "5"),
+                (Operator::LessOrEqual, "6"),
+                (Operator::Greater, "7"),
+                (Operator::Less, "8"),
+                (Operator::NotEqual, "9"),
+                (Operator::Equal, "#10"),
+                (Operator::Equal, "11"),
+                (Operator::GreaterOrEqual, "12"),
+                (Operator::NotEqual, ""),
+                (Operator::Greater, ""),
+            ]
+        );
+        // The value past the operator is what the limits measure.
+        let long = format!("name=%23{}", "b".repeat(4096));
+        assert!(parse_query_string(&long).is_ok());
     }
 
     #[test]

@@ -19,11 +19,47 @@ pub struct OrderItem {
     pub direction: Direction,
 }
 
-/// One URL filter: a path and the values it accepts (repeating the parameter adds values).
+/// One URL filter: a path and its values (repeating the parameter adds values). Of the
+/// values, those compared for equality are "any of"; each other comparison narrows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlFilter {
     pub path: String,
-    pub values: Vec<String>,
+    pub values: Vec<UrlValue>,
+}
+
+/// One value of a URL filter: the comparison its first characters name (`>=`, `<=`, `>`,
+/// `<`, `#`, or `=`; equality when none) and the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlValue {
+    pub operator: Operator,
+    pub value: String,
+}
+
+impl UrlValue {
+    /// Splits a decoded URL value into its comparison and the value compared: `>=5` is
+    /// `>=` and `5`, `=#1001` is equality with `#1001`, `abc` is equality with `abc`.
+    pub fn parse(text: &str) -> UrlValue {
+        // Two-character operators first, so that `>=` is not read as `>` and `=…`.
+        for (prefix, operator) in [
+            (">=", Operator::GreaterOrEqual),
+            ("<=", Operator::LessOrEqual),
+            (">", Operator::Greater),
+            ("<", Operator::Less),
+            ("#", Operator::NotEqual),
+            ("=", Operator::Equal),
+        ] {
+            if let Some(rest) = text.strip_prefix(prefix) {
+                return UrlValue {
+                    operator,
+                    value: rest.to_string(),
+                };
+            }
+        }
+        UrlValue {
+            operator: Operator::Equal,
+            value: text.to_string(),
+        }
+    }
 }
 
 /// A comparison operator of a complex-query condition.

@@ -16,6 +16,37 @@ export function t(key, values = {}) {
   return text.replace(/\{(\w+)\}/g, (_, name) => String(values[name] ?? ''));
 }
 
+/** Whether the user's language (or English) has a text for the key. */
+export function has(key) {
+  return key in current || key in en;
+}
+
+/** The language's locale (for formats the browser makes). */
+export function locale() {
+  return current.locale;
+}
+
+/** An amount with two decimals and its currency (an ISO 4217 code, shown as the language
+ * shows it), or with the code after it when it is none. */
+export function money(value, currency) {
+  if (value === null || value === undefined || value === '') return '';
+  if (/^[A-Z]{3}$/.test(currency || '')) {
+    try {
+      return new Intl.NumberFormat(current.locale, { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value);
+    } catch { /* a code the browser does not know: as below */ }
+  }
+  const amount = new Intl.NumberFormat(current.locale, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value);
+  return currency ? `${amount} ${currency}` : amount;
+}
+
+/** A contract timestamp's day in the user's format. */
+export function date(value) {
+  if (!value) return '';
+  const day = new Date(value + 'Z');
+  if (Number.isNaN(day.getTime())) return value;
+  return new Intl.DateTimeFormat(current.locale, { dateStyle: 'medium', timeZone: 'UTC' }).format(day);
+}
+
 export function number(value) {
   if (value === null || value === undefined || value === '') return '';
   return new Intl.NumberFormat(current.locale).format(value);

@@ -12,7 +12,7 @@ export function el(tag, attributes = {}, ...children) {
     else if (value === true) node.setAttribute(name, '');
     else node.setAttribute(name, value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }

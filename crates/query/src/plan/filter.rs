@@ -1,15 +1,16 @@
 //! The record filter: URL filters and complex-query conditions become one [`Predicate`] tree,
 //! evaluated in the contract's order (step 1 `query`, step 2 `queryselection`, step 3 URL
-//! filters), each step narrowing the one before. Conditions chain strictly left to right.
+//! filters), each step narrowing the one before. Conditions chain strictly left to right; a
+//! URL filter's values are "any of", narrowed by those that begin with a comparison.
 
 use super::Viewer;
 use super::path::{FieldPath, PathUse, resolve};
 use super::value::{Operand, Test, test_for};
 use crate::request::{
-    ComplexQuery, Condition, Conjunction, Operator, RawValue, UrlFilter, ValuesCondition,
+    ComplexQuery, Condition, Conjunction, Operator, RawValue, UrlFilter, UrlValue, ValuesCondition,
 };
 use brandhub_catalog::Resource;
-use brandhub_problem::ApiResult;
+use brandhub_problem::{ApiResult, Code};
 
 /// One comparison of the value at a path.
 #[derive(Debug, Clone)]
@@ -153,19 +154,65 @@ fn any_of(
     })
 }
 
-fn condition(resource: &'static Resource, c: &Condition, viewer: &Viewer) -> ApiResult<Predicate> {
-    let resolved = resolve(resource, &c.field, viewer, PathUse::Filter)?;
-    let (operator, negated) = match c.operator {
+/// "The value at `path` compares so with `value`" (`#`: does not equal it).
+fn compare(
+    resource: &'static Resource,
+    path: &str,
+    operator: Operator,
+    value: &RawValue,
+    viewer: &Viewer,
+) -> ApiResult<Predicate> {
+    let resolved = resolve(resource, path, viewer, PathUse::Filter)?;
+    let (operator, negated) = match operator {
         Operator::NotEqual => (Operator::Equal, true),
         other => (other, false),
     };
-    let test = test_for(resolved.field, &c.field, operator, &c.value)?;
+    let test = test_for(resolved.field, path, operator, value)?;
     let predicate = leaf(resolved, test);
     Ok(if negated {
         predicate.negate()
     } else {
         predicate
     })
+}
+
+fn condition(resource: &'static Resource, c: &Condition, viewer: &Viewer) -> ApiResult<Predicate> {
+    compare(resource, &c.field, c.operator, &c.value, viewer)
+}
+
+/// One URL filter: its values compared for equality are "any of"; each value with another
+/// comparison (`>=`, `<`, `#`, …) narrows them. A comparison the field's type does not take
+/// is a value that does not fit it (`invalid_value`), as the URL has no operators of its own.
+fn url_filter(
+    resource: &'static Resource,
+    filter: &UrlFilter,
+    viewer: &Viewer,
+) -> ApiResult<Predicate> {
+    let (equal, compared): (Vec<&UrlValue>, Vec<&UrlValue>) = filter
+        .values
+        .iter()
+        .partition(|v| v.operator == Operator::Equal);
+    let mut predicate = Predicate::always();
+    if !equal.is_empty() {
+        let values: Vec<RawValue> = equal
+            .iter()
+            .map(|v| RawValue::Text(v.value.clone()))
+            .collect();
+        predicate = any_of(resource, &filter.path, &values, viewer)?;
+    }
+    for value in compared {
+        let text = RawValue::Text(value.value.clone());
+        let narrowed = compare(resource, &filter.path, value.operator, &text, viewer).map_err(
+            |mut error| {
+                if error.code == Code::InvalidQuery {
+                    error.code = Code::InvalidValue;
+                }
+                error
+            },
+        )?;
+        predicate = predicate.and(narrowed);
+    }
+    Ok(predicate)
 }
 
 /// A condition list, applied strictly left to right: `a | b & c` is `(a OR b) AND c`.
@@ -224,15 +271,10 @@ pub fn record_filter(
             filter = filter.and(values_condition(resource, values, viewer)?);
         }
     }
-    // Step 3: URL filters narrow step 2; a repeated filter means any of its values.
-    for url_filter in url_filters {
-        let values: Vec<RawValue> = url_filter
-            .values
-            .iter()
-            .cloned()
-            .map(RawValue::Text)
-            .collect();
-        filter = filter.and(any_of(resource, &url_filter.path, &values, viewer)?);
+    // Step 3: URL filters narrow step 2; a repeated filter means any of its plain values,
+    // narrowed by each of its comparisons.
+    for each in url_filters {
+        filter = filter.and(url_filter(resource, each, viewer)?);
     }
     Ok(filter)
 }

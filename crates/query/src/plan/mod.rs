@@ -477,6 +477,156 @@ mod tests {
         );
     }
 
+    /// The leaf of a one-leaf predicate, or of a negated one.
+    fn leaf_test(predicate: &Predicate) -> (bool, &Test) {
+        match predicate {
+            Predicate::Leaf(leaf) => (false, &leaf.test),
+            Predicate::Not(inner) => match inner.as_ref() {
+                Predicate::Leaf(leaf) => (true, &leaf.test),
+                other => panic!("not one leaf: {other:?}"),
+            },
+            other => panic!("not one leaf: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_url_value_may_begin_with_a_comparison() {
+        let stamp = |s: &str| Operand::Text(s.into());
+        let test = |resource: &str, query: &str| {
+            let p = plan(resource, query, "").unwrap_or_else(|e| panic!("{query}: {e:?}"));
+            let (negated, test) = leaf_test(&p.filter);
+            (negated, test.clone())
+        };
+        assert_eq!(
+            test("order", "updatedDate=>=2026-12-05T10:00:00"),
+            (
+                false,
+                Test::Compare(Comparison::GreaterOrEqual, stamp("2026-12-05T10:00:00"))
+            )
+        );
+        assert_eq!(
+            test("stock", "available=>0"),
+            (
+                false,
+                Test::Compare(Comparison::Greater, Operand::Integer(0))
+            )
+        );
+        // Raw or percent-encoded; `#` must be encoded in a URL.
+        assert_eq!(
+            test("stock", "available=%3C%3D7"),
+            (
+                false,
+                Test::Compare(Comparison::LessOrEqual, Operand::Integer(7))
+            )
+        );
+        assert_eq!(
+            test("order", "status=%23cancelled"),
+            (true, Test::OneOf(vec![Operand::Text("cancelled".into())]))
+        );
+        // `=` first compares the rest for equality: a value that itself begins with `#`.
+        assert_eq!(
+            test("order", "hostOrderRef==%231001"),
+            (false, Test::OneOf(vec![Operand::Text("#1001".into())]))
+        );
+        // A date alone: the start of the day for < and >=, its end for > and <=.
+        assert_eq!(
+            test("order", "orderDate=<2026-12-01"),
+            (
+                false,
+                Test::Compare(Comparison::Less, stamp("2026-12-01T00:00:00"))
+            )
+        );
+        assert_eq!(
+            test("order", "orderDate=<=2026-12-01"),
+            (
+                false,
+                Test::Compare(Comparison::Less, stamp("2026-12-02T00:00:00"))
+            )
+        );
+        assert_eq!(
+            test("order", "orderDate=>2026-12-01"),
+            (
+                false,
+                Test::Compare(Comparison::GreaterOrEqual, stamp("2026-12-02T00:00:00"))
+            )
+        );
+        assert_eq!(
+            test("order", "orderDate=%3E%3D2026-12-01"),
+            (
+                false,
+                Test::Compare(Comparison::GreaterOrEqual, stamp("2026-12-01T00:00:00"))
+            )
+        );
+        // `#` with a wildcard, and with nothing: not matching, not empty.
+        assert_eq!(test("order", "trackingRef=%23").1, Test::Empty,);
+        assert!(matches!(
+            test("order", "trackingRef=%23RM@"),
+            (true, Test::Like(_))
+        ));
+    }
+
+    #[test]
+    fn of_a_repeated_filter_plain_values_are_any_of_and_comparisons_narrow_them() {
+        let p = plan(
+            "order",
+            "orderDate=>=2026-11-01&orderDate=<2026-12-01&status=new&status=%23accepted&status=accepted",
+            "",
+        )
+        .unwrap();
+        let Predicate::All(items) = &p.filter else {
+            panic!("{:?}", p.filter)
+        };
+        let tests: Vec<(bool, Test)> = items
+            .iter()
+            .map(|i| {
+                let (negated, test) = leaf_test(i);
+                (negated, test.clone())
+            })
+            .collect();
+        let text = |s: &str| Operand::Text(s.into());
+        assert_eq!(
+            tests,
+            vec![
+                (
+                    false,
+                    Test::Compare(Comparison::GreaterOrEqual, text("2026-11-01T00:00:00"))
+                ),
+                (
+                    false,
+                    Test::Compare(Comparison::Less, text("2026-12-01T00:00:00"))
+                ),
+                (false, Test::OneOf(vec![text("new"), text("accepted")])),
+                (true, Test::OneOf(vec![text("accepted")])),
+            ]
+        );
+    }
+
+    #[test]
+    fn url_comparisons_that_do_not_fit_are_invalid_values() {
+        for query in [
+            "orderDate=>=",
+            "orderDate=<yesterday",
+            "available=>many",
+            "sentToWH=<2026-02-30",
+            "trackingRef=>RM@",
+        ] {
+            let error = plan(
+                if query.starts_with("available") {
+                    "stock"
+                } else {
+                    "order"
+                },
+                query,
+                "",
+            )
+            .unwrap_err();
+            assert_eq!(error.code, Code::InvalidValue, "{query}: {error:?}");
+            assert!(error.field.is_some(), "{query}");
+        }
+        let error = plan("variant", "vatable=>0", "").unwrap_err();
+        assert_eq!(error.code, Code::InvalidValue, "{error:?}");
+    }
+
     #[test]
     fn unknown_and_invalid_are_told_apart() {
         assert_eq!(

@@ -2,7 +2,8 @@
 import { api, records } from '../api.js';
 import { t, number, dateTime } from '../i18n.js';
 import { el, heading, badge } from '../ui.js';
-import { ORDER_STATUSES } from './orders.js';
+import { orderLifecycle, statusWord } from '../lifecycle.js';
+import { statusBadge } from './orders.js';
 
 async function count(path) {
   try { return (await api(path)).count; } catch { return null; }
@@ -21,10 +22,12 @@ export async function render(main, { may }) {
       tile(t('filesProcessing'), processing, '#/browse/file?status=processing'),
       tile(t('filesFailed'), failed, '#/browse/file?status=failed'))));
   }
-  if (may('order', 'GET')) {
-    const counts = await Promise.all(ORDER_STATUSES.map((s) => count(`/order/count?status=${s}`)));
+  const lc = may('order', 'GET') ? await orderLifecycle() : null;
+  if (lc) {
+    const statuses = lc.statuses.map((s) => s.code);
+    const counts = await Promise.all(statuses.map((s) => count(`/order/count?status=${s}`)));
     parts.push(el('section', {}, el('h2', {}, t('ordersByStatus')), el('div', { class: 'tiles small' },
-      ORDER_STATUSES.map((s, i) => tile(s, counts[i], `#/orders/${s}`)))));
+      statuses.map((s, i) => tile(statusWord(lc, s), counts[i], `#/orders/${s}`)))));
   }
   const recent = el('div', { class: 'columns' });
   if (may('file', 'GET')) {
@@ -35,7 +38,7 @@ export async function render(main, { may }) {
   if (may('order', 'GET')) {
     const list = records(await api('/order?order_by=orderDate<&pageSize=6&fields=brandOrderRef,hostOrderRef,status,orderDate'), 'order');
     recent.append(el('section', { class: 'card' }, el('h2', {}, t('recentOrders')), el('ul', { class: 'activity' }, list.map((o) =>
-      el('li', {}, el('a', { href: `#/orders/o/${o.id}` }, o.brandOrderRef || o.hostOrderRef || o.id), ' ', badge(o.status), el('span', { class: 'muted' }, ` ${dateTime(o.orderDate)}`))))));
+      el('li', {}, el('a', { href: `#/orders/o/${o.id}` }, o.brandOrderRef || o.hostOrderRef || o.id), ' ', statusBadge(lc, o.status), el('span', { class: 'muted' }, ` ${dateTime(o.orderDate)}`))))));
   }
   parts.push(recent);
   main.replaceChildren(...parts);

@@ -203,15 +203,24 @@ fn names_pattern(view: View, resource: &Resource, leaves: &[String]) -> String {
 /// What a filter value of a field's type may be: anything for text and ids (no match is an
 /// empty page, not an error), the number, boolean and timestamp forms the planner reads
 /// (dates with days up to 28 and times within a day, so that every value the pattern allows
-/// is a real moment).
+/// is a real moment). Numbers and timestamps may begin with a comparison (`>=`, `<=`, `>`,
+/// `<`, `#` not equal, `=`), booleans with `#` or `=`; `#` or `=` alone compare with the
+/// empty value.
 fn filter_value_schema(ty: FieldType) -> Value {
+    const COMPARED: &str = "(?:[<>]=?|[#=])?";
     match ty {
-        FieldType::Integer | FieldType::Number => {
-            json!({"type": "string", "pattern": "^(-?[0-9]{1,15}(\\.[0-9]{1,6})?)?$"})
+        FieldType::Integer | FieldType::Number => json!({"type": "string",
+            "pattern": format!("^(?:{COMPARED}-?[0-9]{{1,15}}(?:\\.[0-9]{{1,6}})?|[#=]?)$")}),
+        FieldType::Boolean => {
+            let words = ["", "true", "false", "1", "0"];
+            let forms: Vec<String> = ["", "#", "="]
+                .iter()
+                .flat_map(|prefix| words.iter().map(move |w| format!("{prefix}{w}")))
+                .collect();
+            json!({"type": "string", "enum": forms})
         }
-        FieldType::Boolean => json!({"type": "string", "enum": ["", "true", "false", "1", "0"]}),
         FieldType::Timestamp | FieldType::PreciseTimestamp => json!({"type": "string",
-            "pattern": "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])?)?$"}),
+            "pattern": format!("^(?:{COMPARED}[0-9]{{4}}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])?|[#=]?)$")}),
         // No NUL character: PostgreSQL's text cannot hold one.
         _ => json!({"type": "string", "pattern": "^[^\\u0000]*$"}),
     }
@@ -282,7 +291,7 @@ fn parameters(view: View, resource: &Resource) -> Value {
         {"name": "exclude", "in": "query", "schema": {"type": "string", "pattern": name_list(&removable, &limits::EXCLUDE_ITEMS)}, "description": "Comma-separated names to remove."},
         {"name": "filters", "in": "query", "style": "form", "explode": true,
          "schema": {"type": "object", "properties": filters, "patternProperties": through, "additionalProperties": false},
-         "description": "Any other parameter <path>=<value> is an equality filter (paths through relations are dotted); @ is a wildcard in text; repeat a parameter for any of several values."}
+         "description": "Any other parameter <path>=<value> is a filter (paths through relations are dotted): equality, or the comparison the value begins with (>=, <=, >, <, # not equal, = equal to the rest; a date alone compares with the start of its day for < and >=, its end for > and <=); @ is a wildcard in text; repeat a parameter for any of several values, each comparison narrowing them."}
     ])
 }
 
@@ -638,6 +647,54 @@ fn add_lifecycle_paths(
     }
 }
 
+/// `x-brandhub-lifecycle` of a resource that moves through a lifecycle: its statuses, its
+/// lines' statuses and the reasons a line is rejected with, each with its word, and each step
+/// of the catalog's table (`catalog::lifecycle`) with the statuses it is taken from and leads
+/// to, the user types that may take it (admins and sponsors included, as the order engine
+/// decides) and what an action taking it may give. Clients, the portal among them, offer the
+/// steps from this rather than from a copy of the table.
+fn lifecycle_extension(resource: &Resource) -> Option<Value> {
+    use brandhub_catalog::lifecycle::{
+        ITEM_STATUSES, ORDER_STATUSES, REASON_FIELD, REJECT_REASONS, TRANSITIONS, word,
+    };
+    let lifecycle = resource.lifecycle?;
+    let words = |codes: &[&str]| -> Value {
+        codes
+            .iter()
+            .map(|code| json!({"code": code, "word": word(code).unwrap_or(code)}))
+            .collect()
+    };
+    let steps: Vec<Value> = TRANSITIONS
+        .iter()
+        .map(|t| {
+            let who: Vec<&str> = UserType::ALL
+                .into_iter()
+                .filter(|u| t.allows(*u))
+                .map(UserType::as_str)
+                .collect();
+            json!({"step": t.step.as_str(), "from": t.from, "to": t.to, "who": who,
+                   "byFile": t.by_file, "fields": t.fields, "lineFields": t.line_fields,
+                   "does": t.effect})
+        })
+        .collect();
+    let actions: Vec<Value> = lifecycle
+        .actions
+        .iter()
+        .map(|(action, step)| {
+            json!({"path": format!("/api/{}/{action}", resource.name), "step": step.as_str()})
+        })
+        .collect();
+    Some(json!({
+        "status": lifecycle.status,
+        "lines": lifecycle.lines,
+        "statuses": words(&ORDER_STATUSES),
+        "lineStatuses": words(&ITEM_STATUSES),
+        "reasons": {"field": REASON_FIELD, "codes": words(&REJECT_REASONS)},
+        "steps": steps,
+        "actions": actions,
+    }))
+}
+
 /// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (CONTRACT §8).
 fn add_upload_paths(
     paths: &mut Map<String, Value>,
@@ -680,7 +737,11 @@ fn document(view: View) -> Value {
     for resource in catalog().resources() {
         let name = resource.name;
         let schema = schema_name(resource);
-        schemas.insert(schema.clone(), record_schema(view, resource));
+        let mut record = record_schema(view, resource);
+        if let Some(lifecycle) = lifecycle_extension(resource) {
+            record["x-brandhub-lifecycle"] = lifecycle;
+        }
+        schemas.insert(schema.clone(), record);
         let envelope = json!({"description": format!("A page of {name} records."), "content": {"application/json": {"schema": {
             "type": "object", "properties": {"response": {"type": "object", "properties": {
                 "page": {"type": "integer"}, "pageCount": {"type": "integer"}, "recordsSent": {"type": "integer"}, "recordsFound": {"type": "integer"},
@@ -800,6 +861,73 @@ mod tests {
         assert!(
             filters(&host).get("fk_file").is_none(),
             "a host cannot filter on it"
+        );
+    }
+
+    #[test]
+    fn the_order_schema_carries_its_lifecycle_from_the_catalog() {
+        use brandhub_catalog::lifecycle::{ORDER_STATUSES, REJECT_REASONS, TRANSITIONS};
+        for view in [None, Some(UserType::Warehouse)] {
+            let doc = document(view);
+            let lifecycle = &doc["components"]["schemas"]["Order"]["x-brandhub-lifecycle"];
+            assert_eq!(lifecycle["status"], "status", "{lifecycle}");
+            assert_eq!(lifecycle["lines"], "order_orderItem");
+            let codes = |list: &Value| -> Vec<String> {
+                list.as_array()
+                    .unwrap_or_else(|| panic!("a list: {list}"))
+                    .iter()
+                    .map(|s| {
+                        let word = s["word"].as_str().unwrap_or_default();
+                        assert!(!word.is_empty() && !word.contains('_'), "{s}");
+                        s["code"].as_str().unwrap().to_string()
+                    })
+                    .collect()
+            };
+            assert_eq!(codes(&lifecycle["statuses"]), ORDER_STATUSES);
+            assert_eq!(
+                codes(&lifecycle["lineStatuses"]),
+                ["ACC", "REJ", "DSP", "CAN", "RET"]
+            );
+            assert_eq!(codes(&lifecycle["reasons"]["codes"]), REJECT_REASONS);
+            assert_eq!(lifecycle["reasons"]["field"], "detail.reason");
+            assert_eq!(lifecycle["statuses"][3]["word"], "Part dispatched");
+            let steps = lifecycle["steps"].as_array().unwrap();
+            assert_eq!(steps.len(), TRANSITIONS.len());
+            let step = |name: &str| steps.iter().find(|s| s["step"] == name).unwrap().clone();
+            let dispatch = step("dispatch");
+            assert_eq!(dispatch["from"], json!(["accepted", "partDispatched"]));
+            assert_eq!(dispatch["to"], json!(["partDispatched", "dispatched"]));
+            // Who may take it, admins and sponsors included, as the order engine decides.
+            assert_eq!(
+                dispatch["who"],
+                json!(["admin", "sponsor", "company", "warehouse"])
+            );
+            assert_eq!(
+                dispatch["fields"],
+                json!(["carrier", "trackingRef", "shipDate"])
+            );
+            assert_eq!(dispatch["lineFields"], json!(["shipQty"]));
+            assert_eq!(dispatch["byFile"], true);
+            assert_eq!(
+                step("cancellation")["who"],
+                json!(["admin", "sponsor", "company", "host"])
+            );
+            assert_eq!(step("cancellation")["lineFields"], json!([]));
+            assert_eq!(
+                step("acknowledgement")["lineFields"],
+                json!(["status", "detail.reason"])
+            );
+            assert_eq!(step("return")["lineFields"], json!(["returnQty"]));
+            assert_eq!(
+                lifecycle["actions"],
+                json!([{"path": "/api/order/dispatch", "step": "dispatch"}])
+            );
+        }
+        // Only resources with a lifecycle carry one.
+        assert!(
+            document(None)["components"]["schemas"]["Stock"]
+                .get("x-brandhub-lifecycle")
+                .is_none()
         );
     }
 

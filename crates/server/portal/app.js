@@ -8,6 +8,7 @@ import * as browse from './views/browse.js';
 import * as files from './views/files.js';
 import * as orders from './views/orders.js';
 import * as admin from './views/admin.js';
+import { recordSchema, wordOf } from './describe.js';
 
 const root = document.getElementById('app');
 
@@ -41,7 +42,10 @@ async function loadMe() {
     name = user.name || who.email;
   } catch { /* the user's own record may be outside a narrow key's grants */ }
   setLanguage(lang);
-  return { ...who, name, lang };
+  // The user type as a word (the description's), for the header.
+  let typeWord = who.type;
+  try { typeWord = wordOf(((await recordSchema('user')).properties || {}).type, who.type); } catch { /* the code, then */ }
+  return { ...who, name, lang, typeWord };
 }
 
 function signInView(message) {
@@ -100,7 +104,7 @@ function shell(active) {
   const header = el('header', { class: 'topbar' },
     el('a', { class: 'brand-mark', href: '#/dashboard' }, el('img', { src: iconHref(), alt: '' }), t('appName')),
     nav,
-    el('div', { class: 'who' }, el('span', { class: 'who-name', title: me.email }, `${me.name} · ${me.type}`),
+    el('div', { class: 'who' }, el('span', { class: 'who-name', title: me.email }, `${me.name} · ${me.typeWord || me.type}`),
       el('button', { type: 'button', class: 'secondary', onclick: signOut }, t('signOut'))));
   root.replaceChildren(el('a', { class: 'skip', href: '#main' }, 'Skip to content'), header, main);
   return main;

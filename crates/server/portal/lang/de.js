@@ -47,6 +47,7 @@ export default {
   noRecords: 'Keine passenden Datensätze.',
   record: 'Datensatz',
   openRecord: 'Öffnen',
+  workOrder: 'In Bestellungen öffnen, um sie zu bearbeiten',
   back: 'Zurück',
   related: 'Verknüpft',
   upload: 'Hochladen',

@@ -47,6 +47,7 @@ export default {
   noRecords: 'No records match.',
   record: 'Record',
   openRecord: 'Open',
+  workOrder: 'Open in Orders, to work it',
   back: 'Back',
   related: 'Related',
   upload: 'Upload',

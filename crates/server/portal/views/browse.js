@@ -360,8 +360,12 @@ async function renderRecord(main, resource, id, { may, me }) {
     .filter(([, p]) => p['x-brandhub-refers-to']).map(([k, p]) => ({ key: k, property: p }))), may);
   const list = await definitionList(record, own, full, me, record.id);
   const label = await labelOf(resource, record, full);
+  // A record that moves through a lifecycle (an order) is worked on its own page.
+  const worked = own['x-brandhub-lifecycle']
+    ? el('p', {}, el('a', { href: `#/orders/o/${record.id}` }, t('workOrder'))) : null;
   main.replaceChildren(
     el('p', {}, el('a', { href: `#/browse/${resource}` }, `← ${t('back')}: ${await resourceName(resource)}`)),
     heading(`${await resourceName(resource, false)}: ${label || t('openRecord')}`),
+    worked,
     el('section', { class: 'card' }, list));
 }

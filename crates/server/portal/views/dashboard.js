@@ -51,10 +51,10 @@ function svg(tag, attributes = {}, ...children) {
   return node;
 }
 
-/** A bar chart of orders per day: one bar a day, the highest count on the axis, a date under
- * the first bar of each week; each bar's day and count as its tooltip. */
-function chart(days) {
-  const width = 720;
+/** A bar chart of orders per day, `width` units wide (the page's width, so that its text
+ * keeps its size on a phone): one bar a day, the highest count on the axis, a date under
+ * every seventh bar; each bar's day and count as its tooltip. */
+function chart(days, width) {
   const height = 220;
   const left = 36;
   const bottom = 28;
@@ -78,7 +78,9 @@ function chart(days) {
       svg('title', {}, `${long.format(when)}: ${t('ordersCount', { count: number(d.count) })}`)));
     // A date under every seventh bar, counted back from today's.
     if ((days.length - 1 - i) % 7 === 0) {
-      parts.push(svg('text', { x: x + slot * 0.35, y: height - 8, 'text-anchor': 'middle' }, short.format(when)));
+      // Today's date ends at its bar's right edge, so that it is never cut off.
+      const last = i === days.length - 1;
+      parts.push(svg('text', { x: last ? x + slot * 0.7 : x + slot * 0.35, y: height - 8, 'text-anchor': last ? 'end' : 'middle' }, short.format(when)));
     }
   });
   return el('figure', { class: 'chart card' },
@@ -123,7 +125,9 @@ export async function render(main, { may, me }) {
     const counts = await Promise.all(statuses.map((s) => count(`/order/count?status=${s}`)));
     parts.push(el('section', {}, el('h2', {}, t('ordersByStatus')), el('div', { class: 'tiles small' },
       statuses.map((s, i) => tile(statusWord(lc, s), counts[i], `#/orders/${s}`, s)))));
-    try { parts.push(chart(await ordersPerDay(CHART_DAYS))); } catch { /* no chart without its orders */ }
+    // The chart as wide as the page's content (less the card's padding), within bounds.
+    const width = Math.max(300, Math.min(960, (main.clientWidth || 720) - 80));
+    try { parts.push(chart(await ordersPerDay(CHART_DAYS), width)); } catch { /* no chart without its orders */ }
   }
   const recent = el('div', { class: 'columns' });
   if (filesShown) {

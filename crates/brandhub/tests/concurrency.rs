@@ -1,4 +1,4 @@
-//! Concurrent writers (CONTRACT §9 concurrency and idempotency): `updatedDate` moves with every
+//! Concurrent writers (docs/API.md, "Writes: concurrency and idempotency"): `updatedDate` moves with every
 //! write (JSON and files), `ETag`s and `If-Match` (412 when the record changed; of many
 //! writers holding one ETag exactly one wins), `Idempotency-Key` replays, concurrent upserts
 //! of one natural key, and a file applied while a PATCH changes the same record.

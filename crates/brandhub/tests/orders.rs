@@ -1,4 +1,4 @@
-//! Orders (CONTRACT §11) through the API as the demo host, warehouse and company users: an
+//! Orders (docs/API.md, "Orders: intake, lifecycle and stock") through the API as the demo host, warehouse and company users: an
 //! order's whole life (intake, partial acknowledgement, partial and full dispatch by API,
 //! by dispatch array and by spreadsheet, delivery, return, cancellation), each step read
 //! back with the stock it moved; every refused transition; a duplicate push; scope; and

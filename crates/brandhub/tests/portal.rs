@@ -1,4 +1,4 @@
-//! The web portal in a real browser (CONTRACT §12): Debian's Chromium, headless, driven
+//! The web portal in a real browser (README, "The portal"): Debian's Chromium, headless, driven
 //! through WebDriver (`chromedriver`) against the real server. As each demo user type: sign
 //! in, browse stock with a filter and a sort, open a record, upload a product file and see it
 //! processed with its counts, create a key and use its secret against the API, sign out. A
@@ -1406,7 +1406,7 @@ mod orders_worked {
     }
 }
 
-/// The portal's timings for bench/portal.sh (CONTRACT §12 goals; a benchmark, so ignored by
+/// The portal's timings for bench/portal.sh (README, "The portal" goals; a benchmark, so ignored by
 /// `cargo test`): the first load's bytes (uncompressed, every asset) and time on loopback, a
 /// browse table of 100 stock rows from the API's answer to the table in the page, and a
 /// 10,000-row product file from choosing it to `processed` in the page. Prints one `PORTAL`

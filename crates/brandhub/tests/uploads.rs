@@ -1,4 +1,4 @@
-//! File uploads end to end (CONTRACT §8): each file type uploaded as a spreadsheet, processed by
+//! File uploads end to end (docs/API.md, "Files: uploads and processing"): each file type uploaded as a spreadsheet, processed by
 //! the server's workers (`?wait=`), its effects read back through the API; every rejection of
 //! an upload; failed files; idempotent re-uploads; the content and template endpoints.
 
@@ -350,7 +350,7 @@ async fn a_price_file_prices_each_variant_for_the_host_and_dates(fx) {
     assert_eq!(prices[0]["endDate"], "");
     assert_eq!(prices[0]["fk_file"], file["id"]);
     // Again from the same start with an end date: (variant, host, startDate) is the price's
-    // natural key (CONTRACT §9), so the same price now ends; another start is another price.
+    // natural key (docs/API.md, "Writes: master data and catalogue"), so the same price now ends; another start is another price.
     let bounded = upload(fx, "admin", &format!("price,{},{host},01/03/2031,31/03/2031", w.brand), "prices.xlsx", &sheet).await;
     assert_eq!(detail(&bounded)["endDate"], "2031-03-31T00:00:00.000Z");
     let prices = records(fx, &format!("/api/price?price_variant.barcode={}&fk_host={host}&startDate=2031-03-01", variants[0].1), "price").await;

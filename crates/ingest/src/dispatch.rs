@@ -9,8 +9,8 @@
 //! quantities leave the warehouse's `inStock` and `demand`. A row the machine refuses is
 //! skipped with its reason; the order's other rows still apply.
 //!
-//! Only orders the uploader may dispatch are touched (the catalog's dispatch rule, CONTRACT
-//! §11): an order it does not see is not found; one it sees but may not dispatch skips its
+//! Only orders the uploader may dispatch are touched (the catalog's dispatch rule, docs/API.md,
+//! "Orders: intake, lifecycle and stock"): an order it does not see is not found; one it sees but may not dispatch skips its
 //! rows with that reason.
 
 use crate::lookup::{
@@ -19,6 +19,7 @@ use crate::lookup::{
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Layout, Record, WriteAction};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::{condition as sql_condition, satisfying_ids};
@@ -46,7 +47,7 @@ struct Line {
 fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String> {
     let order_ref = required_text(row, map, C::OrderRef)?;
     let (item_ref, barcode) = either_text(row, map, C::ItemRef, C::Barcode)?;
-    let ship_qty = required_integer(row, map, C::ShipQty, resource("orderItem"), "shipQty")?;
+    let ship_qty = required_integer(row, map, C::ShipQty, resource(Res::OrderItem), "shipQty")?;
     let date_cell = row.get(map, C::ShipDate);
     let ship_date = if date_cell.is_empty() {
         None
@@ -66,13 +67,13 @@ fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String>
         barcode,
         ship_qty,
         carrier: fitting(
-            resource("order"),
+            resource(Res::Order),
             "carrier",
             C::Carrier,
             text_of(row.get(map, C::Carrier)),
         )?,
         tracking: fitting(
-            resource("order"),
+            resource(Res::Order),
             "trackingRef",
             C::TrackingRef,
             text_of(row.get(map, C::TrackingRef)),
@@ -90,9 +91,9 @@ pub(crate) async fn apply(
     report: &mut Report,
     uploader: &Viewer,
 ) -> Result<(), ProcessError> {
-    let order = resource("order");
-    let item = resource("orderItem");
-    let brand_store = resource("brandStore");
+    let order = resource(Res::Order);
+    let item = resource(Res::OrderItem);
+    let brand_store = resource(Res::BrandStore);
     let o = Layout::of(order);
     let it = Layout::of(item);
 
@@ -324,7 +325,7 @@ pub(crate) async fn apply(
         }
     }
     // An order whose dispatch would take a stock count outside its range skips its rows
-    // (CONTRACT §10: the move is refused whole); the others are written together (one order
+    // (docs/API.md, "Quantities and amounts": the move is refused whole); the others are written together (one order
     // per dispatch).
     let outcomes: Vec<_> = decided
         .iter()

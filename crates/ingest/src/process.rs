@@ -8,6 +8,7 @@ use crate::authority::{Target, checked_per_record};
 use crate::report::Report;
 use crate::worker::{Context, Outcome};
 use crate::{dispatch, image, price, product, stock};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, FileStatus, Layout, Record, catalog, file_paths};
 use brandhub_filestore::StoreError;
 use brandhub_query::judge::Verdict;
@@ -75,7 +76,7 @@ fn record_timestamp(precise: Option<&str>) -> Option<String> {
 
 impl FileJob {
     fn from_record(record: &Record) -> Result<FileJob, String> {
-        let file = catalog().resource("file").expect("file is a resource");
+        let file = catalog().get(Res::File);
         let l = Layout::of(file);
         let text = |path: &str| {
             record.cells[l.cell(path)]
@@ -274,10 +275,7 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
     if !tx.finish_job(&file.id, &context.worker).await? {
         return Err(ProcessError::Lost);
     }
-    let brand_table = catalog()
-        .resource("brand")
-        .expect("brand is a resource")
-        .table;
+    let brand_table = catalog().get(Res::Brand).table;
     if !tx.lock_record(brand_table, &file.brand).await? {
         return Err(ProcessError::Fail(
             "the file's brand no longer exists".into(),

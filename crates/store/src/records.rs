@@ -1,4 +1,4 @@
-//! The generic write pipeline (CONTRACT §9) for the resources the catalog marks as written by
+//! The generic write pipeline (docs/API.md, "Writes: master data and catalogue") for the resources the catalog marks as written by
 //! it: creates (one record or many, all or nothing), upserts on natural keys, updates and
 //! deletes. Everything a write needs to know comes from the catalog (writable fields, foreign
 //! keys and their targets, natural keys, write and scope rules); nothing here names a
@@ -709,7 +709,7 @@ impl Store {
         Err(raced(resource))
     }
 
-    /// [`Store::create_records`] applied once per `key` (CONTRACT §9 idempotency): the key is
+    /// [`Store::create_records`] applied once per `key` (docs/API.md, "Writes: concurrency and idempotency"): the key is
     /// claimed in the write's own transaction; when the same request came first, nothing is
     /// written and its kept answer is returned instead (`Err` 409 when another request did).
     pub async fn create_records_once(
@@ -913,7 +913,7 @@ async fn precondition_in(
     }
 }
 
-/// 403 for a write of a resource that the caller's user type never writes (CONTRACT §9's
+/// 403 for a write of a resource that the caller's user type never writes (docs/API.md, "Writes: master data and catalogue"
 /// table), before anything of the body is judged.
 fn never_written_by(resource: &Resource, viewer: &Viewer) -> Option<StoreError> {
     let user_type = viewer.user_type();

@@ -346,7 +346,7 @@ fn condition_groups(view: View, resource: &Resource) -> Vec<(String, Value, bool
     groups
 }
 
-/// The body of a complex query over a resource (CONTRACT §7): each condition names a field
+/// The body of a complex query over a resource (docs/API.md, "Complex queries"): each condition names a field
 /// and takes a value of that field's type; every condition after the first of a list needs
 /// its conjunction; `query` and `querywitharray` exclude each other (a `null` list is an
 /// absent one).
@@ -461,7 +461,7 @@ fn write_body(
                 let mut schema = field_schema(view, field);
                 let must_fill = required.contains(path) || filled.contains(path);
                 if field.ty == FieldType::Text {
-                    // A write may send `null` for text: it stores "" (unset text, CONTRACT §3);
+                    // A write may send `null` for text: it stores "" (unset text, docs/API.md, "Values");
                     // no text holds a NUL character.
                     schema["type"] = json!(["string", "null"]);
                     schema["pattern"] = json!("^[^\\u0000]*$");
@@ -500,7 +500,7 @@ fn write_body(
                 if let Some(max) = field.max_chars {
                     bounded["maxLength"] = json!(max);
                 }
-                // Quantities and amounts: their domain's range (CONTRACT §10).
+                // Quantities and amounts: their domain's range (docs/API.md, "Quantities and amounts").
                 if let Some((least, most)) = field.domain.and_then(|d| d.bounds()) {
                     bounded["minimum"] = json!(least);
                     bounded["maximum"] = json!(most);
@@ -532,7 +532,7 @@ fn write_body(
     json!({"required": true, "content": {"application/json": {"schema": body}}})
 }
 
-/// The JSON writes a resource accepts (CONTRACT §9), on its list and by-id paths.
+/// The JSON writes a resource accepts (docs/API.md, "Writes: master data and catalogue"), on its list and by-id paths.
 fn add_write_paths(
     view: View,
     resource: &Resource,
@@ -564,7 +564,7 @@ fn add_write_paths(
     }
 }
 
-/// A resource that moves through a lifecycle (orders, CONTRACT §11): its create is an intake
+/// A resource that moves through a lifecycle (orders, docs/API.md, "Orders: intake, lifecycle and stock"): its create is an intake
 /// with lines, its PATCH an action, and each declared action a `POST` of an array of actions.
 fn add_lifecycle_paths(
     view: View,
@@ -695,7 +695,7 @@ fn lifecycle_extension(resource: &Resource) -> Option<Value> {
     }))
 }
 
-/// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (CONTRACT §8).
+/// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (docs/API.md, "Files: uploads and processing").
 fn add_upload_paths(
     paths: &mut Map<String, Value>,
     list: &mut Value,
@@ -727,7 +727,7 @@ fn add_upload_paths(
     paths.insert(format!("/api/{name}/template/{{fileType}}"), json!({"get": {
         "summary": "An .xlsx template: the file type's header row and one example row", "tags": [name],
         "parameters": [{"name": "fileType", "in": "path", "required": true,
-            "schema": {"enum": ["product", "stock", "price", "image", "orderDispatch"]}}],
+            "schema": {"enum": brandhub_catalog::FILE_TYPES}}],
         "responses": bytes("The template workbook.")}}));
 }
 

@@ -31,6 +31,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::ids::{new_id, timestamp_at};
 use crate::rights::principal;
 use crate::webhook_bounds;
+use crate::write::EntryPoint;
 use crate::write::{set_field, stamp_update};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, DeliveryStatus, Layout, Record, Resource, catalog};
@@ -377,7 +378,7 @@ impl Store {
         {
             return Ok(0);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Deliveries).await?;
         let select = Query::select()
             .columns(["id", "event_type", "resource", "record_id", "created_date"].map(Alias::new))
             .from(Alias::new(EVENT_TABLE))
@@ -634,7 +635,7 @@ impl Store {
             ]))
             .to_owned();
         stamp_update(&mut update, resource, &timestamp_at(now));
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Deliveries).await?;
         let rows = tx
             .fetch_returning(
                 Some(resource.table),
@@ -759,7 +760,7 @@ impl Store {
             set_field(&mut update, field, cell);
         }
         stamp_update(&mut update, resource, &timestamp_at(now));
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Deliveries).await?;
         let changed = tx.execute(resource.table, &update).await?;
         tx.commit().await?;
         Ok(changed == 1)

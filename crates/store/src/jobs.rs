@@ -16,6 +16,7 @@
 
 use crate::db::{Kind, Store, Timing, WriteTx};
 use crate::error::StoreResult;
+use crate::write::EntryPoint;
 use crate::write::{records_of, select_records};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, FileStatus, Record, Resource, catalog, file_paths};
@@ -234,7 +235,7 @@ impl Store {
     pub async fn create_file(&self, record: Record) -> StoreResult<()> {
         let resource = file_resource();
         let id = record.id().to_string();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::FileQueue).await?;
         tx.insert_records(resource, &mut [record]).await?;
         tx.enqueue_job(&id).await?;
         tx.commit().await
@@ -265,7 +266,7 @@ impl Store {
         stale_after_ms: i64,
     ) -> StoreResult<Option<ClaimedJob>> {
         let claim = claim_statement(worker, self.clock.now_millis(), stale_after_ms);
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::FileQueue).await?;
         let rows = tx
             .fetch_returning(None, &claim, &[Kind::Text, Kind::Integer])
             .await?;
@@ -307,7 +308,7 @@ impl Store {
             .value(Alias::new("claimed_by"), Option::<String>::None)
             .value(Alias::new("available_at"), available_at)
             .to_owned();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::FileQueue).await?;
         if tx.execute_untracked(JOB_TABLE, &update).await? == 1 {
             tx.update_file(
                 file_id,

@@ -1,5 +1,15 @@
 //! Writing records: every text value is stored with its folded copy, lists go to their own
 //! tables, and rows are sent in multi-row statements sized to the backends' parameter limits.
+//!
+//! Every write of records runs as a [`plan::WritePlan`] through the one executor
+//! ([`executor`]), which alone begins the transactions that change records ([`begin`]).
+
+mod begin;
+pub mod executor;
+pub mod plan;
+
+pub use executor::runs;
+pub use plan::{Begin, EntryPoint, Outcome, RACE_ATTEMPTS, StepFuture, WritePlan};
 
 use crate::db::{Kind, WriteTx};
 use crate::error::StoreResult;

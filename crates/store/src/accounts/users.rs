@@ -8,6 +8,7 @@ use super::NewKey;
 use crate::db::{Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::records::Writer;
+use crate::write::EntryPoint;
 use brandhub_catalog::Res;
 use brandhub_catalog::{Anchor, Cell, Layout, Record, Resource, UserType, catalog};
 use brandhub_problem::FieldError;
@@ -326,7 +327,7 @@ impl Store {
     /// Whether `writer` may write the user `id` as it is now (what inviting it asks); `None`
     /// when there is no such user.
     pub async fn may_write_user(&self, id: &str, writer: &Viewer) -> StoreResult<Option<bool>> {
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Accounts).await?;
         may_write_user_in(&mut tx, id, writer).await
     }
 }

@@ -16,6 +16,7 @@ use crate::db::{Backend, Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::{new_id, now_timestamp};
+use crate::write::{Begin, EntryPoint, Outcome, WritePlan};
 use brandhub_catalog::lifecycle::{Step, transition};
 use brandhub_catalog::{Cell, Domain, Layout, Record, Resource};
 use brandhub_problem::FieldError;
@@ -285,7 +286,7 @@ impl Store {
         if let Some(number) = numbers.next() {
             return Ok(number);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::OrderNumbers).await?;
         let last = tx.reserve_order_numbers(NUMBERS_RESERVED).await?;
         tx.commit().await?;
         *numbers = (last - NUMBERS_RESERVED + 1)..(last + 1);
@@ -558,21 +559,7 @@ impl Store {
         // writers take turns: reads inside would lengthen every turn); a brand store or
         // variant deleted meanwhile fails the insert's foreign key, a 409, and a push of the
         // same order made meanwhile fails the unique index, the 409 above.
-        // Without a key, on PostgreSQL, the writes and their bookkeeping are one statement
-        // that commits itself ([`Store::begin_optimistic`]): the version rows stay locked
-        // for that statement only. Nothing it writes depends on a row it read but the stock
-        // records', and those it adds to ([`WriteTx::move_known_stock`]).
-        let mut tx = match key {
-            Some(_) => self.begin().await?,
-            None => self.begin_optimistic().await?,
-        };
-        if let Some(key) = key
-            && let Some(kept) = tx.claim_key(key).await?
-        {
-            return Ok(Err(kept));
-        }
-
-        // The records.
+        // The records, made before it.
         let now = now_timestamp();
         let o = Layout::of(order);
         let mut record = Record::empty(order);
@@ -618,30 +605,60 @@ impl Store {
             }
             lines.push(r);
         }
-        // The variants' brand, read above, is the stock records' scope (fixed once a variant
-        // is made): not read again inside the transaction.
-        if let Some(brand) = &brand {
-            for id in variants.iter().flatten() {
-                tx.knows(variant, id, "fk_scopeBrand", brand);
-            }
-        }
-        // The stock last: concurrent intakes of the same variants wait on those stock rows'
-        // locks only from their update to the commit.
         record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
-        // The order and its lines go with the stock's statement (on SQLite, one round trip
-        // of the write turn for the three), so a unique key they find taken is that
-        // statement's error, or the commit's.
-        let written = async {
-            tx.insert_records_with_next(order, &mut [record]).await?;
-            tx.insert_records_with_next(item, &mut lines).await?;
-            tx.move_known_stock(&warehouse, &intake_moves(&demand)?, &stock_ids)
-                .await?;
-            if let Some(key) = key {
-                tx.keep_written(key, &[(order_id.clone(), true)]).await?;
-            }
-            tx.commit().await
-        }
-        .await;
+        // Without a key, on PostgreSQL, the writes and their bookkeeping are one statement
+        // that commits itself ([`Begin::Optimistic`]): the version rows stay locked for that
+        // statement only. Nothing it writes depends on a row it read but the stock records',
+        // and those it adds to ([`WriteTx::move_known_stock`]).
+        let begin = match key {
+            Some(_) => Begin::Locking,
+            None => Begin::Optimistic,
+        };
+        let plan = WritePlan::once(EntryPoint::Intake, begin);
+        let written = self
+            .execute(plan, |mut tx, _| {
+                let (mut record, mut lines) = (record.clone(), lines.clone());
+                let (brand, variants, warehouse) = (&brand, &variants, &warehouse);
+                let (demand, stock_ids, order_id) = (&demand, &stock_ids, &order_id);
+                Box::pin(async move {
+                    let stepped = async {
+                        if let Some(key) = key
+                            && let Some(kept) = tx.claim_key(key).await?
+                        {
+                            return Ok(Outcome::RollBack(Err(kept)));
+                        }
+                        // The variants' brand, read above, is the stock records' scope (fixed
+                        // once a variant is made): not read again inside the transaction.
+                        if let Some(brand) = brand {
+                            for id in variants.iter().flatten() {
+                                tx.knows(variant, id, "fk_scopeBrand", brand);
+                            }
+                        }
+                        // The order and its lines go with the stock's statement (on SQLite,
+                        // one round trip of the write turn for the three), so a unique key
+                        // they find taken is that statement's error, or the commit's. The
+                        // stock last: concurrent intakes of the same variants wait on those
+                        // stock rows' locks only from their update to the commit.
+                        tx.insert_records_with_next(order, std::slice::from_mut(&mut record))
+                            .await?;
+                        tx.insert_records_with_next(item, &mut lines).await?;
+                        tx.move_known_stock(warehouse, &intake_moves(demand)?, stock_ids)
+                            .await?;
+                        if let Some(key) = key {
+                            tx.keep_written(key, &[(order_id.clone(), true)]).await?;
+                        }
+                        Ok(Outcome::Commit(Ok(())))
+                    }
+                    .await;
+                    (tx, stepped)
+                })
+            })
+            .await;
+        let written = match written {
+            Ok(Err(kept)) => return Ok(Err(kept)),
+            Ok(Ok(())) => Ok(()),
+            Err(error) => Err(error),
+        };
         if let Err(error) = written {
             // A push of the same order committed since the check above (the unique index
             // waited for it), or, with a key, before: told as the check tells it. (The

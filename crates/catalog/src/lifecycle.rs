@@ -80,26 +80,7 @@ pub const REASON_FIELD: &str = "detail.reason";
 /// (the API's description carries them; the portal translates them and falls back to
 /// them), or `None` for a code that is none of those.
 pub fn word(code: &str) -> Option<&'static str> {
-    Some(match code {
-        "new" => "New",
-        "accepted" => "Accepted",
-        "rejected" => "Rejected",
-        "partDispatched" => "Part dispatched",
-        "dispatched" => "Dispatched",
-        "delivered" => "Delivered",
-        "returned" => "Returned",
-        "cancelled" => "Cancelled",
-        "ACC" => "Accepted",
-        "REJ" => "Rejected",
-        "DSP" => "Shipped",
-        "CAN" => "Cancelled",
-        "RET" => "Returned",
-        "OUT_OF_STOCK" => "Out of stock",
-        "DISCONTINUED" => "Discontinued",
-        "PRICE_MISMATCH" => "Price mismatch",
-        "OTHER" => "Other reason",
-        _ => return None,
-    })
+    crate::words::code_word(code).map(|words| words.en)
 }
 
 use UserType::{Company, Host, Warehouse};

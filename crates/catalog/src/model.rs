@@ -172,6 +172,13 @@ pub struct Field {
     /// that writes move by addition in SQL (stock moved by orders, docs/API.md, "Quantities and amounts"), so that no
     /// sum can pass what the column holds and read back.
     pub held: Option<(i64, i64)>,
+    /// For an amount of money: the path (from the record, through relations) of the
+    /// currency it is in, when the record says (`currency` of an order line); `None` when
+    /// the amount has no currency of its own.
+    pub currency: Option<&'static str>,
+    /// For an id (or a list of ids) that is not a foreign key: the resource whose records
+    /// it names (a file's `detail.host`), so that clients can show them by label.
+    pub refers_to: Option<&'static str>,
 }
 
 /// Rules on written values beyond their type (docs/API.md, "Writes: master data and catalogue": "a value outside its domain").
@@ -506,6 +513,8 @@ impl Field {
             generated: None,
             default: None,
             held: None,
+            currency: None,
+            refers_to: None,
         }
     }
 
@@ -694,6 +703,23 @@ impl Field {
     pub fn domain(mut self, domain: Domain) -> Self {
         self.domain = Some(domain);
         self
+    }
+
+    /// Declares that an amount of money is in the currency at `path` (from the record).
+    pub fn priced_in(mut self, path: &'static str) -> Self {
+        self.currency = Some(path);
+        self
+    }
+
+    /// Declares that an id (or a list of ids) names records of `resource`.
+    pub fn refers_to(mut self, resource: &'static str) -> Self {
+        self.refers_to = Some(resource);
+        self
+    }
+
+    /// Whether the field holds an amount of money (CONTRACT §10).
+    pub fn is_money(&self) -> bool {
+        matches!(self.domain, Some(Domain::Money { .. }))
     }
 
     /// Makes the field not exist for the given user types.
@@ -1034,6 +1060,12 @@ pub struct Resource {
     pub lifecycle: Option<&'static crate::lifecycle::Lifecycle>,
     /// The events a change of a record is announced as to webhooks, if any.
     pub events: Option<Events>,
+    /// How a record is named to people (its display label): a template of `{path}`
+    /// placeholders, each a field or a to-one relation (named by the label of the record it
+    /// leads to), `|` between alternatives taken in turn until one is set
+    /// (`{brandOrderRef|hostOrderRef}`). Text between two placeholders shows only between
+    /// values that are set. See [`crate::Catalog::label_fields`].
+    pub label: &'static str,
 }
 
 impl Resource {
@@ -1064,7 +1096,28 @@ impl Resource {
             uploads: false,
             lifecycle: None,
             events: None,
+            label: "",
         }
+    }
+
+    /// Declares the display label (see [`Resource::label`]).
+    pub fn labelled(mut self, template: &'static str) -> Self {
+        self.label = template;
+        self
+    }
+
+    /// The placeholders of the display label, each as its alternatives.
+    pub fn label_parts(&self) -> Vec<Vec<&'static str>> {
+        let mut parts = Vec::new();
+        let mut rest = self.label;
+        while let Some(start) = rest.find('{') {
+            let Some(length) = rest[start..].find('}') else {
+                break;
+            };
+            parts.push(rest[start + 1..start + length].split('|').collect());
+            rest = &rest[start + length + 1..];
+        }
+        parts
     }
 
     /// Declares that a create is announced as the event `created` and every later change as

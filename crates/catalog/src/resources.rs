@@ -268,6 +268,7 @@ fn declared() -> Vec<Resource> {
             "company",
             "A business on the platform: owns brands and warehouses; a sponsor company sponsors others.",
         )
+        .labelled("{name}")
         .field(text("name").indexed())
         .field(text("code").indexed().short())
         .relation_fk(
@@ -293,6 +294,7 @@ fn declared() -> Vec<Resource> {
         )
         .natural_key(&["code"]),
         Resource::new(Res::Brand.name(), "brand", "A brand of a company: owns products and uploads files.")
+            .labelled("{name}")
             .relation_fk(fk("fk_company", "brand_company"), "company")
             .field(text("name").indexed())
             .field(
@@ -317,6 +319,7 @@ fn declared() -> Vec<Resource> {
             .scope(HOST, &[&[("brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("brand_product.product_variant.variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new(Res::Warehouse.name(), "warehouse", "A warehouse of a company: holds stock.")
+            .labelled("{name}")
             .relation_fk(fk("fk_company", "warehouse_company"), "company")
             .field(text("code").indexed().short())
             .field(text("name").indexed())
@@ -344,6 +347,7 @@ fn declared() -> Vec<Resource> {
             "host",
             "A selling channel: a retailer or marketplace with stores.",
         )
+        .labelled("{name}")
         .field(text("name").indexed())
         .field(text("code").indexed().short())
         .field(object(
@@ -362,6 +366,7 @@ fn declared() -> Vec<Resource> {
         .scope(COMPANY, &[&[("host_store.store_brandStore.brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("id", Host)]]),
         Resource::new(Res::Store.name(), "store", "A storefront of a host, selling in one currency.")
+            .labelled("{name} · {store_host}")
             .relation_fk(fk("fk_host", "store_host"), "host")
             .field(text("name").indexed())
             .field(text("code").indexed().short())
@@ -387,6 +392,7 @@ fn declared() -> Vec<Resource> {
             "brand_store",
             "The link of a brand to a store of a host, shipped from one warehouse.",
         )
+        .labelled("{brandStore_brand} → {brandStore_store}")
         .relation_fk(fk("fk_brand", "brandStore_brand"), "brand")
         .relation_fk(fk("fk_store", "brandStore_store"), "store")
         .relation_fk(fk("fk_warehouse", "brandStore_warehouse"), "warehouse")
@@ -417,6 +423,7 @@ fn declared() -> Vec<Resource> {
         .scope(HOST, &[&[("brandStore_store.fk_host", Host)]])
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]]),
         Resource::new(Res::Product.name(), "product", "A product of a brand; its variants carry barcodes.")
+            .labelled("{title|code}")
             .announces(PRODUCT_UPDATED, PRODUCT_UPDATED)
             .relation_fk(fk("fk_brand", "product_brand"), "brand")
             .field(text("code").indexed().short().doc("The brand's product code."))
@@ -433,7 +440,7 @@ fn declared() -> Vec<Resource> {
             .field(
                 object(
                     "detail",
-                    vec![id_field("importFile").doc("The file that last wrote the product.")],
+                    vec![id_field("importFile").refers_to("file").doc("The file that last wrote the product.")],
                 )
                 .hidden_from(HOST_CANNOT_SEE_IMPORTS),
             )
@@ -453,6 +460,7 @@ fn declared() -> Vec<Resource> {
             .scope(HOST, &[&[("product_brand.brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("product_variant.variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new(Res::Variant.name(), "variant", "A sellable variant of a product (a size, a colour).")
+            .labelled("{variant_product} · {colour} · {size} · {barcode}")
             .relation_fk(fk("fk_product", "variant_product"), "product")
             .field(text("code").indexed().short())
             .field(text("barcode").indexed().short().doc("EAN/UPC barcode, as text."))
@@ -464,7 +472,7 @@ fn declared() -> Vec<Resource> {
                 vec![
                     number("rrp").domain(Domain::MONEY),
                     number("price").domain(Domain::MONEY),
-                    id_field("importFile")
+                    id_field("importFile").refers_to("file")
                         .doc("The file that last wrote the variant.")
                         .hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 ],
@@ -490,6 +498,7 @@ fn declared() -> Vec<Resource> {
             .scope(HOST, &[&[("variant_scopeBrand.brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("variant_stock.fk_warehouse", Warehouse)]]),
         Resource::new(Res::Stock.name(), "stock", "Stock of one variant in one warehouse.")
+            .labelled("{stock_variant} @ {stock_warehouse}")
             .announces(STOCK_UPDATED, STOCK_UPDATED)
             .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
             .relation_fk(fk("fk_variant", "stock_variant"), "variant")
@@ -541,6 +550,7 @@ fn declared() -> Vec<Resource> {
             "orders",
             "A customer order received by a host for one brand store.",
         )
+        .labelled("{brandOrderRef|hostOrderRef}")
         .announces(ORDER_CREATED, ORDER_UPDATED)
         .relation_fk(fk("fk_brandStore", "order_brandStore"), "brandStore")
         .field(text("brandOrderRef").indexed().short())
@@ -560,11 +570,11 @@ fn declared() -> Vec<Resource> {
                 text("hostCarrier").short(),
                 text("hostStatus").doc("Free text from the host system."),
                 text("customerMessage").long(),
-                number("net").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("gross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("vat").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("shippingGross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("shippingTax").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("net").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("gross").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("vat").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("shippingGross").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("shippingTax").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
             ],
         ))
         .field(object("shipAddress", address_fields(true)))
@@ -590,6 +600,7 @@ fn declared() -> Vec<Resource> {
             "order_orderItem.orderItem_variant.variant_product.title",
         ]),
         Resource::new(Res::OrderItem.name(), "order_item", "One line of an order.")
+            .labelled("{orderItem_order}: {orderItem_variant}")
             .relation_fk(fk("fk_order", "orderItem_order"), "order")
             .relation_fk(fk("fk_variant", "orderItem_variant"), "variant")
             .relation_fk(
@@ -598,10 +609,10 @@ fn declared() -> Vec<Resource> {
                 "brandStore",
             )
             .field(integer("orderQty").domain(Domain::ORDERED))
-            .field(number("itemPrice").domain(Domain::MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineNet").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineTax").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineGross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("itemPrice").domain(Domain::MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineNet").domain(Domain::SIGNED_MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineTax").domain(Domain::SIGNED_MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineGross").domain(Domain::SIGNED_MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(text("currency").short())
             .field(integer("shipQty").domain(Domain::UNITS))
             .field(integer("returnQty").domain(Domain::UNITS))
@@ -624,6 +635,7 @@ fn declared() -> Vec<Resource> {
             .writable_by(DISPATCH, OWNERS, &[&[("orderItem_order.order_brandStore.brandStore_brand.fk_company", Companies)]])
             .writable_by(DISPATCH, WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]]),
         Resource::new(Res::User.name(), "users", "A person or system that calls the API with its keys.")
+            .labelled("{name|email}")
             .field(text("name").indexed())
             .field(text("email").indexed().max_chars(lengths::EMAIL))
             .field(text("type").short().domain(Domain::OneOf(&UserType::NAMES)).doc("admin, sponsor, company, host or warehouse."))
@@ -646,6 +658,7 @@ fn declared() -> Vec<Resource> {
                         "user_id",
                         "company_id",
                     )
+                    .refers_to("company")
                     .doc("Further companies the user works for."),
                 ],
             ))
@@ -677,6 +690,7 @@ fn declared() -> Vec<Resource> {
             // `detail.companies` one of the caller's (users.rs: lists are not rule paths).
             .writable_by(WRITE, OWNERS, &[&[("id", Own)], &[("fk_company", Companies)]]),
         Resource::new(Res::File.name(), "file", "An uploaded spreadsheet and the result of processing it.")
+            .labelled("{fileName}")
             .relation_fk(fk("fk_brand", "file_brand"), "brand")
             .relation_fk(fk("fk_user", "file_user"), "user")
             .field(text("fileType").indexed().short().domain(Domain::OneOf(&FILE_TYPES)))
@@ -687,8 +701,8 @@ fn declared() -> Vec<Resource> {
                 "detail",
                 vec![
                     text("fileMime"),
-                    id_field("host").doc("Host id, for price files."),
-                    id_field("warehouse").doc("Warehouse id, for stock files."),
+                    id_field("host").refers_to("host").doc("Host id, for price files."),
+                    id_field("warehouse").refers_to("warehouse").doc("Warehouse id, for stock files."),
                     precise_timestamp("startDate"),
                     precise_timestamp("endDate"),
                     text("error")
@@ -704,6 +718,7 @@ fn declared() -> Vec<Resource> {
             .scope(COMPANY, &[&[("file_brand.fk_company", Companies)]])
             .scope(WAREHOUSE, &[&[("file_user.fk_warehouse", Warehouse)]]),
         Resource::new(Res::Price.name(), "price", "The price of a variant at a host between two dates.")
+            .labelled("{price_variant} · {price_host} · {startDate}")
             .announces(PRICE_UPDATED, PRICE_UPDATED)
             .relation_fk(fk("fk_variant", "price_variant"), "variant")
             .relation_fk(fk("fk_host", "price_host"), "host")
@@ -726,6 +741,7 @@ fn declared() -> Vec<Resource> {
             .writable_by(WRITE, OWNERS, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("fk_host", Host)]]),
         Resource::new(Res::Image.name(), "image", "An image of a product or of one of its variants.")
+            .labelled("{image_variant|image_product} · {position}")
             .relation_fk(fk("fk_product", "image_product"), "product")
             .relation_fk(fk("fk_variant", "image_variant").optional(), "variant")
             .relation_fk(
@@ -746,6 +762,7 @@ fn declared() -> Vec<Resource> {
             .writable_by(WRITE, OWNERS, &[&[("image_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("image_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host)]]),
         Resource::new(Res::ApiKey.name(), "api_key", "An API key of a user, with its grants.")
+            .labelled("{name} · {prefix}")
             .relation_fk(fk("fk_user", "apiKey_user").or_else(FieldDefault::Writer(Own)), "user")
             .field(text("name").indexed().or_else(FieldDefault::Text("API key")))
             .field(text("prefix").indexed().short().doc("The first 8 characters of the secret."))
@@ -780,6 +797,7 @@ fn declared() -> Vec<Resource> {
             "webhook",
             "A subscription of a user to events, delivered as signed POSTs to its URL.",
         )
+        .labelled("{url}")
         .relation_fk(fk("fk_user", "webhook_user").or_else(FieldDefault::Writer(Own)), "user")
         .field(
             text("url")
@@ -822,6 +840,7 @@ fn declared() -> Vec<Resource> {
             "webhook_delivery",
             "One event on its way to one webhook: each attempt, its answer and the next try.",
         )
+        .labelled("{eventType} · {eventId}")
         .relation_fk(fk("fk_webhook", "webhookDelivery_webhook"), "webhook")
         .field(text("eventId").indexed().short().doc("The event's id, the same in every attempt."))
         .field(text("eventType").indexed().short().domain(Domain::OneOf(&EVENT_TYPES)))
@@ -842,6 +861,7 @@ fn declared() -> Vec<Resource> {
             "event_problem",
             "An event the webhook fan-out could not build, because its record did not read: set aside with the reason, so that the events after it still flow. Admins only; read-only.",
         )
+        .labelled("{eventType} · {eventId}")
         .field(text("eventId").indexed().short().doc("The event's id."))
         .field(text("eventType").indexed().short().domain(Domain::OneOf(&EVENT_TYPES)))
         .field(text("resource").indexed().short().doc("The resource of the record the event is about."))

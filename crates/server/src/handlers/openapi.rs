@@ -6,6 +6,7 @@ use crate::problem::Problem;
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::Response;
+use brandhub_catalog::words::{Words, code_word, field_title, resource_names};
 use brandhub_catalog::{
     Field, FieldType, Relation, RelationKind, Resource, Scope, UserType, catalog,
 };
@@ -45,7 +46,41 @@ fn relations_traversed(view: View, resource: &Resource) -> Vec<&Relation> {
         .collect()
 }
 
-fn field_schema(view: View, field: &Field) -> Value {
+/// A title in each language as the description carries it: `title` in English, and
+/// `x-brandhub-titles` with every language's.
+fn titled(schema: &mut Value, words: Option<Words>) {
+    if let Some(words) = words {
+        schema["title"] = json!(words.en);
+        schema["x-brandhub-titles"] = json!({"en": words.en, "de": words.de});
+    }
+}
+
+/// What people read for a field: its title, the word of each code its domain allows
+/// (`x-brandhub-words`), and for an amount of money the path of its currency
+/// (`x-brandhub-money`).
+fn worded(schema: &mut Value, resource: &Resource, field: &Field) {
+    titled(schema, field_title(resource.name, &field.path));
+    if let Some(codes) = field.domain.and_then(|d| d.words()) {
+        let words: Map<String, Value> = codes
+            .iter()
+            .filter_map(|code| {
+                code_word(code).map(|w| (code.to_string(), json!({"en": w.en, "de": w.de})))
+            })
+            .collect();
+        schema["x-brandhub-words"] = Value::Object(words);
+    }
+    if field.is_money() {
+        schema["x-brandhub-money"] = json!({"currency": field.currency});
+    }
+    if let Some(target) = field.refers_to {
+        schema["x-brandhub-refers-to"] = json!(target);
+    }
+    if let Some(relation) = field.relation.filter(|_| !field.internal) {
+        schema["x-brandhub-relation"] = json!(relation);
+    }
+}
+
+fn field_schema(view: View, resource: &Resource, field: &Field) -> Value {
     let mut schema = match field.ty {
         FieldType::Id => json!({"type": ["string", "null"], "pattern": "^[0-9A-F]{32}$"}),
         FieldType::Text => json!({"type": "string"}),
@@ -64,7 +99,7 @@ fn field_schema(view: View, field: &Field) -> Value {
                 .subfields
                 .iter()
                 .filter(|s| shows(view, s))
-                .map(|s| (s.name.to_string(), field_schema(view, s)))
+                .map(|s| (s.name.to_string(), field_schema(view, resource, s)))
                 .collect();
             let ty = if field.nullable_object {
                 json!(["object", "null"])
@@ -81,6 +116,7 @@ fn field_schema(view: View, field: &Field) -> Value {
         let types: Vec<&str> = field.hidden_from.iter().map(|t| t.as_str()).collect();
         schema["x-hidden-from"] = json!(types);
     }
+    worded(&mut schema, resource, field);
     schema
 }
 
@@ -93,7 +129,7 @@ fn schema_name(resource: &Resource) -> String {
 fn record_schema(view: View, resource: &Resource) -> Value {
     let mut properties = Map::new();
     for field in resource.fields.iter().filter(|f| shows(view, f)) {
-        properties.insert(field.name.to_string(), field_schema(view, field));
+        properties.insert(field.name.to_string(), field_schema(view, resource, field));
     }
     for relation in relations_shown(view, resource) {
         let target = catalog().target(relation);
@@ -103,13 +139,24 @@ fn record_schema(view: View, resource: &Resource) -> Value {
             {"$ref": format!("#/components/schemas/{}", schema_name(target))},
             {"type": "null"}
         ]});
-        let schema = match relation.kind {
+        let mut schema = match relation.kind {
             RelationKind::ToOne { .. } => one,
             RelationKind::ToMany { .. } => json!({"type": "array", "items": one}),
         };
+        titled(&mut schema, catalog().relation_title(resource, relation));
         properties.insert(relation.name.to_string(), schema);
     }
-    json!({"type": "object", "description": resource.doc, "properties": properties})
+    let mut schema =
+        json!({"type": "object", "description": resource.doc, "properties": properties});
+    if let Some(names) = resource_names(resource.name) {
+        schema["title"] = json!(names.one.en);
+        schema["x-brandhub-names"] = json!({
+            "en": {"one": names.one.en, "many": names.many.en},
+            "de": {"one": names.one.de, "many": names.many.de}});
+    }
+    schema["x-brandhub-label"] = json!({"template": resource.label,
+        "fields": catalog().label_fields(resource)});
+    schema
 }
 
 /// The leaf properties of a record a filter or an order key can name (objects by their
@@ -458,7 +505,7 @@ fn write_body(
         let mut parts = path.split('.').peekable();
         while let Some(part) = parts.next() {
             if parts.peek().is_none() {
-                let mut schema = field_schema(view, field);
+                let mut schema = field_schema(view, resource, field);
                 let must_fill = required.contains(path) || filled.contains(path);
                 if field.ty == FieldType::Text {
                     // A write may send `null` for text: it stores "" (unset text, docs/API.md, "Values");
@@ -625,7 +672,7 @@ fn add_lifecycle_paths(
             .field_at(path)
             .expect("the catalog checks that actions name fields of the record or its lines");
         action["content"]["application/json"]["schema"]["properties"][path] =
-            field_schema(view, field);
+            field_schema(view, line, field);
     }
     by_id["patch"] = json!({
         "summary": format!("A lifecycle action on a {name} record: the new status and what the step needs"),
@@ -661,7 +708,11 @@ fn lifecycle_extension(resource: &Resource) -> Option<Value> {
     let words = |codes: &[&str]| -> Value {
         codes
             .iter()
-            .map(|code| json!({"code": code, "word": word(code).unwrap_or(code)}))
+            .map(|code| {
+                let words = code_word(code);
+                json!({"code": code, "word": word(code).unwrap_or(code),
+                       "words": words.map(|w| json!({"en": w.en, "de": w.de}))})
+            })
             .collect()
     };
     let steps: Vec<Value> = TRANSITIONS
@@ -929,6 +980,63 @@ mod tests {
                 .get("x-brandhub-lifecycle")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn schemas_carry_labels_titles_words_and_currencies_from_the_catalog() {
+        let doc = document(None);
+        let schemas = &doc["components"]["schemas"];
+        let stock = &schemas["Stock"];
+        assert_eq!(
+            stock["x-brandhub-label"]["template"],
+            "{stock_variant} @ {stock_warehouse}"
+        );
+        assert_eq!(
+            stock["x-brandhub-label"]["fields"][5],
+            "stock_warehouse.name"
+        );
+        assert_eq!(stock["x-brandhub-names"]["de"]["many"], "Bestände");
+        assert_eq!(stock["properties"]["stock_warehouse"]["title"], "Warehouse");
+        assert_eq!(
+            stock["properties"]["inStock"]["x-brandhub-titles"],
+            json!({"en": "In stock", "de": "Am Lager"})
+        );
+        let order = &schemas["Order"];
+        assert_eq!(
+            order["properties"]["sentToWH"]["title"],
+            "Sent to warehouse"
+        );
+        assert_eq!(
+            order["properties"]["status"]["x-brandhub-words"]["dispatched"]["de"],
+            "Versandt"
+        );
+        assert_eq!(
+            order["properties"]["detail"]["properties"]["gross"]["x-brandhub-money"],
+            json!({"currency": "order_orderItem.currency"})
+        );
+        assert_eq!(
+            order["properties"]["order_orderItem"]["x-brandhub-titles"]["de"],
+            "Bestellpositionen"
+        );
+        assert_eq!(
+            order["x-brandhub-lifecycle"]["lineStatuses"][2]["words"],
+            json!({"en": "Shipped", "de": "Versandt"})
+        );
+        assert_eq!(
+            schemas["Price"]["properties"]["price"]["x-brandhub-money"],
+            json!({"currency": null})
+        );
+        // Every property of every record has a title in each language.
+        for resource in catalog().resources() {
+            let schema = &schemas[schema_name(resource)];
+            for (name, property) in schema["properties"].as_object().unwrap() {
+                assert!(
+                    property["x-brandhub-titles"]["de"].is_string(),
+                    "{}.{name}",
+                    resource.name
+                );
+            }
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 import { api, records, schema, download } from '../api.js';
 import { t, number, display } from '../i18n.js';
 import { el, field, heading, errorSlot, busy, problemBox } from '../ui.js';
+import { editLink } from './setup.js';
 
 const PAGE_SIZE = 25;
 const LABELS = ['name', 'title', 'code', 'brandOrderRef', 'barcode', 'email', 'fileName', 'hostOrderRef'];
@@ -81,7 +82,7 @@ export async function render(main, context) {
   const { parts, query, may } = context;
   const list = await resources(may);
   const resource = list.includes(parts[0]) ? parts[0] : (list.includes('stock') ? 'stock' : list[0]);
-  if (parts[1]) return renderRecord(main, resource, parts[1]);
+  if (parts[1]) return renderRecord(main, resource, parts[1], may);
   const columns = await columnsOf(resource);
   const stored = JSON.parse(sessionStorage.getItem(chosenKey(resource)) || 'null');
   if (stored) for (const c of columns) c.shown = stored.includes(c.name);
@@ -220,12 +221,13 @@ function definitionList(object, columns) {
   return dl;
 }
 
-async function renderRecord(main, resource, id) {
+async function renderRecord(main, resource, id, may) {
   const columns = await columnsOf(resource);
   const answer = await api(`/${resource}/${encodeURIComponent(id)}`);
   const record = records(answer, resource)[0];
   main.replaceChildren(
     el('p', {}, el('a', { href: `#/browse/${resource}` }, `← ${t('back')}: ${resource}`)),
     heading(`${resource}: ${labelOf(record) || id}`),
+    await editLink(resource, record.id, may),
     el('section', { class: 'card' }, definitionList(record, columns)));
 }

@@ -75,7 +75,7 @@ async function drawUsers(section, me, may) {
     }));
     const own = u.id === me.user;
     return el('tr', {}, el('td', {}, el('a', { href: `#/admin/edit/user/${u.id}` }, u.email)), el('td', {}, u.name),
-      el('td', {}, has(`val_type_${u.type}`) ? t(`val_type_${u.type}`) : u.type), el('td', {}, el('span', { class: `badge badge-${u.status}` }, t(u.status))),
+      el('td', {}, has(`val_type_${u.type}`) ? t(`val_type_${u.type}`) : u.type), el('td', {}, el('span', { class: `badge badge-${u.status}` }, has(`val_status_${u.status}`) ? t(`val_status_${u.status}`) : u.status)),
       el('td', { class: 'actions' }, own ? null : invite, own ? null : toggle, s));
   });
   section.replaceChildren(el('div', { class: 'card-head' }, el('h2', {}, t('users')), create),

@@ -717,7 +717,7 @@ impl Field {
         self
     }
 
-    /// Whether the field holds an amount of money (CONTRACT §10).
+    /// Whether the field holds an amount of money (docs/API.md, "Quantities and amounts").
     pub fn is_money(&self) -> bool {
         matches!(self.domain, Some(Domain::Money { .. }))
     }

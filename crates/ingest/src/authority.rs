@@ -8,13 +8,23 @@
 //! records name by a foreign key (a price file's host) must also be one the uploader sees,
 //! the rule of a JSON write's links ([`Target::unseen`]).
 
-use brandhub_catalog::{Res, Resource, WriteAction, catalog};
+use brandhub_catalog::{Res, Resource, Scope, UserType, WriteAction, catalog};
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::FileType;
 use brandhub_store::StoreResult;
 use brandhub_store::records::links;
 use brandhub_store::rights::{Reads, seen_ids, verdict};
+
+/// A record as a message names it: `"name" (code)`, or what of those it has, else its id.
+pub fn label_of(name: &str, code: &str, id: &str) -> String {
+    match (name.is_empty(), code.is_empty()) {
+        (false, false) => format!("\"{name}\" ({code})"),
+        (false, true) => format!("\"{name}\""),
+        (true, false) => code.to_string(),
+        (true, true) => id.to_string(),
+    }
+}
 
 /// What a file of this type writes: the resources and the action on them.
 pub fn writes(file_type: FileType) -> &'static [(Res, WriteAction)] {
@@ -31,6 +41,15 @@ pub fn writes(file_type: FileType) -> &'static [(Res, WriteAction)] {
             (Res::OrderItem, WriteAction::Dispatch),
         ],
     }
+}
+
+/// Whether a user of `user_type` may upload files of this type at all: the catalog lets it
+/// write (some records of) every resource the file writes. Which records it may write is
+/// judged per file ([`Target::verdict`]).
+pub fn may_upload(file_type: FileType, user_type: UserType) -> bool {
+    writes(file_type)
+        .iter()
+        .all(|(res, action)| catalog().get(*res).authority_of(*action, user_type) != Scope::Nothing)
 }
 
 /// Whether the processor of this file type checks each record it touches against the
@@ -134,8 +153,18 @@ impl<'a> Target<'a> {
         Ok(overall)
     }
 
-    /// Why a refused file is refused, for its uploader's type.
-    pub fn refusal(&self, viewer: &Viewer) -> String {
+    /// The record a refusal names: the warehouse, if the part name has one, else the brand,
+    /// as (resource name, id).
+    pub fn refused_record(&self) -> (Res, &'a str) {
+        match self.warehouse {
+            Some(warehouse) => (Res::Warehouse, warehouse),
+            None => (Res::Brand, self.brand),
+        }
+    }
+
+    /// Why a refused file is refused, for its uploader's type; `label` names the
+    /// [`Target::refused_record`] (by [`label_of`]).
+    pub fn refusal(&self, viewer: &Viewer, label: &str) -> String {
         let names: Vec<&str> = writes(self.file_type)
             .iter()
             .map(|(res, _)| res.name())
@@ -143,10 +172,7 @@ impl<'a> Target<'a> {
         let action = writes(self.file_type)
             .first()
             .map_or("write", |(_, action)| action.as_str());
-        let of = match self.warehouse {
-            Some(warehouse) => format!("warehouse '{warehouse}'"),
-            None => format!("brand '{}'", self.brand),
-        };
+        let of = format!("{} {label}", self.refused_record().0.name());
         format!(
             "a {} user may not {action} {} records of {of}, which a {} file does",
             viewer.user_type().as_str(),
@@ -164,6 +190,21 @@ mod tests {
     fn the_file_types_of_uploads_are_the_catalogs() {
         let names: Vec<&str> = FileType::ALL.into_iter().map(FileType::as_str).collect();
         assert_eq!(names, brandhub_catalog::FILE_TYPES);
+    }
+
+    #[test]
+    fn who_may_upload_which_file_types() {
+        let offered = |user_type| {
+            FileType::ALL
+                .into_iter()
+                .filter(|t| may_upload(*t, user_type))
+                .map(FileType::as_str)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(offered(UserType::Admin).len(), FileType::ALL.len());
+        assert_eq!(offered(UserType::Company).len(), FileType::ALL.len());
+        assert_eq!(offered(UserType::Warehouse), ["stock", "orderDispatch"]);
+        assert!(offered(UserType::Host).is_empty());
     }
 
     #[test]
@@ -263,8 +304,8 @@ mod tests {
         }
         assert!(
             target(FileType::Price)
-                .refusal(&keeper)
-                .starts_with("a warehouse user may not write price records of brand")
+                .refusal(&keeper, "\"Acme\" (AC)")
+                .starts_with("a warehouse user may not write price records of brand \"Acme\" (AC)")
         );
     }
 }

@@ -366,6 +366,38 @@ pub(crate) fn folded(resource: &Resource, path: &str) -> Alias {
     )
 }
 
+/// Records of `resource` (one with a name and a code) by id as a message names them:
+/// `"name" (code)`; an id not found is left out.
+pub(crate) async fn labels(
+    tx: &mut WriteTx,
+    resource: &Resource,
+    ids: &[String],
+) -> StoreResult<HashMap<String, String>> {
+    let mut labels = HashMap::new();
+    for chunk in ids.chunks(CHUNK) {
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .column(column(resource, "name"))
+            .column(column(resource, "code"))
+            .from(Alias::new(resource.table))
+            .and_where(
+                Expr::col(Alias::new("id")).is_in(chunk.iter().map(|id| id.to_ascii_uppercase())),
+            )
+            .to_owned();
+        for row in tx
+            .fetch(&statement, &[Kind::Text, Kind::Text, Kind::Text])
+            .await?
+        {
+            if let Some(id) = row[0].as_text() {
+                let name = row[1].as_text().unwrap_or_default();
+                let code = row[2].as_text().unwrap_or_default();
+                labels.insert(id.to_string(), crate::authority::label_of(name, code, id));
+            }
+        }
+    }
+    Ok(labels)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

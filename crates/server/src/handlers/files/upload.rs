@@ -15,7 +15,7 @@ use brandhub_catalog::FileStatus;
 use brandhub_catalog::Res;
 use brandhub_catalog::catalog;
 use brandhub_filestore::PutError;
-use brandhub_ingest::authority::Target;
+use brandhub_ingest::authority::{Target, label_of};
 use brandhub_ingest::queue::{self, Upload};
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::judge::Verdict;
@@ -92,8 +92,9 @@ async fn check_part(
                 ApiError::new(
                     Code::InvalidUpload,
                     format!(
-                        "The warehouse '{warehouse}' belongs to another company than the brand '{}'.",
-                        part.brand
+                        "The warehouse {} belongs to another company than the brand {}.",
+                        label(state, "warehouse", warehouse).await?,
+                        label(state, "brand", &part.brand).await?
                     ),
                 )
                 .with_field("warehouse"),
@@ -112,7 +113,9 @@ async fn check_part(
         } else {
             "brand"
         };
-        let mut reason = target.refusal(viewer);
+        let (resource, id) = target.refused_record();
+        let label = label(state, resource.name(), id).await?;
+        let mut reason = target.refusal(viewer, &label);
         if let Some(first) = reason.get(..1) {
             reason.replace_range(..1, &first.to_uppercase());
         }
@@ -132,6 +135,22 @@ async fn check_part(
         return Err(missing(resource, id, resource));
     }
     Ok(())
+}
+
+/// A record of `resource` (with a name and a code) as a message names it ([`label_of`]).
+async fn label(state: &AppState, resource: &str, id: &str) -> Answer<String> {
+    let mut text = Vec::with_capacity(2);
+    for path in ["name", "code"] {
+        text.push(
+            state
+                .store
+                .text_field_of(resource, path, id)
+                .await?
+                .flatten()
+                .unwrap_or_default(),
+        );
+    }
+    Ok(label_of(&text[0], &text[1], id))
 }
 
 /// The last segment of a file name as a browser may send it (`C:\fakepath\stock.xlsx`).

@@ -2,17 +2,19 @@
 //! the store, which writes them all in one transaction (all or nothing), then creates the demo
 //! users' keys with their documented secrets and refreshes the planner's statistics.
 
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record, UPDATED_DATE, catalog};
 use brandhub_demo::{Chunk, DemoOptions, DemoSummary, generate};
 use brandhub_query::plan::CountPlan;
 use brandhub_store::accounts::grants::default_grants;
 use brandhub_store::accounts::secret_hash;
-use brandhub_store::{Store, StoreError, StoreResult, Timing};
+use brandhub_store::write::{EntryPoint, Outcome, WritePlan};
+use brandhub_store::{Store, StoreError, StoreResult, Timing, WriteTx};
 use tokio::sync::mpsc;
 
 /// Whether the database holds no users (a fresh database).
 pub async fn is_empty(store: &Store) -> StoreResult<bool> {
-    let users = catalog().resource("user").expect("user is a resource");
+    let users = catalog().get(Res::User);
     let plan = CountPlan::everything(users);
     let timing = Timing::default();
     let versions = store.versions(&timing).await?;
@@ -27,14 +29,49 @@ pub async fn load_demo(store: &Store, options: DemoOptions) -> StoreResult<DemoS
             field: None,
         });
     }
-    let (sender, mut receiver) = mpsc::channel::<Chunk>(4);
+    let (sender, receiver) = mpsc::channel::<Chunk>(4);
     let generator = tokio::task::spawn_blocking(move || {
         generate(&options, &mut |chunk| {
             // The receiver only stops early when a write failed; that error is reported below.
             let _ = sender.blocking_send(chunk);
         })
     });
-    let mut tx = store.begin().await?;
+    // The stream is taken by the plan's one run.
+    let mut streamed = Some((receiver, generator));
+    let summary = store
+        .execute(WritePlan::locking(EntryPoint::Demo), |mut tx, _| {
+            let streamed = streamed.take();
+            Box::pin(async move {
+                let Some((receiver, generator)) = streamed else {
+                    return (tx, Err(StoreError::Internal));
+                };
+                let stepped = write_demo(&mut tx, receiver, generator).await;
+                (tx, stepped.map(Outcome::Commit))
+            })
+        })
+        .await?;
+    for credential in &summary.credentials {
+        store
+            .set_password(&credential.user_id, &demo_password(credential.user_type))
+            .await?;
+    }
+    store.analyze().await?;
+    Ok(summary)
+}
+
+/// The portal password of a demo user of this type: the same on every machine, like the demo
+/// keys, so that the README can show them.
+pub fn demo_password(user_type: brandhub_catalog::UserType) -> String {
+    format!("{}-portal-demo", user_type.as_str())
+}
+
+/// The demo's records and its users' keys, written inside the load's transaction as the
+/// generator streams them.
+async fn write_demo(
+    tx: &mut WriteTx,
+    mut receiver: mpsc::Receiver<Chunk>,
+    generator: tokio::task::JoinHandle<DemoSummary>,
+) -> StoreResult<DemoSummary> {
     let mut failure = None;
     while let Some(mut chunk) = receiver.recv().await {
         if failure.is_none()
@@ -51,7 +88,7 @@ pub async fn load_demo(store: &Store, options: DemoOptions) -> StoreResult<DemoS
         tracing::error!(error = %e, "the demo generator failed");
         StoreError::Internal
     })?;
-    let keys = catalog().resource("apiKey").expect("apiKey is a resource");
+    let keys = catalog().get(Res::ApiKey);
     let layout = Layout::of(keys);
     let mut records: Vec<Record> = summary
         .credentials
@@ -74,18 +111,5 @@ pub async fn load_demo(store: &Store, options: DemoOptions) -> StoreResult<DemoS
         })
         .collect();
     tx.insert_records(keys, &mut records).await?;
-    tx.commit().await?;
-    for credential in &summary.credentials {
-        store
-            .set_password(&credential.user_id, &demo_password(credential.user_type))
-            .await?;
-    }
-    store.analyze().await?;
     Ok(summary)
-}
-
-/// The portal password of a demo user of this type: the same on every machine, like the demo
-/// keys, so that the README can show them.
-pub fn demo_password(user_type: brandhub_catalog::UserType) -> String {
-    format!("{}-portal-demo", user_type.as_str())
 }

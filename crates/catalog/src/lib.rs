@@ -5,6 +5,7 @@
 //! This crate is pure data with lookups; it does no I/O.
 
 pub mod address;
+mod handle;
 pub mod lifecycle;
 pub mod model;
 pub mod naming;
@@ -12,6 +13,7 @@ pub mod record;
 mod resources;
 pub mod words;
 
+pub use handle::Res;
 pub use model::{
     Anchor, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage,
     NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept,
@@ -25,7 +27,7 @@ pub use resources::{
 };
 
 /// What a price file's `detail.endDate` (and a price's precise end) holds when the price has no
-/// end date: the contract's zero timestamp (CONTRACT §3).
+/// end date: the contract's zero timestamp (docs/API.md, "Values").
 pub const NO_END_DATE: &str = "0000-00-00T00:00:00.000Z";
 
 use std::sync::LazyLock;
@@ -34,12 +36,22 @@ use std::sync::LazyLock;
 #[derive(Debug)]
 pub struct Catalog {
     resources: Vec<Resource>,
+    /// The position in `resources` of each handle's declaration, by [`Res::ALL`] order.
+    handles: Vec<usize>,
 }
 
 static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
-    let catalog = Catalog {
-        resources: resources::declare(),
-    };
+    let resources = resources::declare();
+    let handles = Res::ALL
+        .iter()
+        .map(|res| {
+            resources
+                .iter()
+                .position(|r| r.name == res.name())
+                .unwrap_or_else(|| panic!("the catalog declares no resource {res}"))
+        })
+        .collect();
+    let catalog = Catalog { resources, handles };
     if let Err(problem) = catalog.check() {
         panic!("the resource catalog is inconsistent: {problem}");
     }
@@ -144,7 +156,13 @@ impl Catalog {
         &self.resources
     }
 
-    /// The resource with this URL name.
+    /// The declaration of a resource named by its handle.
+    pub fn get(&self, res: Res) -> &Resource {
+        &self.resources[self.handles[res.index()]]
+    }
+
+    /// The resource with this URL name: for names that arrive from outside (a request's
+    /// path, a stored event type); code names resources by [`Res`] and [`Catalog::get`].
     pub fn resource(&self, name: &str) -> Option<&Resource> {
         self.resources.iter().find(|r| r.name == name)
     }
@@ -315,6 +333,9 @@ impl Catalog {
         for resource in &self.resources {
             if !names.insert(resource.name) {
                 return Err(format!("resource {} declared twice", resource.name));
+            }
+            if Res::named(resource.name).is_none() {
+                return Err(format!("resource {} has no handle", resource.name));
             }
             let mut own = std::collections::HashSet::new();
             for field in &resource.fields {
@@ -1022,7 +1043,11 @@ mod tests {
             let mut resources = catalog().resources().to_vec();
             let at = resources.iter().position(|r| r.name == "brand").unwrap();
             resources[at] = brand;
-            Catalog { resources }.check()
+            Catalog {
+                resources,
+                handles: Vec::new(),
+            }
+            .check()
         };
         assert!(broken("fk_company").is_ok());
         let through_many = broken("brand_product.fk_brand").unwrap_err();

@@ -1,4 +1,4 @@
-//! The order lifecycle (CONTRACT §11), declared once: the statuses an order and its lines go
+//! The order lifecycle (docs/API.md, "Orders: intake, lifecycle and stock"), declared once: the statuses an order and its lines go
 //! through, and the table of transitions with the user types that may take each. The order
 //! engine (`store::orders`) decides every action from this table, whether it comes from an
 //! order PATCH, a dispatch array or a row of an orderDispatch file; the docs print it.

@@ -8,12 +8,14 @@ use crate::authority::{Target, checked_per_record};
 use crate::report::Report;
 use crate::worker::{Context, Outcome};
 use crate::{dispatch, image, price, product, stock};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, FileStatus, Layout, Record, catalog, file_paths};
 use brandhub_filestore::StoreError;
 use brandhub_query::judge::Verdict;
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::{ColumnMap, FileType, Format, Table};
 use brandhub_store::rights::principal;
+use brandhub_store::write::{EntryPoint, Outcome as WriteOutcome, WritePlan};
 use brandhub_store::{ClaimedJob, WriteTx};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,7 +77,7 @@ fn record_timestamp(precise: Option<&str>) -> Option<String> {
 
 impl FileJob {
     fn from_record(record: &Record) -> Result<FileJob, String> {
-        let file = catalog().resource("file").expect("file is a resource");
+        let file = catalog().get(Res::File);
         let l = Layout::of(file);
         let text = |path: &str| {
             record.cells[l.cell(path)]
@@ -249,16 +251,20 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
     let map = ColumnMap::match_headers(file.file_type, table.header())
         .map_err(|error| ProcessError::Fail(error.to_string()))?;
     // Progress: the rows found, while the file is applied.
-    let mut tx = context.store.begin().await?;
-    tx.update_file(
-        &file.id,
-        &[(
-            file_paths::ROWS_READ,
-            Cell::Integer(rows_read(&table) as i64),
-        )],
-    )
-    .await?;
-    tx.commit().await?;
+    let rows = rows_read(&table) as i64;
+    let plan = WritePlan::locking(EntryPoint::FileStatus);
+    let id = file.id.as_str();
+    context
+        .store
+        .execute(plan, |mut tx, _| {
+            Box::pin(async move {
+                let stepped = tx
+                    .update_file(id, &[(file_paths::ROWS_READ, Cell::Integer(rows))])
+                    .await;
+                (tx, stepped.map(WriteOutcome::Commit))
+            })
+        })
+        .await?;
     Ok(Prepared { file, table, map })
 }
 
@@ -270,36 +276,69 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
     for skipped in table.skipped() {
         report.skip(skipped.number, skipped.reason.clone());
     }
-    let mut tx = context.store.begin().await?;
+    let plan = WritePlan::locking(EntryPoint::Sheet(file.file_type.as_str()));
+    let (file_ref, table_ref, map_ref) = (&file, &table, &map);
+    let report = context
+        .store
+        .execute(plan, |mut tx, _| {
+            let mut report = report.clone();
+            Box::pin(async move {
+                let applied =
+                    apply_in(&mut tx, context, file_ref, table_ref, map_ref, &mut report).await;
+                let outcome = match applied {
+                    Ok(()) => WriteOutcome::Commit(Ok(report)),
+                    Err(error) => WriteOutcome::RollBack(Err(error)),
+                };
+                (tx, Ok(outcome))
+            })
+        })
+        .await??;
+    tracing::info!(
+        file = %file.id,
+        file_type = file.file_type.as_str(),
+        rows = report.rows_read,
+        applied = report.rows_applied,
+        skipped = report.rows_skipped,
+        "file processed"
+    );
+    Ok(())
+}
+
+/// A file's rows and its job's outcome, written inside the transaction of [`apply`]: its
+/// step.
+async fn apply_in(
+    tx: &mut WriteTx,
+    context: &Context,
+    file: &FileJob,
+    table: &Table,
+    map: &ColumnMap,
+    report: &mut Report,
+) -> Result<(), ProcessError> {
     if !tx.finish_job(&file.id, &context.worker).await? {
         return Err(ProcessError::Lost);
     }
-    let brand_table = catalog()
-        .resource("brand")
-        .expect("brand is a resource")
-        .table;
+    let brand_table = catalog().get(Res::Brand).table;
     if !tx.lock_record(brand_table, &file.brand).await? {
         return Err(ProcessError::Fail(
             "the file's brand no longer exists".into(),
         ));
     }
-    let uploader = uploader_rights(&mut tx, &file).await?;
+    let uploader = uploader_rights(tx, file).await?;
     match file.file_type {
-        FileType::Product => product::apply(&mut tx, &file, &table, &map, &mut report).await?,
-        FileType::Stock => stock::apply(&mut tx, &file, &table, &map, &mut report).await?,
-        FileType::Price => price::apply(&mut tx, &file, &table, &map, &mut report).await?,
-        FileType::Image => image::apply(&mut tx, &file, &table, &map, &mut report).await?,
-        FileType::OrderDispatch => {
-            dispatch::apply(&mut tx, &file, &table, &map, &mut report, &uploader).await?
-        }
+        FileType::Product => product::apply(tx, file, table, map, report).await?,
+        FileType::Stock => stock::apply(tx, file, table, map, report).await?,
+        FileType::Price => price::apply(tx, file, table, map, report).await?,
+        FileType::Image => image::apply(tx, file, table, map, report).await?,
+        FileType::OrderDispatch => dispatch::apply(tx, file, table, map, report, &uploader).await?,
     }
     tx.record_skipped_rows(&file.id, report.skipped_rows())
         .await?;
+    let (status, error) = outcome(file.file_type, report);
     tx.update_file(
         &file.id,
         &[
-            (file_paths::STATUS, FileStatus::Processed.as_str().into()),
-            (file_paths::ERROR, Cell::Text(report.text())),
+            (file_paths::STATUS, status.as_str().into()),
+            (file_paths::ERROR, Cell::Text(error)),
             (
                 file_paths::ROWS_READ,
                 Cell::Integer(report.rows_read as i64),
@@ -315,17 +354,28 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
         ],
     )
     .await?;
-    tx.commit().await?;
-    tracing::info!(
-        file = %file.id,
-        file_type = file.file_type.as_str(),
-        rows = report.rows_read,
-        applied = report.rows_applied,
-        skipped = report.rows_skipped,
-        "file processed"
-    );
     Ok(())
 }
+
+/// The status and `detail.error` of an applied file: `processed` with its warnings, except
+/// that a dispatch file of which no row applied is `failed` (nothing was shipped, which a
+/// green "processed" would hide), its warnings after a sentence saying so. Its skipped rows
+/// stay downloadable as its error report.
+fn outcome(file_type: FileType, report: &Report) -> (FileStatus, String) {
+    let text = report.text();
+    if file_type == FileType::OrderDispatch && report.rows_applied == 0 {
+        let mut error = NOTHING_SHIPPED.to_string();
+        if !text.is_empty() {
+            error.push('\n');
+            error.push_str(&text);
+        }
+        return (FileStatus::Failed, error);
+    }
+    (FileStatus::Processed, text)
+}
+
+/// The first line of `detail.error` of a dispatch file of which no row applied.
+pub(crate) const NOTHING_SHIPPED: &str = "No row of the file was applied, so nothing was shipped.";
 
 /// The uploader as it is now, if it may still write what the file writes (rights can change
 /// between upload and processing); otherwise the file fails with the reason, nothing applied.
@@ -354,9 +404,15 @@ async fn uploader_rights(tx: &mut WriteTx, file: &FileJob) -> Result<Viewer, Pro
         Verdict::Yes => {}
         Verdict::Open if checked_per_record(file.file_type) => {}
         _ => {
+            let (resource, id) = target.refused_record();
+            let label =
+                crate::lookup::labels(tx, crate::lookup::resource(resource), &[id.to_string()])
+                    .await?
+                    .remove(&id.to_ascii_uppercase())
+                    .unwrap_or_else(|| id.to_string());
             return Err(ProcessError::Fail(format!(
                 "{}: {changed}",
-                target.refusal(&viewer)
+                target.refusal(&viewer, &label)
             )));
         }
     }
@@ -393,24 +449,39 @@ async fn fail(
     reason: &str,
     rows: usize,
 ) -> brandhub_store::StoreResult<()> {
-    let mut tx = context.store.begin().await?;
-    if !tx.finish_job(file_id, &context.worker).await? {
+    let error = reason_sentence(reason);
+    let plan = WritePlan::locking(EntryPoint::FileStatus);
+    let failed = context
+        .store
+        .execute(plan, |mut tx, _| {
+            let error = error.clone();
+            Box::pin(async move {
+                let stepped = async {
+                    if !tx.finish_job(file_id, &context.worker).await? {
+                        return Ok(WriteOutcome::RollBack(false));
+                    }
+                    tx.update_file(
+                        file_id,
+                        &[
+                            (file_paths::STATUS, FileStatus::Failed.as_str().into()),
+                            (file_paths::ERROR, Cell::Text(error)),
+                            (file_paths::ROWS_READ, Cell::Integer(rows as i64)),
+                            (file_paths::ROWS_APPLIED, Cell::Integer(0)),
+                            (file_paths::ROWS_SKIPPED, Cell::Integer(0)),
+                        ],
+                    )
+                    .await?;
+                    Ok(WriteOutcome::Commit(true))
+                }
+                .await;
+                (tx, stepped)
+            })
+        })
+        .await?;
+    if !failed {
         tracing::info!(file = %file_id, "another worker took the file over");
         return Ok(());
     }
-    let error = reason_sentence(reason);
-    tx.update_file(
-        file_id,
-        &[
-            (file_paths::STATUS, FileStatus::Failed.as_str().into()),
-            (file_paths::ERROR, Cell::Text(error)),
-            (file_paths::ROWS_READ, Cell::Integer(rows as i64)),
-            (file_paths::ROWS_APPLIED, Cell::Integer(0)),
-            (file_paths::ROWS_SKIPPED, Cell::Integer(0)),
-        ],
-    )
-    .await?;
-    tx.commit().await?;
     tracing::info!(file = %file_id, %reason, "file failed");
     Ok(())
 }

@@ -430,10 +430,10 @@ where
 ///
 /// SQLite (3.51, the bundled one) reads a bound `LIMIT` while it compiles a statement, for its
 /// planner, and then marks the statement to be compiled again whenever that parameter is
-/// bound: every page read that missed the page cache was compiled at each execution (4.7% of
-/// the server's CPU under the order flow). SQLite looks through a unary plus only for
-/// literals, so `LIMIT +?` is compiled once and planned as for a limit not known in advance,
-/// as SQLite did before it read bound limits. PostgreSQL's text numbers its parameters
+/// bound, so every page read that missed the page cache would be compiled at each execution
+/// (docs/decisions/0016-sqlite-limit-compiled-once.md). SQLite looks through a unary plus only
+/// for literals, so `LIMIT +?` is compiled once and planned as for a limit not known in
+/// advance. PostgreSQL's text numbers its parameters
 /// (`$1`), so it is left as it is.
 fn limit_compiled_once(sql: String) -> String {
     const BOUND_LIMIT: &str = " LIMIT ?";
@@ -789,74 +789,8 @@ impl Store {
         Ok(Some(session))
     }
 
-    /// Starts a write that checks before it locks: on PostgreSQL its reads run on a
-    /// connection of its own outside any transaction, and if all it writes is one update of a
-    /// record it read (a `PATCH`), that update goes with the version bump, the rows' log and
-    /// the outbox as ONE statement that commits itself, on condition that the record's
-    /// version is still the one read ([`WriteTx::is_optimistic`]): the version rows stay
-    /// locked for that statement's execution only, not for a round trip to brandhub and
-    /// back. A write that needs more begins the transaction at its first write statement. A
-    /// record that changed meanwhile ends the write with [`StoreError::raced`], and the
-    /// caller starts again with [`Store::begin`]. On SQLite it is [`Store::begin`].
-    pub(crate) async fn begin_optimistic(&self) -> StoreResult<WriteTx> {
-        let Pool::Postgres(pool) = &self.pool else {
-            return self.begin().await;
-        };
-        let conn = pool
-            .acquire()
-            .await
-            .map_err(|e| failed("cannot begin a transaction", e))?;
-        Ok(self.write_tx(Tx::PostgresUnbegun(Some(conn))))
-    }
-
-    /// Starts a write of one record (a create or a `PATCH`) checked before it locks: on
-    /// PostgreSQL [`Store::begin_optimistic`]. On SQLite its reads (the checks of the record)
-    /// run on a pooled connection outside any transaction, beside other writes, and its
-    /// writes are held back ([`WriteTx::insert_unanswered_if_new`], an update conditioned
-    /// on the version read or on its own checks: [`WriteTx::update_unanswered`]), so that
-    /// the write turn is taken only by the one batch that begins the transaction, writes,
-    /// bumps the versions and commits ([`WriteTx::commit`]). A write that needs more (a
-    /// statement that writes at once, a read of what it holds) takes the turn and begins the
-    /// transaction there, as [`Store::begin`] does. A natural key taken meanwhile, or a
-    /// record changed since it was read, ends the write with [`StoreError::raced`], and the
-    /// caller starts again with [`Store::begin`].
-    pub(crate) async fn begin_checking_first(&self) -> StoreResult<WriteTx> {
-        let (Pool::Sqlite(pool), Some(turn)) = (&self.pool, &self.write_turn) else {
-            return self.begin_optimistic().await;
-        };
-        let reader = pool
-            .acquire()
-            .await
-            .map_err(|e| failed("cannot begin a transaction", e))?;
-        Ok(self.write_tx(Tx::SqliteUnbegun {
-            reader: Some(reader),
-            turn: turn.clone(),
-        }))
-    }
-
-    /// Starts a write transaction. On SQLite it takes this process's write turn
-    /// ([`crate::write_turn`]) and then the write lock at once (`BEGIN IMMEDIATE`, sent with
-    /// its first statement), so two writers never deadlock upgrading read locks.
-    pub async fn begin(&self) -> StoreResult<WriteTx> {
-        let tx = match (&self.pool, &self.write_turn) {
-            (Pool::Sqlite(_), Some(turn)) => Tx::Sqlite(SqliteTx::in_turn(turn.take().await?)),
-            (Pool::Sqlite(_), None) => {
-                return Err(internal(
-                    "cannot begin a transaction",
-                    sqlx::Error::Protocol("a SQLite store without its write turn".into()),
-                ));
-            }
-            (Pool::Postgres(pool), _) => Tx::Postgres(
-                pool.begin()
-                    .await
-                    .map_err(|e| failed("cannot begin a transaction", e))?,
-            ),
-        };
-        Ok(self.write_tx(tx))
-    }
-
     /// A write on `tx`, with nothing written yet.
-    fn write_tx(&self, tx: Tx) -> WriteTx {
+    pub(crate) fn write_tx(&self, tx: Tx) -> WriteTx {
         WriteTx {
             tx,
             checkpoints: self.checkpoints.clone(),
@@ -879,9 +813,9 @@ impl Store {
     }
 }
 
-enum Tx {
+pub(crate) enum Tx {
     Sqlite(SqliteTx),
-    /// [`Store::begin_checking_first`] on SQLite before it took the write turn: reads run on
+    /// [`crate::write::Begin::CheckingFirst`] on SQLite before it took the write turn: reads run on
     /// `reader`, a pooled connection, outside a transaction. `reader` is `None` once the
     /// write ended.
     SqliteUnbegun {
@@ -889,7 +823,7 @@ enum Tx {
         turn: crate::write_turn::WriteTurn,
     },
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
-    /// [`Store::begin_optimistic`] before its first write statement: reads run on the
+    /// [`crate::write::Begin::Optimistic`] before its first write statement: reads run on the
     /// connection outside a transaction. `None` once it is ended.
     PostgresUnbegun(Option<sqlx::pool::PoolConnection<sqlx::Postgres>>),
 }
@@ -898,7 +832,7 @@ enum Tx {
 /// IMMEDIATE` travels with the transaction's first statement and `COMMIT` with its last,
 /// where sqlx's transactions send each alone. Every statement sent is a round trip to the
 /// connection's thread, which costs about as much as a short statement itself.
-struct SqliteTx {
+pub(crate) struct SqliteTx {
     /// Held until the transaction ends; `None` once it has.
     conn: Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>,
     /// `BEGIN IMMEDIATE` is still to be sent, with the first statement.
@@ -909,7 +843,7 @@ struct SqliteTx {
 
 impl SqliteTx {
     /// A transaction to begin on the connection of `turn`, which it holds until it ends.
-    fn in_turn(turn: crate::write_turn::Turn) -> SqliteTx {
+    pub(crate) fn in_turn(turn: crate::write_turn::Turn) -> SqliteTx {
         SqliteTx {
             conn: Some(turn.conn),
             unbegun: true,
@@ -1336,7 +1270,7 @@ impl WriteTx {
         writes <= MAX_HELD && (writes == 1 || conditional == 0)
     }
 
-    /// Whether this write checks before it locks ([`Store::begin_optimistic`]) and has not
+    /// Whether this write checks before it locks ([`crate::write::Begin::Optimistic`]) and has not
     /// begun its transaction: what it reads is not locked, so an update names the version
     /// it read ([`WriteTx::update_unanswered`]).
     pub(crate) fn is_optimistic(&self) -> bool {
@@ -1731,10 +1665,9 @@ impl WriteTx {
     /// the row written: the statement must read `table` only for the rows it answers with
     /// (`brandhub_query::sql::reaches_own_table`). [`WriteTx::commit_answered`] tells
     /// whether the commit read it. Not on SQLite: read inside the transaction, the answer
-    /// would hold the one write lock longer, and writers queue for it (bench/RESULTS.md:
-    /// 13% fewer `PATCH`es a second when it was tried; after the `COMMIT`, in the batch of
-    /// an optimistic create, no fewer CPU per create and a longer turn). So only a write
-    /// that [`WriteTx::commit_can_answer`] asks.
+    /// would hold the one write lock longer, and writers queue for it
+    /// (docs/decisions/0011-sqlite-few-round-trips.md). So only a write that
+    /// [`WriteTx::commit_can_answer`] asks.
     ///
     /// `versions_read`: the versions the answer's expansions read under
     /// ([`crate::page::versions_its_expansions_read`]); a request that read none before it
@@ -1891,7 +1824,7 @@ impl WriteTx {
     /// and a prune now and then. The bump comes last because it locks the version rows until
     /// the commit: every write of the same tables waits for it. Whether it wrote events.
     ///
-    /// An optimistic write ([`Store::begin_optimistic`]) whose one write is an update held
+    /// An optimistic write ([`crate::write::Begin::Optimistic`]) whose one write is an update held
     /// back instead sends that update, the outbox, the bump and the log as ONE statement
     /// outside a transaction, which commits itself, every part on condition that the update
     /// changed its row; if it did not, nothing was written and the write fails with

@@ -61,7 +61,7 @@ impl StoreError {
         }
     }
 
-    /// A write that checked a record without locking it ([`crate::Store::begin_optimistic`])
+    /// A write that checked a record without locking it ([`crate::write::Begin::Optimistic`])
     /// found, when it wrote, that the record had changed meanwhile: nothing was written, and
     /// the write is done again. Told as a conflict should it ever reach a caller.
     pub fn raced() -> StoreError {

@@ -1,6 +1,6 @@
 //! `brandhub import`: a set-up document `{"company": [...], "brand": [...], …}` applied
 //! through the write pipeline ([`crate::records`]) in one transaction, as an admin, upserting
-//! by natural key (CONTRACT §9 "Setting up without demo data"). A link may name its target by
+//! by natural key (docs/API.md, "Writes: master data and catalogue", setting up without demo data). A link may name its target by
 //! id or by the target's natural key: `"fk_company": "ACME"`, and for a key of several parts
 //! the parts joined by `/` (`"fk_store": "SHOPCO/WEB"`: the store `WEB` of the host `SHOPCO`).
 
@@ -8,9 +8,10 @@ use crate::db::{Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::ids::looks_like_id;
 use crate::records::{Writer, create_in};
+use crate::write::{EntryPoint, Outcome, WritePlan};
 use brandhub_catalog::{FieldType, RelationKind, Resource, catalog};
 use brandhub_problem::FieldError;
-use brandhub_query::import::parse_document;
+use brandhub_query::import::{Sections, parse_document};
 use brandhub_query::plan::Viewer;
 use brandhub_query::text::fold;
 use brandhub_query::write::{WriteMode, parse_object};
@@ -103,66 +104,77 @@ impl Store {
     /// the catalog's order so that links may name records created earlier in the document.
     pub async fn import(&self, text: &[u8]) -> StoreResult<Vec<Imported>> {
         let sections = parse_document(text)?;
-        let admin = Viewer::admin();
-        let mut tx = self.begin().await?;
-        let mut done = Vec::new();
-        let mut resolved = Resolved::new();
-        for (resource, items) in sections {
-            let mut values = Vec::with_capacity(items.len());
-            let mut problems = Vec::new();
-            for (index, mut object) in items.into_iter().enumerate() {
-                for (name, value) in object.iter_mut() {
-                    let (Some(target), Value::String(text)) = (target_of(resource, name), &value)
-                    else {
-                        continue;
-                    };
-                    if text.is_empty() || looks_like_id(text) {
-                        continue;
-                    }
-                    match resolve(&mut tx, target, text, &mut resolved).await? {
-                        Some(id) => *value = Value::String(id),
-                        None => problems.push(FieldError {
-                            field: name.clone(),
-                            message: format!(
-                                "no {} has the {} '{text}'",
-                                target.name,
-                                target.natural_key_names().join("/")
-                            ),
-                            index: Some(index),
-                        }),
-                    }
-                }
-                let mut parsed = parse_object(resource, WriteMode::Create, &object, &admin)
-                    .map_err(|mut error| {
-                        error.detail = format!("{}[{index}]: {}", resource.name, error.detail);
-                        error
-                    })?;
-                // One problem per field: an unresolved link is not also "not an id".
-                for mut problem in std::mem::take(&mut parsed.problems) {
-                    problem.index = Some(index);
-                    if !problems
-                        .iter()
-                        .any(|p: &FieldError| p.index == problem.index && p.field == problem.field)
-                    {
-                        problems.push(problem);
-                    }
-                }
-                values.push(parsed);
-            }
-            if !problems.is_empty() {
-                return Err(StoreError::invalid(problems).about(resource.name));
-            }
-            let written = create_in(&mut tx, resource, &values, &Writer::of(&admin), true, true)
-                .await
-                .map_err(|error| error.about(resource.name))?;
-            let created = written.iter().filter(|w| w.created).count();
-            done.push(Imported {
-                resource: resource.name,
-                created,
-                updated: written.len() - created,
-            });
-        }
-        tx.commit().await?;
-        Ok(done)
+        self.execute(WritePlan::locking(EntryPoint::Import), |mut tx, _| {
+            let sections = sections.clone();
+            Box::pin(async move {
+                let stepped = import_in(&mut tx, sections).await;
+                (tx, stepped.map(Outcome::Commit))
+            })
+        })
+        .await
     }
+}
+
+/// The records of a set-up document's sections written inside the import's transaction.
+async fn import_in(tx: &mut WriteTx, sections: Sections) -> StoreResult<Vec<Imported>> {
+    let admin = Viewer::admin();
+    let mut done = Vec::new();
+    let mut resolved = Resolved::new();
+    for (resource, items) in sections {
+        let mut values = Vec::with_capacity(items.len());
+        let mut problems = Vec::new();
+        for (index, mut object) in items.into_iter().enumerate() {
+            for (name, value) in object.iter_mut() {
+                let (Some(target), Value::String(text)) = (target_of(resource, name), &value)
+                else {
+                    continue;
+                };
+                if text.is_empty() || looks_like_id(text) {
+                    continue;
+                }
+                match resolve(tx, target, text, &mut resolved).await? {
+                    Some(id) => *value = Value::String(id),
+                    None => problems.push(FieldError {
+                        field: name.clone(),
+                        message: format!(
+                            "no {} has the {} '{text}'",
+                            target.name,
+                            target.natural_key_names().join("/")
+                        ),
+                        index: Some(index),
+                    }),
+                }
+            }
+            let mut parsed = parse_object(resource, WriteMode::Create, &object, &admin).map_err(
+                |mut error| {
+                    error.detail = format!("{}[{index}]: {}", resource.name, error.detail);
+                    error
+                },
+            )?;
+            // One problem per field: an unresolved link is not also "not an id".
+            for mut problem in std::mem::take(&mut parsed.problems) {
+                problem.index = Some(index);
+                if !problems
+                    .iter()
+                    .any(|p: &FieldError| p.index == problem.index && p.field == problem.field)
+                {
+                    problems.push(problem);
+                }
+            }
+            values.push(parsed);
+        }
+        if !problems.is_empty() {
+            return Err(StoreError::invalid(problems).about(resource.name));
+        }
+        let written = create_in(tx, resource, &values, &Writer::of(&admin), true, true)
+            .await
+            .map_err(|error| error.about(resource.name))?;
+        let created = written.iter().filter(|w| w.created).count();
+        done.push(Imported {
+            resource: resource.name,
+            created,
+            updated: written.len() - created,
+        });
+    }
+    Ok(done)
 }

@@ -1,4 +1,4 @@
-//! The durable queue of uploaded files (CONTRACT §8), and the file records it feeds.
+//! The durable queue of uploaded files (docs/API.md, "Files: uploads and processing"), and the file records it feeds.
 //!
 //! One job per file, inserted in the same transaction as the file record. A job is `pending`
 //! until a worker claims it (`running`, with the worker's name and a heartbeat), and `done` once
@@ -16,7 +16,9 @@
 
 use crate::db::{Kind, Store, Timing, WriteTx};
 use crate::error::StoreResult;
+use crate::write::EntryPoint;
 use crate::write::{records_of, select_records};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, FileStatus, Record, Resource, catalog, file_paths};
 use sea_query::{
     Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query, UpdateStatement,
@@ -98,7 +100,7 @@ fn claim_statement(worker: &str, now: i64, stale_after_ms: i64) -> UpdateStateme
 
 /// The file resource, from the catalog.
 fn file_resource() -> &'static Resource {
-    catalog().resource("file").expect("file is a resource")
+    catalog().get(Res::File)
 }
 
 impl WriteTx {
@@ -233,7 +235,7 @@ impl Store {
     pub async fn create_file(&self, record: Record) -> StoreResult<()> {
         let resource = file_resource();
         let id = record.id().to_string();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::FileQueue).await?;
         tx.insert_records(resource, &mut [record]).await?;
         tx.enqueue_job(&id).await?;
         tx.commit().await
@@ -264,7 +266,7 @@ impl Store {
         stale_after_ms: i64,
     ) -> StoreResult<Option<ClaimedJob>> {
         let claim = claim_statement(worker, self.clock.now_millis(), stale_after_ms);
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::FileQueue).await?;
         let rows = tx
             .fetch_returning(None, &claim, &[Kind::Text, Kind::Integer])
             .await?;
@@ -306,7 +308,7 @@ impl Store {
             .value(Alias::new("claimed_by"), Option::<String>::None)
             .value(Alias::new("available_at"), available_at)
             .to_owned();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::FileQueue).await?;
         if tx.execute_untracked(JOB_TABLE, &update).await? == 1 {
             tx.update_file(
                 file_id,

@@ -1,4 +1,4 @@
-//! The generic write pipeline (CONTRACT §9) for the resources the catalog marks as written by
+//! The generic write pipeline (docs/API.md, "Writes: master data and catalogue") for the resources the catalog marks as written by
 //! it: creates (one record or many, all or nothing), upserts on natural keys, updates and
 //! deletes. Everything a write needs to know comes from the catalog (writable fields, foreign
 //! keys and their targets, natural keys, write and scope rules); nothing here names a
@@ -15,7 +15,7 @@ use crate::policy;
 use crate::precondition::precondition_failed;
 use crate::rights::seen_ids;
 use crate::schema::ROW_VERSION;
-use crate::write::{cell_of, records_of};
+use crate::write::{Begin, EntryPoint, Outcome, WritePlan, cell_of, records_of};
 use brandhub_catalog::{
     Cell, Domain, Field, FieldDefault, FieldType, Record, RelationKind, Resource, Scope,
     SecretKept, UserType, WriteAction, catalog, is_insecure_loopback_url,
@@ -621,6 +621,15 @@ fn key_taken(resource: &Resource, holder: Option<&str>, index: Option<usize>) ->
 
 /// One 422 with the problems in order, one per field of a record (the first found: a link
 /// naming no record is not also outside the write rules).
+/// The entry point of a create: an upsert, an array body, or one record.
+fn create_entry(items: &[WriteValues], upsert: bool, indexed: bool) -> EntryPoint {
+    match (upsert, indexed || items.len() != 1) {
+        (true, _) => EntryPoint::Upsert,
+        (false, true) => EntryPoint::Array,
+        (false, false) => EntryPoint::Create,
+    }
+}
+
 fn sorted(mut problems: Vec<FieldError>) -> StoreError {
     problems.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
     problems.dedup_by(|later, first| later.index == first.index && later.field == first.field);
@@ -659,57 +668,62 @@ impl Store {
         indexed: bool,
         answer: Option<(&ReadPlan, &Timing)>,
     ) -> StoreResult<(Vec<Written>, Option<RenderedPage>)> {
-        for attempt in 0..RACE_ATTEMPTS {
-            // One new record is first checked unlocked and written by one statement that
-            // commits itself (on SQLite one batch in the write turn: [`Store::begin_checking_first`]),
-            // on condition that its natural key is still free; a key taken meanwhile is
-            // checked again in a transaction, which then finds its holder.
-            let mut tx = if attempt == 0 && items.len() == 1 && !upsert {
-                self.begin_checking_first().await?
-            } else {
-                self.begin().await?
-            };
-            let created = async {
-                let Some(written) =
-                    try_create_in(&mut tx, resource, items, writer, upsert, indexed).await?
-                else {
-                    return Ok(None);
-                };
-                // The one record created, read by the statement that writes it.
-                let plan = match (answer, written.as_slice()) {
-                    (Some((template, _)), [one]) if one.created && tx.commit_can_answer() => {
-                        Some(template.narrowed_to(std::slice::from_ref(&one.id)))
+        // One new record is first checked unlocked and written by one statement that commits
+        // itself (on SQLite one batch in the write turn: [`Begin::CheckingFirst`]), on
+        // condition that its natural key is still free; a key taken meanwhile is checked
+        // again in a transaction, which then finds its holder.
+        let begin = if items.len() == 1 && !upsert {
+            Begin::CheckingFirst
+        } else {
+            Begin::Locking
+        };
+        let plan = WritePlan::retrying(create_entry(items, upsert, indexed), begin);
+        let created = self
+            .execute_committed(plan, |mut tx, _| {
+                Box::pin(async move {
+                    let stepped = async {
+                        let Some(written) =
+                            try_create_in(&mut tx, resource, items, writer, upsert, indexed)
+                                .await?
+                        else {
+                            return Ok(Outcome::Again);
+                        };
+                        // The one record created, read by the statement that writes it.
+                        let plan = match (answer, written.as_slice()) {
+                            (Some((template, _)), [one])
+                                if one.created && tx.commit_can_answer() =>
+                            {
+                                Some(template.narrowed_to(std::slice::from_ref(&one.id)))
+                            }
+                            _ => None,
+                        }
+                        .filter(|plan| !reaches_own_table(plan));
+                        if let Some(plan) = &plan {
+                            self.answer_within(&mut tx, plan, writer.viewer);
+                        }
+                        Ok(Outcome::Commit((written, plan)))
                     }
-                    _ => None,
-                }
-                .filter(|plan| !reaches_own_table(plan));
-                if let Some(plan) = &plan {
-                    self.answer_within(&mut tx, plan, writer.viewer);
-                }
-                let committed = tx.commit_answered().await?;
-                StoreResult::Ok(Some((written, plan.zip(committed.answer))))
-            }
+                    .await;
+                    (tx, stepped)
+                })
+            })
             .await;
-            match created {
-                Ok(Some((written, read))) => {
-                    let page = match (read, answer) {
-                        (Some((plan, rows)), Some((_, timing))) => Some(
-                            self.render_read_by_write(&plan, rows, writer.viewer, timing)
-                                .await?,
-                        ),
-                        _ => None,
-                    };
-                    return Ok((written, page.filter(|page| page.records > 0)));
-                }
-                Ok(None) => {}
-                Err(error) if error.is_raced() => {}
-                Err(error) => return Err(error),
-            }
-        }
-        Err(raced(resource))
+        let ((written, plan), committed) = match created {
+            Err(error) if error.is_raced() => return Err(raced(resource)),
+            done => done?,
+        };
+        let read = plan.zip(committed.and_then(|c| c.answer));
+        let page = match (read, answer) {
+            (Some((plan, rows)), Some((_, timing))) => Some(
+                self.render_read_by_write(&plan, rows, writer.viewer, timing)
+                    .await?,
+            ),
+            _ => None,
+        };
+        Ok((written, page.filter(|page| page.records > 0)))
     }
 
-    /// [`Store::create_records`] applied once per `key` (CONTRACT §9 idempotency): the key is
+    /// [`Store::create_records`] applied once per `key` (docs/API.md, "Writes: concurrency and idempotency"): the key is
     /// claimed in the write's own transaction; when the same request came first, nothing is
     /// written and its kept answer is returned instead (`Err` 409 when another request did).
     pub async fn create_records_once(
@@ -721,23 +735,34 @@ impl Store {
         indexed: bool,
         key: &IdempotencyKey,
     ) -> StoreResult<Result<Vec<Written>, KeptAnswer>> {
-        for _ in 0..RACE_ATTEMPTS {
-            let mut tx = self.begin().await?;
-            if let Some(kept) = tx.claim_key(key).await? {
-                return Ok(Err(kept));
-            }
-            let Some(written) =
-                try_create_in(&mut tx, resource, items, writer, upsert, indexed).await?
-            else {
-                continue;
-            };
-            let pairs: Vec<(String, bool)> =
-                written.iter().map(|w| (w.id.clone(), w.created)).collect();
-            tx.keep_written(key, &pairs).await?;
-            tx.commit().await?;
-            return Ok(Ok(written));
+        let plan = WritePlan::retrying(create_entry(items, upsert, indexed), Begin::Locking);
+        let done = self
+            .execute(plan, |mut tx, _| {
+                Box::pin(async move {
+                    let stepped = async {
+                        if let Some(kept) = tx.claim_key(key).await? {
+                            return Ok(Outcome::RollBack(Err(kept)));
+                        }
+                        let Some(written) =
+                            try_create_in(&mut tx, resource, items, writer, upsert, indexed)
+                                .await?
+                        else {
+                            return Ok(Outcome::Again);
+                        };
+                        let pairs: Vec<(String, bool)> =
+                            written.iter().map(|w| (w.id.clone(), w.created)).collect();
+                        tx.keep_written(key, &pairs).await?;
+                        Ok(Outcome::Commit(Ok(written)))
+                    }
+                    .await;
+                    (tx, stepped)
+                })
+            })
+            .await;
+        match done {
+            Err(error) if error.is_raced() => Err(raced(resource)),
+            done => done,
         }
-        Err(raced(resource))
     }
 
     /// Changes the given fields of the record `id` of `answer`'s resource: 404 outside the
@@ -748,7 +773,7 @@ impl Store {
     /// write, `None` when the caller no longer sees it.
     ///
     /// The record is first checked unlocked and written on condition that its version did
-    /// not move ([`Store::begin_checking_first`]: on PostgreSQL a `PATCH` of one record is then
+    /// not move ([`Begin::CheckingFirst`]: on PostgreSQL a `PATCH` of one record is then
     /// two statements, the check and the write, neither of them `BEGIN` or `COMMIT`); a
     /// record that changed meanwhile is checked again with its row locked until the commit,
     /// as every other write does. On PostgreSQL the statement that writes and commits reads
@@ -766,34 +791,41 @@ impl Store {
     ) -> StoreResult<(i64, Option<RenderedPage>)> {
         let resource = answer.resource;
         let id = id.to_ascii_uppercase();
-        let mut tx = self.begin_checking_first().await?;
-        // Only a PostgreSQL write that checks before it locks can carry its answer.
-        if tx.commit_can_answer() && !reaches_own_table(answer) {
-            self.answer_within(&mut tx, answer, writer.viewer);
-        }
-        let first = async {
-            let checked =
-                if update_unread_in(&mut tx, resource, &id, values, writer, if_match).await? {
-                    None
-                } else {
-                    Some(update_in(&mut tx, resource, &id, values, writer, if_match).await?)
-                };
-            let committed = tx.commit_answered().await?;
-            let version = checked.or(committed.version).ok_or_else(|| {
-                crate::db::internal("a PATCH", "its commit did not read the version it wrote")
-            })?;
-            StoreResult::Ok((version, committed.answer))
-        }
-        .await;
-        let (version, rows) = match first {
-            Err(error) if error.is_raced() => {
-                let mut tx = self.begin().await?;
-                let version = update_in(&mut tx, resource, &id, values, writer, if_match).await?;
-                tx.commit().await?;
-                (version, None)
-            }
-            done => done?,
-        };
+        let plan = WritePlan::retrying(EntryPoint::Update, Begin::CheckingFirst);
+        let (checked, committed) = self
+            .execute_committed(plan, |mut tx, attempt| {
+                let id = id.as_str();
+                Box::pin(async move {
+                    let stepped = async {
+                        if attempt > 0 {
+                            // Again, locking: the record is read with its row locked.
+                            let version =
+                                update_in(&mut tx, resource, id, values, writer, if_match).await?;
+                            return Ok(Outcome::Commit(Some(version)));
+                        }
+                        // Only a PostgreSQL write that checks before it locks can carry its
+                        // answer.
+                        if tx.commit_can_answer() && !reaches_own_table(answer) {
+                            self.answer_within(&mut tx, answer, writer.viewer);
+                        }
+                        if update_unread_in(&mut tx, resource, id, values, writer, if_match).await?
+                        {
+                            return Ok(Outcome::Commit(None));
+                        }
+                        let version =
+                            update_in(&mut tx, resource, id, values, writer, if_match).await?;
+                        Ok(Outcome::Commit(Some(version)))
+                    }
+                    .await;
+                    (tx, stepped)
+                })
+            })
+            .await?;
+        let committed = committed.ok_or(StoreError::Internal)?;
+        let version = checked.or(committed.version).ok_or_else(|| {
+            crate::db::internal("a PATCH", "its commit did not read the version it wrote")
+        })?;
+        let rows = committed.answer;
         let page = match rows {
             Some(rows) => {
                 self.render_read_by_write(answer, rows, writer.viewer, timing)
@@ -825,63 +857,80 @@ impl Store {
         if_match: Option<&IfMatch>,
     ) -> StoreResult<()> {
         let id = id.to_ascii_uppercase();
-        let mut tx = self.begin().await?;
-        precondition_in(&mut tx, resource, &id, writer, if_match).await?;
-        policy::before_removal(&mut tx, resource, writer, &id).await?;
-        if let Some(flag) = resource.writes.revoked_by {
-            // Revoked, not removed: the record stays listed with its flag set.
-            let field = resource
-                .field_at(flag)
-                .expect("the catalog checks the flag");
-            tx.update_cells(resource, &id, &[(field, Cell::Boolean(true))], None)
-                .await?;
-            return tx.commit().await;
-        }
-        let mut referrers = Vec::new();
-        for other in catalog().resources() {
-            for relation in &other.relations {
-                let RelationKind::ToOne { fk } = relation.kind else {
-                    continue;
-                };
-                let Some(field) = other.field_named(fk).filter(|f| !f.internal) else {
-                    continue;
-                };
-                if relation.target != resource.name {
-                    continue;
-                }
-                let count = Query::select()
-                    .expr(Expr::col(Alias::new("id")).count())
-                    .from(Alias::new(other.table))
-                    .and_where(Expr::col(Alias::new(field.column.as_str())).eq(id.as_str()))
-                    .to_owned();
-                let rows = tx.fetch(&count, &[Kind::Integer]).await?;
-                if let Some(Cell::Integer(n)) = rows.first().map(|r| &r[0])
-                    && *n > 0
-                {
-                    referrers.push(format!("{n} {} ({fk})", other.name));
-                }
+        self.execute(WritePlan::locking(EntryPoint::Delete), |mut tx, _| {
+            let id = id.as_str();
+            Box::pin(async move {
+                let stepped = delete_in(&mut tx, resource, id, writer, if_match).await;
+                (tx, stepped.map(Outcome::Commit))
+            })
+        })
+        .await
+    }
+}
+
+/// The delete of [`Store::delete_record_if`] inside its transaction.
+async fn delete_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    id: &str,
+    writer: &Writer<'_>,
+    if_match: Option<&IfMatch>,
+) -> StoreResult<()> {
+    precondition_in(tx, resource, id, writer, if_match).await?;
+    policy::before_removal(tx, resource, writer, id).await?;
+    if let Some(flag) = resource.writes.revoked_by {
+        // Revoked, not removed: the record stays listed with its flag set.
+        let field = resource
+            .field_at(flag)
+            .expect("the catalog checks the flag");
+        tx.update_cells(resource, id, &[(field, Cell::Boolean(true))], None)
+            .await?;
+        return Ok(());
+    }
+    let mut referrers = Vec::new();
+    for other in catalog().resources() {
+        for relation in &other.relations {
+            let RelationKind::ToOne { fk } = relation.kind else {
+                continue;
+            };
+            let Some(field) = other.field_named(fk).filter(|f| !f.internal) else {
+                continue;
+            };
+            if relation.target != resource.name {
+                continue;
+            }
+            let count = Query::select()
+                .expr(Expr::col(Alias::new("id")).count())
+                .from(Alias::new(other.table))
+                .and_where(Expr::col(Alias::new(field.column.as_str())).eq(id))
+                .to_owned();
+            let rows = tx.fetch(&count, &[Kind::Integer]).await?;
+            if let Some(Cell::Integer(n)) = rows.first().map(|r| &r[0])
+                && *n > 0
+            {
+                referrers.push(format!("{n} {} ({fk})", other.name));
             }
         }
-        if !referrers.is_empty() {
-            return Err(StoreError::Conflict {
-                detail: format!(
-                    "The {} '{id}' is still referred to by {}; change or delete those first.",
-                    resource.name,
-                    referrers.join(", ")
-                ),
-                field: None,
-            });
-        }
-        for field in list_fields(resource) {
-            tx.replace_list(field, &id, &[]).await?;
-        }
-        let delete = Query::delete()
-            .from_table(Alias::new(resource.table))
-            .and_where(Expr::col(Alias::new("id")).eq(id.as_str()))
-            .to_owned();
-        tx.execute(resource.table, &delete).await?;
-        tx.commit().await
     }
+    if !referrers.is_empty() {
+        return Err(StoreError::Conflict {
+            detail: format!(
+                "The {} '{id}' is still referred to by {}; change or delete those first.",
+                resource.name,
+                referrers.join(", ")
+            ),
+            field: None,
+        });
+    }
+    for field in list_fields(resource) {
+        tx.replace_list(field, id, &[]).await?;
+    }
+    let delete = Query::delete()
+        .from_table(Alias::new(resource.table))
+        .and_where(Expr::col(Alias::new("id")).eq(id))
+        .to_owned();
+    tx.execute(resource.table, &delete).await?;
+    Ok(())
 }
 
 /// Inside a write of the record `id`, which it locks: 404 outside the caller's scope, 403
@@ -913,7 +962,7 @@ async fn precondition_in(
     }
 }
 
-/// 403 for a write of a resource that the caller's user type never writes (CONTRACT §9's
+/// 403 for a write of a resource that the caller's user type never writes (docs/API.md, "Writes: master data and catalogue"
 /// table), before anything of the body is judged.
 fn never_written_by(resource: &Resource, viewer: &Viewer) -> Option<StoreError> {
     let user_type = viewer.user_type();
@@ -956,11 +1005,8 @@ fn forbidden(resource: &Resource, viewer: &Viewer) -> StoreError {
     ))
 }
 
-/// How many times a create runs when concurrent writes keep taking its natural keys between
-/// its check and its insert (each attempt then sees their records).
-const RACE_ATTEMPTS: usize = 4;
-
-/// 409 for a create that lost the race for its natural keys [`RACE_ATTEMPTS`] times.
+/// 409 for a create that lost the race for its natural keys [`crate::write::RACE_ATTEMPTS`]
+/// times (each attempt sees the records of the writes that took them).
 fn raced(resource: &Resource) -> StoreError {
     StoreError::Conflict {
         detail: format!(

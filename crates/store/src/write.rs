@@ -1,5 +1,15 @@
 //! Writing records: every text value is stored with its folded copy, lists go to their own
 //! tables, and rows are sent in multi-row statements sized to the backends' parameter limits.
+//!
+//! Every write of records runs as a [`plan::WritePlan`] through the one executor
+//! ([`executor`]), which alone begins the transactions that change records ([`begin`]).
+
+mod begin;
+pub mod executor;
+pub mod plan;
+
+pub use executor::runs;
+pub use plan::{Begin, EntryPoint, Outcome, RACE_ATTEMPTS, StepFuture, WritePlan};
 
 use crate::db::{Kind, WriteTx};
 use crate::error::StoreResult;
@@ -291,7 +301,7 @@ impl WriteTx {
     /// them with a file's rows and write back only the ones that change. The rows are locked
     /// until the transaction ends (`FOR NO KEY UPDATE` on PostgreSQL, in id order; SQLite's
     /// write transactions run one at a time): a read-modify-write never overwrites a change
-    /// committed after its read (CONTRACT §9: two writers never lose each other's changes).
+    /// committed after its read (docs/API.md, "Writes: concurrency and idempotency": two writers never lose each other's changes).
     pub async fn load_records(
         &mut self,
         resource: &'static Resource,

@@ -6,11 +6,11 @@
 //!
 //! The transactions all run on one connection kept for writing. A SQLite connection keeps
 //! its own cache of pages, and in WAL mode it empties that cache whenever it begins to read
-//! after another connection's commit changed the database. Writes spread over the pool each
-//! began on a connection whose cache some other write had just emptied, and read the pages
-//! of every index they wrote from the file again (a product's create writes eleven B-trees);
-//! on the one connection that made the last commits the cache stays warm from one write to
-//! the next (bench/RESULTS.md).
+//! after another connection's commit changed the database. A write on a pooled connection
+//! would begin with a cache some other write had just emptied, and read the pages of every
+//! index it writes from the file again (a product's create writes eleven B-trees); on the
+//! one connection that made the last commits the cache stays warm from one write to the
+//! next (docs/decisions/0010-sqlite-write-turn-on-one-connection.md).
 
 use crate::error::{StoreError, StoreResult};
 use sqlx::Sqlite;
@@ -185,7 +185,7 @@ mod tests {
         let store = store_with_things(&dir).await;
         let mut holder = store.begin().await.unwrap();
         holder.execute("thing", &thing("A", "a")).await.unwrap();
-        let mut create = store.begin_checking_first().await.unwrap();
+        let mut create = store.begin_checking_first_for_test().await.unwrap();
         let seen = tokio::time::timeout(DEADLOCK, create.fetch(&things_coded("a"), &[Kind::Text]))
             .await
             .expect("a create's check waited for the write turn")
@@ -219,7 +219,7 @@ mod tests {
     async fn a_key_taken_after_a_creates_check_writes_nothing_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_things(&dir).await;
-        let mut create = store.begin_checking_first().await.unwrap();
+        let mut create = store.begin_checking_first_for_test().await.unwrap();
         let seen = create
             .fetch(&things_coded("taken"), &[Kind::Text])
             .await
@@ -267,7 +267,7 @@ mod tests {
         let holder = store.begin().await.unwrap();
         let mut waiting = Vec::new();
         for n in 0..3 {
-            let mut create = store.begin_checking_first().await.unwrap();
+            let mut create = store.begin_checking_first_for_test().await.unwrap();
             create
                 .insert_unanswered_if_new("thing", thing(&format!("W{n}"), &format!("w{n}")), &[])
                 .await
@@ -373,7 +373,7 @@ mod tests {
             update.and_where(Expr::col(Alias::new("row_version")).eq(1));
             update
         };
-        let mut late = store.begin_checking_first().await.unwrap();
+        let mut late = store.begin_checking_first_for_test().await.unwrap();
         late.update_unanswered("thing", read_at_one(), &["A"], true)
             .await
             .unwrap();
@@ -396,7 +396,7 @@ mod tests {
             "a raced update bumped"
         );
 
-        let mut unread = store.begin_checking_first().await.unwrap();
+        let mut unread = store.begin_checking_first_for_test().await.unwrap();
         unread
             .update_unread("thing", recode("A", "unread"), "A")
             .await
@@ -412,7 +412,7 @@ mod tests {
     async fn a_read_after_a_held_insert_sees_it() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_things(&dir).await;
-        let mut create = store.begin_checking_first().await.unwrap();
+        let mut create = store.begin_checking_first_for_test().await.unwrap();
         create
             .insert_unanswered_if_new("thing", thing("MINE", "mine"), &["MINE"])
             .await

@@ -9,6 +9,7 @@ import {
   recordSchema, relationTarget, toMany, titleOf, resourceName, wordOf, keyed, labelFieldsOf,
   labelOf, shown,
 } from '../describe.js';
+import { editLink } from './setup.js';
 
 const PAGE_SIZE = 25;
 
@@ -367,5 +368,6 @@ async function renderRecord(main, resource, id, { may, me }) {
     el('p', {}, el('a', { href: `#/browse/${resource}` }, `← ${t('back')}: ${await resourceName(resource)}`)),
     heading(`${await resourceName(resource, false)}: ${label || t('openRecord')}`),
     worked,
+    await editLink(resource, record.id, may),
     el('section', { class: 'card' }, list));
 }

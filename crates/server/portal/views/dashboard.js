@@ -108,7 +108,8 @@ export async function render(main, { may, me }) {
     const open = notYetDispatched(lc);
     tiles.push(tile(t('openOrders'), await count(`/order/count?${statusQuery(open)}`), '#/orders', 'open'));
   }
-  const filesShown = may('file', 'POST') && may('file', 'GET');
+  // Files are for those who upload them (hosts upload nothing).
+  const filesShown = may('file', 'GET') && me.uploads.length > 0;
   if (filesShown) {
     const [pending, processing, failed] = await Promise.all(['pending', 'processing', 'failed'].map((s) => count(`/file/count?status=${s}`)));
     tiles.push(

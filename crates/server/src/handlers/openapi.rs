@@ -10,10 +10,12 @@ use brandhub_catalog::words::{Words, code_word, field_title, resource_names};
 use brandhub_catalog::{
     Field, FieldType, Relation, RelationKind, Resource, Scope, UserType, catalog,
 };
+use brandhub_ingest::authority::may_upload;
 use brandhub_problem::ApiError;
 use brandhub_problem::Code;
 use brandhub_query::limits;
 use brandhub_query::parse::RESERVED_PARAMETERS;
+use brandhub_sheet::FileType;
 use serde_json::{Map, Value, json};
 use std::sync::LazyLock;
 
@@ -93,7 +95,12 @@ fn field_schema(view: View, resource: &Resource, field: &Field) -> Value {
         FieldType::PreciseTimestamp => {
             json!({"type": "string", "description": "YYYY-MM-DDTHH:MM:SS.mmmZ"})
         }
-        FieldType::List => json!({"type": "array", "items": {"type": "string"}}),
+        FieldType::List => match &field.list {
+            Some(list) if list.element == FieldType::Id => {
+                json!({"type": "array", "items": {"type": "string", "pattern": "^[0-9A-F]{32}$"}})
+            }
+            _ => json!({"type": "array", "items": {"type": "string"}}),
+        },
         FieldType::Object => {
             let properties: Map<String, Value> = field
                 .subfields
@@ -120,6 +127,18 @@ fn field_schema(view: View, resource: &Resource, field: &Field) -> Value {
     schema
 }
 
+/// Marks a foreign key with `x-brandhub-link`, the name of the resource its value is an id
+/// of, so that a client offers a choice of those records (the portal's forms do).
+fn link(resource: &Resource, field: &Field, schema: &mut Value) {
+    let target = field
+        .relation
+        .and_then(|name| resource.relation(name))
+        .map(|relation| catalog().target(relation).name);
+    if let Some(target) = target {
+        schema["x-brandhub-link"] = json!(target);
+    }
+}
+
 fn schema_name(resource: &Resource) -> String {
     let mut name = resource.name.to_string();
     name[..1].make_ascii_uppercase();
@@ -129,7 +148,9 @@ fn schema_name(resource: &Resource) -> String {
 fn record_schema(view: View, resource: &Resource) -> Value {
     let mut properties = Map::new();
     for field in resource.fields.iter().filter(|f| shows(view, f)) {
-        properties.insert(field.name.to_string(), field_schema(view, resource, field));
+        let mut schema = field_schema(view, resource, field);
+        link(resource, field, &mut schema);
+        properties.insert(field.name.to_string(), schema);
     }
     for relation in relations_shown(view, resource) {
         let target = catalog().target(relation);
@@ -393,7 +414,7 @@ fn condition_groups(view: View, resource: &Resource) -> Vec<(String, Value, bool
     groups
 }
 
-/// The body of a complex query over a resource (CONTRACT §7): each condition names a field
+/// The body of a complex query over a resource (docs/API.md, "Complex queries"): each condition names a field
 /// and takes a value of that field's type; every condition after the first of a list needs
 /// its conjunction; `query` and `querywitharray` exclude each other (a `null` list is an
 /// absent one).
@@ -506,9 +527,10 @@ fn write_body(
         while let Some(part) = parts.next() {
             if parts.peek().is_none() {
                 let mut schema = field_schema(view, resource, field);
+                link(resource, field, &mut schema);
                 let must_fill = required.contains(path) || filled.contains(path);
                 if field.ty == FieldType::Text {
-                    // A write may send `null` for text: it stores "" (unset text, CONTRACT §3);
+                    // A write may send `null` for text: it stores "" (unset text, docs/API.md, "Values");
                     // no text holds a NUL character.
                     schema["type"] = json!(["string", "null"]);
                     schema["pattern"] = json!("^[^\\u0000]*$");
@@ -547,7 +569,7 @@ fn write_body(
                 if let Some(max) = field.max_chars {
                     bounded["maxLength"] = json!(max);
                 }
-                // Quantities and amounts: their domain's range (CONTRACT §10).
+                // Quantities and amounts: their domain's range (docs/API.md, "Quantities and amounts").
                 if let Some((least, most)) = field.domain.and_then(|d| d.bounds()) {
                     bounded["minimum"] = json!(least);
                     bounded["maximum"] = json!(most);
@@ -579,7 +601,7 @@ fn write_body(
     json!({"required": true, "content": {"application/json": {"schema": body}}})
 }
 
-/// The JSON writes a resource accepts (CONTRACT §9), on its list and by-id paths.
+/// The JSON writes a resource accepts (docs/API.md, "Writes: master data and catalogue"), on its list and by-id paths.
 fn add_write_paths(
     view: View,
     resource: &Resource,
@@ -611,7 +633,7 @@ fn add_write_paths(
     }
 }
 
-/// A resource that moves through a lifecycle (orders, CONTRACT §11): its create is an intake
+/// A resource that moves through a lifecycle (orders, docs/API.md, "Orders: intake, lifecycle and stock"): its create is an intake
 /// with lines, its PATCH an action, and each declared action a `POST` of an array of actions.
 fn add_lifecycle_paths(
     view: View,
@@ -746,7 +768,24 @@ fn lifecycle_extension(resource: &Resource) -> Option<Value> {
     }))
 }
 
-/// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (CONTRACT §8).
+/// `x-brandhub-uploads` of `POST /api/file`: each file type with the user types that may
+/// upload it (the catalog's write rules of what it writes), so that a client offers only those.
+fn uploads_extension() -> Value {
+    let types: Vec<Value> = FileType::ALL
+        .into_iter()
+        .map(|file_type| {
+            let user_types: Vec<&str> = UserType::ALL
+                .into_iter()
+                .filter(|user_type| may_upload(file_type, *user_type))
+                .map(UserType::as_str)
+                .collect();
+            json!({"fileType": file_type.as_str(), "userTypes": user_types})
+        })
+        .collect();
+    json!(types)
+}
+
+/// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (docs/API.md, "Files: uploads and processing").
 fn add_upload_paths(
     paths: &mut Map<String, Value>,
     list: &mut Value,
@@ -762,6 +801,7 @@ fn add_upload_paths(
         "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {
             "type": "object", "description": "Exactly one file part, named <fileType>,<arguments> (product,<brand> | stock,<brand>,<warehouse> | price,<brand>,<host>,<DD/MM/YYYY>[,<DD/MM/YYYY>] | image,<brand> | orderDispatch,<brand>), with a filename ending .xlsx, .xlsm, .xls, .ods or .csv.",
             "additionalProperties": {"type": "string", "format": "binary"}}}}},
+        "x-brandhub-uploads": uploads_extension(),
         "responses": created});
     let bytes = |description: &str| {
         responses(json!({"description": description,
@@ -778,7 +818,7 @@ fn add_upload_paths(
     paths.insert(format!("/api/{name}/template/{{fileType}}"), json!({"get": {
         "summary": "An .xlsx template: the file type's header row and one example row", "tags": [name],
         "parameters": [{"name": "fileType", "in": "path", "required": true,
-            "schema": {"enum": ["product", "stock", "price", "image", "orderDispatch"]}}],
+            "schema": {"enum": brandhub_catalog::FILE_TYPES}}],
         "responses": bytes("The template workbook.")}}));
 }
 
@@ -1106,5 +1146,34 @@ mod tests {
         assert!(doc["paths"]["/api/user/{id}"]["patch"]["requestBody"].is_object());
         assert!(doc["paths"]["/api/apiKey/{id}"]["delete"]["responses"]["204"].is_object());
         assert!(doc["paths"]["/api/apiKey"]["post"]["responses"]["201"].is_object());
+    }
+
+    #[test]
+    fn links_and_uploads_say_what_a_form_offers() {
+        let doc = document(None);
+        let user = &doc["paths"]["/api/user"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["properties"];
+        assert_eq!(user["fk_company"]["x-brandhub-link"], "company");
+        assert_eq!(user["fk_warehouse"]["x-brandhub-link"], "warehouse");
+        assert!(user["name"].get("x-brandhub-link").is_none());
+        let store = &doc["components"]["schemas"]["BrandStore"]["properties"];
+        assert_eq!(store["fk_store"]["x-brandhub-link"], "store");
+        let uploads = doc["paths"]["/api/file"]["post"]["x-brandhub-uploads"]
+            .as_array()
+            .expect("a list of file types");
+        let of = |user_type: &str| -> Vec<&str> {
+            uploads
+                .iter()
+                .filter(|u| {
+                    u["userTypes"]
+                        .as_array()
+                        .is_some_and(|t| t.iter().any(|t| t == user_type))
+                })
+                .filter_map(|u| u["fileType"].as_str())
+                .collect()
+        };
+        assert_eq!(of("warehouse"), ["stock", "orderDispatch"]);
+        assert_eq!(of("admin").len(), FileType::ALL.len());
+        assert!(of("host").is_empty());
     }
 }

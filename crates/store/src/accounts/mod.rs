@@ -18,6 +18,7 @@ use crate::db::{Kind, Store, Timing};
 use crate::error::StoreResult;
 use crate::ids::now_timestamp;
 use crate::rights::{Principal, principal};
+use crate::write::EntryPoint;
 use brandhub_catalog::UserType;
 use brandhub_query::plan::Viewer;
 use brandhub_query::text::fold;
@@ -358,7 +359,7 @@ impl Store {
             .value(Alias::new(used_in.column.as_str()), now_timestamp())
             .and_where(Expr::col(Alias::new("id")).eq(key_id))
             .to_owned();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Accounts).await?;
         tx.execute_update_of(keys.table, &update, &[key_id]).await?;
         tx.commit().await
     }

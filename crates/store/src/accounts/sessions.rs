@@ -1,4 +1,4 @@
-//! Sign-in for people (CONTRACT §12): passwords, session keys and invitations.
+//! Sign-in for people (docs/API.md, "Sessions and invitations"): passwords, session keys and invitations.
 //!
 //! A password is optional per user and stored only as an argon2id hash (`bh_password`): it is
 //! what a person remembers, so it gets a slow hash; it is checked only when signing in, never
@@ -17,6 +17,7 @@ use crate::db::{Backend, Kind, Store, Timing};
 use crate::error::{StoreError, StoreResult};
 use crate::ids::new_id;
 use crate::rights::principal;
+use crate::write::EntryPoint;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 use brandhub_catalog::{Cell, UserType};
@@ -203,7 +204,7 @@ impl Store {
 
     async fn store_password(&self, user_id: &str, hash: String) -> StoreResult<()> {
         let now = self.clock.now_millis();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Sessions).await?;
         let delete = Query::delete()
             .from_table(Alias::new("bh_password"))
             .and_where(Expr::col(Alias::new("user_id")).eq(user_id))
@@ -289,7 +290,7 @@ impl Store {
                 now.into(),
             ])
             .to_owned();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Sessions).await?;
         tx.execute("bh_session", &insert).await?;
         tx.commit().await?;
         Ok(Some(NewSession {
@@ -386,7 +387,7 @@ impl Store {
             .from_table(Alias::new("bh_session"))
             .and_where(Expr::col(Alias::new("id")).eq(session_id))
             .to_owned();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Sessions).await?;
         let affected = tx.execute("bh_session", &delete).await?;
         tx.commit().await?;
         Ok(affected > 0)
@@ -416,7 +417,7 @@ impl Store {
                 expires_at.into(),
             ])
             .to_owned();
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Sessions).await?;
         tx.execute_untracked("bh_invitation", &insert).await?;
         tx.commit().await?;
         Ok(NewInvitation {
@@ -444,7 +445,7 @@ impl Store {
                     .to_string(),
             )
         };
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::Sessions).await?;
         // Using it up first, under its row lock, so that a token works exactly once.
         let used = Query::update()
             .table(Alias::new("bh_invitation"))

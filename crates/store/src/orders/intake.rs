@@ -1,4 +1,4 @@
-//! Order intake (CONTRACT §11): a host pushes an order with its lines in one request. Every
+//! Order intake (docs/API.md, "Orders: intake, lifecycle and stock"): a host pushes an order with its lines in one request. Every
 //! problem (the order's fields, each line's, the brand store, the variants, the amounts) is
 //! gathered into one 422 before the write transaction begins (the brand store and the
 //! variants are read before it); a second push of the same (brand store, hostOrderRef) is
@@ -16,6 +16,7 @@ use crate::db::{Backend, Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::{new_id, now_timestamp};
+use crate::write::{Begin, EntryPoint, Outcome, WritePlan};
 use brandhub_catalog::lifecycle::{Step, transition};
 use brandhub_catalog::{Cell, Domain, Layout, Record, Resource};
 use brandhub_problem::FieldError;
@@ -107,7 +108,7 @@ fn number(values: &WriteValues, path: &str) -> Option<f64> {
     }
 }
 
-/// An amount as money is kept (CONTRACT §10: two decimals), by the catalog's one rule.
+/// An amount as money is kept (docs/API.md, "Quantities and amounts": two decimals), by the catalog's one rule.
 fn round(amount: f64) -> f64 {
     Domain::SIGNED_MONEY.kept(amount)
 }
@@ -136,7 +137,7 @@ fn check_computed(
 }
 
 /// A line's amounts: (net, tax, gross), or the problems with the given ones and with those
-/// computed from them (each within the money domain, CONTRACT §10). The quantity and the
+/// computed from them (each within the money domain, docs/API.md, "Quantities and amounts"). The quantity and the
 /// price were held to their domains when the line was read.
 fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -> (f64, f64, f64) {
     let item = resource("orderItem");
@@ -211,8 +212,9 @@ impl Store {
 }
 
 /// How many `brandOrderRef` numbers a process reserves at once: intakes then draw them from
-/// memory instead of each taking the counter row's lock until it commits, which made every
-/// intake of every process wait for the one before it.
+/// memory instead of each taking the counter row's lock until it commits, which would make
+/// every intake of every process wait for the one before it
+/// (docs/decisions/0023-order-numbers-reserved-per-process.md).
 const NUMBERS_RESERVED: i64 = 32;
 
 impl WriteTx {
@@ -284,7 +286,7 @@ impl Store {
         if let Some(number) = numbers.next() {
             return Ok(number);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.begin_apart(EntryPoint::OrderNumbers).await?;
         let last = tx.reserve_order_numbers(NUMBERS_RESERVED).await?;
         tx.commit().await?;
         *numbers = (last - NUMBERS_RESERVED + 1)..(last + 1);
@@ -557,21 +559,7 @@ impl Store {
         // writers take turns: reads inside would lengthen every turn); a brand store or
         // variant deleted meanwhile fails the insert's foreign key, a 409, and a push of the
         // same order made meanwhile fails the unique index, the 409 above.
-        // Without a key, on PostgreSQL, the writes and their bookkeeping are one statement
-        // that commits itself ([`Store::begin_optimistic`]): the version rows stay locked
-        // for that statement only. Nothing it writes depends on a row it read but the stock
-        // records', and those it adds to ([`WriteTx::move_known_stock`]).
-        let mut tx = match key {
-            Some(_) => self.begin().await?,
-            None => self.begin_optimistic().await?,
-        };
-        if let Some(key) = key
-            && let Some(kept) = tx.claim_key(key).await?
-        {
-            return Ok(Err(kept));
-        }
-
-        // The records.
+        // The records, made before it.
         let now = now_timestamp();
         let o = Layout::of(order);
         let mut record = Record::empty(order);
@@ -617,30 +605,60 @@ impl Store {
             }
             lines.push(r);
         }
-        // The variants' brand, read above, is the stock records' scope (fixed once a variant
-        // is made): not read again inside the transaction.
-        if let Some(brand) = &brand {
-            for id in variants.iter().flatten() {
-                tx.knows(variant, id, "fk_scopeBrand", brand);
-            }
-        }
-        // The stock last: concurrent intakes of the same variants wait on those stock rows'
-        // locks only from their update to the commit.
         record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
-        // The order and its lines go with the stock's statement (on SQLite, one round trip
-        // of the write turn for the three), so a unique key they find taken is that
-        // statement's error, or the commit's.
-        let written = async {
-            tx.insert_records_with_next(order, &mut [record]).await?;
-            tx.insert_records_with_next(item, &mut lines).await?;
-            tx.move_known_stock(&warehouse, &intake_moves(&demand)?, &stock_ids)
-                .await?;
-            if let Some(key) = key {
-                tx.keep_written(key, &[(order_id.clone(), true)]).await?;
-            }
-            tx.commit().await
-        }
-        .await;
+        // Without a key, on PostgreSQL, the writes and their bookkeeping are one statement
+        // that commits itself ([`Begin::Optimistic`]): the version rows stay locked for that
+        // statement only. Nothing it writes depends on a row it read but the stock records',
+        // and those it adds to ([`WriteTx::move_known_stock`]).
+        let begin = match key {
+            Some(_) => Begin::Locking,
+            None => Begin::Optimistic,
+        };
+        let plan = WritePlan::once(EntryPoint::Intake, begin);
+        let written = self
+            .execute(plan, |mut tx, _| {
+                let (mut record, mut lines) = (record.clone(), lines.clone());
+                let (brand, variants, warehouse) = (&brand, &variants, &warehouse);
+                let (demand, stock_ids, order_id) = (&demand, &stock_ids, &order_id);
+                Box::pin(async move {
+                    let stepped = async {
+                        if let Some(key) = key
+                            && let Some(kept) = tx.claim_key(key).await?
+                        {
+                            return Ok(Outcome::RollBack(Err(kept)));
+                        }
+                        // The variants' brand, read above, is the stock records' scope (fixed
+                        // once a variant is made): not read again inside the transaction.
+                        if let Some(brand) = brand {
+                            for id in variants.iter().flatten() {
+                                tx.knows(variant, id, "fk_scopeBrand", brand);
+                            }
+                        }
+                        // The order and its lines go with the stock's statement (on SQLite,
+                        // one round trip of the write turn for the three), so a unique key
+                        // they find taken is that statement's error, or the commit's. The
+                        // stock last: concurrent intakes of the same variants wait on those
+                        // stock rows' locks only from their update to the commit.
+                        tx.insert_records_with_next(order, std::slice::from_mut(&mut record))
+                            .await?;
+                        tx.insert_records_with_next(item, &mut lines).await?;
+                        tx.move_known_stock(warehouse, &intake_moves(demand)?, stock_ids)
+                            .await?;
+                        if let Some(key) = key {
+                            tx.keep_written(key, &[(order_id.clone(), true)]).await?;
+                        }
+                        Ok(Outcome::Commit(Ok(())))
+                    }
+                    .await;
+                    (tx, stepped)
+                })
+            })
+            .await;
+        let written = match written {
+            Ok(Err(kept)) => return Ok(Err(kept)),
+            Ok(Ok(())) => Ok(()),
+            Err(error) => Err(error),
+        };
         if let Err(error) = written {
             // A push of the same order committed since the check above (the unique index
             // waited for it), or, with a key, before: told as the check tells it. (The

@@ -1,4 +1,4 @@
-//! Orders (CONTRACT §11): a host's intake ([`intake`]), the lifecycle steps taken on an order
+//! Orders (docs/API.md, "Orders: intake, lifecycle and stock"): a host's intake ([`intake`]), the lifecycle steps taken on an order
 //! ([`machine`] decides them from the catalog's transition table, [`ask`] reads them from
 //! JSON), and the stock that follows them. Every step, from an order PATCH, a dispatch array
 //! or an orderDispatch file row, is loaded, decided and written by the code here, in the
@@ -11,7 +11,7 @@ pub mod machine;
 use crate::db::{Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::ids::{new_id, now_timestamp};
-use crate::write::records_of;
+use crate::write::{EntryPoint, Outcome as WriteOutcome, WritePlan, records_of};
 use brandhub_catalog::{Cell, Layout, Record, Resource, catalog, grouped, record::stored_fields};
 use brandhub_problem::FieldError;
 use brandhub_query::conditions::IfMatch;
@@ -20,6 +20,7 @@ use brandhub_query::sql::satisfying_ids;
 use machine::{Ask, Line, Order, Outcome, StockMove};
 use sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Order as By, Query};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn resource(name: &str) -> &'static Resource {
     catalog()
@@ -444,7 +445,7 @@ fn sum_moves(
 }
 
 /// Why a stock count of `variant` would leave the range the catalog holds it to, if moved to
-/// `value` (CONTRACT §10: a move outside ±1,000,000,000 is refused whole).
+/// `value` (docs/API.md, "Quantities and amounts": a move outside ±1,000,000,000 is refused whole).
 fn out_of_range(path: &str, variant: &str, value: i64) -> Option<String> {
     let field = resource("stock")
         .field_at(path)
@@ -468,10 +469,13 @@ impl Store {
     /// Takes the lifecycle step `ask` on the order `id` for `viewer`, in one transaction: 404
     /// outside the caller's scope, else what [`machine::decide`] says. Returns the new status.
     pub async fn order_step(&self, id: &str, ask: &Ask, viewer: &Viewer) -> StoreResult<String> {
-        let mut tx = self.begin().await?;
-        let status = step_in(&mut tx, id, ask, viewer, None).await?;
-        tx.commit().await?;
-        Ok(status)
+        self.execute(WritePlan::locking(EntryPoint::Lifecycle), |mut tx, _| {
+            Box::pin(async move {
+                let stepped = step_in(&mut tx, id, ask, viewer, None).await;
+                (tx, stepped.map(WriteOutcome::Commit))
+            })
+        })
+        .await
     }
 
     /// [`Store::order_step`] under an `If-Match` precondition (412 when the order's version
@@ -484,14 +488,21 @@ impl Store {
         viewer: &Viewer,
         if_match: Option<&IfMatch>,
     ) -> StoreResult<i64> {
-        let mut tx = self.begin().await?;
-        step_in(&mut tx, id, ask, viewer, if_match).await?;
-        let version = tx
-            .version_of(resource("order"), id)
-            .await?
-            .ok_or_else(|| not_found(id))?;
-        tx.commit().await?;
-        Ok(version)
+        self.execute(WritePlan::locking(EntryPoint::Lifecycle), |mut tx, _| {
+            Box::pin(async move {
+                let stepped = async {
+                    step_in(&mut tx, id, ask, viewer, if_match).await?;
+                    let version = tx
+                        .version_of(resource("order"), id)
+                        .await?
+                        .ok_or_else(|| not_found(id))?;
+                    Ok(WriteOutcome::Commit(version))
+                }
+                .await;
+                (tx, stepped)
+            })
+        })
+        .await
     }
 
     /// Takes one step on many orders (`POST /api/order/dispatch`), each applied or refused on
@@ -507,67 +518,99 @@ impl Store {
         asks: &[(String, Ask)],
         viewer: &Viewer,
     ) -> StoreResult<Vec<StoreResult<String>>> {
-        let order = resource("order");
         let ids: Vec<String> = asks
             .iter()
             .map(|(id, _)| id.to_ascii_uppercase())
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let mut tx = self.begin().await?;
-        let mut visible: HashSet<String> = HashSet::with_capacity(ids.len());
-        for chunk in ids.chunks(ORDERS_PER_STATEMENT) {
-            let rows = tx
-                .fetch(
-                    &satisfying_ids(order, chunk, &viewer.scope(order)),
-                    &[Kind::Text],
-                )
-                .await?;
-            visible.extend(
-                rows.into_iter()
-                    .filter_map(|r| r[0].as_text().map(str::to_string)),
-            );
-        }
-        let seen: Vec<String> = ids.into_iter().filter(|id| visible.contains(id)).collect();
-        let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(seen.len());
-        for chunk in seen.chunks(ORDERS_PER_STATEMENT) {
-            for one in tx.load_orders(chunk).await? {
-                loaded.insert(one.order.id().to_string(), one);
-            }
-        }
-        let now = now_timestamp();
-        let mut results = Vec::with_capacity(asks.len());
-        let mut decided: Vec<(Loaded, Outcome)> = Vec::new();
-        for (id, ask) in asks {
-            let id = id.to_ascii_uppercase();
-            let Some(current) = loaded.get_mut(&id) else {
-                results.push(Err(not_found(&id)));
-                continue;
-            };
-            match machine::decide(&current.state(), ask, viewer.user_type(), &now) {
-                Ok(outcome) => {
-                    let (after, _) = current.after(&outcome);
-                    results.push(Ok(outcome.order.status.clone()));
-                    decided.push((std::mem::replace(current, after), outcome));
+        // Set once the steps are decided: a failure from then on (the writes, the commit) is
+        // the transaction's, and every order is taken again on its own.
+        let writing = AtomicBool::new(false);
+        let plan = WritePlan::locking(EntryPoint::DispatchArray);
+        let done = self
+            .execute(plan, |mut tx, _| {
+                let (ids, writing) = (&ids, &writing);
+                Box::pin(async move {
+                    let stepped = async {
+                        let (results, decided) = decide_many(&mut tx, ids, asks, viewer).await?;
+                        writing.store(true, Ordering::Relaxed);
+                        let pairs: Vec<(&Loaded, &Outcome)> =
+                            decided.iter().map(|(l, o)| (l, o)).collect();
+                        tx.write_outcomes(&pairs).await?;
+                        Ok(WriteOutcome::Commit(results))
+                    }
+                    .await;
+                    (tx, stepped)
+                })
+            })
+            .await;
+        match done {
+            Err(error) if writing.load(Ordering::Relaxed) => {
+                tracing::warn!(%error, "a dispatch array's transaction failed; taking its orders one by one");
+                let mut one_by_one = Vec::with_capacity(asks.len());
+                for (id, ask) in asks {
+                    one_by_one.push(self.order_step(id, ask, viewer).await);
                 }
-                Err(refusal) => results.push(Err(refusal)),
+                Ok(one_by_one)
             }
+            done => done,
         }
-        let pairs: Vec<(&Loaded, &Outcome)> = decided.iter().map(|(l, o)| (l, o)).collect();
-        let written = match tx.write_outcomes(&pairs).await {
-            Ok(()) => tx.commit().await,
-            Err(error) => Err(error),
-        };
-        if let Err(error) = written {
-            tracing::warn!(%error, "a dispatch array's transaction failed; taking its orders one by one");
-            let mut one_by_one = Vec::with_capacity(asks.len());
-            for (id, ask) in asks {
-                one_by_one.push(self.order_step(id, ask, viewer).await);
-            }
-            return Ok(one_by_one);
-        }
-        Ok(results)
     }
+}
+
+/// The steps of [`Store::order_steps`] decided inside its transaction: each order's result,
+/// and the orders that change with their outcomes.
+async fn decide_many(
+    tx: &mut WriteTx,
+    ids: &[String],
+    asks: &[(String, Ask)],
+    viewer: &Viewer,
+) -> StoreResult<(Vec<StoreResult<String>>, Vec<(Loaded, Outcome)>)> {
+    let order = resource("order");
+    let mut visible: HashSet<String> = HashSet::with_capacity(ids.len());
+    for chunk in ids.chunks(ORDERS_PER_STATEMENT) {
+        let rows = tx
+            .fetch(
+                &satisfying_ids(order, chunk, &viewer.scope(order)),
+                &[Kind::Text],
+            )
+            .await?;
+        visible.extend(
+            rows.into_iter()
+                .filter_map(|r| r[0].as_text().map(str::to_string)),
+        );
+    }
+    let seen: Vec<String> = ids
+        .iter()
+        .filter(|id| visible.contains(*id))
+        .cloned()
+        .collect();
+    let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(seen.len());
+    for chunk in seen.chunks(ORDERS_PER_STATEMENT) {
+        for one in tx.load_orders(chunk).await? {
+            loaded.insert(one.order.id().to_string(), one);
+        }
+    }
+    let now = now_timestamp();
+    let mut results = Vec::with_capacity(asks.len());
+    let mut decided: Vec<(Loaded, Outcome)> = Vec::new();
+    for (id, ask) in asks {
+        let id = id.to_ascii_uppercase();
+        let Some(current) = loaded.get_mut(&id) else {
+            results.push(Err(not_found(&id)));
+            continue;
+        };
+        match machine::decide(&current.state(), ask, viewer.user_type(), &now) {
+            Ok(outcome) => {
+                let (after, _) = current.after(&outcome);
+                results.push(Ok(outcome.order.status.clone()));
+                decided.push((std::mem::replace(current, after), outcome));
+            }
+            Err(refusal) => results.push(Err(refusal)),
+        }
+    }
+    Ok((results, decided))
 }
 
 /// Orders named in one statement of a many-order step (ids bound as parameters).

@@ -98,7 +98,6 @@ pub fn field_title(resource: &str, path: &str) -> Option<Words> {
         ("price", "startDate") => Some(w("From", "Ab")),
         ("price", "endDate") => Some(w("Until", "Bis")),
         ("price", "fk_file") | ("image", "fk_file") => Some(w("From file", "Aus Datei")),
-        ("user", "type") => Some(w("User type", "Benutzertyp")),
         ("user", "fk_sponsor") => Some(w("Sponsor", "Sponsor")),
         ("company", "fk_sponsor") => Some(w("Sponsored by", "Gesponsert von")),
         ("orderItem", "detail.reason") => Some(w("Reason rejected", "Ablehnungsgrund")),

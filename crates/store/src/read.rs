@@ -75,13 +75,11 @@ impl Store {
     /// warehouse), and for a field of a record already known to be visible.
     pub async fn text_field_of(
         &self,
-        resource: &str,
+        resource: brandhub_catalog::Res,
         field: &str,
         id: &str,
     ) -> StoreResult<Option<Option<String>>> {
-        let resource = catalog()
-            .resource(resource)
-            .unwrap_or_else(|| panic!("callers name a resource, not {resource}"));
+        let resource = catalog().get(resource);
         let field = resource
             .field_at(field)
             .filter(|f| f.has_column())

@@ -1533,7 +1533,7 @@ mod tests {
 
     #[test]
     fn a_new_record_takes_its_values_an_id_and_a_creation_time() {
-        let company = catalog().resource("company").unwrap();
+        let company = catalog().get(brandhub_catalog::Res::Company);
         let record = new_record(
             company,
             &parsed(company, r#"{"name": "Acme", "code": "AcMe"}"#),
@@ -1549,7 +1549,7 @@ mod tests {
 
     #[test]
     fn a_webhook_remembers_the_api_key_it_was_made_with_and_no_session() {
-        let webhook = catalog().resource("webhook").unwrap();
+        let webhook = catalog().get(brandhub_catalog::Res::Webhook);
         let values = parsed(
             webhook,
             r#"{"url": "https://hooks.example.com/", "events": ["order.created"]}"#,
@@ -1571,7 +1571,7 @@ mod tests {
 
     #[test]
     fn natural_keys_of_several_parts_need_every_part() {
-        let store = catalog().resource("store").unwrap();
+        let store = catalog().get(brandhub_catalog::Res::Store);
         let host = "0123456789ABCDEF0123456789ABCDEF";
         let whole = new_record(
             store,
@@ -1594,7 +1594,7 @@ mod tests {
 
     #[test]
     fn natural_keys_compare_as_their_columns_store_them() {
-        let price = catalog().resource("price").unwrap();
+        let price = catalog().get(brandhub_catalog::Res::Price);
         let variant = "0123456789abcdef0123456789abcdef";
         let host = "FEDCBA9876543210FEDCBA9876543210";
         let body = format!(
@@ -1615,9 +1615,9 @@ mod tests {
             ]),
             "ids upper-cased, timestamps as stored (not folded)"
         );
-        let variant = catalog().resource("variant").unwrap();
+        let variant = catalog().get(brandhub_catalog::Res::Variant);
         assert_eq!(key_name(variant), "brand and barcode");
-        let stock = catalog().resource("stock").unwrap();
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
         let record = new_record(
             stock,
             &WriteValues::default(),
@@ -1633,7 +1633,7 @@ mod tests {
 
     #[test]
     fn links_are_the_public_foreign_keys_with_their_targets() {
-        let brand_store = catalog().resource("brandStore").unwrap();
+        let brand_store = catalog().get(brandhub_catalog::Res::BrandStore);
         let names: Vec<(&str, &str)> = links(brand_store)
             .into_iter()
             .map(|(f, t)| (f.name, t.name))
@@ -1646,7 +1646,7 @@ mod tests {
                 ("fk_warehouse", "warehouse")
             ]
         );
-        let variant = catalog().resource("variant").unwrap();
+        let variant = catalog().get(brandhub_catalog::Res::Variant);
         assert!(
             links(variant)
                 .iter()

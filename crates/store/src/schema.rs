@@ -660,12 +660,17 @@ impl Store {
 
     /// Drops everything brandhub created (tests and `demo --fresh` only).
     pub async fn drop_everything(&self) -> StoreResult<()> {
-        let mut tables: Vec<&str> = versioned_tables();
-        // The queue refers to files: it goes first (the list is dropped from its end).
-        tables.extend([
+        // The list is dropped from its end. The versions, the row log and the mark of
+        // brandhub's own writes go last: the triggers of the resource tables write them
+        // while a table is dropped (SQLite empties it first, and its foreign keys' actions
+        // change other tables). The queue refers to files: it goes before them.
+        let mut tables: Vec<&str> = vec![
             crate::external::MARK_TABLE,
             "bh_table_version",
             crate::row_log::TABLE,
+        ];
+        tables.extend(versioned_tables());
+        tables.extend([
             crate::count::COUNT_TABLE,
             "bh_meta",
             crate::orders::intake::COUNTER_TABLE,

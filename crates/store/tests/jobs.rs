@@ -57,7 +57,7 @@ const USER: &str = "0190000000000000000000000000000C";
 async fn queued_file(store: &Store, id: &str) {
     let created = || Cell::Text("2031-01-01T00:00:00".into());
     if store
-        .text_field_of("brand", "id", BRAND)
+        .text_field_of(brandhub_catalog::Res::Brand, "id", BRAND)
         .await
         .unwrap()
         .is_none()

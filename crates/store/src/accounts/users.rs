@@ -76,13 +76,13 @@ fn needed_link(user_type: UserType) -> Option<(&'static str, &'static str)> {
 
 /// Whether every id exists in `table` (companies of `detail.companies`, which are not a
 /// foreign key the pipeline's link check sees).
-async fn missing_ids(tx: &mut WriteTx, table: &str, ids: &[String]) -> StoreResult<Vec<String>> {
+async fn missing_ids(tx: &mut WriteTx, resource: Res, ids: &[String]) -> StoreResult<Vec<String>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let statement = Query::select()
         .column(Alias::new("id"))
-        .from(Alias::new(table))
+        .from(Alias::new(catalog().get(resource).table))
         .and_where(Expr::col(Alias::new("id")).is_in(ids.iter().cloned()))
         .to_owned();
     let found: Vec<String> = tx
@@ -216,7 +216,7 @@ pub(crate) async fn profile_problems(
             problems.push(FieldError::new(field, message));
         }
     }
-    let missing = missing_ids(tx, "company", &profile.companies).await?;
+    let missing = missing_ids(tx, Res::Company, &profile.companies).await?;
     if !missing.is_empty() && !given.has_problem("detail.companies") {
         problems.push(FieldError::new(
             "detail.companies",

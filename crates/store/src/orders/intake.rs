@@ -17,6 +17,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::idempotency::KeptAnswer;
 use crate::ids::{new_id, now_timestamp};
 use crate::write::{Begin, EntryPoint, Outcome, WritePlan};
+use brandhub_catalog::Res;
 use brandhub_catalog::lifecycle::{Step, transition};
 use brandhub_catalog::{Cell, Domain, Layout, Record, Resource};
 use brandhub_problem::FieldError;
@@ -71,7 +72,7 @@ fn pushed_twice(reference: &str, existing: &str) -> StoreError {
 /// The order a brand store has under `reference` (text folded as stored), as a statement;
 /// `brand_store` is the brand store's id, a value or a column of an outer statement.
 fn order_under(brand_store: Expr, reference: &str) -> SelectStatement {
-    let order = resource("order");
+    let order = resource(Res::Order);
     let column = |path: &str| {
         let field = order.field_at(path).expect("an order's fields");
         let column = field
@@ -140,7 +141,7 @@ fn check_computed(
 /// computed from them (each within the money domain, docs/API.md, "Quantities and amounts"). The quantity and the
 /// price were held to their domains when the line was read.
 fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -> (f64, f64, f64) {
-    let item = resource("orderItem");
+    let item = resource(Res::OrderItem);
     let qty = match values.cell("orderQty") {
         Some(Cell::Integer(n)) => *n,
         _ => 0,
@@ -236,7 +237,7 @@ impl WriteTx {
         {
             return Ok(*last);
         }
-        let order = resource("order");
+        let order = resource(Res::Order);
         let highest = self
             .fetch(
                 &Query::select()
@@ -310,11 +311,11 @@ impl Store {
                 viewer.user_type().as_str()
             )));
         }
-        let (order, item) = (resource("order"), resource("orderItem"));
+        let (order, item) = (resource(Res::Order), resource(Res::OrderItem));
         let (brand_store, store, variant) = (
-            resource("brandStore"),
-            resource("store"),
-            resource("variant"),
+            resource(Res::BrandStore),
+            resource(Res::Store),
+            resource(Res::Variant),
         );
         let mut problems: Vec<FieldError> = intake.order.problems.clone();
         for line in &intake.lines {
@@ -425,7 +426,7 @@ impl Store {
             // warehouse, if it has one: the intake adds to it by id in the statement that
             // commits it (see `WriteTx::move_known_stock`). SQLite's intake is a
             // transaction, whose upsert finds the records itself.
-            let stock = resource("stock");
+            let stock = resource(Res::Stock);
             let stocked: Expr = match self.backend() {
                 Backend::Postgres => Expr::SubQuery(
                     None,

@@ -12,6 +12,7 @@ use crate::db::{Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::ids::{new_id, now_timestamp};
 use crate::write::{EntryPoint, Outcome as WriteOutcome, WritePlan, records_of};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record, Resource, catalog, grouped, record::stored_fields};
 use brandhub_problem::FieldError;
 use brandhub_query::conditions::IfMatch;
@@ -22,10 +23,9 @@ use sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Order as By, Query}
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-fn resource(name: &str) -> &'static Resource {
-    catalog()
-        .resource(name)
-        .expect("the order engine names resources of the catalog")
+/// The declaration of a resource the order engine writes.
+fn resource(res: Res) -> &'static Resource {
+    catalog().get(res)
 }
 
 fn text(record: &Record, layout: &Layout, path: &str) -> String {
@@ -58,8 +58,8 @@ impl Loaded {
     /// The order as the state machine sees it.
     pub fn state(&self) -> Order {
         let (o, l) = (
-            Layout::of(resource("order")),
-            Layout::of(resource("orderItem")),
+            Layout::of(resource(Res::Order)),
+            Layout::of(resource(Res::OrderItem)),
         );
         Order {
             status: text(&self.order, &o, "status"),
@@ -87,14 +87,18 @@ impl Loaded {
 
     /// The warehouse the order ships from (its stock moves there).
     pub fn warehouse(&self) -> Option<String> {
-        stamp(&self.order, &Layout::of(resource("order")), "fk_warehouse")
+        stamp(
+            &self.order,
+            &Layout::of(resource(Res::Order)),
+            "fk_warehouse",
+        )
     }
 
     /// The order and its lines as `outcome` leaves them, and which of them it changed.
     pub fn after(&self, outcome: &Outcome) -> (Loaded, Changed) {
         let (o, l) = (
-            Layout::of(resource("order")),
-            Layout::of(resource("orderItem")),
+            Layout::of(resource(Res::Order)),
+            Layout::of(resource(Res::OrderItem)),
         );
         let next = &outcome.order;
         let mut order = self.order.clone();
@@ -180,7 +184,7 @@ impl WriteTx {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let (order, item) = (resource("order"), resource("orderItem"));
+        let (order, item) = (resource(Res::Order), resource(Res::OrderItem));
         let fields = stored_fields(order);
         let select = Query::select()
             .columns(fields.iter().map(|f| Alias::new(f.column.as_str())))
@@ -224,7 +228,7 @@ impl WriteTx {
     /// the same order must be decided from the earlier one's result ([`Loaded::after`]); the
     /// last record of each order and line is the one written.
     pub async fn write_outcomes(&mut self, outcomes: &[(&Loaded, &Outcome)]) -> StoreResult<()> {
-        let (order, item) = (resource("order"), resource("orderItem"));
+        let (order, item) = (resource(Res::Order), resource(Res::OrderItem));
         let mut orders: BTreeMap<String, Record> = BTreeMap::new();
         let mut lines: BTreeMap<String, Record> = BTreeMap::new();
         let mut moves: BTreeMap<(String, String), StockMove> = BTreeMap::new();
@@ -290,7 +294,7 @@ impl WriteTx {
             .collect();
         match additions {
             Some(additions) if self.is_optimistic() => {
-                let stock = resource("stock");
+                let stock = resource(Res::Stock);
                 self.add_to_known_records(stock, &stock.writes.natural_key, &MOVED, &additions)
                     .await
             }
@@ -304,7 +308,7 @@ impl WriteTx {
     /// variant) order, so concurrent transactions lock rows in the same order. One move per
     /// stock record: a multi-row upsert may not touch a row twice.
     async fn add_to_stock(&mut self, moves: Vec<((String, String), StockMove)>) -> StoreResult<()> {
-        let stock = resource("stock");
+        let stock = resource(Res::Stock);
         let layout = Layout::of(stock);
         let mut records: Vec<Record> = moves
             .into_iter()
@@ -337,7 +341,7 @@ impl WriteTx {
         &mut self,
         outcomes: &[(&Loaded, &Outcome)],
     ) -> StoreResult<Vec<Option<String>>> {
-        let stock = resource("stock");
+        let stock = resource(Res::Stock);
         let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (loaded, outcome) in outcomes {
             if let Some(warehouse) = loaded.warehouse() {
@@ -447,7 +451,7 @@ fn sum_moves(
 /// Why a stock count of `variant` would leave the range the catalog holds it to, if moved to
 /// `value` (docs/API.md, "Quantities and amounts": a move outside ±1,000,000,000 is refused whole).
 fn out_of_range(path: &str, variant: &str, value: i64) -> Option<String> {
-    let field = resource("stock")
+    let field = resource(Res::Stock)
         .field_at(path)
         .expect("stock moves name stock fields");
     let (least, most) = field.held?;
@@ -493,7 +497,7 @@ impl Store {
                 let stepped = async {
                     step_in(&mut tx, id, ask, viewer, if_match).await?;
                     let version = tx
-                        .version_of(resource("order"), id)
+                        .version_of(resource(Res::Order), id)
                         .await?
                         .ok_or_else(|| not_found(id))?;
                     Ok(WriteOutcome::Commit(version))
@@ -567,7 +571,7 @@ async fn decide_many(
     asks: &[(String, Ask)],
     viewer: &Viewer,
 ) -> StoreResult<(Vec<StoreResult<String>>, Vec<(Loaded, Outcome)>)> {
-    let order = resource("order");
+    let order = resource(Res::Order);
     let mut visible: HashSet<String> = HashSet::with_capacity(ids.len());
     for chunk in ids.chunks(ORDERS_PER_STATEMENT) {
         let rows = tx
@@ -640,7 +644,7 @@ async fn decide_in(
     if_match: Option<&IfMatch>,
 ) -> StoreResult<(Loaded, machine::Outcome)> {
     let id = id.to_ascii_uppercase();
-    let order = resource("order");
+    let order = resource(Res::Order);
     let visible = tx
         .fetch(
             &satisfying_ids(order, std::slice::from_ref(&id), &viewer.scope(order)),

@@ -65,7 +65,7 @@ pub(super) async fn content(
     let id = id.to_ascii_uppercase();
     let name = state
         .store
-        .text_field_of("file", file_paths::FILE_NAME, &id)
+        .text_field_of(Res::File, file_paths::FILE_NAME, &id)
         .await?
         .flatten()
         .unwrap_or_else(|| "file".to_string());

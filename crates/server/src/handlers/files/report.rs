@@ -50,7 +50,7 @@ pub(super) async fn report(
             Ok::<_, Problem>(
                 state
                     .store
-                    .text_field_of("file", path, &id)
+                    .text_field_of(Res::File, path, &id)
                     .await?
                     .flatten()
                     .unwrap_or_default(),

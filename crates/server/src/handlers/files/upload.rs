@@ -79,12 +79,12 @@ async fn check_part(
         }
         let brand_company = state
             .store
-            .text_field_of("brand", "fk_company", &part.brand)
+            .text_field_of(Res::Brand, "fk_company", &part.brand)
             .await?
             .flatten();
         let warehouse_company = state
             .store
-            .text_field_of("warehouse", "fk_company", warehouse)
+            .text_field_of(Res::Warehouse, "fk_company", warehouse)
             .await?
             .flatten();
         if brand_company != warehouse_company {
@@ -93,8 +93,8 @@ async fn check_part(
                     Code::InvalidUpload,
                     format!(
                         "The warehouse {} belongs to another company than the brand {}.",
-                        label(state, "warehouse", warehouse).await?,
-                        label(state, "brand", &part.brand).await?
+                        label(state, Res::Warehouse, warehouse).await?,
+                        label(state, Res::Brand, &part.brand).await?
                     ),
                 )
                 .with_field("warehouse"),
@@ -114,7 +114,7 @@ async fn check_part(
             "brand"
         };
         let (resource, id) = target.refused_record();
-        let label = label(state, resource.name(), id).await?;
+        let label = label(state, resource, id).await?;
         let mut reason = target.refusal(viewer, &label);
         if let Some(first) = reason.get(..1) {
             reason.replace_range(..1, &first.to_uppercase());
@@ -138,7 +138,7 @@ async fn check_part(
 }
 
 /// A record of `resource` (with a name and a code) as a message names it ([`label_of`]).
-async fn label(state: &AppState, resource: &str, id: &str) -> Answer<String> {
+async fn label(state: &AppState, resource: Res, id: &str) -> Answer<String> {
     let mut text = Vec::with_capacity(2);
     for path in ["name", "code"] {
         text.push(

@@ -1557,7 +1557,7 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
     create(
         client,
         "Create store",
-        &format!("Store {store_name} ({store_code}) is created."),
+        &format!("Store {store_name} · {host_name} ({store_code}) is created."),
     )
     .await;
     let store = one(fx, "store", &format!("code={store_code}")).await;
@@ -1578,7 +1578,7 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
         client,
         "Store",
         &store_name,
-        &format!("{store_name} ({store_code})"),
+        &format!("{store_name} · {host_name} ({store_code})"),
     )
     .await;
     pick(
@@ -1591,7 +1591,7 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
     fill(
         client,
         &[
-            ("Stock rule", "live"),
+            ("Stock offered", "live"),
             ("Price adjustment", "percent"),
             ("Adjustment amount", "12.5"),
         ],
@@ -1603,7 +1603,11 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
         .click()
         .await
         .unwrap();
-    wait_for_text(client, "The brand store is created.").await;
+    wait_for_text(
+        client,
+        &format!("Brand store {brand_name} → {store_name} · {host_name} is created."),
+    )
+    .await;
     let brand_store = one(
         fx,
         "brandStore",
@@ -1620,7 +1624,7 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
     let email = format!("lena.{n}@nordlicht.example");
     open_new(client, &fx.base, "New user").await;
     fill(client, &[("Name", "Lena Vogt"), ("Email", &email)]).await;
-    labelled_in(client, "//form", "Type")
+    labelled_in(client, "//form", "User type")
         .await
         .select_by_value("company")
         .await

@@ -128,7 +128,12 @@ function shell(active) {
   return main;
 }
 
+/** Which call of route() is the latest: an earlier one still waiting (for the user's
+ * record) draws nothing over the page a later address asked for. */
+let routing = 0;
+
 async function route() {
+  const mine = ++routing;
   const hash = location.hash.replace(/^#\/?/, '');
   const [path, query = ''] = hash.split('?');
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
@@ -141,6 +146,7 @@ async function route() {
   if (!me) {
     try { me = await loadMe(); } catch (error) { saveSession(null); return signInView(error.message); }
   }
+  if (mine !== routing) return;
   const section = SECTIONS.find((s) => s.id === (parts[0] || 'dashboard') && s.shown(me));
   if (!section) {
     const main = shell('');

@@ -6,11 +6,9 @@
 import { api, records, schema } from '../api.js';
 import { t, has } from '../i18n.js';
 import { el, field, heading, errorSlot, busy } from '../ui.js';
+import { labelOf, keyed, recordSchema } from '../describe.js';
 
 const schemaName = (resource) => resource[0].toUpperCase() + resource.slice(1);
-
-/** The fields that name a record, in the order a label uses them. */
-const NAMING = ['name', 'title', 'email', 'brandOrderRef', 'barcode', 'fileName', 'code'];
 
 /** The word of a resource (its name when the language has none). */
 export function resourceWord(resource) {
@@ -90,27 +88,32 @@ function leaves(body, prefix = '', required = body.required || []) {
 
 const types = (schema) => [].concat(schema.type || []);
 
-/** The label of a record of `resource` from the fields it has: name, title, … with its code. */
-export async function recordLabel(resource, record) {
-  const doc = await schema();
-  const declared = (doc.components.schemas[schemaName(resource)] || {})['x-brandhub-label'];
-  if (Array.isArray(declared) && declared.length) {
-    const parts = declared.map((p) => record[p]).filter((v) => v !== undefined && v !== null && v !== '');
-    if (parts.length) return parts.join(' · ');
-  }
-  const main = NAMING.find((k) => record[k]);
-  if (!main) return '';
-  return main !== 'code' && record.code ? `${record[main]} (${record.code})` : String(record[main]);
+/** The label of a record of `resource`: the catalog's display label (x-brandhub-label),
+ * with the record's code after it where the resource has one (names need not be unique,
+ * codes are); `full` resolves {__KEY} references of the answer it came in. */
+export async function recordLabel(resource, record, full = (r) => r) {
+  const label = await labelOf(resource, record, full);
+  const code = full(record) && full(record).code;
+  if (!label) return code || '';
+  return code && !label.includes(code) ? `${label} (${code})` : label;
 }
 
-/** The fields a label of `resource` is made of and the one a search looks in. */
+/** The `fields` that bring what a label of `resource` shows, and the field a search looks in
+ * (the first text field of the label). */
 async function namingOf(resource) {
-  const doc = await schema();
-  const properties = (doc.components.schemas[schemaName(resource)] || {}).properties || {};
-  const declared = (doc.components.schemas[schemaName(resource)] || {})['x-brandhub-label'];
-  const fields = Array.isArray(declared) ? declared.filter((f) => properties[f]) : NAMING.filter((k) => properties[k]);
-  const search = fields.find((f) => types(properties[f]).includes('string')) || 'id';
-  return { fields: fields.length ? fields : ['id'], search };
+  const own = await recordSchema(resource);
+  const properties = own.properties || {};
+  const declared = ((own['x-brandhub-label'] || {}).fields || []).filter((f) => f.split('.')[0] in properties);
+  const fields = [...declared, ...(properties.code && !declared.includes('code') ? ['code'] : [])];
+  const search = declared.find((f) => !f.includes('.') && types(properties[f] || {}).includes('string')) || 'id';
+  return { fields, search };
+}
+
+/** A record of `resource` by id, as its label shows it. */
+async function labelled(resource, id) {
+  const naming = await namingOf(resource);
+  const answer = await api(`/${resource}/${encodeURIComponent(id)}?fields=${['id', ...naming.fields].join(',')}`);
+  return recordLabel(resource, records(answer, resource)[0], keyed(answer));
 }
 
 /** A search box with a list of the records of `target` it finds, shown by label: typing
@@ -147,9 +150,11 @@ function linkPicker(target, label, required) {
     if (text && naming.search !== 'id') q.set(naming.search, `@${text.replace(/@/g, '')}@`);
     let answer;
     // Spaces as %20: the API reads a + as itself.
-    try { answer = records(await api(`/${target}?${q.toString().replace(/\+/g, '%20')}`), target); } catch { answer = []; }
+    try { answer = await api(`/${target}?${q.toString().replace(/\+/g, '%20')}`); } catch { answer = null; }
     if (mine !== asked) return;
-    found = await Promise.all(answer.map(async (r) => ({ id: r.id, label: await recordLabel(target, r) })));
+    const full = keyed(answer);
+    answer = records(answer, target);
+    found = await Promise.all(answer.map(async (r) => ({ id: r.id, label: await recordLabel(target, r, full) })));
     list.replaceChildren(...(found.length ? found.map((o, i) => {
       const li = el('li', { role: 'option', id: `${listId}-${i}`, 'data-id': o.id }, o.label);
       li.addEventListener('mousedown', (e) => { e.preventDefault(); choose(o); });
@@ -301,7 +306,8 @@ export async function renderCreate(main, resource) {
         put(json, c.path, v);
       }
       const created = records(await api(`/${resource}`, { method: 'POST', json }), resource)[0];
-      const label = await recordLabel(resource, created);
+      let label;
+      try { label = await labelled(resource, created.id); } catch { label = await recordLabel(resource, created); }
       done.replaceChildren(el('p', { class: 'notice', role: 'status', tabindex: '-1' },
         label ? t('recordCreated', { resource: word, Resource: capital(word), label }) : t('recordCreatedNoLabel', { resource: word, Resource: capital(word) }), ' ',
         el('a', { href: `#/browse/${resource}/${created.id}` }, t('openRecord')), ' · ',
@@ -323,7 +329,7 @@ export async function renderEdit(main, resource, id) {
   const word = resourceWord(resource);
   if (!body) { main.replaceChildren(heading(t('notFound'))); return; }
   const record = records(await api(`/${resource}/${encodeURIComponent(id)}`), resource)[0];
-  const label = await recordLabel(resource, record);
+  const label = await labelled(resource, id);
   const controls = leaves(body).filter((l) => !(types(l.schema).includes('array') && l.schema.items && l.schema.items.pattern))
     .map((l) => control(resource, l, true));
   for (const c of controls) {
@@ -332,9 +338,7 @@ export async function renderEdit(main, resource, id) {
       let text = '';
       if (value) {
         try {
-          const naming = await namingOf(c.link);
-          const linked = records(await api(`/${c.link}/${value}?fields=${['id', ...naming.fields].join(',')}`), c.link)[0];
-          text = await recordLabel(c.link, linked);
+          text = await labelled(c.link, value);
         } catch { text = value; }
       }
       c.fill(value, text);

@@ -98,6 +98,7 @@ pub fn field_title(resource: &str, path: &str) -> Option<Words> {
         ("price", "startDate") => Some(w("From", "Ab")),
         ("price", "endDate") => Some(w("Until", "Bis")),
         ("price", "fk_file") | ("image", "fk_file") => Some(w("From file", "Aus Datei")),
+        ("user", "type") => Some(w("User type", "Benutzertyp")),
         ("user", "fk_sponsor") => Some(w("Sponsor", "Sponsor")),
         ("company", "fk_sponsor") => Some(w("Sponsored by", "Gesponsert von")),
         ("orderItem", "detail.reason") => Some(w("Reason rejected", "Ablehnungsgrund")),
@@ -140,9 +141,9 @@ fn name_title(name: &str) -> Option<Words> {
         "website" => w("Website", "Website"),
         "description" => w("Description", "Beschreibung"),
         "town" => w("Town", "Ort"),
-        "url" => w("Web address", "Webadresse"),
+        "url" => w("Address (URL)", "Adresse (URL)"),
         "currency" => w("Currency", "Währung"),
-        "stockType" => w("Stock rule", "Bestandsregel"),
+        "stockType" => w("Stock offered", "Angebotener Bestand"),
         "adjustType" => w("Price adjustment", "Preisanpassung"),
         "adjustValue" => w("Adjustment amount", "Anpassungsbetrag"),
         "title" => w("Title", "Anrede"),
@@ -241,7 +242,7 @@ fn name_title(name: &str) -> Option<Words> {
 /// type, a user type, an event type); the same code means the same thing wherever it occurs.
 pub fn code_word(code: &str) -> Option<Words> {
     Some(match code {
-        // Orders (docs/API.md, "Orders: intake, lifecycle and stock").
+        // Orders (CONTRACT §11).
         "new" => w("New", "Neu"),
         "accepted" => w("Accepted", "Angenommen"),
         "rejected" => w("Rejected", "Abgelehnt"),
@@ -279,7 +280,7 @@ pub fn code_word(code: &str) -> Option<Words> {
         "company" => w("Company", "Firma"),
         "host" => w("Host", "Händler"),
         "warehouse" => w("Warehouse", "Lager"),
-        // Events (docs/API.md, "Events and webhooks").
+        // Events (CONTRACT §11).
         "order.created" => w("Order received", "Bestellung eingegangen"),
         "order.updated" => w("Order changed", "Bestellung geändert"),
         "file.processed" => w("File processed", "Datei verarbeitet"),

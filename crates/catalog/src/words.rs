@@ -242,7 +242,7 @@ fn name_title(name: &str) -> Option<Words> {
 /// type, a user type, an event type); the same code means the same thing wherever it occurs.
 pub fn code_word(code: &str) -> Option<Words> {
     Some(match code {
-        // Orders (CONTRACT §11).
+        // Orders (docs/API.md, "Orders: intake, lifecycle and stock").
         "new" => w("New", "Neu"),
         "accepted" => w("Accepted", "Angenommen"),
         "rejected" => w("Rejected", "Abgelehnt"),
@@ -280,7 +280,7 @@ pub fn code_word(code: &str) -> Option<Words> {
         "company" => w("Company", "Firma"),
         "host" => w("Host", "Händler"),
         "warehouse" => w("Warehouse", "Lager"),
-        // Events (CONTRACT §11).
+        // Events (docs/API.md, "Events and webhooks").
         "order.created" => w("Order received", "Bestellung eingegangen"),
         "order.updated" => w("Order changed", "Bestellung geändert"),
         "file.processed" => w("File processed", "Datei verarbeitet"),

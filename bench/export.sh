@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of streaming exports (CONTRACT §13): builds the release binary, loads the demo data
+# Benchmark of streaming exports (docs/API.md, "Exports: CSV and XLSX"): builds the release binary, loads the demo data
 # set into a fresh database per backend, serves it, and as the admin exports every stock record
 # as CSV (GET /api/stock?format=csv) and as XLSX (format=xlsx), each timed with curl while the
 # server's resident memory is sampled every 50 ms; rows/s and the growth of the server's RSS

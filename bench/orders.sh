@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the order flow (CONTRACT §11): builds the release binary, loads the demo data set
+# Benchmark of the order flow (docs/API.md, "Orders: intake, lifecycle and stock"): builds the release binary, loads the demo data set
 # into a fresh database per backend, serves it over HTTPS (with --webhook-allow-insecure-localhost
 # for a local receiver) and measures:
 #   O1  order intake: POST /api/order as the demo host user, 5 lines a request, a new

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Timings of the web portal (CONTRACT §12) in a real Chromium on loopback, from the ignored
+# Timings of the web portal (README, "The portal") in a real Chromium on loopback, from the ignored
 # test `portal_timings` (crates/brandhub/tests/portal.rs) built in release mode: the first
 # load's bytes (uncompressed, every asset) and milliseconds, a browse table of 100 stock rows
 # from the API's answer to the table in the page (median and max of 5), and a 10,000-row

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of file processing (CONTRACT §8): builds the release binary, loads a small demo data
+# Benchmark of file processing (docs/API.md, "Files: uploads and processing"): builds the release binary, loads a small demo data
 # set into a fresh database per backend, and over HTTPS
 #   1. uploads a product file of PRODUCTS × VARIANTS rows (.xlsx; 20,000 × 5 = 100,000 rows by
 #      default) and times it until the file record says `processed`,

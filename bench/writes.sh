@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the brandhub write API (CONTRACT §9): builds the release binary, loads the demo
+# Benchmark of the brandhub write API (docs/API.md, "Writes: master data and catalogue"): builds the release binary, loads the demo
 # data set into a fresh database per backend, serves it over HTTPS and measures, as a demo user
 # that owns brands (WRITE_USER, default company):
 #   P1  single-record creates: POST /api/product, a new code per request (wrk, CONNECTIONS)

@@ -1,4 +1,4 @@
-//! The command line (CONTRACT §1). Every flag also reads an environment variable.
+//! The command line (README, "Command line"). Every flag also reads an environment variable.
 
 use brandhub_ingest::WorkerSettings;
 use brandhub_server::connections::ConnectionLimits;

@@ -2,6 +2,7 @@
 //! the store, which writes them all in one transaction (all or nothing), then creates the demo
 //! users' keys with their documented secrets and refreshes the planner's statistics.
 
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record, UPDATED_DATE, catalog};
 use brandhub_demo::{Chunk, DemoOptions, DemoSummary, generate};
 use brandhub_query::plan::CountPlan;
@@ -13,7 +14,7 @@ use tokio::sync::mpsc;
 
 /// Whether the database holds no users (a fresh database).
 pub async fn is_empty(store: &Store) -> StoreResult<bool> {
-    let users = catalog().resource("user").expect("user is a resource");
+    let users = catalog().get(Res::User);
     let plan = CountPlan::everything(users);
     let timing = Timing::default();
     let versions = store.versions(&timing).await?;
@@ -87,7 +88,7 @@ async fn write_demo(
         tracing::error!(error = %e, "the demo generator failed");
         StoreError::Internal
     })?;
-    let keys = catalog().resource("apiKey").expect("apiKey is a resource");
+    let keys = catalog().get(Res::ApiKey);
     let layout = Layout::of(keys);
     let mut records: Vec<Record> = summary
         .credentials

@@ -1,4 +1,4 @@
-//! Where log lines go and how they look (CONTRACT §13): stderr, as text or one JSON object a
+//! Where log lines go and how they look (docs/API.md, "Operations: health, metrics, logs"): stderr, as text or one JSON object a
 //! line (`--log-format`). Text is coloured only when stderr is a terminal and `NO_COLOR` is
 //! not set, so redirected logs carry no escape codes. Lines logged while a request is handled
 //! carry its id (the `request` span of `brandhub_server::observe`); a worker's lines carry the

@@ -1,4 +1,4 @@
-//! Keys and users over the API (CONTRACT §2, §9), restricted properties (§5), and the errors
+//! Keys and users over the API (docs/API.md, "Transport and authentication" and "Writes: users and keys"), restricted properties ("Scope: who sees what"), and the errors
 //! around them: wrong, revoked and foreign keys, disabled users, missing grants, 429.
 
 mod common;
@@ -61,7 +61,7 @@ async fn users_create_list_and_revoke_their_own_keys(fx) {
     let mine_ids: Vec<&str> = mine.iter().map(|k| k["id"].as_str().unwrap()).collect();
     assert!(mine_ids.contains(&key_id.as_str()) && mine_ids.contains(&fx.credential("company").key_id.as_str()), "{mine_ids:?}");
     // A company user sees its own keys and those of the users of its companies (whose keys
-    // it may write, CONTRACT §9); a host user only its own.
+    // it may write, docs/API.md, "Writes: users and keys"); a host user only its own.
     let colleagues: Vec<Value> = call(fx, reqwest::Method::GET, "/api/user?fields=id&pageSize=1000", email, secret, None).await.records("user").iter().map(|u| u["id"].clone()).collect();
     assert!(colleagues.contains(&json!(own_id)));
     assert!(mine.iter().all(|k| colleagues.contains(&k["fk_user"])), "a company user lists keys of its companies' users only");

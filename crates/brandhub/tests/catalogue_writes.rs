@@ -1,4 +1,4 @@
-//! Writes of the catalogue through the generic write pipeline (CONTRACT §9): product,
+//! Writes of the catalogue through the generic write pipeline (docs/API.md, "Writes: master data and catalogue"): product,
 //! variant, stock, price and image created (one object or an array), read back, changed,
 //! upserted on their natural keys and deleted; derived fields (a variant's and a stock
 //! record's brand shortcut) filled by the pipeline, so the records are in their owners'

@@ -1,4 +1,4 @@
-//! Concurrent writers (CONTRACT §9 concurrency and idempotency): `updatedDate` moves with every
+//! Concurrent writers (docs/API.md, "Writes: concurrency and idempotency"): `updatedDate` moves with every
 //! write (JSON and files), `ETag`s and `If-Match` (412 when the record changed; of many
 //! writers holding one ETag exactly one wins), `Idempotency-Key` replays, concurrent upserts
 //! of one natural key, and a file applied while a PATCH changes the same record.
@@ -305,11 +305,15 @@ async fn if_match_guards_patch_and_delete(fx) {
 }
 
 async fn if_match_guards_users_and_keys_too(fx) {
-    let user = fx.credential("company").user_id.clone();
+    // A user of the test's own.
+    let email = format!("etag{}@concurrency.test", unique());
+    let created = call(fx, reqwest::Method::POST, "/api/user", "admin", &[], Some(&json!({"email": email, "name": "ETag Person", "type": "admin"}))).await;
+    assert_eq!(created.status, 201, "{}", body(&created));
+    let user = text(&created.records("user")[0]["id"]);
     let path = format!("/api/user/{user}");
     let read = call(fx, reqwest::Method::GET, &path, "admin", &[], None).await;
     let etag = read.header("etag").expect("users have ETags");
-    let lang = read.records("user")[0]["detail"]["lang"].clone();
+    let lang = json!("en");
     let changed = call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", &etag)], Some(&json!({"detail": {"lang": lang}}))).await;
     assert_eq!(changed.status, 200, "{}", body(&changed));
     let stale = call(fx, reqwest::Method::PATCH, &path, "admin", &[("if-match", "\"123456789\"")], Some(&json!({"detail": {"lang": "fr"}}))).await;
@@ -596,11 +600,12 @@ mod postgres_races {
     use brandhub_store::db::Kind;
 
     /// Runs `write` (of one company row) in a transaction of its own and keeps it
-    /// uncommitted until `release` is told; `locked` is told once the write is made.
+    /// uncommitted until `release` is told; `locked` is told, once the write is made, the
+    /// process id of the transaction's connection (which statements it blocks name).
     fn hold_written<S>(
         fx: &'static common::Fixture,
         write: S,
-        locked: tokio::sync::oneshot::Sender<()>,
+        locked: tokio::sync::oneshot::Sender<i64>,
         release: tokio::sync::oneshot::Receiver<()>,
     ) -> tokio::task::JoinHandle<()>
     where
@@ -610,7 +615,17 @@ mod postgres_races {
         tokio::spawn(fx.on_server(async move {
             let mut tx = store.begin().await.expect("a transaction");
             assert_eq!(tx.execute("company", &write).await.expect("the write"), 1);
-            locked.send(()).expect("the test waits");
+            let backend = sea_query::Query::select()
+                .expr(sea_query::Expr::cust("pg_backend_pid()::bigint"))
+                .to_owned();
+            let rows = tx
+                .fetch(&backend, &[Kind::Integer])
+                .await
+                .expect("the connection's process id");
+            let brandhub_catalog::Cell::Integer(pid) = rows[0][0] else {
+                panic!("no process id: {rows:?}");
+            };
+            locked.send(pid).expect("the test waits");
             release.await.expect("the test releases the row");
             tx.commit().await.expect("the commit");
         }))
@@ -622,7 +637,7 @@ mod postgres_races {
         fx: &'static common::Fixture,
         id: &str,
         name: &str,
-        locked: tokio::sync::oneshot::Sender<()>,
+        locked: tokio::sync::oneshot::Sender<i64>,
         release: tokio::sync::oneshot::Receiver<()>,
     ) -> tokio::task::JoinHandle<()> {
         use sea_query::{Alias, Expr, ExprTrait, Query};
@@ -644,7 +659,7 @@ mod postgres_races {
     fn hold_inserted(
         fx: &'static common::Fixture,
         code: &str,
-        locked: tokio::sync::oneshot::Sender<()>,
+        locked: tokio::sync::oneshot::Sender<i64>,
         release: tokio::sync::oneshot::Receiver<()>,
     ) -> (String, tokio::task::JoinHandle<()>) {
         use sea_query::{Alias, Query};
@@ -664,14 +679,17 @@ mod postgres_races {
         (id, hold_written(fx, insert, locked, release))
     }
 
-    /// Waits until a statement on the company table waits for a row lock: the `PATCH` sent
-    /// meanwhile has read the record (unlocked) and now waits to write it.
-    async fn until_a_company_write_waits(fx: &'static common::Fixture) {
-        until_waiting(fx, "%UPDATE \"company\"%").await
+    /// Waits until a statement on the company table waits for the row the transaction of
+    /// process `holder` locked: the `PATCH` sent meanwhile has read the record (unlocked) and
+    /// now waits to write it.
+    async fn until_a_company_write_waits(fx: &'static common::Fixture, holder: i64) {
+        until_waiting(fx, holder, "%UPDATE \"company\"%").await
     }
 
-    /// Waits until a statement like `pattern` waits for a lock.
-    async fn until_waiting(fx: &'static common::Fixture, pattern: &'static str) {
+    /// Waits until a statement like `pattern` waits for a lock that the transaction of
+    /// process `holder` holds (and so not for a lock of any other test, or of any other
+    /// database on the server).
+    async fn until_waiting(fx: &'static common::Fixture, holder: i64, pattern: &'static str) {
         let store = fx.store.clone();
         fx.on_server(async move {
             use sea_query::{Alias, Asterisk, Expr, ExprTrait, Func, Query};
@@ -679,6 +697,7 @@ mod postgres_races {
                 .expr(Func::count(Expr::col(Asterisk)))
                 .from(Alias::new("pg_stat_activity"))
                 .and_where(Expr::col(Alias::new("wait_event_type")).eq("Lock"))
+                .and_where(Expr::cust(format!("{holder} = ANY(pg_blocking_pids(pid))")))
                 .and_where(Expr::col(Alias::new("query")).like(pattern))
                 .to_owned();
             for _ in 0..3000 {
@@ -733,14 +752,14 @@ mod postgres_races {
         let (locked, is_locked) = tokio::sync::oneshot::channel();
         let (release, released) = tokio::sync::oneshot::channel();
         let other = hold_changed(fx, &id, renamed, locked, released);
-        is_locked.await.unwrap();
+        let holder = is_locked.await.unwrap();
         let headers = if with_etag {
             vec![("if-match", etag.clone())]
         } else {
             Vec::new()
         };
         let patching = patch(fx, &path, &headers, body);
-        until_a_company_write_waits(fx).await;
+        until_a_company_write_waits(fx, holder).await;
         release.send(()).unwrap();
         other.await.unwrap();
         (patching.await.unwrap(), path, etag)
@@ -794,7 +813,7 @@ mod postgres_races {
         let (locked, is_locked) = tokio::sync::oneshot::channel();
         let (release, released) = tokio::sync::oneshot::channel();
         let (holder, other) = hold_inserted(fx, &code, locked, released);
-        is_locked.await.unwrap();
+        let holding = is_locked.await.unwrap();
         let admin = fx.credential("admin").clone();
         let request = fx
             .client()
@@ -804,7 +823,7 @@ mod postgres_races {
         let creating = tokio::spawn(async move {
             common::Response::read(request.send().await.expect("the server answers")).await
         });
-        until_waiting(fx, "%INSERT INTO \"company\"%").await;
+        until_waiting(fx, holding, "%INSERT INTO \"company\"%").await;
         release.send(()).unwrap();
         other.await.unwrap();
         let created = creating.await.unwrap();

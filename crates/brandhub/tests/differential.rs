@@ -1,4 +1,4 @@
-//! Differential property test (CONTRACT §6, §7): random filters, order_by, paging and complex
+//! Differential property test (docs/API.md, "Parameters of reads" and "Complex queries"): random filters, order_by, paging and complex
 //! queries over the demo data must give the same records, in the same order, with the same
 //! counts, as a plain reference evaluator over the records in memory. The reference shares
 //! nothing with the server but the catalog and the definition of case folding.

@@ -1,4 +1,4 @@
-//! Every error a read can produce (CONTRACT §10), provoked over HTTPS on both backends, and
+//! Every error a read can produce (docs/API.md, "Errors"), provoked over HTTPS on both backends, and
 //! garbage input that must never reach a 500.
 
 mod common;

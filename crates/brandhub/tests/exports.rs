@@ -1,4 +1,4 @@
-//! Exports (CONTRACT §13) over HTTPS on both backends: CSV and XLSX of list requests hold
+//! Exports (docs/API.md, "Exports: CSV and XLSX") over HTTPS on both backends: CSV and XLSX of list requests hold
 //! every matching record in the list's order (the fixtures' servers read 300 records a chunk,
 //! so every export here crosses chunk boundaries, ties of order keys included), with the
 //! selected fields as columns, within the caller's scope and without restricted columns;
@@ -579,13 +579,13 @@ fn sheet_xml(xlsx: &[u8]) -> String {
     xml
 }
 
-/// What a spreadsheet program may run as a formula at the start of a cell (CONTRACT §13).
+/// What a spreadsheet program may run as a formula at the start of a cell (docs/API.md, "Exports: CSV and XLSX").
 const FORMULA_STARTS: [&str; 6] = ["=", "+", "-", "@", "\t", "\r"];
 
 /// Texts one tenant writes reach another tenant's CSV export (a company's product titles a
 /// host's, a host's order billing company the company's) with a leading `'` when a
 /// spreadsheet would run them as formulas; numbers stay numbers, XLSX cells are strings, and
-/// a product export uploaded again keeps the titles exactly (CONTRACT §13). On a server of its
+/// a product export uploaded again keeps the titles exactly (docs/API.md, "Exports: CSV and XLSX"). On a server of its
 /// own: the test writes products, stock and orders others would count.
 async fn formula_texts_are_neutralised_across_tenants(db: Db) {
     if db == Db::Postgres && common::postgres_or_skip().is_none() {

@@ -1,4 +1,4 @@
-//! Domains of numbers (CONTRACT §10) on both backends: quantities are whole numbers within
+//! Domains of numbers (docs/API.md, "Quantities and amounts") on both backends: quantities are whole numbers within
 //! their ranges and amounts finite, bounded and kept to two decimals, in order intakes,
 //! lifecycle steps, dispatch arrays, JSON stock writes and stock and dispatch files; a stock
 //! move that would take a count outside ±1,000,000,000 is refused whole; whatever numbers a

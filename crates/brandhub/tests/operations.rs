@@ -1,4 +1,4 @@
-//! Operations (CONTRACT §13) over the real server on both backends: health and readiness
+//! Operations (docs/API.md, "Operations: health, metrics, logs") over the real server on both backends: health and readiness
 //! (failing while migrations are missing or the database is unreachable), Prometheus metrics
 //! after known requests, and the log lines of the `brandhub` binary itself (text without
 //! colour codes when redirected, JSON lines, request and file ids).

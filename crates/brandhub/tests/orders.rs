@@ -1,4 +1,4 @@
-//! Orders (CONTRACT §11) through the API as the demo host, warehouse and company users: an
+//! Orders (docs/API.md, "Orders: intake, lifecycle and stock") through the API as the demo host, warehouse and company users: an
 //! order's whole life (intake, partial acknowledgement, partial and full dispatch by API,
 //! by dispatch array and by spreadsheet, delivery, return, cancellation), each step read
 //! back with the stock it moved; every refused transition; a duplicate push; scope; and
@@ -260,49 +260,6 @@ async fn intake_gathers_every_problem_and_keeps_to_scope(fx) {
     assert_eq!(fx.get(&format!("/api/order/{other}?fields=status")).await.records("order")[0]["status"], "accepted");
 }
 
-async fn an_intake_of_stocked_variants_keeps_the_count_of_every_stock_record(fx) {
-    let p = place(fx, 4).await;
-    let count = |response: &common::Response| response.json()["count"].as_u64().unwrap();
-    let total = count(&fx.get("/api/stock/count").await);
-    ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(intake_body(&p, &unique("CNT")))).await, 201);
-    // The intake added demand to stock records that exist and created none: the count of
-    // every stock record is still the remembered one (the versions read is the answer's one
-    // statement).
-    let after = fx.get("/api/stock/count").await;
-    assert_eq!(count(&after), total);
-    assert_eq!(after.statements(), 1, "{:?}", after.header("server-timing"));
-
-    // A variant its warehouse never stocked: the intake creates its stock record, and the
-    // count of every stock record is counted again.
-    let code = unique("CNT");
-    let product = call(fx, reqwest::Method::POST, "/api/product", "admin", Some(json!({"fk_brand": p.brand, "code": code, "title": "Counted"}))).await;
-    assert_eq!(product.status, 201, "{}", String::from_utf8_lossy(&product.body));
-    let product = product.records("product")[0].clone();
-    let created = call(fx, reqwest::Method::POST, "/api/variant", "admin", Some(json!({"fk_product": product["id"], "barcode": code}))).await;
-    assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
-    let variant = text(&created.records("variant")[0]["id"]);
-    let mut body = intake_body(&p, &unique("CNT"));
-    body["order_orderItem"] = json!([{"fk_variant": variant, "orderQty": 2, "itemPrice": 1.0}]);
-    ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201);
-    assert_eq!(count(&fx.get("/api/stock/count").await), total + 1, "a stale count after an intake created a stock record");
-    assert_eq!(stock(fx, &p.warehouse, &variant).await, (0, 2, 0));
-    // Lines by barcode alone (no id to look up) find their variant; a line with neither
-    // is told so, with no variant looked up at all.
-    let mut body = intake_body(&p, &unique("BAR"));
-    body["order_orderItem"] = json!([{"barcode": code.to_lowercase(), "orderQty": 1, "itemPrice": 1.0}]);
-    let order = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201);
-    assert_eq!(lines(fx, "host", &text(&order["id"])).await[0]["fk_variant"], json!(variant));
-    assert_eq!(stock(fx, &p.warehouse, &variant).await, (0, 3, 0));
-    let mut body = intake_body(&p, &unique("NONE"));
-    body["order_orderItem"] = json!([{"orderQty": 1, "itemPrice": 1.0}]);
-    let problem = call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await.assert_problem(422, "validation_failed");
-    assert_eq!(problem["errors"][0]["field"], "order_orderItem.fk_variant", "{problem}");
-    // Its scope (internal: the variant's brand, known from the intake's read of the
-    // variants, not read again in the transaction) lets the brand's company see it.
-    let seen = get(fx, "company", &format!("/api/stock?fk_warehouse={}&fk_variant={variant}&fields=id", p.warehouse)).await.records("stock");
-    assert_eq!(seen.len(), 1, "the company sees the stock record the intake made");
-}
-
 async fn concurrent_orders_of_one_variant_never_lose_demand(fx) {
     let p = place(fx, 3).await;
     let variant = p.variants[1].0.clone();
@@ -487,4 +444,53 @@ async fn a_dispatch_array_writes_its_orders_together_and_sums_their_stock(fx) {
     }
 }
 
+}
+
+/// Counts every stock record, and makes one: on a fixture of its own, whose stock no other
+/// test creates (and whose new stock record moves no other test's [`place`]).
+mod stock_counts {
+    use super::*;
+
+    each_on_own_fixture! {
+
+    async fn an_intake_of_stocked_variants_keeps_the_count_of_every_stock_record(fx) {
+        let p = place(fx, 4).await;
+        let count = |response: &common::Response| response.json()["count"].as_u64().unwrap();
+        let total = count(&fx.get("/api/stock/count").await);
+        ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(intake_body(&p, &unique("CNT")))).await, 201);
+        // The intake added demand to stock records that exist and created none.
+        assert_eq!(count(&fx.get("/api/stock/count").await), total);
+
+        // A variant its warehouse never stocked: the intake creates its stock record, which the
+        // count of every stock record counts.
+        let code = unique("CNT");
+        let product = call(fx, reqwest::Method::POST, "/api/product", "admin", Some(json!({"fk_brand": p.brand, "code": code, "title": "Counted"}))).await;
+        assert_eq!(product.status, 201, "{}", String::from_utf8_lossy(&product.body));
+        let product = product.records("product")[0].clone();
+        let created = call(fx, reqwest::Method::POST, "/api/variant", "admin", Some(json!({"fk_product": product["id"], "barcode": code}))).await;
+        assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
+        let variant = text(&created.records("variant")[0]["id"]);
+        let mut body = intake_body(&p, &unique("CNT"));
+        body["order_orderItem"] = json!([{"fk_variant": variant, "orderQty": 2, "itemPrice": 1.0}]);
+        ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201);
+        assert_eq!(count(&fx.get("/api/stock/count").await), total + 1, "a stale count after an intake created a stock record");
+        assert_eq!(stock(fx, &p.warehouse, &variant).await, (0, 2, 0));
+        // Lines by barcode alone (no id to look up) find their variant; a line with neither
+        // is told so, with no variant looked up at all.
+        let mut body = intake_body(&p, &unique("BAR"));
+        body["order_orderItem"] = json!([{"barcode": code.to_lowercase(), "orderQty": 1, "itemPrice": 1.0}]);
+        let order = ok(&call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await, 201);
+        assert_eq!(lines(fx, "host", &text(&order["id"])).await[0]["fk_variant"], json!(variant));
+        assert_eq!(stock(fx, &p.warehouse, &variant).await, (0, 3, 0));
+        let mut body = intake_body(&p, &unique("NONE"));
+        body["order_orderItem"] = json!([{"orderQty": 1, "itemPrice": 1.0}]);
+        let problem = call(fx, reqwest::Method::POST, "/api/order", "host", Some(body)).await.assert_problem(422, "validation_failed");
+        assert_eq!(problem["errors"][0]["field"], "order_orderItem.fk_variant", "{problem}");
+        // Its scope (internal: the variant's brand, known from the intake's read of the
+        // variants, not read again in the transaction) lets the brand's company see it.
+        let seen = get(fx, "company", &format!("/api/stock?fk_warehouse={}&fk_variant={variant}&fields=id", p.warehouse)).await.records("stock");
+        assert_eq!(seen.len(), 1, "the company sees the stock record the intake made");
+    }
+
+    }
 }

@@ -1,4 +1,4 @@
-//! The web portal in a real browser (CONTRACT §12): Debian's Chromium, headless, driven
+//! The web portal in a real browser (README, "The portal"): Debian's Chromium, headless, driven
 //! through WebDriver (`chromedriver`) against the real server. As each demo user type: sign
 //! in, browse stock with a filter and a sort, open a record, upload a product file and see it
 //! processed with its counts, create a key and use its secret against the API, sign out. A
@@ -335,13 +335,21 @@ async fn browse_stock(fx: &common::Fixture, client: &Client, user_type: &str, sa
         .click()
         .await
         .unwrap();
-    wait_for_text(client, &format!("demand={demand}")).await;
+    find(client, &format!("[data-filter='demand={demand}']")).await;
     settled(client).await;
-    by_text(client, "a", "Sort by inStock")
+    // Headings are the description's titles in the page's language.
+    let lang = page_language(client).await;
+    let doc = fx.get("/api/openapi.json").await.json();
+    let title = |property: &str| {
+        doc["components"]["schemas"]["Stock"]["properties"][property]["x-brandhub-titles"][&lang]
+            .as_str()
+            .unwrap_or_else(|| panic!("a title of {property} in {lang}"))
+            .to_string()
+    };
+    let sort = in_page_language(client, "Sort by {field}")
         .await
-        .click()
-        .await
-        .unwrap();
+        .replace("{field}", &title("inStock"));
+    by_text(client, "a", &sort).await.click().await.unwrap();
     find(client, "th[aria-sort=ascending]").await;
     settled(client).await;
     let expected: serde_json::Value = api
@@ -357,7 +365,6 @@ async fn browse_stock(fx: &common::Fixture, client: &Client, user_type: &str, sa
         .await
         .unwrap();
     let found = expected["response"]["recordsFound"].as_u64().unwrap();
-    let lang = page_language(client).await;
     let summary = in_page_language(client, "{count} records")
         .await
         .replace("{count}", &grouped(found, &lang));
@@ -371,11 +378,11 @@ async fn browse_stock(fx: &common::Fixture, client: &Client, user_type: &str, sa
     screenshot(client, save, "browse").await;
     // The first row's link opens the record.
     find(client, "tbody tr td a").await.click().await.unwrap();
-    wait_for_text(client, "stock: ").await;
+    find(client, "dl.record").await;
     settled(client).await;
     let text = body_text(client).await;
     assert!(
-        text.contains("inStock") && text.contains("stock_variant"),
+        text.contains(&title("inStock")) && text.contains(&title("stock_variant")),
         "{text}"
     );
     screenshot(client, save, "record").await;
@@ -1348,6 +1355,470 @@ async fn warehouse_ships_on_a_phone(fx: &common::Fixture) {
     b.client.clone().close().await.unwrap();
 }
 
+/// Chooses a record in the searchable list labelled `label`: types `search`, then clicks the
+/// option that reads `option`.
+async fn pick(client: &Client, label: &str, search: &str, option: &str) {
+    type_into(labelled_in(client, "//form", label).await, search).await;
+    // The list is searched again as one types: wait for the last search's answer.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let xpath = format!("//li[@role='option' and normalize-space(.)='{option}']");
+    let found = match client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::XPath(&xpath))
+        .await
+    {
+        Ok(found) => found,
+        Err(e) => panic!(
+            "no option '{option}' for {label} ({e}) in:\n{}",
+            body_text(client).await
+        ),
+    };
+    found.click().await.unwrap();
+}
+
+/// Fills the text fields of the form on the page, each by its label.
+async fn fill(client: &Client, fields: &[(&str, &str)]) {
+    for (label, value) in fields {
+        type_into(labelled_in(client, "//form", label).await, value).await;
+    }
+}
+
+/// Opens the Admin section's form for a new record by its link ("New company"), from the
+/// Admin page.
+async fn open_new(client: &Client, base: &str, link: &str) {
+    go(client, base, "#/admin").await;
+    click_to_page(client, by_text(client, "a", link).await).await;
+    find(client, "form.record-form").await;
+}
+
+/// Submits the form by its button and waits for the notice that the record was created.
+async fn create(client: &Client, button: &str, notice: &str) {
+    by_text(client, "button", button)
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(client, notice).await;
+}
+
+/// The one record of a resource whose `code` (or other field) is `value`, as the admin reads it.
+async fn one(fx: &common::Fixture, resource: &str, filter: &str) -> serde_json::Value {
+    let mut found = fx
+        .get(&format!("/api/{resource}?{filter}"))
+        .await
+        .records(resource);
+    assert_eq!(found.len(), 1, "{resource}?{filter}: {found:?}");
+    found.remove(0)
+}
+
+/// An admin sets up a customer in the portal, by clicking and typing only: a company with a
+/// brand and a warehouse, a host with a store, the brand store that links them (with its stock
+/// rule and price adjustment), and a user of the company, whom it invites; the user sets its
+/// password from the invitation, signs in and sees only its company. Each record is read
+/// back through the API.
+async fn admin_sets_up_a_customer(fx: &common::Fixture) {
+    let save = fx.db == common::Db::Sqlite;
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let driver = start_driver(&driver).await;
+    let downloads = tempfile::tempdir().unwrap();
+    let client = &open_browser(&driver, &chromium, downloads.path()).await;
+    let admin = fx.credential("admin");
+    sign_in(
+        client,
+        &fx.base,
+        &admin.email,
+        &demo_password(admin.user_type),
+    )
+    .await;
+    let n = common::unique_number() % 1_000_000;
+    let text = common::orders::text;
+
+    // The company.
+    let company_name = format!("Nordlicht Textil {n}");
+    let company_code = format!("NLT{n}");
+    open_new(client, &fx.base, "New company").await;
+    fill(
+        client,
+        &[
+            ("Name", &company_name),
+            ("Code", &company_code),
+            ("Country", "Germany"),
+            ("VAT number", "DE123456789"),
+            ("Contact email", "orders@nordlicht.example"),
+        ],
+    )
+    .await;
+    full_screenshot(client, save, "setup-company").await;
+    create(
+        client,
+        "Create company",
+        &format!("Company {company_name} ({company_code}) is created."),
+    )
+    .await;
+    let company = one(fx, "company", &format!("code={company_code}")).await;
+    assert_eq!(company["name"], company_name.as_str());
+    assert_eq!(company["detail"]["vatNumber"], "DE123456789");
+    let company_id = text(&company["id"]);
+    let company_label = format!("{company_name} ({company_code})");
+
+    // Its brand and its warehouse, the company chosen from a list by name.
+    let brand_name = format!("Nordlicht {n}");
+    let brand_code = format!("NLB{n}");
+    open_new(client, &fx.base, "New brand").await;
+    pick(client, "Company", &company_name, &company_label).await;
+    fill(
+        client,
+        &[
+            ("Name", &brand_name),
+            ("Code", &brand_code),
+            ("Website", "https://nordlicht.example"),
+        ],
+    )
+    .await;
+    full_screenshot(client, save, "setup-brand").await;
+    create(
+        client,
+        "Create brand",
+        &format!("Brand {brand_name} ({brand_code}) is created."),
+    )
+    .await;
+    let brand = one(fx, "brand", &format!("code={brand_code}")).await;
+    assert_eq!(text(&brand["fk_company"]), company_id);
+    assert_eq!(brand["detail"]["website"], "https://nordlicht.example");
+
+    let warehouse_name = format!("Nordlicht Lager Bremen {n}");
+    let warehouse_code = format!("NLW{n}");
+    open_new(client, &fx.base, "New warehouse").await;
+    pick(client, "Company", &company_name, &company_label).await;
+    fill(
+        client,
+        &[
+            ("Code", &warehouse_code),
+            ("Name", &warehouse_name),
+            ("Town", "Bremen"),
+            ("Country code", "DE"),
+        ],
+    )
+    .await;
+    create(
+        client,
+        "Create warehouse",
+        &format!("Warehouse {warehouse_name} ({warehouse_code}) is created."),
+    )
+    .await;
+    let warehouse = one(fx, "warehouse", &format!("code={warehouse_code}")).await;
+    assert_eq!(text(&warehouse["fk_company"]), company_id);
+    assert_eq!(warehouse["detail"]["town"], "Bremen");
+
+    // A host and its store.
+    let host_name = format!("Marktplatz {n}");
+    let host_code = format!("MP{n}");
+    open_new(client, &fx.base, "New host").await;
+    fill(
+        client,
+        &[
+            ("Name", &host_name),
+            ("Code", &host_code),
+            ("Website", "https://marktplatz.example"),
+        ],
+    )
+    .await;
+    create(
+        client,
+        "Create host",
+        &format!("Host {host_name} ({host_code}) is created."),
+    )
+    .await;
+    let host = one(fx, "host", &format!("code={host_code}")).await;
+    let store_name = format!("Marktplatz Deutschland {n}");
+    let store_code = format!("MPDE{n}");
+    open_new(client, &fx.base, "New store").await;
+    pick(
+        client,
+        "Host",
+        &host_name,
+        &format!("{host_name} ({host_code})"),
+    )
+    .await;
+    fill(
+        client,
+        &[
+            ("Name", &store_name),
+            ("Code", &store_code),
+            ("Currency", "EUR"),
+            ("Country code", "DE"),
+        ],
+    )
+    .await;
+    full_screenshot(client, save, "setup-store").await;
+    create(
+        client,
+        "Create store",
+        &format!("Store {store_name} ({store_code}) is created."),
+    )
+    .await;
+    let store = one(fx, "store", &format!("code={store_code}")).await;
+    assert_eq!(store["fk_host"], host["id"]);
+    assert_eq!(store["currency"], "EUR");
+
+    // The brand store: the brand sells in the store, shipped from the warehouse, with its
+    // stock rule and a price adjustment.
+    open_new(client, &fx.base, "New brand store").await;
+    pick(
+        client,
+        "Brand",
+        &brand_name,
+        &format!("{brand_name} ({brand_code})"),
+    )
+    .await;
+    pick(
+        client,
+        "Store",
+        &store_name,
+        &format!("{store_name} ({store_code})"),
+    )
+    .await;
+    pick(
+        client,
+        "Warehouse",
+        &warehouse_name,
+        &format!("{warehouse_name} ({warehouse_code})"),
+    )
+    .await;
+    fill(
+        client,
+        &[
+            ("Stock rule", "live"),
+            ("Price adjustment", "percent"),
+            ("Adjustment amount", "12.5"),
+        ],
+    )
+    .await;
+    full_screenshot(client, save, "setup-brand-store").await;
+    by_text(client, "button", "Create brand store")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(client, "The brand store is created.").await;
+    let brand_store = one(
+        fx,
+        "brandStore",
+        &format!("fk_brand={}", text(&brand["id"])),
+    )
+    .await;
+    assert_eq!(brand_store["fk_store"], store["id"]);
+    assert_eq!(brand_store["fk_warehouse"], warehouse["id"]);
+    assert_eq!(brand_store["detail"]["stockType"], "live");
+    assert_eq!(brand_store["detail"]["adjustType"], "percent");
+    assert_eq!(brand_store["detail"]["adjustValue"], 12.5);
+
+    // A user of the company, then its invitation.
+    let email = format!("lena.{n}@nordlicht.example");
+    open_new(client, &fx.base, "New user").await;
+    fill(client, &[("Name", "Lena Vogt"), ("Email", &email)]).await;
+    labelled_in(client, "//form", "Type")
+        .await
+        .select_by_value("company")
+        .await
+        .unwrap();
+    fill(client, &[("Language", "en")]).await;
+    pick(client, "Company", &company_name, &company_label).await;
+    full_screenshot(client, save, "setup-user").await;
+    create(client, "Create user", "User Lena Vogt is created.").await;
+    let user = one(fx, "user", &format!("email={email}")).await;
+    assert_eq!(text(&user["fk_company"]), company_id);
+    assert_eq!(user["type"], "company");
+    go(client, &fx.base, "#/admin").await;
+    by_text(client, "button", &format!("Invite {email}"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let link = find(client, "td .secret-value").await.text().await.unwrap();
+    full_screenshot(client, save, "setup-invitation").await;
+    let token = link.rsplit('/').next().unwrap().to_string();
+    sign_out(client).await;
+
+    // The user sets its password from the link, is told so, signs in and sees its company
+    // and no other.
+    client
+        .goto(&format!("{}/#/invitation/{token}", fx.base))
+        .await
+        .unwrap();
+    let password = "a-long-new-password-42";
+    labelled(client, "New password")
+        .await
+        .send_keys(password)
+        .await
+        .unwrap();
+    by_text(client, "button", "Set password")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(client, "Your password is set. Sign in with it.").await;
+    screenshot(client, save, "setup-password-set").await;
+    sign_in(client, &fx.base, &email, password).await;
+    go(client, &fx.base, "#/browse/company").await;
+    find(client, "table").await;
+    wait_for_text(client, &company_name).await;
+    let rows = client
+        .find_all(Locator::Css("tbody tr"))
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(
+        rows,
+        1,
+        "the user sees its one company:\n{}",
+        body_text(client).await
+    );
+    screenshot(client, save, "setup-user-signed-in").await;
+    let session = fx
+        .client()
+        .post(format!("{}/api/session", fx.base))
+        .json(&serde_json::json!({"email": email, "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        session.status(),
+        201,
+        "the password set in the page signs in"
+    );
+    let key = session.json::<serde_json::Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let companies = fx
+        .client()
+        .get(format!("{}/api/company?fields=id", fx.base))
+        .basic_auth(&email, Some(&key))
+        .send()
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap();
+    let seen: Vec<&str> = companies["response"]["company"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(seen, [company_id.as_str()]);
+    client.clone().close().await.unwrap();
+}
+
+/// The smaller things: an empty sign-in says so plainly; the skip link moves to the content
+/// without leaving the page; a host's dashboard shows no files; a warehouse is offered only
+/// the uploads it may make; the set-up pages fit a 390 px phone.
+async fn small_things_hold(fx: &common::Fixture) {
+    let save = fx.db == common::Db::Sqlite;
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let driver = start_driver(&driver).await;
+    let downloads = tempfile::tempdir().unwrap();
+    let client = &open_browser(&driver, &chromium, downloads.path()).await;
+    client.goto(&format!("{}/", fx.base)).await.unwrap();
+    by_text(client, "button", "Sign in")
+        .await
+        .click()
+        .await
+        .unwrap();
+    let problem = find(client, "form .problem").await.text().await.unwrap();
+    assert_eq!(problem, "Enter your email and your password.");
+
+    let host = fx.credential("host");
+    sign_in(
+        client,
+        &fx.base,
+        &host.email,
+        &demo_password(host.user_type),
+    )
+    .await;
+    let dashboard = body_text(client).await;
+    let pending = in_page_language(client, "Files pending").await;
+    assert!(
+        !dashboard.contains(&pending),
+        "a host uploads nothing:\n{dashboard}"
+    );
+    // As a keyboard user takes it: the link shows once focused; Enter follows it.
+    let skip = find(client, "a.skip").await;
+    skip.send_keys("\u{E007}").await.unwrap();
+    let focused = client
+        .execute("return [location.hash, document.activeElement.id]", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        focused,
+        serde_json::json!(["#/dashboard", "main"]),
+        "the skip link stays on the page"
+    );
+    assert!(
+        !body_text(client)
+            .await
+            .contains(&in_page_language(client, "This page does not exist.").await)
+    );
+    sign_out(client).await;
+
+    let warehouse = fx.credential("warehouse");
+    sign_in(
+        client,
+        &fx.base,
+        &warehouse.email,
+        &demo_password(warehouse.user_type),
+    )
+    .await;
+    go(client, &fx.base, "#/files").await;
+    find(client, "select[name=fileType] option").await;
+    let mut offered = Vec::new();
+    for option in client
+        .find_all(Locator::Css("select[name=fileType] option"))
+        .await
+        .unwrap()
+    {
+        offered.push(option.attr("value").await.unwrap().unwrap_or_default());
+    }
+    assert_eq!(
+        offered,
+        ["stock", "orderDispatch"],
+        "a warehouse is offered its uploads only"
+    );
+    sign_out(client).await;
+
+    let admin = fx.credential("admin");
+    client.set_window_size(390, 844).await.unwrap();
+    sign_in(
+        client,
+        &fx.base,
+        &admin.email,
+        &demo_password(admin.user_type),
+    )
+    .await;
+    for (hash, name) in [
+        ("#/dashboard", None),
+        ("#/admin", Some("phone-admin")),
+        ("#/admin/new/brandStore", Some("phone-setup-brand-store")),
+        ("#/admin/new/user", None),
+        ("#/files", Some("phone-files")),
+        ("#/browse/company", None),
+    ] {
+        go(client, &fx.base, hash).await;
+        if let Some(name) = name {
+            full_screenshot(client, save, name).await;
+        }
+        let wide = client.execute("return [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && !e.closest('.table-wrap')).slice(0, 5).map((e) => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))", vec![]).await.unwrap();
+        assert_fits(client, &format!("{hash} (wider: {wide})")).await;
+    }
+    client.clone().close().await.unwrap();
+}
+
 on_both_backends! { "portal";
 
 async fn each_demo_user_works_in_the_browser(fx) {
@@ -1406,7 +1877,331 @@ mod orders_worked {
     }
 }
 
-/// The portal's timings for bench/portal.sh (CONTRACT §12 goals; a benchmark, so ignored by
+/// Texts of the elements `css` finds.
+async fn texts_of(client: &Client, css: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for element in client.find_all(Locator::Css(css)).await.unwrap() {
+        out.push(element.text().await.unwrap().trim().to_string());
+    }
+    out
+}
+
+/// Every name a resource's description gives: its properties (objects' too) and relations.
+fn raw_names(schema: &serde_json::Value, names: &mut std::collections::BTreeSet<String>) {
+    for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+        names.insert(name.clone());
+        raw_names(property, names);
+    }
+}
+
+/// The 32-character ids in a text.
+fn ids_in(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() == 32 && w.chars().all(|c| c.is_ascii_hexdigit()))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The ids among these that name a record of some resource (each has a display label).
+async fn ids_of_records(fx: &common::Fixture, resources: &[String], ids: &[String]) -> Vec<String> {
+    let mut named = Vec::new();
+    if ids.is_empty() {
+        return named;
+    }
+    for resource in resources {
+        let q: Vec<String> = ids.iter().map(|id| format!("id={id}")).collect();
+        let found = fx
+            .get(&format!("/api/{resource}?fields=id&{}", q.join("&")))
+            .await
+            .records(resource);
+        named.extend(found.iter().map(|r| format!("{resource} {}", r["id"])));
+    }
+    named
+}
+
+/// Every resource's table and one record's page as the admin: headings are words (no raw
+/// field name), related records are named by their labels (no 32-character id of a record, no
+/// `[object Object]`), and the stock table says what each row is.
+async fn every_table_reads_as_words(fx: &common::Fixture) {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let save = fx.db == common::Db::Sqlite;
+    let driver = start_driver(&driver).await;
+    let downloads = tempfile::tempdir().unwrap();
+    let client = open_browser(&driver, &chromium, downloads.path()).await;
+    let admin = fx.credential("admin");
+    sign_in(
+        &client,
+        &fx.base,
+        &admin.email,
+        &demo_password(admin.user_type),
+    )
+    .await;
+    let doc = fx.get("/api/openapi.json").await.json();
+    let schemas = &doc["components"]["schemas"];
+    let resources: Vec<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter_map(|p| p.strip_prefix("/api/"))
+        .filter(|r| !r.contains('/') && r.chars().all(|c| c.is_ascii_alphanumeric()))
+        .filter(|r| doc["paths"][format!("/api/{r}")]["get"].is_object())
+        .map(str::to_string)
+        .collect();
+    assert!(resources.len() >= 15, "{resources:?}");
+    let mut raw = std::collections::BTreeSet::new();
+    for resource in &resources {
+        let mut name = resource.clone();
+        name[..1].make_ascii_uppercase();
+        raw_names(&schemas[name], &mut raw);
+    }
+    // `Name`, `Code`, `Status` and the like are words as well as names: only a heading
+    // spelled exactly as a field is raw.
+    let is_raw = |heading: &str| raw.contains(heading.trim_end_matches([' ', '▲', '▼']));
+    let mut opened = 0;
+    for resource in &resources {
+        go(&client, &fx.base, &format!("#/browse/{resource}")).await;
+        find(&client, "table").await;
+        settled(&client).await;
+        let headings = texts_of(&client, "main h1, thead th").await;
+        for heading in &headings {
+            assert!(
+                !is_raw(heading),
+                "{resource}: the heading {heading:?} is a field name: {headings:?}"
+            );
+        }
+        let page = body_text(&client).await;
+        assert!(!page.contains("[object Object]"), "{resource}:\n{page}");
+        let named = ids_of_records(fx, &resources, &ids_in(&page)).await;
+        assert!(
+            named.is_empty(),
+            "{resource}: the table shows ids of {named:?}:\n{page}"
+        );
+        if resource == "stock" {
+            let columns = texts_of(&client, "thead th").await;
+            for title in ["Product", "Size", "Barcode", "Warehouse"] {
+                assert!(
+                    columns.iter().any(|c| c.starts_with(title)),
+                    "the stock table shows {title}: {columns:?}"
+                );
+            }
+            let cells = texts_of(&client, "tbody tr:first-child td").await;
+            assert!(
+                cells.iter().filter(|c| !c.is_empty()).count() >= 6,
+                "{cells:?}"
+            );
+            screenshot(&client, save, "table-stock").await;
+        }
+        if resource == "orderItem" {
+            screenshot(&client, save, "table-order-lines").await;
+        }
+        let links = client
+            .find_all(Locator::Css("tbody tr td a.row-link"))
+            .await
+            .unwrap();
+        let Some(first) = links.first() else {
+            continue;
+        };
+        first.click().await.unwrap();
+        find(&client, "dl.record").await;
+        settled(&client).await;
+        opened += 1;
+        let headings = texts_of(&client, "main h1, dl.record dt").await;
+        for heading in &headings {
+            assert!(
+                !is_raw(heading),
+                "{resource} record: the heading {heading:?} is a field name: {headings:?}"
+            );
+        }
+        let page = body_text(&client).await;
+        assert!(
+            !page.contains("[object Object]"),
+            "{resource} record:\n{page}"
+        );
+        let named = ids_of_records(fx, &resources, &ids_in(&page)).await;
+        assert!(
+            named.is_empty(),
+            "{resource} record shows ids of {named:?}:\n{page}"
+        );
+        if matches!(resource.as_str(), "stock" | "order" | "variant" | "price") {
+            full_screenshot(&client, save, &format!("record-{resource}")).await;
+        }
+    }
+    assert!(opened >= 12, "records opened: {opened}");
+    client.close().await.unwrap();
+}
+
+/// A count the API answers for a demo user.
+async fn count_as(fx: &common::Fixture, user_type: &str, query: &str) -> i64 {
+    common::orders::get(fx, user_type, query).await.json()["count"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("a count for {query}"))
+}
+
+/// The number a dashboard tile shows (its digits), or None when there is no such tile.
+async fn tile_value(client: &Client, name: &str) -> Option<i64> {
+    let tiles = client
+        .find_all(Locator::Css(&format!("[data-tile='{name}'] .tile-value")))
+        .await
+        .unwrap();
+    let text = tiles.first()?.text().await.unwrap();
+    Some(
+        text.chars()
+            .filter(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap_or(-1),
+    )
+}
+
+/// Each demo user type's dashboard: what it has to do, as the API counts it, and the chart of
+/// orders per day over 30 days, its bars summing to the orders of those days.
+async fn dashboards_by_user_type(fx: &common::Fixture) {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let save = fx.db == common::Db::Sqlite;
+    let driver = start_driver(&driver).await;
+    let downloads = tempfile::tempdir().unwrap();
+    let client = open_browser(&driver, &chromium, downloads.path()).await;
+    // Orders of the last 30 days (the demo's are older), pushed by the demo host.
+    let place = common::orders::place(fx, 0).await;
+    for days in [0, 1, 1, 3, 10, 25] {
+        push_order(
+            fx,
+            &place,
+            &common::orders::unique("DASH"),
+            Some(days_ago(days)),
+        )
+        .await;
+    }
+    let today = chrono::Utc::now().date_naive();
+    let first = today - chrono::Duration::days(29);
+    for user_type in ["warehouse", "company", "host", "admin"] {
+        let credential = fx.credential(user_type);
+        sign_in(
+            &client,
+            &fx.base,
+            &credential.email,
+            &demo_password(credential.user_type),
+        )
+        .await;
+        go(&client, &fx.base, "#/dashboard").await;
+        find(&client, "svg.chart-svg").await;
+        settled(&client).await;
+        let bars = client
+            .find_all(Locator::Css("svg.chart-svg rect.bar"))
+            .await
+            .unwrap();
+        assert_eq!(bars.len(), 30, "{user_type}: a bar a day");
+        let mut drawn = 0;
+        for bar in &bars {
+            drawn += bar
+                .attr("data-count")
+                .await
+                .unwrap()
+                .unwrap()
+                .parse::<i64>()
+                .unwrap();
+        }
+        let expected = count_as(
+            fx,
+            user_type,
+            &format!("/api/order/count?orderDate=%3E%3D{first}"),
+        )
+        .await;
+        assert_eq!(
+            drawn, expected,
+            "{user_type}: the chart's orders of 30 days"
+        );
+        if user_type == "admin" {
+            assert!(drawn >= 6, "the orders just pushed are drawn: {drawn}");
+        }
+        let files = tile_value(&client, "failed").await;
+        match user_type {
+            "warehouse" => {
+                let ship = count_as(
+                    fx,
+                    user_type,
+                    "/api/order/count?status=accepted&status=partDispatched",
+                )
+                .await;
+                assert_eq!(tile_value(&client, "toShip").await, Some(ship));
+                assert!(tile_value(&client, "late").await.is_some());
+                assert!(tile_value(&client, "stockOuts").await.is_none());
+                screenshot(&client, save, "dashboard-warehouse").await;
+            }
+            "company" => {
+                let outs = count_as(fx, user_type, "/api/stock/count?available=0").await;
+                assert_eq!(tile_value(&client, "stockOuts").await, Some(outs));
+                let failed = count_as(fx, user_type, "/api/file/count?status=failed").await;
+                assert_eq!(files, Some(failed));
+                screenshot(&client, save, "dashboard-company").await;
+            }
+            "host" => {
+                assert_eq!(files, None, "a host's dashboard has no file tiles");
+                let open = count_as(
+                    fx,
+                    user_type,
+                    "/api/order/count?status=new&status=accepted&status=partDispatched",
+                )
+                .await;
+                assert_eq!(tile_value(&client, "open").await, Some(open));
+                screenshot(&client, save, "dashboard-host").await;
+            }
+            _ => {
+                full_screenshot(&client, save, "dashboard-admin").await;
+                client.set_window_size(390, 844).await.unwrap();
+                go(&client, &fx.base, "#/dashboard").await;
+                find(&client, "svg.chart-svg").await;
+                assert_fits(&client, "the dashboard at 390 px").await;
+                screenshot(&client, save, "phone-dashboard-admin").await;
+                client.set_window_size(1280, 900).await.unwrap();
+            }
+        }
+        sign_out(&client).await;
+    }
+    client.close().await.unwrap();
+}
+
+/// Tables and dashboards read as words, on a fixture of their own (only the dashboards' test
+/// writes: orders of the last 30 days, which the tables' test does not compare).
+mod tables_read {
+    use super::*;
+
+    on_both_backends! { "portal-tables";
+
+    async fn every_resources_table_and_record_page_reads_as_words_as_admin(fx) {
+        every_table_reads_as_words(fx).await;
+    }
+
+    async fn each_user_types_dashboard_shows_its_work_and_a_chart_of_30_days(fx) {
+        dashboards_by_user_type(fx).await;
+    }
+
+    }
+}
+
+/// Setting up customers and the smaller things, on a fixture of their own (they add
+/// companies, brands and users, which the browse test counts).
+mod set_up {
+    use super::*;
+
+    on_both_backends! { "portal-setup";
+
+    async fn an_admin_sets_up_a_customer_whose_user_signs_in_and_sees_only_its_company(fx) {
+        admin_sets_up_a_customer(fx).await;
+    }
+
+    async fn sign_in_skip_link_dashboards_uploads_and_phones_hold(fx) {
+        small_things_hold(fx).await;
+    }
+
+    }
+}
+
+/// The portal's timings for bench/portal.sh (README, "The portal" goals; a benchmark, so ignored by
 /// `cargo test`): the first load's bytes (uncompressed, every asset) and time on loopback, a
 /// browse table of 100 stock rows from the API's answer to the table in the page, and a
 /// 10,000-row product file from choosing it to `processed` in the page. Prints one `PORTAL`

@@ -1,6 +1,6 @@
 //! The read API over HTTPS against the real server and the demo data, on both backends:
 //! envelope, paging, filters, ordering, field selection, related entities, counts and complex
-//! queries (CONTRACT §4, §6, §7).
+//! queries (docs/API.md, "Resources" and "Parameters of reads" and "Complex queries").
 
 mod common;
 

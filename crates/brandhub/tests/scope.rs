@@ -1,4 +1,4 @@
-//! Scope property test (CONTRACT §5): every caller sees exactly the records its user type and
+//! Scope property test (docs/API.md, "Scope: who sees what"): every caller sees exactly the records its user type and
 //! anchors allow, in lists, counts, reads by id, related entities and filters through
 //! relations, and restricted properties do not exist for it. The server is compared with
 //! `common::scope_reference`, a plain-Rust reading of the contract's scope rules over the demo
@@ -1066,7 +1066,7 @@ impl Ctx<'_> {
             &count_path,
             body.as_ref(),
         )?;
-        // Related records are limited to the caller's scope too (CONTRACT §5: "every read,
+        // Related records are limited to the caller's scope too (docs/API.md, "Scope: who sees what": "every read,
         // count and related entity"): a filter reaches only related records in scope, and
         // (docs/API.md's decision) a condition on a related record outside it never holds.
         let expected = matching(Hidden::AsUnknown);

@@ -1,4 +1,4 @@
-//! Sign-in for people (CONTRACT §12): passwords, session keys used as Basic authentication,
+//! Sign-in for people (docs/API.md, "Sessions and invitations"): passwords, session keys used as Basic authentication,
 //! signing out, idle expiry (on a store with a manual clock), invitations that set a
 //! password once, and failed sign-ins counted by the failed-authentication limiter.
 

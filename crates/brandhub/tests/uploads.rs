@@ -1,4 +1,4 @@
-//! File uploads end to end (CONTRACT §8): each file type uploaded as a spreadsheet, processed by
+//! File uploads end to end (docs/API.md, "Files: uploads and processing"): each file type uploaded as a spreadsheet, processed by
 //! the server's workers (`?wait=`), its effects read back through the API; every rejection of
 //! an upload; failed files; idempotent re-uploads; the content and template endpoints.
 
@@ -350,7 +350,7 @@ async fn a_price_file_prices_each_variant_for_the_host_and_dates(fx) {
     assert_eq!(prices[0]["endDate"], "");
     assert_eq!(prices[0]["fk_file"], file["id"]);
     // Again from the same start with an end date: (variant, host, startDate) is the price's
-    // natural key (CONTRACT §9), so the same price now ends; another start is another price.
+    // natural key (docs/API.md, "Writes: master data and catalogue"), so the same price now ends; another start is another price.
     let bounded = upload(fx, "admin", &format!("price,{},{host},01/03/2031,31/03/2031", w.brand), "prices.xlsx", &sheet).await;
     assert_eq!(detail(&bounded)["endDate"], "2031-03-31T00:00:00.000Z");
     let prices = records(fx, &format!("/api/price?price_variant.barcode={}&fk_host={host}&startDate=2031-03-01", variants[0].1), "price").await;
@@ -560,6 +560,51 @@ async fn an_upload_answers_at_once_as_pending_and_serves_its_content(fx) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(status, "processed");
+}
+
+async fn a_dispatch_file_of_another_brands_order_names_that_brand_and_fails(fx) {
+    // An order of one brand, named in a dispatch file of another brand.
+    let order = records(fx, "/api/order?status=accepted&pageSize=50&fields=id,brandOrderRef,order_brandStore.fk_brand", "order").await
+        .into_iter()
+        .find(|o| !text(&o["brandOrderRef"]).is_empty())
+        .expect("the demo has an accepted order with a reference");
+    let reference = text(&order["brandOrderRef"]);
+    let own = text(&order["order_brandStore"]["fk_brand"]);
+    let brand = records(fx, &format!("/api/brand/{own}?fields=name,code"), "brand").await.remove(0);
+    let other = records(fx, &format!("/api/brand?id=%23{own}&pageSize=1&fields=id,name,code"), "brand").await.remove(0);
+    let item = records(fx, &format!("/api/orderItem?fk_order={}&pageSize=1&fields=id,orderQty", text(&order["id"])), "orderItem").await.remove(0);
+    let sheet = xlsx(&[
+        row(&["Order Ref", "Item Ref", "Ship Qty"]),
+        row(&[&reference, &text(&item["id"]), &item["orderQty"].to_string()]),
+    ]);
+    let file = upload(fx, "admin", &format!("orderDispatch,{}", text(&other["id"])), "wrong-brand.xlsx", &sheet).await;
+    assert_eq!(file["status"], "failed", "no row applied is not a green processed: {file}");
+    assert_eq!((detail(&file)["rowsApplied"].as_i64(), detail(&file)["rowsSkipped"].as_i64()), (Some(0), Some(1)), "{file}");
+    let error = text(&detail(&file)["error"]);
+    let named = format!("\"{}\" ({})", text(&brand["name"]), text(&brand["code"]));
+    assert!(error.starts_with("No row of the file was applied, so nothing was shipped.\n"), "{error}");
+    assert!(error.contains(&format!("order {reference} belongs to the brand {named}, not to \"{}\"", text(&other["name"]))), "{error}");
+    assert!(!error.contains(&own), "the brand by its name, not its id: {error}");
+    // The skipped row is in the error report, to fix and upload again.
+    let report = get(fx, "admin", &format!("/api/file/{}/report", text(&file["id"]))).await;
+    assert_eq!(report.status, 200);
+    let table = brandhub_sheet::read(&report.body, brandhub_sheet::Format::Xlsx, &brandhub_sheet::Limits::default()).unwrap();
+    assert_eq!(table.rows().len(), 1);
+    let shown = records(fx, &format!("/api/order/{}?fields=status", text(&order["id"])), "order").await;
+    assert_eq!(shown[0]["status"], "accepted", "nothing shipped");
+
+    // A file of which some row applied stays processed (with the others as warnings): shown
+    // by an_order_dispatch_file_ships_items_and_dispatches_orders.
+}
+
+async fn a_refused_upload_names_the_brand_by_its_name(fx) {
+    let brand = get(fx, "warehouse", "/api/brand?pageSize=1&fields=id,name,code").await.records("brand").remove(0);
+    let id = text(&brand["id"]);
+    let sheet = xlsx(&[row(&["Product Code", "Title", "Barcode"])]);
+    let refused = post_parts(fx, "warehouse", "", &[(&format!("product,{id}"), Some("a.xlsx"), &sheet)]).await.assert_problem(403, "forbidden");
+    let detail = text(&refused["detail"]);
+    assert!(detail.contains(&format!("brand \"{}\" ({})", text(&brand["name"]), text(&brand["code"]))), "{detail}");
+    assert!(!detail.contains(&id), "{detail}");
 }
 
 async fn templates_list_each_file_types_columns(fx) {

@@ -1,4 +1,4 @@
-//! Webhooks (CONTRACT §11) against a real HTTP receiver started by each test (plain http on
+//! Webhooks (docs/API.md, "Events and webhooks") against a real HTTP receiver started by each test (plain http on
 //! 127.0.0.1, allowed by the servers' `--webhook-allow-insecure-localhost`): signed order
 //! events to the host, the same order without money to the warehouse, nothing out of scope,
 //! retries with growing delays, nothing for a change that rolled back, the secret shown once,

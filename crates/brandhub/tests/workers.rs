@@ -1,4 +1,4 @@
-//! File processing across real `brandhub serve` processes (CONTRACT §8): a worker killed with
+//! File processing across real `brandhub serve` processes (docs/API.md, "Files: uploads and processing"): a worker killed with
 //! SIGKILL in the middle of a large file (while its apply transaction is open: the test holds
 //! the lock it waits for, or watches for it) leaves nothing applied and the file is processed once
 //! after a restart, with the same data as a run without the crash; several servers on one

@@ -1,4 +1,4 @@
-//! Random write sequences against a model (CONTRACT §9): creates, patches, upserts, array
+//! Random write sequences against a model (docs/API.md, "Writes: master data and catalogue"): creates, patches, upserts, array
 //! creates and deletes of products and variants through the API, each answered as a simple
 //! in-memory model of the same writes says (201, 200, 204, 404 or 409), and after every write
 //! the lists, counts and by-id reads agree with the model. The reads are repeated between

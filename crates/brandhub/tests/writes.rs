@@ -1,4 +1,4 @@
-//! Writes of the master data through the generic write pipeline (CONTRACT §9): company, brand,
+//! Writes of the master data through the generic write pipeline (docs/API.md, "Writes: master data and catalogue"): company, brand,
 //! warehouse, host, store and brandStore created (one object or an array), read back,
 //! changed, upserted on their natural keys and deleted; every problem of a body in one 422;
 //! keys taken (409 naming the holder), records still referred to (409), and writes outside

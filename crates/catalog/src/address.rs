@@ -1,4 +1,4 @@
-//! Which network addresses are public: where a webhook may send (CONTRACT §11). A webhook URL
+//! Which network addresses are public: where a webhook may send (docs/API.md, "Events and webhooks"). A webhook URL
 //! is the one place where a client names a machine the server then connects to, so every
 //! address that reaches the server itself or the networks beside it (loopback, private,
 //! link-local such as cloud metadata services, shared and reserved ranges) is refused, when

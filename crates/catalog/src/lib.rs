@@ -5,12 +5,15 @@
 //! This crate is pure data with lookups; it does no I/O.
 
 pub mod address;
+mod handle;
 pub mod lifecycle;
 pub mod model;
 pub mod naming;
 pub mod record;
 mod resources;
+pub mod words;
 
+pub use handle::Res;
 pub use model::{
     Anchor, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage,
     NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept,
@@ -24,7 +27,7 @@ pub use resources::{
 };
 
 /// What a price file's `detail.endDate` (and a price's precise end) holds when the price has no
-/// end date: the contract's zero timestamp (CONTRACT §3).
+/// end date: the contract's zero timestamp (docs/API.md, "Values").
 pub const NO_END_DATE: &str = "0000-00-00T00:00:00.000Z";
 
 use std::sync::LazyLock;
@@ -33,12 +36,22 @@ use std::sync::LazyLock;
 #[derive(Debug)]
 pub struct Catalog {
     resources: Vec<Resource>,
+    /// The position in `resources` of each handle's declaration, by [`Res::ALL`] order.
+    handles: Vec<usize>,
 }
 
 static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
-    let catalog = Catalog {
-        resources: resources::declare(),
-    };
+    let resources = resources::declare();
+    let handles = Res::ALL
+        .iter()
+        .map(|res| {
+            resources
+                .iter()
+                .position(|r| r.name == res.name())
+                .unwrap_or_else(|| panic!("the catalog declares no resource {res}"))
+        })
+        .collect();
+    let catalog = Catalog { resources, handles };
     if let Err(problem) = catalog.check() {
         panic!("the resource catalog is inconsistent: {problem}");
     }
@@ -143,7 +156,13 @@ impl Catalog {
         &self.resources
     }
 
-    /// The resource with this URL name.
+    /// The declaration of a resource named by its handle.
+    pub fn get(&self, res: Res) -> &Resource {
+        &self.resources[self.handles[res.index()]]
+    }
+
+    /// The resource with this URL name: for names that arrive from outside (a request's
+    /// path, a stored event type); code names resources by [`Res`] and [`Catalog::get`].
     pub fn resource(&self, name: &str) -> Option<&Resource> {
         self.resources.iter().find(|r| r.name == name)
     }
@@ -205,6 +224,103 @@ impl Catalog {
         out.join(".")
     }
 
+    /// The `fields` items that select what the display label of a record of `resource` shows
+    /// (see [`Resource::label`]): its fields, and through each relation it names, what the
+    /// label of the related record shows (`stock_variant.variant_product.title`).
+    pub fn label_fields(&self, resource: &Resource) -> Vec<String> {
+        let mut fields = Vec::new();
+        for name in resource.label_parts().into_iter().flatten() {
+            match resource.relation(name) {
+                Some(relation) => fields.extend(
+                    self.label_fields(self.target(relation))
+                        .into_iter()
+                        .map(|inner| format!("{name}.{inner}")),
+                ),
+                None => fields.push(name.to_string()),
+            }
+        }
+        fields
+    }
+
+    /// The title of a relation: a to-one relation's is its foreign key's, a to-many
+    /// relation's what the records it leads to are called.
+    pub fn relation_title(&self, resource: &Resource, relation: &Relation) -> Option<words::Words> {
+        match relation.kind {
+            RelationKind::ToOne { fk } => words::field_title(resource.name, fk),
+            RelationKind::ToMany { .. } => {
+                words::resource_names(relation.target).map(|names| names.many)
+            }
+        }
+    }
+
+    /// Every resource is called something, has a display label of fields and to-one
+    /// relations (no relation leading back to where it started), and each field and relation
+    /// a client sees has a title, each code its domain allows a word, and each amount of money
+    /// with a currency a path to it.
+    fn check_words(&self, resource: &Resource, depth: usize) -> Result<(), String> {
+        let fail = |what: String| Err(format!("{}: {what}", resource.name));
+        if depth > 4 {
+            return fail("its display label leads through more than four relations".into());
+        }
+        if depth > 0 {
+            // Only the label is checked again, through the relations it names.
+        } else if words::resource_names(resource.name).is_none() {
+            return fail("no names (words::resource_names)".into());
+        }
+        if resource.label_parts().is_empty() {
+            return fail("no display label (Resource::labelled)".into());
+        }
+        for name in resource.label_parts().into_iter().flatten() {
+            if let Some(relation) = resource.public_relations().find(|r| r.name == name) {
+                if !relation.is_to_one() {
+                    return fail(format!("its label names the to-many relation {name}"));
+                }
+                self.check_words(self.target(relation), depth + 1)?;
+            } else if resource
+                .field_at(name)
+                .is_none_or(|f| f.internal || f.ty == FieldType::Object)
+            {
+                return fail(format!("its label names {name}, not a field or relation"));
+            }
+        }
+        if depth > 0 {
+            return Ok(());
+        }
+        let mut fields: Vec<&Field> = Vec::new();
+        let mut stack: Vec<&Field> = resource.fields.iter().collect();
+        while let Some(field) = stack.pop() {
+            if field.internal {
+                continue;
+            }
+            fields.push(field);
+            stack.extend(&field.subfields);
+        }
+        for field in fields {
+            if words::field_title(resource.name, &field.path).is_none() {
+                return fail(format!("no title for {} (words::field_title)", field.path));
+            }
+            for code in field.domain.and_then(|d| d.words()).unwrap_or_default() {
+                if words::code_word(code).is_none() {
+                    return fail(format!("no word for {code} (words::code_word)"));
+                }
+            }
+            if let Some(path) = field.currency {
+                self.check_template_path(resource, path)?;
+            }
+            if let Some(target) = field.refers_to
+                && self.resource(target).is_none()
+            {
+                return fail(format!("{} refers to unknown {target}", field.path));
+            }
+        }
+        for relation in resource.public_relations() {
+            if self.relation_title(resource, relation).is_none() {
+                return fail(format!("no title for {}", relation.name));
+            }
+        }
+        Ok(())
+    }
+
     /// The URL names of all resources, for error messages.
     pub fn resource_names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.resources.iter().map(|r| r.name)
@@ -217,6 +333,9 @@ impl Catalog {
         for resource in &self.resources {
             if !names.insert(resource.name) {
                 return Err(format!("resource {} declared twice", resource.name));
+            }
+            if Res::named(resource.name).is_none() {
+                return Err(format!("resource {} has no handle", resource.name));
             }
             let mut own = std::collections::HashSet::new();
             for field in &resource.fields {
@@ -306,6 +425,7 @@ impl Catalog {
                 self.check_lifecycle(resource, lifecycle)?;
             }
             check_write_declarations(resource)?;
+            self.check_words(resource, 0)?;
             for index in &resource.indexes {
                 for path in &index.paths {
                     if resource.field_at(path).is_none_or(|f| !f.has_column()) {
@@ -727,6 +847,41 @@ mod tests {
     }
 
     #[test]
+    fn every_record_has_a_display_label_and_every_field_its_words() {
+        let cat = catalog();
+        let stock = cat.resource("stock").unwrap();
+        assert_eq!(
+            cat.label_fields(stock),
+            [
+                "stock_variant.variant_product.title",
+                "stock_variant.variant_product.code",
+                "stock_variant.colour",
+                "stock_variant.size",
+                "stock_variant.barcode",
+                "stock_warehouse.name",
+            ]
+        );
+        let order = cat.resource("order").unwrap();
+        assert_eq!(order.label_parts(), [vec!["brandOrderRef", "hostOrderRef"]]);
+        assert_eq!(
+            words::field_title("order", "sentToWH").map(|w| w.de),
+            Some("An das Lager gegeben")
+        );
+        assert_eq!(
+            words::field_title("order", "shipAddress.title").map(|w| w.en),
+            Some("Title")
+        );
+        assert_eq!(words::code_word("DSP").map(|w| w.de), Some("Versandt"));
+        let lines = order.relation("order_orderItem").unwrap();
+        assert_eq!(
+            cat.relation_title(order, lines).map(|w| w.en),
+            Some("Order lines")
+        );
+        let net = order.field_at("detail.net").unwrap();
+        assert!(net.is_money() && net.currency == Some("order_orderItem.currency"));
+    }
+
+    #[test]
     fn the_catalog_is_consistent_and_has_every_contract_resource() {
         let names: Vec<_> = catalog().resource_names().collect();
         for expected in [
@@ -888,7 +1043,11 @@ mod tests {
             let mut resources = catalog().resources().to_vec();
             let at = resources.iter().position(|r| r.name == "brand").unwrap();
             resources[at] = brand;
-            Catalog { resources }.check()
+            Catalog {
+                resources,
+                handles: Vec::new(),
+            }
+            .check()
         };
         assert!(broken("fk_company").is_ok());
         let through_many = broken("brand_product.fk_brand").unwrap_err();

@@ -1,4 +1,4 @@
-//! The order lifecycle (CONTRACT §11), declared once: the statuses an order and its lines go
+//! The order lifecycle (docs/API.md, "Orders: intake, lifecycle and stock"), declared once: the statuses an order and its lines go
 //! through, and the table of transitions with the user types that may take each. The order
 //! engine (`store::orders`) decides every action from this table, whether it comes from an
 //! order PATCH, a dispatch array or a row of an orderDispatch file; the docs print it.
@@ -80,26 +80,7 @@ pub const REASON_FIELD: &str = "detail.reason";
 /// (the API's description carries them; the portal translates them and falls back to
 /// them), or `None` for a code that is none of those.
 pub fn word(code: &str) -> Option<&'static str> {
-    Some(match code {
-        "new" => "New",
-        "accepted" => "Accepted",
-        "rejected" => "Rejected",
-        "partDispatched" => "Part dispatched",
-        "dispatched" => "Dispatched",
-        "delivered" => "Delivered",
-        "returned" => "Returned",
-        "cancelled" => "Cancelled",
-        "ACC" => "Accepted",
-        "REJ" => "Rejected",
-        "DSP" => "Shipped",
-        "CAN" => "Cancelled",
-        "RET" => "Returned",
-        "OUT_OF_STOCK" => "Out of stock",
-        "DISCONTINUED" => "Discontinued",
-        "PRICE_MISMATCH" => "Price mismatch",
-        "OTHER" => "Other reason",
-        _ => return None,
-    })
+    crate::words::code_word(code).map(|words| words.en)
 }
 
 use UserType::{Company, Host, Warehouse};

@@ -42,7 +42,7 @@ impl UserType {
         UserType::ALL.into_iter().find(|t| t.as_str() == text)
     }
 
-    /// The types a user of this type may give the users it writes (CONTRACT §9: "never of a
+    /// The types a user of this type may give the users it writes (docs/API.md, "Writes: master data and catalogue": "never of a
     /// wider type"). An admin gives any type; a sponsor its own type or company; a company
     /// user company; host and warehouse users write no users.
     pub fn writable_types(self) -> &'static [UserType] {
@@ -148,7 +148,7 @@ pub struct Field {
     /// always equals. Scope rules go through the shortcut in one hop where the path would
     /// take several over large tables; writers keep it equal (see `derived`).
     pub derived_from: Option<&'static str>,
-    /// User types for whom this property does not exist (CONTRACT §5 restricted properties).
+    /// User types for whom this property does not exist (docs/API.md, "Scope: who sees what", restricted properties).
     pub hidden_from: Vec<UserType>,
     /// The name of the to-one relation this foreign key feeds, if any.
     pub relation: Option<&'static str>,
@@ -169,30 +169,37 @@ pub struct Field {
     pub default: Option<FieldDefault>,
     /// The range the database holds a stored count to, whoever writes it (`least`, `most`):
     /// a statement that would take it outside fails, and its whole write with it. For counts
-    /// that writes move by addition in SQL (stock moved by orders, CONTRACT §10), so that no
+    /// that writes move by addition in SQL (stock moved by orders, docs/API.md, "Quantities and amounts"), so that no
     /// sum can pass what the column holds and read back.
     pub held: Option<(i64, i64)>,
+    /// For an amount of money: the path (from the record, through relations) of the
+    /// currency it is in, when the record says (`currency` of an order line); `None` when
+    /// the amount has no currency of its own.
+    pub currency: Option<&'static str>,
+    /// For an id (or a list of ids) that is not a foreign key: the resource whose records
+    /// it names (a file's `detail.host`), so that clients can show them by label.
+    pub refers_to: Option<&'static str>,
 }
 
-/// Rules on written values beyond their type (CONTRACT §9 "a value outside its domain").
+/// Rules on written values beyond their type (docs/API.md, "Writes: master data and catalogue": "a value outside its domain").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Domain {
     /// An absolute http or https URL with a host and without spaces: what a client can fetch.
     WebUrl,
-    /// An absolute https URL naming a public host (a webhook's receiver, CONTRACT §11:
+    /// An absolute https URL naming a public host (a webhook's receiver, docs/API.md, "Events and webhooks":
     /// [`secure_url_problem`]), or a URL naming the loopback address, which only a server
     /// started to allow it accepts ([`is_insecure_loopback_url`]).
     SecureUrl,
     /// One of these words, exactly (statuses, types, reasons).
     OneOf(&'static [&'static str]),
-    /// A whole number of units from `least` to `most` (quantities, CONTRACT §10).
+    /// A whole number of units from `least` to `most` (quantities, docs/API.md, "Quantities and amounts").
     Units { least: i64, most: i64 },
-    /// An amount of money (CONTRACT §10): finite, at most [`limits::MOST_MONEY`] from zero,
+    /// An amount of money (docs/API.md, "Quantities and amounts"): finite, at most [`limits::MOST_MONEY`] from zero,
     /// not negative unless `signed`, kept to [`limits::MONEY_DECIMALS`] decimals.
     Money { signed: bool },
 }
 
-/// The limits of quantities and amounts (CONTRACT §10 "Domains of numbers"), named once.
+/// The limits of quantities and amounts (docs/API.md, "Quantities and amounts"), named once.
 pub mod limits {
     /// The most units one order line may order.
     pub const MOST_ORDERED: i64 = 1_000_000;
@@ -319,7 +326,7 @@ impl Domain {
     }
 }
 
-/// The value a create gives a field it was not sent (CONTRACT §9: a new user is `active`).
+/// The value a create gives a field it was not sent (docs/API.md, "Writes: master data and catalogue": a new user is `active`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldDefault {
     Text(&'static str),
@@ -327,7 +334,7 @@ pub enum FieldDefault {
     /// The writer's own id of this anchor (a key is the caller's own when no user is named).
     Writer(Anchor),
     /// The id of the API key the record is created with; unset when it is made in a session
-    /// or from the command line (a webhook's deliveries are bounded by that key, CONTRACT §11).
+    /// or from the command line (a webhook's deliveries are bounded by that key, docs/API.md, "Events and webhooks").
     WriterKey,
 }
 
@@ -351,7 +358,7 @@ pub fn web_url_problem(url: &str) -> Option<&'static str> {
     None
 }
 
-/// Why `url` may not receive webhooks, if it may not (CONTRACT §11), whatever the server
+/// Why `url` may not receive webhooks, if it may not (docs/API.md, "Events and webhooks"), whatever the server
 /// allows: [`webhook_url_problem`], and a host named `localhost` or `*.localhost` (this
 /// machine by definition, refused without asking DNS). A literal loopback address passes here:
 /// only a server started to allow it accepts one ([`is_insecure_loopback_url`]). The addresses
@@ -444,7 +451,7 @@ pub fn is_insecure_loopback_url(url: &str) -> bool {
         .is_some_and(is_loopback_literal)
 }
 
-/// What a change of a resource's records is announced as (CONTRACT §11 events): the event
+/// What a change of a resource's records is announced as (docs/API.md, "Events and webhooks"): the event
 /// type of a create and of any later change. Deletes announce nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Events {
@@ -506,6 +513,8 @@ impl Field {
             generated: None,
             default: None,
             held: None,
+            currency: None,
+            refers_to: None,
         }
     }
 
@@ -529,7 +538,7 @@ impl Field {
     }
 
     /// Why a value of the field's type may not be written to it, if it may not: a text too
-    /// long or outside the field's domain, a number outside its domain (CONTRACT §10). JSON
+    /// long or outside the field's domain, a number outside its domain (docs/API.md, "Quantities and amounts"). JSON
     /// writes and spreadsheet rows are checked by this one rule.
     pub fn value_problem(&self, cell: &crate::record::Cell) -> Option<String> {
         use crate::record::Cell;
@@ -694,6 +703,23 @@ impl Field {
     pub fn domain(mut self, domain: Domain) -> Self {
         self.domain = Some(domain);
         self
+    }
+
+    /// Declares that an amount of money is in the currency at `path` (from the record).
+    pub fn priced_in(mut self, path: &'static str) -> Self {
+        self.currency = Some(path);
+        self
+    }
+
+    /// Declares that an id (or a list of ids) names records of `resource`.
+    pub fn refers_to(mut self, resource: &'static str) -> Self {
+        self.refers_to = Some(resource);
+        self
+    }
+
+    /// Whether the field holds an amount of money (docs/API.md, "Quantities and amounts").
+    pub fn is_money(&self) -> bool {
+        matches!(self.domain, Some(Domain::Money { .. }))
     }
 
     /// Makes the field not exist for the given user types.
@@ -870,7 +896,7 @@ pub struct ScopeTerm {
     pub anchor: Anchor,
 }
 
-/// Which records of a resource a user type sees (CONTRACT §5).
+/// Which records of a resource a user type sees (docs/API.md, "Scope: who sees what").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
     Everything,
@@ -879,9 +905,9 @@ pub enum Scope {
     AnyOf(Vec<Vec<ScopeTerm>>),
 }
 
-/// What a write does, for the rules of who may write which records (CONTRACT §9 "Who writes
+/// What a write does, for the rules of who may write which records (docs/API.md, "Who writes
 /// what"). Most resources know one kind of write; orders move through a lifecycle whose steps
-/// each have their own writers (§11).
+/// each have their own writers (docs/API.md, "Orders: intake, lifecycle and stock").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WriteAction {
     /// Creating, changing or removing records of the resource.
@@ -903,7 +929,7 @@ impl WriteAction {
     }
 }
 
-/// What a resource accepts as writes (CONTRACT §9): the fields a create may set (and which of
+/// What a resource accepts as writes (docs/API.md, "Writes: master data and catalogue"): the fields a create may set (and which of
 /// them it must), the fields an update may change, and whether DELETE removes (or revokes).
 #[derive(Debug, Clone, Default)]
 pub struct Writes {
@@ -911,7 +937,7 @@ pub struct Writes {
     pub create_required: Vec<&'static str>,
     pub update: Vec<&'static str>,
     pub delete: bool,
-    /// The fields that name a record besides its id (CONTRACT §9 natural keys): a create
+    /// The fields that name a record besides its id (docs/API.md, "Writes: master data and catalogue", natural keys): a create
     /// whose key is taken is a conflict, or with `?upsert=true` an update of that record.
     pub natural_key: Vec<&'static str>,
     /// `(path, field)` pairs that must agree when both are set: the value reached through
@@ -970,13 +996,13 @@ pub enum SecretKept {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
     /// A webhook delivers only what the key it was made with may read; a key that may read
-    /// less does not change it; a user has at most a fixed number of webhooks (CONTRACT §11).
+    /// less does not change it; a user has at most a fixed number of webhooks (docs/API.md, "Events and webhooks").
     WebhookBounds,
     /// A user's type decides which links it needs; a writer never gives a wider type than
-    /// its own, nor companies, hosts or warehouses beyond its own (CONTRACT §9).
+    /// its own, nor companies, hosts or warehouses beyond its own (docs/API.md, "Writes: master data and catalogue").
     UserProfile,
     /// A key's grants lie within what its user's type may have and what the writing key
-    /// allows; a user has at most a fixed number of active keys (CONTRACT §2, §9).
+    /// allows; a user has at most a fixed number of active keys (docs/API.md, "Transport and authentication" and "Writes: users and keys").
     KeyGrants,
 }
 
@@ -1026,17 +1052,33 @@ pub struct Resource {
     pub authority: Vec<(WriteAction, UserType, Scope)>,
     /// The writes the resource accepts; reads only when empty.
     pub writes: Writes,
-    /// Records are created by a multipart upload (`POST /api/file`, CONTRACT §8) rather than
+    /// Records are created by a multipart upload (`POST /api/file`, docs/API.md, "Files: uploads and processing") rather than
     /// by a JSON write.
     pub uploads: bool,
-    /// Records move through a lifecycle (orders, CONTRACT §11): creates, changes and the
+    /// Records move through a lifecycle (orders, docs/API.md, "Orders: intake, lifecycle and stock"): creates, changes and the
     /// lifecycle's actions go to the order engine instead of the generic pipeline.
     pub lifecycle: Option<&'static crate::lifecycle::Lifecycle>,
     /// The events a change of a record is announced as to webhooks, if any.
     pub events: Option<Events>,
+    /// How a record is named to people (its display label): a template of `{path}`
+    /// placeholders, each a field or a to-one relation (named by the label of the record it
+    /// leads to), `|` between alternatives taken in turn until one is set
+    /// (`{brandOrderRef|hostOrderRef}`). Text between two placeholders shows only between
+    /// values that are set. See [`crate::Catalog::label_fields`].
+    pub label: &'static str,
 }
 
 impl Resource {
+    /// Whether this is the resource of the handle `res`.
+    pub fn is(&self, res: crate::Res) -> bool {
+        self.name == res.name()
+    }
+
+    /// The handle of this resource (the catalog checks that every resource has one).
+    pub fn handle(&self) -> crate::Res {
+        crate::Res::named(self.name).expect("the catalog checks that every resource has a handle")
+    }
+
     /// Starts a resource declaration; `id` comes first and is mandatory.
     pub fn new(name: &'static str, table: &'static str, doc: &'static str) -> Resource {
         Resource {
@@ -1054,7 +1096,28 @@ impl Resource {
             uploads: false,
             lifecycle: None,
             events: None,
+            label: "",
         }
+    }
+
+    /// Declares the display label (see [`Resource::label`]).
+    pub fn labelled(mut self, template: &'static str) -> Self {
+        self.label = template;
+        self
+    }
+
+    /// The placeholders of the display label, each as its alternatives.
+    pub fn label_parts(&self) -> Vec<Vec<&'static str>> {
+        let mut parts = Vec::new();
+        let mut rest = self.label;
+        while let Some(start) = rest.find('{') {
+            let Some(length) = rest[start..].find('}') else {
+                break;
+            };
+            parts.push(rest[start + 1..start + length].split('|').collect());
+            rest = &rest[start + length + 1..];
+        }
+        parts
     }
 
     /// Declares that a create is announced as the event `created` and every later change as
@@ -1129,7 +1192,7 @@ impl Resource {
         self
     }
 
-    /// Declares which records the given user types may `action` (CONTRACT §9): those
+    /// Declares which records the given user types may `action` (docs/API.md, "Writes: master data and catalogue"): those
     /// satisfying any of `groups`, in the terms of [`Resource::scope`]. Paths of these rules
     /// follow to-one relations only and end at an id, so that a record about to be written can
     /// be judged from the records it hangs from.

@@ -8,12 +8,13 @@ use crate::model::{
     precise_timestamp, text, timestamp,
 };
 
-/// How far from zero orders may move a stock count (CONTRACT §10).
+/// How far from zero orders may move a stock count (docs/API.md, "Quantities and amounts").
 const MOVED_UNITS: (i64, i64) = (-limits::MOST_UNITS, limits::MOST_UNITS);
 
+use crate::handle::Res;
 use crate::lifecycle::{ITEM_STATUSES, ORDER_STATUSES, REJECT_REASONS};
 
-/// The kinds of spreadsheet an upload can be (CONTRACT §8), as `file.fileType` names them.
+/// The kinds of spreadsheet an upload can be (docs/API.md, "Files: uploads and processing"), as `file.fileType` names them.
 pub const FILE_TYPES: [&str; 5] = ["product", "stock", "price", "image", "orderDispatch"];
 
 /// A file's way through processing: `pending` → `processing` → `processed` or `failed`. Code
@@ -104,7 +105,7 @@ pub mod file_paths {
     ];
 }
 
-// The events a webhook may subscribe to (CONTRACT §11), each named once.
+// The events a webhook may subscribe to (docs/API.md, "Events and webhooks"), each named once.
 const ORDER_CREATED: &str = "order.created";
 const ORDER_UPDATED: &str = "order.updated";
 const STOCK_UPDATED: &str = "stock.updated";
@@ -122,7 +123,7 @@ impl FileStatus {
     }
 }
 
-/// Every event type (CONTRACT §11): the `webhook.events` domain. A catalog test holds it to
+/// Every event type (docs/API.md, "Events and webhooks"): the `webhook.events` domain. A catalog test holds it to
 /// what the resources announce and what files announce.
 pub const EVENT_TYPES: [&str; 7] = [
     ORDER_CREATED,
@@ -168,7 +169,7 @@ pub const DELIVERY_STATUSES: [&str; 4] = [
 /// The statuses of a user; a disabled user's keys all fail.
 pub const USER_STATUSES: [&str; 2] = ["active", "disabled"];
 
-// Scope (CONTRACT §5): who sees which records. A sponsor follows the company rules over the
+// Scope (docs/API.md, "Scope: who sees what"): who sees which records. A sponsor follows the company rules over the
 // sponsor's companies; admins see everything; a user type without a rule sees nothing.
 const COMPANY: &[UserType] = &[UserType::Company];
 const HOST: &[UserType] = &[UserType::Host];
@@ -176,7 +177,7 @@ const WAREHOUSE: &[UserType] = &[UserType::Warehouse];
 /// Every non-admin type (sponsors follow the company rules).
 const EVERYONE: &[UserType] = &[UserType::Company, UserType::Host, UserType::Warehouse];
 
-// Who writes what (CONTRACT §9): per action and user type, the paths whose value must be one
+// Who writes what (docs/API.md, "Who writes what"): per action and user type, the paths whose value must be one
 // of the caller's ids, like scope. Admins write everything; sponsors follow the company rules
 // (over their own companies) unless a rule names them; a type without a rule writes nothing.
 const WRITE: WriteAction = WriteAction::Write;
@@ -190,7 +191,7 @@ const SELF_SERVICE: &[UserType] = EVERYONE;
 const WAREHOUSE_CANNOT_SEE_MONEY: &[UserType] = &[UserType::Warehouse];
 const HOST_CANNOT_SEE_IMPORTS: &[UserType] = &[UserType::Host];
 
-/// The fields an order intake sets (CONTRACT §11); the lines are `order_orderItem`, whose
+/// The fields an order intake sets (docs/API.md, "Orders: intake, lifecycle and stock"); the lines are `order_orderItem`, whose
 /// fields are [`crate::lifecycle::LINE_INTAKE`].
 const ORDER_INTAKE: [&str; 11] = [
     "fk_brandStore",
@@ -245,7 +246,7 @@ pub fn declare() -> Vec<Resource> {
     declared().into_iter().map(with_common_fields).collect()
 }
 
-/// What every record carries, declared once (CONTRACT §9 concurrency): `updatedDate`, the time
+/// What every record carries, declared once (docs/API.md, "Writes: concurrency and idempotency"): `updatedDate`, the time
 /// of the last write of the record, set by every writer (JSON writes, files, the demo loader),
 /// never by a client. It renders last.
 fn with_common_fields(resource: Resource) -> Resource {
@@ -263,10 +264,11 @@ pub const UPDATED_DATE: &str = "updatedDate";
 fn declared() -> Vec<Resource> {
     vec![
         Resource::new(
-            "company",
+            Res::Company.name(),
             "company",
             "A business on the platform: owns brands and warehouses; a sponsor company sponsors others.",
         )
+        .labelled("{name}")
         .field(text("name").indexed())
         .field(text("code").indexed().short())
         .relation_fk(
@@ -291,7 +293,8 @@ fn declared() -> Vec<Resource> {
             true,
         )
         .natural_key(&["code"]),
-        Resource::new("brand", "brand", "A brand of a company: owns products and uploads files.")
+        Resource::new(Res::Brand.name(), "brand", "A brand of a company: owns products and uploads files.")
+            .labelled("{name}")
             .relation_fk(fk("fk_company", "brand_company"), "company")
             .field(text("name").indexed())
             .field(
@@ -315,7 +318,8 @@ fn declared() -> Vec<Resource> {
             .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]])
             .scope(HOST, &[&[("brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("brand_product.product_variant.variant_stock.fk_warehouse", Warehouse)]]),
-        Resource::new("warehouse", "warehouse", "A warehouse of a company: holds stock.")
+        Resource::new(Res::Warehouse.name(), "warehouse", "A warehouse of a company: holds stock.")
+            .labelled("{name}")
             .relation_fk(fk("fk_company", "warehouse_company"), "company")
             .field(text("code").indexed().short())
             .field(text("name").indexed())
@@ -339,10 +343,11 @@ fn declared() -> Vec<Resource> {
             .writable_by(WRITE, OWNERS, &[&[("fk_company", Companies)]])
             .scope(WAREHOUSE, &[&[("id", Warehouse)]]),
         Resource::new(
-            "host",
+            Res::Host.name(),
             "host",
             "A selling channel: a retailer or marketplace with stores.",
         )
+        .labelled("{name}")
         .field(text("name").indexed())
         .field(text("code").indexed().short())
         .field(object(
@@ -360,7 +365,8 @@ fn declared() -> Vec<Resource> {
         .natural_key(&["code"])
         .scope(COMPANY, &[&[("host_store.store_brandStore.brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("id", Host)]]),
-        Resource::new("store", "store", "A storefront of a host, selling in one currency.")
+        Resource::new(Res::Store.name(), "store", "A storefront of a host, selling in one currency.")
+            .labelled("{name} · {store_host}")
             .relation_fk(fk("fk_host", "store_host"), "host")
             .field(text("name").indexed())
             .field(text("code").indexed().short())
@@ -382,10 +388,11 @@ fn declared() -> Vec<Resource> {
             .scope(HOST, &[&[("fk_host", Host)]])
             .writable_by(WRITE, HOST, &[&[("fk_host", Host)]]),
         Resource::new(
-            "brandStore",
+            Res::BrandStore.name(),
             "brand_store",
             "The link of a brand to a store of a host, shipped from one warehouse.",
         )
+        .labelled("{brandStore_brand} → {brandStore_store}")
         .relation_fk(fk("fk_brand", "brandStore_brand"), "brand")
         .relation_fk(fk("fk_store", "brandStore_store"), "store")
         .relation_fk(fk("fk_warehouse", "brandStore_warehouse"), "warehouse")
@@ -415,7 +422,8 @@ fn declared() -> Vec<Resource> {
         .writable_by(WRITE, OWNERS, &[&[("brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("brandStore_store.fk_host", Host)]])
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]]),
-        Resource::new("product", "product", "A product of a brand; its variants carry barcodes.")
+        Resource::new(Res::Product.name(), "product", "A product of a brand; its variants carry barcodes.")
+            .labelled("{title|code}")
             .announces(PRODUCT_UPDATED, PRODUCT_UPDATED)
             .relation_fk(fk("fk_brand", "product_brand"), "brand")
             .field(text("code").indexed().short().doc("The brand's product code."))
@@ -432,7 +440,7 @@ fn declared() -> Vec<Resource> {
             .field(
                 object(
                     "detail",
-                    vec![id_field("importFile").doc("The file that last wrote the product.")],
+                    vec![id_field("importFile").refers_to("file").doc("The file that last wrote the product.")],
                 )
                 .hidden_from(HOST_CANNOT_SEE_IMPORTS),
             )
@@ -451,7 +459,8 @@ fn declared() -> Vec<Resource> {
             .writable_by(WRITE, OWNERS, &[&[("product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("product_brand.brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("product_variant.variant_stock.fk_warehouse", Warehouse)]]),
-        Resource::new("variant", "variant", "A sellable variant of a product (a size, a colour).")
+        Resource::new(Res::Variant.name(), "variant", "A sellable variant of a product (a size, a colour).")
+            .labelled("{variant_product} · {colour} · {size} · {barcode}")
             .relation_fk(fk("fk_product", "variant_product"), "product")
             .field(text("code").indexed().short())
             .field(text("barcode").indexed().short().doc("EAN/UPC barcode, as text."))
@@ -463,7 +472,7 @@ fn declared() -> Vec<Resource> {
                 vec![
                     number("rrp").domain(Domain::MONEY),
                     number("price").domain(Domain::MONEY),
-                    id_field("importFile")
+                    id_field("importFile").refers_to("file")
                         .doc("The file that last wrote the variant.")
                         .hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 ],
@@ -488,7 +497,8 @@ fn declared() -> Vec<Resource> {
             .writable_by(WRITE, OWNERS, &[&[("variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("variant_scopeBrand.brand_brandStore.brandStore_store.fk_host", Host)]])
             .scope(WAREHOUSE, &[&[("variant_stock.fk_warehouse", Warehouse)]]),
-        Resource::new("stock", "stock", "Stock of one variant in one warehouse.")
+        Resource::new(Res::Stock.name(), "stock", "Stock of one variant in one warehouse.")
+            .labelled("{stock_variant} @ {stock_warehouse}")
             .announces(STOCK_UPDATED, STOCK_UPDATED)
             .relation_fk(fk("fk_warehouse", "stock_warehouse"), "warehouse")
             .relation_fk(fk("fk_variant", "stock_variant"), "variant")
@@ -536,10 +546,11 @@ fn declared() -> Vec<Resource> {
             )
             .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]]),
         Resource::new(
-            "order",
+            Res::Order.name(),
             "orders",
             "A customer order received by a host for one brand store.",
         )
+        .labelled("{brandOrderRef|hostOrderRef}")
         .announces(ORDER_CREATED, ORDER_UPDATED)
         .relation_fk(fk("fk_brandStore", "order_brandStore"), "brandStore")
         .field(text("brandOrderRef").indexed().short())
@@ -559,11 +570,11 @@ fn declared() -> Vec<Resource> {
                 text("hostCarrier").short(),
                 text("hostStatus").doc("Free text from the host system."),
                 text("customerMessage").long(),
-                number("net").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("gross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("vat").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("shippingGross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
-                number("shippingTax").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("net").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("gross").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("vat").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("shippingGross").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
+                number("shippingTax").domain(Domain::SIGNED_MONEY).priced_in("order_orderItem.currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY),
             ],
         ))
         .field(object("shipAddress", address_fields(true)))
@@ -574,9 +585,9 @@ fn declared() -> Vec<Resource> {
         .scope(WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
         .writable_by(DISPATCH, OWNERS, &[&[("order_brandStore.brandStore_brand.fk_company", Companies)]])
         .writable_by(DISPATCH, WAREHOUSE, &[&[("fk_warehouse", Warehouse)]])
-        // One order per (brand store, hostOrderRef), however many pushes race (CONTRACT §11).
+        // One order per (brand store, hostOrderRef), however many pushes race (docs/API.md, "Orders: intake, lifecycle and stock").
         .index(&["fk_brandStore", "hostOrderRef"], true)
-        // What a host's intake may set (CONTRACT §11); every later change is a lifecycle step.
+        // What a host's intake may set (docs/API.md, "Orders: intake, lifecycle and stock"); every later change is a lifecycle step.
         .writable(&ORDER_INTAKE, &["fk_brandStore", "hostOrderRef"], &[], false)
         .moves_through(&crate::lifecycle::ORDER_LIFECYCLE)
         .template(&[
@@ -588,7 +599,8 @@ fn declared() -> Vec<Resource> {
             "order_orderItem.orderItem_variant.vatable",
             "order_orderItem.orderItem_variant.variant_product.title",
         ]),
-        Resource::new("orderItem", "order_item", "One line of an order.")
+        Resource::new(Res::OrderItem.name(), "order_item", "One line of an order.")
+            .labelled("{orderItem_order}: {orderItem_variant}")
             .relation_fk(fk("fk_order", "orderItem_order"), "order")
             .relation_fk(fk("fk_variant", "orderItem_variant"), "variant")
             .relation_fk(
@@ -597,10 +609,10 @@ fn declared() -> Vec<Resource> {
                 "brandStore",
             )
             .field(integer("orderQty").domain(Domain::ORDERED))
-            .field(number("itemPrice").domain(Domain::MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineNet").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineTax").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
-            .field(number("lineGross").domain(Domain::SIGNED_MONEY).hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("itemPrice").domain(Domain::MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineNet").domain(Domain::SIGNED_MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineTax").domain(Domain::SIGNED_MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
+            .field(number("lineGross").domain(Domain::SIGNED_MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(text("currency").short())
             .field(integer("shipQty").domain(Domain::UNITS))
             .field(integer("returnQty").domain(Domain::UNITS))
@@ -622,7 +634,8 @@ fn declared() -> Vec<Resource> {
             .scope(WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]])
             .writable_by(DISPATCH, OWNERS, &[&[("orderItem_order.order_brandStore.brandStore_brand.fk_company", Companies)]])
             .writable_by(DISPATCH, WAREHOUSE, &[&[("orderItem_order.fk_warehouse", Warehouse)]]),
-        Resource::new("user", "users", "A person or system that calls the API with its keys.")
+        Resource::new(Res::User.name(), "users", "A person or system that calls the API with its keys.")
+            .labelled("{name|email}")
             .field(text("name").indexed())
             .field(text("email").indexed().max_chars(lengths::EMAIL))
             .field(text("type").short().domain(Domain::OneOf(&UserType::NAMES)).doc("admin, sponsor, company, host or warehouse."))
@@ -645,6 +658,7 @@ fn declared() -> Vec<Resource> {
                         "user_id",
                         "company_id",
                     )
+                    .refers_to("company")
                     .doc("Further companies the user works for."),
                 ],
             ))
@@ -675,7 +689,8 @@ fn declared() -> Vec<Resource> {
             // Besides: never of a wider type (`UserType::writable_types`), and every company of
             // `detail.companies` one of the caller's (users.rs: lists are not rule paths).
             .writable_by(WRITE, OWNERS, &[&[("id", Own)], &[("fk_company", Companies)]]),
-        Resource::new("file", "file", "An uploaded spreadsheet and the result of processing it.")
+        Resource::new(Res::File.name(), "file", "An uploaded spreadsheet and the result of processing it.")
+            .labelled("{fileName}")
             .relation_fk(fk("fk_brand", "file_brand"), "brand")
             .relation_fk(fk("fk_user", "file_user"), "user")
             .field(text("fileType").indexed().short().domain(Domain::OneOf(&FILE_TYPES)))
@@ -686,8 +701,8 @@ fn declared() -> Vec<Resource> {
                 "detail",
                 vec![
                     text("fileMime"),
-                    id_field("host").doc("Host id, for price files."),
-                    id_field("warehouse").doc("Warehouse id, for stock files."),
+                    id_field("host").refers_to("host").doc("Host id, for price files."),
+                    id_field("warehouse").refers_to("warehouse").doc("Warehouse id, for stock files."),
                     precise_timestamp("startDate"),
                     precise_timestamp("endDate"),
                     text("error")
@@ -702,7 +717,8 @@ fn declared() -> Vec<Resource> {
             .uploaded()
             .scope(COMPANY, &[&[("file_brand.fk_company", Companies)]])
             .scope(WAREHOUSE, &[&[("file_user.fk_warehouse", Warehouse)]]),
-        Resource::new("price", "price", "The price of a variant at a host between two dates.")
+        Resource::new(Res::Price.name(), "price", "The price of a variant at a host between two dates.")
+            .labelled("{price_variant} · {price_host} · {startDate}")
             .announces(PRICE_UPDATED, PRICE_UPDATED)
             .relation_fk(fk("fk_variant", "price_variant"), "variant")
             .relation_fk(fk("fk_host", "price_host"), "host")
@@ -724,7 +740,8 @@ fn declared() -> Vec<Resource> {
             .scope(COMPANY, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("fk_host", Host)]]),
-        Resource::new("image", "image", "An image of a product or of one of its variants.")
+        Resource::new(Res::Image.name(), "image", "An image of a product or of one of its variants.")
+            .labelled("{image_variant|image_product} · {position}")
             .relation_fk(fk("fk_product", "image_product"), "product")
             .relation_fk(fk("fk_variant", "image_variant").optional(), "variant")
             .relation_fk(
@@ -744,7 +761,8 @@ fn declared() -> Vec<Resource> {
             .scope(COMPANY, &[&[("image_product.product_brand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("image_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("image_product.product_brand.brand_brandStore.brandStore_store.fk_host", Host)]]),
-        Resource::new("apiKey", "api_key", "An API key of a user, with its grants.")
+        Resource::new(Res::ApiKey.name(), "api_key", "An API key of a user, with its grants.")
+            .labelled("{name} · {prefix}")
             .relation_fk(fk("fk_user", "apiKey_user").or_else(FieldDefault::Writer(Own)), "user")
             .field(text("name").indexed().or_else(FieldDefault::Text("API key")))
             .field(text("prefix").indexed().short().doc("The first 8 characters of the secret."))
@@ -769,16 +787,17 @@ fn declared() -> Vec<Resource> {
             .scope(EVERYONE, &[&[("fk_user", Own)]])
             .writable_by(WRITE, SELF_SERVICE, &[&[("fk_user", Own)]])
             // Company and sponsor users also make and revoke the keys of the users they may
-            // write (CONTRACT §9: users of their companies, of a type no wider than they may
+            // write (docs/API.md, "Writes: users and keys": users of their companies, of a type no wider than they may
             // give), so they see those keys too; the `KeyGrants` policy checks the rest of
             // what writing that user asks and keeps every key within the writing key.
             .scope(COMPANY, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies), ("apiKey_user.type", WritableTypes)]])
             .writable_by(WRITE, OWNERS, &[&[("fk_user", Own)], &[("apiKey_user.fk_company", Companies), ("apiKey_user.type", WritableTypes)]]),
         Resource::new(
-            "webhook",
+            Res::Webhook.name(),
             "webhook",
             "A subscription of a user to events, delivered as signed POSTs to its URL.",
         )
+        .labelled("{url}")
         .relation_fk(fk("fk_user", "webhook_user").or_else(FieldDefault::Writer(Own)), "user")
         .field(
             text("url")
@@ -817,10 +836,11 @@ fn declared() -> Vec<Resource> {
         .scope(EVERYONE, &[&[("fk_user", Own)]])
         .writable_by(WRITE, SELF_SERVICE, &[&[("fk_user", Own)]]),
         Resource::new(
-            "webhookDelivery",
+            Res::WebhookDelivery.name(),
             "webhook_delivery",
             "One event on its way to one webhook: each attempt, its answer and the next try.",
         )
+        .labelled("{eventType} · {eventId}")
         .relation_fk(fk("fk_webhook", "webhookDelivery_webhook"), "webhook")
         .field(text("eventId").indexed().short().doc("The event's id, the same in every attempt."))
         .field(text("eventType").indexed().short().domain(Domain::OneOf(&EVENT_TYPES)))
@@ -837,10 +857,11 @@ fn declared() -> Vec<Resource> {
         .scope(EVERYONE, &[&[("webhookDelivery_webhook.fk_user", Own)]]),
         // No scope rule: admins only. Written by the fan-out alone.
         Resource::new(
-            "eventProblem",
+            Res::EventProblem.name(),
             "event_problem",
             "An event the webhook fan-out could not build, because its record did not read: set aside with the reason, so that the events after it still flow. Admins only; read-only.",
         )
+        .labelled("{eventType} · {eventId}")
         .field(text("eventId").indexed().short().doc("The event's id."))
         .field(text("eventType").indexed().short().domain(Domain::OneOf(&EVENT_TYPES)))
         .field(text("resource").indexed().short().doc("The resource of the record the event is about."))

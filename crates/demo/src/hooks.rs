@@ -1,4 +1,4 @@
-//! Webhooks (CONTRACT §11): one per demo user of a host, a warehouse and the first company,
+//! Webhooks (docs/API.md, "Events and webhooks"): one per demo user of a host, a warehouse and the first company,
 //! subscribed to the events that user would want, all inactive so that a demo never sends
 //! anything anywhere until someone points one at a receiver and turns it on.
 

@@ -125,7 +125,7 @@ pub fn generate(options: &DemoOptions, sink: &mut dyn FnMut(Chunk)) -> DemoSumma
     files::files(&mut world, &mut out);
     catalogue::products(&mut world, &mut out);
     catalogue::variants(&mut world, &mut out);
-    // Stock demand is the open quantity of the orders (CONTRACT §11): the orders are planned
+    // Stock demand is the open quantity of the orders (docs/API.md, "Orders: intake, lifecycle and stock"): the orders are planned
     // once ahead (their ids handed back), then generated for real after the stock.
     let open = {
         let ids = world.ids.mark();

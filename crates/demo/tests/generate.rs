@@ -457,7 +457,7 @@ proptest! {
     }
 }
 
-/// CONTRACT §11: a variant's stock demand is the open quantity of the orders (accepted lines
+/// docs/API.md, "Orders: intake, lifecycle and stock": a variant's stock demand is the open quantity of the orders (accepted lines
 /// of new, accepted and part-dispatched orders, less what shipped), and `available` is
 /// max(0, inStock - demand), as the database computes it.
 #[test]

@@ -1,4 +1,4 @@
-//! Where the bytes of uploaded spreadsheets live (CONTRACT §8: "the bytes are stored before the
+//! Where the bytes of uploaded spreadsheets live (docs/API.md, "Files: uploads and processing": "the bytes are stored before the
 //! response"). A [`FileStore`] writes them to a local directory by default, or to an
 //! S3-compatible bucket when given `s3://bucket/prefix`, through the `object_store` crate so
 //! both backends share one code path.

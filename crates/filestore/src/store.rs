@@ -190,7 +190,7 @@ fn open_local(data_dir: &Path) -> Result<FileStore, StoreError> {
         path: dir.clone(),
         source,
     })?;
-    // fsync: an upload is answered only once its bytes are on disk (CONTRACT §8).
+    // fsync: an upload is answered only once its bytes are on disk (docs/API.md, "Files: uploads and processing").
     let store = LocalFileSystem::new_with_prefix(&dir)
         .map_err(StoreError::Backend)?
         .with_fsync(true);

@@ -1,5 +1,5 @@
 //! Upload authority is write authority: what a file may change is decided by the catalog's
-//! write rules (CONTRACT §9), the same that JSON writes follow. Each file type writes records
+//! write rules (docs/API.md, "Writes: master data and catalogue"), the same that JSON writes follow. Each file type writes records
 //! of some resources ([`writes`]); a file's part name fixes the records they hang from (its
 //! brand, its warehouse, its host), from which the rules are judged: at upload (403 before
 //! anything is stored) and again when the file is processed, for the uploader as it is then.
@@ -8,7 +8,7 @@
 //! records name by a foreign key (a price file's host) must also be one the uploader sees,
 //! the rule of a JSON write's links ([`Target::unseen`]).
 
-use brandhub_catalog::{Resource, WriteAction, catalog};
+use brandhub_catalog::{Res, Resource, Scope, UserType, WriteAction, catalog};
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::FileType;
@@ -16,21 +16,40 @@ use brandhub_store::StoreResult;
 use brandhub_store::records::links;
 use brandhub_store::rights::{Reads, seen_ids, verdict};
 
+/// A record as a message names it: `"name" (code)`, or what of those it has, else its id.
+pub fn label_of(name: &str, code: &str, id: &str) -> String {
+    match (name.is_empty(), code.is_empty()) {
+        (false, false) => format!("\"{name}\" ({code})"),
+        (false, true) => format!("\"{name}\""),
+        (true, false) => code.to_string(),
+        (true, true) => id.to_string(),
+    }
+}
+
 /// What a file of this type writes: the resources and the action on them.
-pub fn writes(file_type: FileType) -> &'static [(&'static str, WriteAction)] {
+pub fn writes(file_type: FileType) -> &'static [(Res, WriteAction)] {
     match file_type {
         FileType::Product => &[
-            ("product", WriteAction::Write),
-            ("variant", WriteAction::Write),
+            (Res::Product, WriteAction::Write),
+            (Res::Variant, WriteAction::Write),
         ],
-        FileType::Image => &[("image", WriteAction::Write)],
-        FileType::Price => &[("price", WriteAction::Write)],
-        FileType::Stock => &[("stock", WriteAction::Write)],
+        FileType::Image => &[(Res::Image, WriteAction::Write)],
+        FileType::Price => &[(Res::Price, WriteAction::Write)],
+        FileType::Stock => &[(Res::Stock, WriteAction::Write)],
         FileType::OrderDispatch => &[
-            ("order", WriteAction::Dispatch),
-            ("orderItem", WriteAction::Dispatch),
+            (Res::Order, WriteAction::Dispatch),
+            (Res::OrderItem, WriteAction::Dispatch),
         ],
     }
+}
+
+/// Whether a user of `user_type` may upload files of this type at all: the catalog lets it
+/// write (some records of) every resource the file writes. Which records it may write is
+/// judged per file ([`Target::verdict`]).
+pub fn may_upload(file_type: FileType, user_type: UserType) -> bool {
+    writes(file_type)
+        .iter()
+        .all(|(res, action)| catalog().get(*res).authority_of(*action, user_type) != Scope::Nothing)
 }
 
 /// Whether the processor of this file type checks each record it touches against the
@@ -50,11 +69,11 @@ pub struct Target<'a> {
 }
 
 impl<'a> Target<'a> {
-    /// The records the part name fixes, by resource name.
-    fn fixed(&self) -> Vec<(&'static str, &'a str)> {
-        let mut fixed = vec![("brand", self.brand)];
-        fixed.extend(self.warehouse.map(|warehouse| ("warehouse", warehouse)));
-        fixed.extend(self.host.map(|host| ("host", host)));
+    /// The records the part name fixes, by resource.
+    fn fixed(&self) -> Vec<(Res, &'a str)> {
+        let mut fixed = vec![(Res::Brand, self.brand)];
+        fixed.extend(self.warehouse.map(|warehouse| (Res::Warehouse, warehouse)));
+        fixed.extend(self.host.map(|host| (Res::Host, host)));
         fixed
     }
 
@@ -71,16 +90,14 @@ impl<'a> Target<'a> {
     fn linked(&self) -> Vec<(&'static Resource, &'a str)> {
         let fixed = self.fixed();
         let mut linked: Vec<(&'static Resource, &'a str)> = Vec::new();
-        for (name, _) in writes(self.file_type) {
-            let resource = catalog()
-                .resource(name)
-                .expect("files write catalog resources");
+        for (res, _) in writes(self.file_type) {
+            let resource = catalog().get(*res);
             for (field, target) in links(resource) {
                 // A foreign key the record's writer names (not one derived from others).
                 if !resource.writes.create.contains(&field.path.as_str()) {
                     continue;
                 }
-                let Some((_, id)) = fixed.iter().find(|(fixed, _)| *fixed == target.name) else {
+                let Some((_, id)) = fixed.iter().find(|(fixed, _)| target.is(*fixed)) else {
                     continue;
                 };
                 if !linked.iter().any(|(seen, _)| std::ptr::eq(*seen, target)) {
@@ -114,10 +131,8 @@ impl<'a> Target<'a> {
         let known = self.known();
         writes(self.file_type)
             .iter()
-            .map(|(name, action)| {
-                let resource = catalog()
-                    .resource(name)
-                    .expect("files write catalog resources");
+            .map(|(res, action)| {
+                let resource = catalog().get(*res);
                 let rule = resource.authority_of(*action, viewer.user_type());
                 (resource, *action, judge(resource, &rule, viewer, &known))
             })
@@ -138,19 +153,26 @@ impl<'a> Target<'a> {
         Ok(overall)
     }
 
-    /// Why a refused file is refused, for its uploader's type.
-    pub fn refusal(&self, viewer: &Viewer) -> String {
+    /// The record a refusal names: the warehouse, if the part name has one, else the brand,
+    /// as (resource name, id).
+    pub fn refused_record(&self) -> (Res, &'a str) {
+        match self.warehouse {
+            Some(warehouse) => (Res::Warehouse, warehouse),
+            None => (Res::Brand, self.brand),
+        }
+    }
+
+    /// Why a refused file is refused, for its uploader's type; `label` names the
+    /// [`Target::refused_record`] (by [`label_of`]).
+    pub fn refusal(&self, viewer: &Viewer, label: &str) -> String {
         let names: Vec<&str> = writes(self.file_type)
             .iter()
-            .map(|(name, _)| *name)
+            .map(|(res, _)| res.name())
             .collect();
         let action = writes(self.file_type)
             .first()
             .map_or("write", |(_, action)| action.as_str());
-        let of = match self.warehouse {
-            Some(warehouse) => format!("warehouse '{warehouse}'"),
-            None => format!("brand '{}'", self.brand),
-        };
+        let of = format!("{} {label}", self.refused_record().0.name());
         format!(
             "a {} user may not {action} {} records of {of}, which a {} file does",
             viewer.user_type().as_str(),
@@ -165,12 +187,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_file_types_of_uploads_are_the_catalogs() {
+        let names: Vec<&str> = FileType::ALL.into_iter().map(FileType::as_str).collect();
+        assert_eq!(names, brandhub_catalog::FILE_TYPES);
+    }
+
+    #[test]
+    fn who_may_upload_which_file_types() {
+        let offered = |user_type| {
+            FileType::ALL
+                .into_iter()
+                .filter(|t| may_upload(*t, user_type))
+                .map(FileType::as_str)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(offered(UserType::Admin).len(), FileType::ALL.len());
+        assert_eq!(offered(UserType::Company).len(), FileType::ALL.len());
+        assert_eq!(offered(UserType::Warehouse), ["stock", "orderDispatch"]);
+        assert!(offered(UserType::Host).is_empty());
+    }
+
+    #[test]
     fn every_file_type_writes_declared_resources() {
         for file_type in FileType::ALL {
             let written = writes(file_type);
             assert!(!written.is_empty());
-            for (name, _) in written {
-                assert!(catalog().resource(name).is_some(), "{name}");
+            for (res, _) in written {
+                assert!(catalog().get(*res).is(*res), "{res}");
             }
         }
     }
@@ -185,9 +228,9 @@ mod tests {
             host: (file_type == FileType::Price).then_some(host),
         };
         for (file_type, expected) in [
-            (FileType::Price, vec![("host", host)]),
-            (FileType::Stock, vec![("warehouse", warehouse)]),
-            (FileType::Product, vec![("brand", brand)]),
+            (FileType::Price, vec![(Res::Host.name(), host)]),
+            (FileType::Stock, vec![(Res::Warehouse.name(), warehouse)]),
+            (FileType::Product, vec![(Res::Brand.name(), brand)]),
             (FileType::Image, vec![]),
             (FileType::OrderDispatch, vec![]),
         ] {
@@ -261,8 +304,8 @@ mod tests {
         }
         assert!(
             target(FileType::Price)
-                .refusal(&keeper)
-                .starts_with("a warehouse user may not write price records of brand")
+                .refusal(&keeper, "\"Acme\" (AC)")
+                .starts_with("a warehouse user may not write price records of brand \"Acme\" (AC)")
         );
     }
 }

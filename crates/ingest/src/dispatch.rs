@@ -9,16 +9,17 @@
 //! quantities leave the warehouse's `inStock` and `demand`. A row the machine refuses is
 //! skipped with its reason; the order's other rows still apply.
 //!
-//! Only orders the uploader may dispatch are touched (the catalog's dispatch rule, CONTRACT
-//! §11): an order it does not see is not found; one it sees but may not dispatch skips its
+//! Only orders the uploader may dispatch are touched (the catalog's dispatch rule, docs/API.md,
+//! "Orders: intake, lifecycle and stock"): an order it does not see is not found; one it sees but may not dispatch skips its
 //! rows with that reason.
 
 use crate::lookup::{
-    CHUNK, brand_barcodes, either_text, fitting, folded, refers_to, required_integer,
-    required_text, resource, text_in, text_of,
+    CHUNK, brand_barcodes, column, either_text, equals, fitting, folded, labels, refers_to,
+    required_integer, required_text, resource, text_in, text_of,
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Layout, Record, WriteAction};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::{condition as sql_condition, satisfying_ids};
@@ -29,7 +30,7 @@ use brandhub_store::WriteTx;
 use brandhub_store::db::Kind;
 use brandhub_store::ids::now_timestamp;
 use brandhub_store::orders::machine::{Ask, LineAsk, decide};
-use sea_query::{Alias, Cond, Expr, ExprTrait};
+use sea_query::{Alias, Cond, Expr, ExprTrait, Query};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// A row's values, checked.
@@ -46,7 +47,7 @@ struct Line {
 fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String> {
     let order_ref = required_text(row, map, C::OrderRef)?;
     let (item_ref, barcode) = either_text(row, map, C::ItemRef, C::Barcode)?;
-    let ship_qty = required_integer(row, map, C::ShipQty, resource("orderItem"), "shipQty")?;
+    let ship_qty = required_integer(row, map, C::ShipQty, resource(Res::OrderItem), "shipQty")?;
     let date_cell = row.get(map, C::ShipDate);
     let ship_date = if date_cell.is_empty() {
         None
@@ -66,13 +67,13 @@ fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String>
         barcode,
         ship_qty,
         carrier: fitting(
-            resource("order"),
+            resource(Res::Order),
             "carrier",
             C::Carrier,
             text_of(row.get(map, C::Carrier)),
         )?,
         tracking: fitting(
-            resource("order"),
+            resource(Res::Order),
             "trackingRef",
             C::TrackingRef,
             text_of(row.get(map, C::TrackingRef)),
@@ -90,9 +91,9 @@ pub(crate) async fn apply(
     report: &mut Report,
     uploader: &Viewer,
 ) -> Result<(), ProcessError> {
-    let order = resource("order");
-    let item = resource("orderItem");
-    let brand_store = resource("brandStore");
+    let order = resource(Res::Order);
+    let item = resource(Res::OrderItem);
+    let brand_store = resource(Res::BrandStore);
     let o = Layout::of(order);
     let it = Layout::of(item);
 
@@ -144,6 +145,23 @@ pub(crate) async fn apply(
         }
     }
 
+    // References no order of the brand has, which name an order of another brand the
+    // uploader sees: their rows say which brand that is (by name), not just "not found".
+    let missing: Vec<String> = references
+        .iter()
+        .filter(|r| !by_reference.contains_key(*r))
+        .cloned()
+        .collect();
+    let elsewhere = other_brands(tx, job, &missing, &visible).await?;
+    let own_brand = if elsewhere.is_empty() {
+        String::new()
+    } else {
+        labels(tx, resource(Res::Brand), std::slice::from_ref(&job.brand))
+            .await?
+            .remove(&job.brand)
+            .unwrap_or_else(|| job.brand.clone())
+    };
+
     // Those the uploader may dispatch.
     let order_ids: Vec<String> = orders.iter().map(|r| r.id().to_string()).collect();
     let rule = uploader.authority(order, WriteAction::Dispatch);
@@ -185,7 +203,16 @@ pub(crate) async fn apply(
         let candidates = by_reference.get(&fold(&line.order_ref));
         let oi = match candidates {
             None => {
-                report.not_found(row.number(), Missing::Order, &line.order_ref);
+                match elsewhere.get(&fold(&line.order_ref)) {
+                    Some(brand) => report.skip(
+                        row.number(),
+                        format!(
+                            "order {} belongs to the brand {brand}, not to {}; upload it as a file of {brand}",
+                            line.order_ref, own_brand
+                        ),
+                    ),
+                    None => report.not_found(row.number(), Missing::Order, &line.order_ref),
+                }
                 continue;
             }
             Some(found) if found.len() > 1 => {
@@ -324,7 +351,7 @@ pub(crate) async fn apply(
         }
     }
     // An order whose dispatch would take a stock count outside its range skips its rows
-    // (CONTRACT §10: the move is refused whole); the others are written together (one order
+    // (docs/API.md, "Quantities and amounts": the move is refused whole); the others are written together (one order
     // per dispatch).
     let outcomes: Vec<_> = decided
         .iter()
@@ -351,4 +378,106 @@ pub(crate) async fn apply(
     }
     tx.write_outcomes(&applied).await?;
     Ok(())
+}
+
+/// The brands of other brands' orders that `references` (folded) name and `visible` lets the
+/// uploader see: each reference with its order's brand as [`labels`] names it.
+async fn other_brands(
+    tx: &mut WriteTx,
+    job: &FileJob,
+    references: &[String],
+    visible: &brandhub_query::plan::Predicate,
+) -> Result<HashMap<String, String>, ProcessError> {
+    let order = resource(Res::Order);
+    let brand_store = resource(Res::BrandStore);
+    let mut store_of: Vec<(Vec<String>, String)> = Vec::new();
+    for chunk in references.chunks(CHUNK) {
+        let ids: Vec<String> = chunk.iter().map(|r| r.to_ascii_uppercase()).collect();
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .column(folded(order, "brandOrderRef"))
+            .column(folded(order, "hostOrderRef"))
+            .column(column(order, "fk_brandStore"))
+            .from(Alias::new(order.table))
+            .cond_where(
+                Cond::all()
+                    .add(sql_condition(visible))
+                    .add(
+                        Expr::col(column(order, "fk_brandStore")).not_in_subquery(
+                            Query::select()
+                                .column(Alias::new("id"))
+                                .from(Alias::new(brand_store.table))
+                                .and_where(equals(brand_store, "fk_brand", &job.brand))
+                                .to_owned(),
+                        ),
+                    )
+                    .add(
+                        Cond::any()
+                            .add(
+                                Expr::col(folded(order, "brandOrderRef"))
+                                    .is_in(chunk.iter().cloned()),
+                            )
+                            .add(
+                                Expr::col(folded(order, "hostOrderRef"))
+                                    .is_in(chunk.iter().cloned()),
+                            )
+                            .add(Expr::col(Alias::new("id")).is_in(ids)),
+                    ),
+            )
+            .to_owned();
+        for row in tx
+            .fetch(
+                &statement,
+                &[Kind::Text, Kind::Text, Kind::Text, Kind::Text],
+            )
+            .await?
+        {
+            let keys: Vec<String> = row[..3]
+                .iter()
+                .filter_map(|c| c.as_text())
+                .map(fold)
+                .filter(|k| !k.is_empty())
+                .collect();
+            if let Some(store) = row[3].as_text() {
+                store_of.push((keys, store.to_string()));
+            }
+        }
+    }
+    if store_of.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut stores: Vec<String> = store_of.iter().map(|(_, s)| s.clone()).collect();
+    stores.sort();
+    stores.dedup();
+    let mut brand_of_store: HashMap<String, String> = HashMap::new();
+    for chunk in stores.chunks(CHUNK) {
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .column(column(brand_store, "fk_brand"))
+            .from(Alias::new(brand_store.table))
+            .and_where(Expr::col(Alias::new("id")).is_in(chunk.iter().cloned()))
+            .to_owned();
+        for row in tx.fetch(&statement, &[Kind::Text, Kind::Text]).await? {
+            if let (Some(store), Some(brand)) = (row[0].as_text(), row[1].as_text()) {
+                brand_of_store.insert(store.to_string(), brand.to_string());
+            }
+        }
+    }
+    let mut brands: Vec<String> = brand_of_store.values().cloned().collect();
+    brands.sort();
+    brands.dedup();
+    let labels = labels(tx, resource(Res::Brand), &brands).await?;
+    let mut named = HashMap::new();
+    for (keys, store) in store_of {
+        let Some(brand) = brand_of_store.get(&store) else {
+            continue;
+        };
+        let label = labels.get(brand).cloned().unwrap_or_else(|| brand.clone());
+        for key in keys {
+            if references.contains(&key) {
+                named.insert(key, label.clone());
+            }
+        }
+    }
+    Ok(named)
 }

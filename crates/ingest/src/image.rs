@@ -10,6 +10,7 @@ use crate::lookup::{
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Table};
@@ -26,8 +27,8 @@ pub(crate) async fn apply(
     map: &ColumnMap,
     report: &mut Report,
 ) -> Result<(), ProcessError> {
-    let image = resource("image");
-    let product = resource("product");
+    let image = resource(Res::Image);
+    let product = resource(Res::Product);
     let l = Layout::of(image);
     let barcodes = brand_barcodes(tx, &job.brand).await?;
     let codes = brand_product_codes(tx, &job.brand).await?;
@@ -63,12 +64,13 @@ pub(crate) async fn apply(
     for row in table.rows() {
         let line = (|| -> Result<_, String> {
             let url = fitting(
-                resource("image"),
+                resource(Res::Image),
                 "url",
                 C::ImageUrl,
                 required_text(row, map, C::ImageUrl)?,
             )?;
-            let position = optional_integer(row, map, C::Position, resource("image"), "position")?;
+            let position =
+                optional_integer(row, map, C::Position, resource(Res::Image), "position")?;
             let (code, barcode) = either_text(row, map, C::ProductCode, C::Barcode)?;
             Ok((url, position, barcode, code))
         })();
@@ -145,12 +147,13 @@ pub(crate) async fn apply(
 #[cfg(test)]
 mod tests {
     use crate::lookup::{fitting, resource};
+    use brandhub_catalog::Res;
     use brandhub_sheet::Column as C;
 
     /// Image URLs from a file follow the catalog's rule for `image.url`, as JSON writes do.
     #[test]
     fn only_http_and_https_urls_with_a_host() {
-        let url = |text: &str| fitting(resource("image"), "url", C::ImageUrl, text.to_string());
+        let url = |text: &str| fitting(resource(Res::Image), "url", C::ImageUrl, text.to_string());
         assert!(url("https://images.example.com/a.jpg").is_ok());
         assert!(url("HTTP://images.example.com").is_ok());
         for bad in [

@@ -1,9 +1,10 @@
-//! Which field each column of an upload sheet comes from, for exports (CONTRACT §13): a
+//! Which field each column of an upload sheet comes from, for exports (docs/API.md, "Exports: CSV and XLSX"): a
 //! product, stock or price export has exactly the columns of that upload type, so that an
 //! export, edited in a spreadsheet program and uploaded again, applies. The columns are the
 //! sheet crate's ([`FileType::columns`]); this table only says where their values are, next to
 //! the processors that read them (a test holds the two together).
 
+use brandhub_catalog::Res;
 use brandhub_sheet::{Column as C, FileType};
 
 /// The sheet of one upload type as records of one resource.
@@ -12,7 +13,7 @@ pub struct SheetLayout {
     /// The upload type whose columns the sheet has.
     pub file_type: FileType,
     /// The resource whose records are the rows (a product sheet has a row per variant).
-    pub rows: &'static str,
+    pub rows: Res,
     /// Each column of the upload type and the path of its value in a row's record.
     pub columns: &'static [(C, &'static str)],
 }
@@ -20,7 +21,7 @@ pub struct SheetLayout {
 /// A product sheet: one row per variant, its product's fields repeated.
 pub static PRODUCT: SheetLayout = SheetLayout {
     file_type: FileType::Product,
-    rows: "variant",
+    rows: Res::Variant,
     columns: &[
         (C::ProductCode, "variant_product.code"),
         (C::Title, "variant_product.title"),
@@ -45,7 +46,7 @@ pub static PRODUCT: SheetLayout = SheetLayout {
 /// A stock sheet: one row per stock record (a warehouse's count of a variant).
 pub static STOCK: SheetLayout = SheetLayout {
     file_type: FileType::Stock,
-    rows: "stock",
+    rows: Res::Stock,
     columns: &[
         (C::Barcode, "stock_variant.barcode"),
         (C::InStock, "inStock"),
@@ -57,7 +58,7 @@ pub static STOCK: SheetLayout = SheetLayout {
 /// A price sheet: one row per price.
 pub static PRICE: SheetLayout = SheetLayout {
     file_type: FileType::Price,
-    rows: "price",
+    rows: Res::Price,
     columns: &[
         (C::Barcode, "price_variant.barcode"),
         (C::Price, "price"),
@@ -68,12 +69,12 @@ pub static PRICE: SheetLayout = SheetLayout {
 /// The sheet an export of `resource` takes when it does not choose its fields, and the
 /// relation from the sheet's rows to `resource` when they are other records (products are
 /// exported as their variants, through `variant_product`).
-pub fn sheet_layout(resource: &str) -> Option<(&'static SheetLayout, Option<&'static str>)> {
+pub fn sheet_layout(resource: Res) -> Option<(&'static SheetLayout, Option<&'static str>)> {
     match resource {
-        "product" => Some((&PRODUCT, Some("variant_product"))),
-        "variant" => Some((&PRODUCT, None)),
-        "stock" => Some((&STOCK, None)),
-        "price" => Some((&PRICE, None)),
+        Res::Product => Some((&PRODUCT, Some("variant_product"))),
+        Res::Variant => Some((&PRODUCT, None)),
+        Res::Stock => Some((&STOCK, None)),
+        Res::Price => Some((&PRICE, None)),
         _ => None,
     }
 }
@@ -89,7 +90,7 @@ mod tests {
             let template: Vec<C> = layout.file_type.columns().iter().map(|(c, _)| *c).collect();
             let exported: Vec<C> = layout.columns.iter().map(|(c, _)| *c).collect();
             assert_eq!(exported, template, "{:?}", layout.file_type);
-            let rows = catalog().resource(layout.rows).unwrap();
+            let rows = catalog().get(layout.rows);
             for (column, path) in layout.columns {
                 let (relation, field) = match path.split_once('.') {
                     Some((first, rest)) if rows.relation(first).is_some() => (Some(first), rest),
@@ -124,10 +125,10 @@ mod tests {
 
     #[test]
     fn products_are_exported_as_their_variants() {
-        let (layout, through) = sheet_layout("product").unwrap();
-        let variant = catalog().resource(layout.rows).unwrap();
+        let (layout, through) = sheet_layout(Res::Product).unwrap();
+        let variant = catalog().get(layout.rows);
         let relation = variant.relation(through.unwrap()).unwrap();
         assert_eq!(catalog().target(relation).name, "product");
-        assert!(sheet_layout("order").is_none());
+        assert!(sheet_layout(Res::Order).is_none());
     }
 }

@@ -1,4 +1,4 @@
-//! File processing (CONTRACT §8): [`Workers`] claim queued uploads from the database's job
+//! File processing (docs/API.md, "Files: uploads and processing"): [`Workers`] claim queued uploads from the database's job
 //! queue and apply each file type within its brand (`product`, `stock`, `price`, `image`,
 //! `dispatch`), each file in one transaction with its final status and counters; [`Report`]
 //! words what was skipped into the file's `detail.error`. [`authority`] says what each file

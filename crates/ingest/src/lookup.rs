@@ -1,6 +1,7 @@
 //! What every processor needs: catalog names as SQL names, typed values from sheet cells, and
 //! the brand-wide lookups each done in one statement (a brand's barcodes, its product codes).
 
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Record, Resource, catalog};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Cell as SheetCell, Column, ColumnMap, Row};
@@ -13,11 +14,9 @@ use std::collections::{BTreeSet, HashMap};
 /// Rows per `IN (…)` list when looking up many values at once.
 pub(crate) const CHUNK: usize = 500;
 
-/// A resource of the catalog, by the name code gives.
-pub(crate) fn resource(name: &str) -> &'static Resource {
-    catalog()
-        .resource(name)
-        .unwrap_or_else(|| panic!("{name} is a resource"))
+/// A resource of the catalog, by its handle.
+pub(crate) fn resource(res: Res) -> &'static Resource {
+    catalog().get(res)
 }
 
 /// The column of a field, by its API path.
@@ -308,7 +307,7 @@ pub(crate) async fn brand_barcodes(
     tx: &mut WriteTx,
     brand: &str,
 ) -> StoreResult<HashMap<String, VariantRef>> {
-    let variant = resource("variant");
+    let variant = resource(Res::Variant);
     let select = Query::select()
         .column(Alias::new("id"))
         .column(column(variant, "barcode"))
@@ -336,7 +335,7 @@ pub(crate) async fn brand_product_codes(
     tx: &mut WriteTx,
     brand: &str,
 ) -> StoreResult<HashMap<String, String>> {
-    let product = resource("product");
+    let product = resource(Res::Product);
     let select = Query::select()
         .column(Alias::new("id"))
         .column(column(product, "code"))
@@ -367,13 +366,45 @@ pub(crate) fn folded(resource: &Resource, path: &str) -> Alias {
     )
 }
 
+/// Records of `resource` (one with a name and a code) by id as a message names them:
+/// `"name" (code)`; an id not found is left out.
+pub(crate) async fn labels(
+    tx: &mut WriteTx,
+    resource: &Resource,
+    ids: &[String],
+) -> StoreResult<HashMap<String, String>> {
+    let mut labels = HashMap::new();
+    for chunk in ids.chunks(CHUNK) {
+        let statement = Query::select()
+            .column(Alias::new("id"))
+            .column(column(resource, "name"))
+            .column(column(resource, "code"))
+            .from(Alias::new(resource.table))
+            .and_where(
+                Expr::col(Alias::new("id")).is_in(chunk.iter().map(|id| id.to_ascii_uppercase())),
+            )
+            .to_owned();
+        for row in tx
+            .fetch(&statement, &[Kind::Text, Kind::Text, Kind::Text])
+            .await?
+        {
+            if let Some(id) = row[0].as_text() {
+                let name = row[1].as_text().unwrap_or_default();
+                let code = row[2].as_text().unwrap_or_default();
+                labels.insert(id.to_string(), crate::authority::label_of(name, code, id));
+            }
+        }
+    }
+    Ok(labels)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn texts_fit_their_fields_or_say_why_not() {
-        let product = resource("product");
+        let product = resource(Res::Product);
         assert_eq!(
             fitting(product, "title", Column::Title, "ü".repeat(500)),
             Ok("ü".repeat(500))

@@ -1,6 +1,6 @@
 //! Price files: one price per variant of the file's brand for the host and the dates of the
 //! upload's part name. A price with the same variant, host and start date (its natural key,
-//! CONTRACT §9) is updated in place, its end date included; only
+//! docs/API.md, "Writes: master data and catalogue") is updated in place, its end date included; only
 //! prices whose values change are written, and those get `fk_file` = this file.
 
 use crate::lookup::{
@@ -9,6 +9,7 @@ use crate::lookup::{
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_sheet::{Column as C, ColumnMap, FileType, Table};
 use brandhub_store::WriteTx;
@@ -30,8 +31,8 @@ pub(crate) async fn apply(
             FileType::Price.part_usage()
         )));
     };
-    let price = resource("price");
-    let variant = resource("variant");
+    let price = resource(Res::Price);
+    let variant = resource(Res::Variant);
     let l = Layout::of(price);
     let barcodes = brand_barcodes(tx, &job.brand).await?;
     let existing = tx
@@ -59,8 +60,8 @@ pub(crate) async fn apply(
     for row in table.rows() {
         let line = (|| -> Result<_, String> {
             let barcode = required_text(row, map, C::Barcode)?;
-            let amount = required_amount(row, map, C::Price, resource("price"), "price")?;
-            let rrp = optional_amount(row, map, C::Rrp, resource("price"), "rrp")?;
+            let amount = required_amount(row, map, C::Price, resource(Res::Price), "price")?;
+            let rrp = optional_amount(row, map, C::Rrp, resource(Res::Price), "rrp")?;
             Ok((barcode, amount, rrp))
         })();
         let Some((barcode, amount, rrp)) = report.checked(row.number(), line) else {

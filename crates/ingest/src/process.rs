@@ -8,6 +8,7 @@ use crate::authority::{Target, checked_per_record};
 use crate::report::Report;
 use crate::worker::{Context, Outcome};
 use crate::{dispatch, image, price, product, stock};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, FileStatus, Layout, Record, catalog, file_paths};
 use brandhub_filestore::StoreError;
 use brandhub_query::judge::Verdict;
@@ -76,7 +77,7 @@ fn record_timestamp(precise: Option<&str>) -> Option<String> {
 
 impl FileJob {
     fn from_record(record: &Record) -> Result<FileJob, String> {
-        let file = catalog().resource("file").expect("file is a resource");
+        let file = catalog().get(Res::File);
         let l = Layout::of(file);
         let text = |path: &str| {
             record.cells[l.cell(path)]
@@ -316,10 +317,7 @@ async fn apply_in(
     if !tx.finish_job(&file.id, &context.worker).await? {
         return Err(ProcessError::Lost);
     }
-    let brand_table = catalog()
-        .resource("brand")
-        .expect("brand is a resource")
-        .table;
+    let brand_table = catalog().get(Res::Brand).table;
     if !tx.lock_record(brand_table, &file.brand).await? {
         return Err(ProcessError::Fail(
             "the file's brand no longer exists".into(),
@@ -335,11 +333,12 @@ async fn apply_in(
     }
     tx.record_skipped_rows(&file.id, report.skipped_rows())
         .await?;
+    let (status, error) = outcome(file.file_type, report);
     tx.update_file(
         &file.id,
         &[
-            (file_paths::STATUS, FileStatus::Processed.as_str().into()),
-            (file_paths::ERROR, Cell::Text(report.text())),
+            (file_paths::STATUS, status.as_str().into()),
+            (file_paths::ERROR, Cell::Text(error)),
             (
                 file_paths::ROWS_READ,
                 Cell::Integer(report.rows_read as i64),
@@ -357,6 +356,26 @@ async fn apply_in(
     .await?;
     Ok(())
 }
+
+/// The status and `detail.error` of an applied file: `processed` with its warnings, except
+/// that a dispatch file of which no row applied is `failed` (nothing was shipped, which a
+/// green "processed" would hide), its warnings after a sentence saying so. Its skipped rows
+/// stay downloadable as its error report.
+fn outcome(file_type: FileType, report: &Report) -> (FileStatus, String) {
+    let text = report.text();
+    if file_type == FileType::OrderDispatch && report.rows_applied == 0 {
+        let mut error = NOTHING_SHIPPED.to_string();
+        if !text.is_empty() {
+            error.push('\n');
+            error.push_str(&text);
+        }
+        return (FileStatus::Failed, error);
+    }
+    (FileStatus::Processed, text)
+}
+
+/// The first line of `detail.error` of a dispatch file of which no row applied.
+pub(crate) const NOTHING_SHIPPED: &str = "No row of the file was applied, so nothing was shipped.";
 
 /// The uploader as it is now, if it may still write what the file writes (rights can change
 /// between upload and processing); otherwise the file fails with the reason, nothing applied.
@@ -385,9 +404,15 @@ async fn uploader_rights(tx: &mut WriteTx, file: &FileJob) -> Result<Viewer, Pro
         Verdict::Yes => {}
         Verdict::Open if checked_per_record(file.file_type) => {}
         _ => {
+            let (resource, id) = target.refused_record();
+            let label =
+                crate::lookup::labels(tx, crate::lookup::resource(resource), &[id.to_string()])
+                    .await?
+                    .remove(&id.to_ascii_uppercase())
+                    .unwrap_or_else(|| id.to_string());
             return Err(ProcessError::Fail(format!(
                 "{}: {changed}",
-                target.refusal(&viewer)
+                target.refusal(&viewer, &label)
             )));
         }
     }

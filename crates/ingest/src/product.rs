@@ -10,6 +10,7 @@ use crate::lookup::{
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Row, Table};
@@ -51,8 +52,8 @@ struct Line {
 }
 
 fn read_line(row: &Row, map: &ColumnMap) -> Result<Line, String> {
-    let product = resource("product");
-    let variant = resource("variant");
+    let product = resource(Res::Product);
+    let variant = resource(Res::Variant);
     let texts = |resource, columns: &[(C, &'static str)]| {
         let mut texts = Vec::new();
         for &(column, path) in columns {
@@ -98,8 +99,8 @@ pub(crate) async fn apply(
     map: &ColumnMap,
     report: &mut Report,
 ) -> Result<(), ProcessError> {
-    let product = resource("product");
-    let variant = resource("variant");
+    let product = resource(Res::Product);
+    let variant = resource(Res::Variant);
     let p = Layout::of(product);
     let v = Layout::of(variant);
     let mut products = tx

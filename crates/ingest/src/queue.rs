@@ -3,6 +3,7 @@
 //! The server stores the bytes and calls [`enqueue`]; the workers ([`crate::Workers`]) take
 //! it from there.
 
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, FileStatus, Layout, NO_END_DATE, Record, catalog, file_paths};
 use brandhub_sheet::{Format, PartName};
 use brandhub_store::ids::now_timestamp;
@@ -31,7 +32,7 @@ pub async fn enqueue(store: &Store, upload: &Upload<'_>) -> StoreResult<()> {
 
 /// The new file record: `pending`, no rows yet, with what the part name says.
 fn pending_file(upload: &Upload<'_>) -> Record {
-    let file = catalog().resource("file").expect("file is a resource");
+    let file = catalog().get(Res::File);
     let layout = Layout::of(file);
     let mut record = Record::empty(file);
     let mut set = |path: &str, cell: Cell| record.cells[layout.cell(path)] = cell;
@@ -86,7 +87,7 @@ mod tests {
             format: Format::Csv,
         };
         let record = pending_file(&upload);
-        let file = catalog().resource("file").unwrap();
+        let file = catalog().get(Res::File);
         let layout = Layout::of(file);
         let text = |path: &str| {
             record.cells[layout.cell(path)]

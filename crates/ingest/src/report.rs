@@ -1,5 +1,5 @@
 //! What processing found in a file, written into its `detail.error` in the contract's words
-//! (CONTRACT §8): one line per kind of problem, each starting with `Warning:`, such as
+//! (docs/API.md, "Files: uploads and processing"): one line per kind of problem, each starting with `Warning:`, such as
 //! `Warning: 3 barcodes not found: 5012345678900, 5012345678901, 5012345678902`. Empty when
 //! there was nothing to report. Long lists name the first few and count the rest.
 

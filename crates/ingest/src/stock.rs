@@ -7,6 +7,7 @@ use crate::lookup::{
 };
 use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record};
 use brandhub_sheet::{Column as C, ColumnMap, FileType, Table};
 use brandhub_store::WriteTx;
@@ -28,8 +29,8 @@ pub(crate) async fn apply(
             FileType::Stock.part_usage()
         )));
     };
-    let stock = resource("stock");
-    let variant = resource("variant");
+    let stock = resource(Res::Stock);
+    let variant = resource(Res::Variant);
     let s = Layout::of(stock);
     let barcodes = brand_barcodes(tx, &job.brand).await?;
     // Through the variants (not the brand shortcut): the (warehouse, variant) pair is unique,

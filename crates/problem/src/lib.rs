@@ -8,7 +8,7 @@ use std::fmt;
 
 macro_rules! codes {
     ($($variant:ident => $status:literal, $code:literal, $title:literal;)*) => {
-        /// A stable, machine-readable error code (CONTRACT §10). Clients branch on these.
+        /// A stable, machine-readable error code (docs/API.md, "Errors"). Clients branch on these.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Code { $($variant),* }
 
@@ -69,7 +69,7 @@ impl fmt::Display for Code {
 pub struct FieldError {
     pub field: String,
     pub message: String,
-    /// The position of the record at fault in an array write (CONTRACT §9), absent otherwise.
+    /// The position of the record at fault in an array write (docs/API.md, "Writes: master data and catalogue"), absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<usize>,
 }
@@ -157,8 +157,8 @@ impl ApiError {
         )
     }
 
-    /// A 503 for a request that failed because the database cannot be reached now (CONTRACT
-    /// §10): the same request may succeed unchanged once it answers again, after
+    /// A 503 for a request that failed because the database cannot be reached now (docs/API.md,
+    /// "Errors"): the same request may succeed unchanged once it answers again, after
     /// `retry_after` seconds (sent as `Retry-After`).
     pub fn unavailable(retry_after: u64) -> Self {
         let mut error = ApiError::new(

@@ -1,4 +1,4 @@
-//! Request headers that make a write conditional (CONTRACT §9): `If-Match` (apply only to the
+//! Request headers that make a write conditional (docs/API.md, "Writes: concurrency and idempotency"): `If-Match` (apply only to the
 //! version read) and `Idempotency-Key` (apply once). Parsed here, like the rest of a request,
 //! before anything touches the database; the store checks them inside the write.
 

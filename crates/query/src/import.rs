@@ -1,4 +1,4 @@
-//! A set-up document (`brandhub import`, CONTRACT §9) read before anything touches the
+//! A set-up document (`brandhub import`, docs/API.md, "Writes: master data and catalogue") read before anything touches the
 //! database: a JSON object of arrays of records by resource name, each resource one whose
 //! records a set-up may hold (`Resource::importable`). A document of another shape is 400,
 //! an unknown section 400 `unknown_field`; the records themselves are checked by the write

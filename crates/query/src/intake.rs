@@ -1,4 +1,4 @@
-//! An order intake read from JSON (CONTRACT §11), before anything touches the database: the
+//! An order intake read from JSON (docs/API.md, "Orders: intake, lifecycle and stock"), before anything touches the database: the
 //! order's fields (those the catalog lets an intake set) and its lines (the lifecycle's line
 //! fields, plus `barcode` naming a variant). Unknown names and bodies that are not an object
 //! are 400; every other problem is kept for the one 422 the store answers once it has also

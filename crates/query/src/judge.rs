@@ -7,6 +7,7 @@
 //! are written (an orderDispatch file's orders, for a warehouse user).
 
 use crate::plan::{Predicate, Viewer};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Anchor, Resource, Scope, ScopeTerm, catalog};
 
 /// What is known of a record about to be written.
@@ -16,7 +17,7 @@ pub struct Known {
     /// a missing foreign key nothing).
     values: Vec<(String, Vec<String>)>,
     /// Records the write hangs from, by resource name.
-    records: Vec<(&'static str, String)>,
+    records: Vec<(Res, String)>,
 }
 
 impl Known {
@@ -34,7 +35,7 @@ impl Known {
 
     /// The write hangs from this record of `resource` (every path through that resource
     /// reaches it).
-    pub fn record(mut self, resource: &'static str, id: &str) -> Known {
+    pub fn record(mut self, resource: Res, id: &str) -> Known {
         self.records.push((resource, id.to_ascii_uppercase()));
         self
     }
@@ -46,7 +47,7 @@ impl Known {
     fn record_of(&self, resource: &str) -> Option<&str> {
         self.records
             .iter()
-            .find(|(r, _)| *r == resource)
+            .find(|(r, _)| r.name() == resource)
             .map(|(_, id)| id.as_str())
     }
 }
@@ -281,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_catalogue_write_is_a_check_of_the_known_brand() {
-        let known = Known::new().record("brand", BRAND);
+        let known = Known::new().record(Res::Brand, BRAND);
         for name in ["product", "variant", "image", "price"] {
             let judgement = write_rule(name, &company(), &known);
             let checks = judgement.record_checks();
@@ -300,7 +301,11 @@ mod tests {
 
     #[test]
     fn known_values_decide_terms_on_the_record_itself() {
-        let stock = |w: &str| Known::new().record("brand", BRAND).record("warehouse", w);
+        let stock = |w: &str| {
+            Known::new()
+                .record(Res::Brand, BRAND)
+                .record(Res::Warehouse, w)
+        };
         assert_eq!(
             write_rule("stock", &warehouse(), &stock(W1)).verdict(&[]),
             Verdict::Yes
@@ -370,7 +375,7 @@ mod tests {
     #[test]
     fn what_no_known_record_reaches_stays_open() {
         let order = resource("order");
-        let known = Known::new().record("brand", BRAND);
+        let known = Known::new().record(Res::Brand, BRAND);
         let dispatch = |viewer: &Viewer| {
             judge(
                 order,

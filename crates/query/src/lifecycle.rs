@@ -5,6 +5,7 @@
 //! one 422.
 
 use crate::write::{validation_failed, whole_number};
+use brandhub_catalog::Res;
 use brandhub_catalog::lifecycle::ORDER_LIFECYCLE;
 use brandhub_catalog::{Cell, Resource, catalog};
 use brandhub_problem::{ApiError, ApiResult, FieldError};
@@ -44,9 +45,7 @@ fn order_names() -> Vec<&'static str> {
 }
 
 fn order() -> &'static Resource {
-    catalog()
-        .resource("order")
-        .expect("orders are in the catalog")
+    catalog().get(Res::Order)
 }
 
 struct Reader {
@@ -117,7 +116,7 @@ impl Reader {
         }
     }
 
-    /// A line's quantity (`path` of an order item), within its field's domain (CONTRACT §10).
+    /// A line's quantity (`path` of an order item), within its field's domain (docs/API.md, "Quantities and amounts").
     fn quantity(&mut self, item: &Resource, field: &str, path: &str, value: &Value) -> Option<i64> {
         let declared = item
             .field_at(path)
@@ -159,9 +158,7 @@ pub fn read_ask(
     default_status: Option<&str>,
 ) -> ApiResult<(Option<String>, Ask)> {
     let order = order();
-    let item = catalog()
-        .resource("orderItem")
-        .expect("order items are in the catalog");
+    let item = catalog().get(Res::OrderItem);
     let mut reader = Reader {
         problems: Vec::new(),
         index: None,

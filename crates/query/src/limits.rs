@@ -152,7 +152,7 @@ pub const EXCLUDE_ITEMS: Limit = Limit {
     stage: Stage::Url,
 };
 
-/// Conditions of a request: complex-query conditions and distinct URL filters (CONTRACT §7).
+/// Conditions of a request: complex-query conditions and distinct URL filters (docs/API.md, "Complex queries").
 pub const CONDITIONS: Limit = Limit {
     name: "conditions",
     max: 100,
@@ -161,7 +161,7 @@ pub const CONDITIONS: Limit = Limit {
     stage: Stage::Request,
 };
 
-/// Values of a request: repeated URL filters and the array forms together (CONTRACT §7).
+/// Values of a request: repeated URL filters and the array forms together (docs/API.md, "Complex queries").
 pub const VALUES: Limit = Limit {
     name: "values",
     max: 10_000,
@@ -198,7 +198,7 @@ pub const PAGE: Limit = Limit {
     stage: Stage::Url,
 };
 
-/// The largest page size; larger ones are clamped to it (CONTRACT §6).
+/// The largest page size; larger ones are clamped to it (docs/API.md, "Parameters of reads").
 pub const PAGE_SIZE: Limit = Limit {
     name: "page_size",
     max: 1000,
@@ -207,7 +207,7 @@ pub const PAGE_SIZE: Limit = Limit {
     stage: Stage::Clamped,
 };
 
-/// Bytes of a complex-query body (CONTRACT §7).
+/// Bytes of a complex-query body (docs/API.md, "Complex queries").
 pub const BODY_BYTES: Limit = Limit {
     name: "body_bytes",
     max: 1024 * 1024,

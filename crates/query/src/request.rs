@@ -157,7 +157,7 @@ pub struct ComplexQuery {
 }
 
 /// What a list answers with (`format`, or the `Accept` header): the JSON envelope of one page,
-/// or every matching record as a table (CONTRACT §13).
+/// or every matching record as a table (docs/API.md, "Exports: CSV and XLSX").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Json,

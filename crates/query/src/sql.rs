@@ -1343,7 +1343,7 @@ mod tests {
             r
         };
         let plan = plan_count(
-            catalog().resource("order").unwrap(),
+            catalog().get(brandhub_catalog::Res::Order),
             &request,
             &Viewer::admin(),
         )

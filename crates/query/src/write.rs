@@ -1,4 +1,4 @@
-//! Writes (CONTRACT §9), parsed and checked against the catalog before anything touches the
+//! Writes (docs/API.md, "Writes: master data and catalogue"), parsed and checked against the catalog before anything touches the
 //! database: a JSON object of fields (objects nested as in records) becomes typed values for
 //! the fields the resource accepts. A name that does not exist is 400 `unknown_field`; every
 //! other problem (a read-only field, a wrong type, a missing required field) is collected, so
@@ -140,7 +140,7 @@ pub fn whole_number(n: &serde_json::Number) -> Option<i64> {
 }
 
 /// A JSON number for a whole-number field: the whole number, or the problem naming what the
-/// field takes (its domain's range, CONTRACT §10).
+/// field takes (its domain's range, docs/API.md, "Quantities and amounts").
 fn whole_number_of(field: &Field, value: &Value) -> Result<i64, FieldError> {
     match value {
         Value::Number(n) => whole_number(n).ok_or_else(|| FieldError {
@@ -261,7 +261,7 @@ pub fn parse_write(
     parse_object(resource, mode, object, viewer)
 }
 
-/// The most records one array write creates (CONTRACT §9).
+/// The most records one array write creates (docs/API.md, "Writes: master data and catalogue").
 pub const MAX_WRITE_RECORDS: usize = 1_000;
 
 /// Parses the body of a create that may hold one object or an array of up to
@@ -459,7 +459,7 @@ mod tests {
     use brandhub_catalog::catalog;
 
     fn user() -> &'static Resource {
-        catalog().resource("user").unwrap()
+        catalog().get(brandhub_catalog::Res::User)
     }
 
     #[test]
@@ -571,7 +571,7 @@ mod tests {
             .checked()
             .is_ok()
         );
-        let key = catalog().resource("apiKey").unwrap();
+        let key = catalog().get(brandhub_catalog::Res::ApiKey);
         let body = serde_json::json!({"grants": ["brand:GET", "x".repeat(101)]});
         let error = parse_write(
             key,
@@ -591,7 +591,7 @@ mod tests {
 
     #[test]
     fn an_array_write_indexes_each_problem_and_has_bounds() {
-        let brand = catalog().resource("brand").unwrap();
+        let brand = catalog().get(brandhub_catalog::Res::Brand);
         let body = br#"[{"name": "A", "code": "A", "fk_company": "0123456789abcdef0123456789abcdef"}, {"name": 5}]"#;
         let (values, array) = parse_writes(brand, body, &Viewer::admin()).unwrap();
         assert!(array);
@@ -623,7 +623,7 @@ mod tests {
 
     #[test]
     fn numbers_are_held_to_their_domains_and_kept_as_the_field_keeps_them() {
-        let stock = catalog().resource("stock").unwrap();
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
         let parsed = |body: &str| {
             parse_write(stock, WriteMode::Update, body.as_bytes(), &Viewer::admin()).unwrap()
         };
@@ -664,7 +664,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(error.code, Code::InvalidValue);
         // Amounts are finite, bounded and kept to two decimals.
-        let price = catalog().resource("price").unwrap();
+        let price = catalog().get(brandhub_catalog::Res::Price);
         let values = parse_write(
             price,
             WriteMode::Update,

@@ -22,12 +22,14 @@ export function may(me, resource, method) {
 const SECTIONS = [
   { id: 'dashboard', view: dashboard, shown: () => true },
   { id: 'browse', view: browse, shown: (me) => me.grants.some((g) => /:(\*|.*GET)/.test(g)) },
-  { id: 'files', view: files, shown: (me) => may(me, 'file', 'POST') },
+  { id: 'files', view: files, shown: (me) => may(me, 'file', 'POST') && me.uploads.length > 0 },
   { id: 'orders', view: orders, shown: (me) => may(me, 'order', 'GET') },
   { id: 'admin', view: admin, shown: (me) => may(me, 'apiKey', 'GET') },
 ];
 
 let me = null;
+/** A message for the next sign-in page (after a password was set from an invitation). */
+let notice = null;
 
 const iconHref = () => document.querySelector('link[rel=icon]').getAttribute('href');
 
@@ -41,7 +43,9 @@ async function loadMe() {
     name = user.name || who.email;
   } catch { /* the user's own record may be outside a narrow key's grants */ }
   setLanguage(lang);
-  return { ...who, name, lang };
+  // The file types this user's type may upload, as the API describes them.
+  const uploads = (await files.fileTypes()).filter((ft) => ft.userTypes.includes(who.type)).map((ft) => ft.type);
+  return { ...who, name, lang, uploads };
 }
 
 function signInView(message) {
@@ -58,7 +62,17 @@ function signInView(message) {
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     busy(button, slot, async () => {
-      const answer = await api('/session', { method: 'POST', auth: false, json: { email: email.value, password: password.value } });
+      if (!email.value.trim() || !password.value) {
+        throw { problem: { title: t('signInMissing') } };
+      }
+      let answer;
+      try {
+        answer = await api('/session', { method: 'POST', auth: false, json: { email: email.value.trim(), password: password.value } });
+      } catch (error) {
+        // A refused sign-in reads as one, whatever the API's words for its body.
+        if (error.status === 400 || error.status === 422) throw { problem: { title: t('signInFailed'), detail: t('signInCheck') } };
+        throw error;
+      }
       saveSession({ email: answer.email, key: answer.key });
       me = null;
       location.hash = '#/dashboard';
@@ -78,8 +92,9 @@ function invitationView(token) {
     event.preventDefault();
     busy(button, slot, async () => {
       await api(`/invitation/${encodeURIComponent(token)}`, { method: 'POST', auth: false, json: { password: password.value } });
-      location.hash = '#/signin';
-      signInView(t('passwordSet'));
+      // The sign-in page the address change leads to shows the notice.
+      notice = t('passwordSet');
+      if (location.hash === '#/signin') route(); else location.hash = '#/signin';
     });
   });
   root.replaceChildren(el('main', { class: 'signin-page' }, form));
@@ -94,15 +109,22 @@ async function signOut() {
 }
 
 function shell(active) {
-  const nav = el('nav', { 'aria-label': 'Sections' }, SECTIONS.filter((s) => s.shown(me)).map((s) =>
+  const nav = el('nav', { 'aria-label': t('sections') }, SECTIONS.filter((s) => s.shown(me)).map((s) =>
     el('a', { href: `#/${s.id}`, class: s.id === active ? 'active' : '', 'aria-current': s.id === active ? 'page' : false }, t(s.id))));
   const main = el('main', { id: 'main' });
   const header = el('header', { class: 'topbar' },
     el('a', { class: 'brand-mark', href: '#/dashboard' }, el('img', { src: iconHref(), alt: '' }), t('appName')),
     nav,
-    el('div', { class: 'who' }, el('span', { class: 'who-name', title: me.email }, `${me.name} · ${me.type}`),
+    el('div', { class: 'who' }, el('span', { class: 'who-name', title: me.email }, `${me.name} · ${t(`val_type_${me.type}`)}`),
       el('button', { type: 'button', class: 'secondary', onclick: signOut }, t('signOut'))));
-  root.replaceChildren(el('a', { class: 'skip', href: '#main' }, 'Skip to content'), header, main);
+  // The skip link moves the focus to the page's content; the address (the route) stays.
+  const skip = el('a', { class: 'skip', href: '#main' }, t('skipToContent'));
+  skip.addEventListener('click', (event) => {
+    event.preventDefault();
+    main.focus();
+  });
+  main.setAttribute('tabindex', '-1');
+  root.replaceChildren(skip, header, main);
   return main;
 }
 
@@ -111,7 +133,11 @@ async function route() {
   const [path, query = ''] = hash.split('?');
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'invitation' && parts[1]) return invitationView(parts[1]);
-  if (!session()) return signInView();
+  if (!session()) {
+    const message = notice;
+    notice = null;
+    return signInView(message);
+  }
   if (!me) {
     try { me = await loadMe(); } catch (error) { saveSession(null); return signInView(error.message); }
   }

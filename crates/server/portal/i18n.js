@@ -4,10 +4,17 @@ import de from './lang/de.js';
 
 const LANGUAGES = { en, de };
 let current = en;
+let currentCode = 'en';
 
 export function setLanguage(lang) {
   current = LANGUAGES[lang] || en;
-  document.documentElement.lang = lang in LANGUAGES ? lang : 'en';
+  currentCode = lang in LANGUAGES ? lang : 'en';
+  document.documentElement.lang = currentCode;
+}
+
+/** The user's language code (en, de): the key of the description's words. */
+export function language() {
+  return currentCode;
 }
 
 /** A text by key, with {name} placeholders filled in. */

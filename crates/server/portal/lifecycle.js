@@ -1,8 +1,8 @@
 // The order lifecycle as the API describes it (x-brandhub-lifecycle of the Order schema in
-// /api/openapi.json, derived from the server's one table): statuses and their words, and the
-// steps each user type may take from each status. The portal offers steps from this only.
+// /api/openapi.json, derived from the server's one table): statuses and their words in each
+// language, and the steps each user type may take from each status. The portal offers steps from this only.
 import { schema } from './api.js';
-import { t, has } from './i18n.js';
+import { language } from './i18n.js';
 
 let cached;
 
@@ -15,16 +15,16 @@ export async function orderLifecycle() {
   return cached;
 }
 
-/** A code's word in the user's language; else the API's (English) word; else the code. */
-function worded(prefix, list, code) {
-  if (has(`${prefix}${code}`)) return t(`${prefix}${code}`);
+/** A code's word in the user's language, as the description words it; else the code. */
+function worded(list, code) {
   const entry = (list || []).find((s) => s.code === code);
-  return entry ? entry.word : String(code ?? '');
+  if (!entry) return String(code ?? '');
+  return (entry.words && entry.words[language()]) || entry.word;
 }
 
-export const statusWord = (lc, code) => worded('status_', lc.statuses, code);
-export const lineStatusWord = (lc, code) => worded('line_', lc.lineStatuses, code);
-export const reasonWord = (lc, code) => worded('reason_', lc.reasons.codes, code);
+export const statusWord = (lc, code) => worded(lc.statuses, code);
+export const lineStatusWord = (lc, code) => worded(lc.lineStatuses, code);
+export const reasonWord = (lc, code) => worded(lc.reasons.codes, code);
 
 /** The steps a user of `type` may take on an order in `status`, in the table's order. */
 export function stepsFor(lc, type, status) {

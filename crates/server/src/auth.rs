@@ -334,7 +334,8 @@ async fn checked(
 /// that commits its write (on SQLite, the batch) checks it instead ([`Timing::check_caller_at`]),
 /// and [`WriteCaller::run`] checks it after anything that committed no write, so an answer
 /// is only given to a caller that was valid while it was made. A write is then one
-/// statement fewer, and it is the database's busiest statement (bench/RESULTS.md).
+/// statement fewer, and it is the database's busiest statement
+/// (docs/decisions/0009-remembered-caller-unchecked.md).
 pub struct WriteCaller {
     caller: Arc<Caller>,
     unchecked: Option<Unchecked>,

@@ -19,7 +19,7 @@ fn type_name(field: &Field) -> String {
     match (field.max_chars, field.ty, described) {
         (Some(max), FieldType::List, _) => format!("{name} (≤ {max} characters each)"),
         (Some(max), _, _) => format!("{name} (≤ {max} characters)"),
-        // Quantities and amounts: what a write may give (CONTRACT §10).
+        // Quantities and amounts: what a write may give (docs/API.md, "Quantities and amounts").
         (None, _, Some(described)) => format!("{name}: {described}"),
         (None, _, None) => name,
     }
@@ -153,7 +153,7 @@ pub fn resource_reference() -> String {
     out
 }
 
-/// Who writes what (CONTRACT §9): per resource and action, the records each user type may
+/// Who writes what (docs/API.md, "Who writes what"): per resource and action, the records each user type may
 /// write. Admins write everything; a type with nothing there writes nothing.
 pub fn authority_reference() -> String {
     let types = [
@@ -190,7 +190,7 @@ pub fn authority_reference() -> String {
     out
 }
 
-/// The writes of the generic pipeline (CONTRACT §9), per resource: what a create sets (and
+/// The writes of the generic pipeline (docs/API.md, "Writes: master data and catalogue"), per resource: what a create sets (and
 /// must), what an update changes, the natural key and what the server sets itself.
 pub fn writes_reference() -> String {
     let mut out = String::from(
@@ -322,7 +322,7 @@ fn thousands(n: usize) -> String {
     out
 }
 
-/// The order lifecycle (CONTRACT §11) from the catalog's transition table: a table of the
+/// The order lifecycle (docs/API.md, "Orders: intake, lifecycle and stock") from the catalog's transition table: a table of the
 /// steps and a Mermaid diagram of the statuses.
 pub fn lifecycle_reference() -> String {
     use brandhub_catalog::lifecycle::TRANSITIONS;

@@ -1,4 +1,4 @@
-//! `/healthz` and `/readyz` (CONTRACT §13): unauthenticated plain-text answers for load
+//! `/healthz` and `/readyz` (docs/API.md, "Operations: health, metrics, logs"): unauthenticated plain-text answers for load
 //! balancers and orchestrators. Health says the process serves; readiness says it can do its
 //! work: the database answers, within a bound, and has every table and column this build
 //! needs.

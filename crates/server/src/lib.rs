@@ -41,7 +41,7 @@ use timeouts::{IdleAcceptor, Timeouts};
 use tls::TlsSource;
 use tower_http::catch_panic::CatchPanicLayer;
 
-/// The default upload limit, `--max-upload` (CONTRACT §8).
+/// The default upload limit, `--max-upload` (docs/API.md, "Files: uploads and processing").
 pub const DEFAULT_MAX_UPLOAD: u64 = 50 * 1024 * 1024;
 
 /// Where uploaded files go and how they are processed.

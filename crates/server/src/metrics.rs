@@ -1,4 +1,4 @@
-//! Prometheus metrics (CONTRACT §13), served at `/metrics` on the `--metrics-listen` address.
+//! Prometheus metrics (docs/API.md, "Operations: health, metrics, logs"), served at `/metrics` on the `--metrics-listen` address.
 //!
 //! Built on the `prometheus` crate with a registry per server rather than a process-global
 //! recorder: a test process runs several servers and each must report exactly its own figures.

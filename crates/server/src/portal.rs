@@ -1,4 +1,4 @@
-//! The web portal (CONTRACT §12): static files embedded in the binary and served at `/`.
+//! The web portal (README, "The portal"): static files embedded in the binary and served at `/`.
 //!
 //! The files under `crates/server/portal/` are plain HTML, CSS and ES modules (no build step);
 //! `include_dir` embeds them at compile time, so the binary is the whole product. At start the
@@ -158,7 +158,7 @@ pub async fn asset(Path((hash, path)): Path<(String, String)>) -> Response {
 
 /// Requests of the portal say so (`X-Requested-With`); their 401 answers carry no
 /// `WWW-Authenticate`, which would make the browser open its own sign-in dialog over the
-/// portal's. Other clients get the header as CONTRACT §2 says.
+/// portal's. Other clients get the header as docs/API.md, "Transport and authentication" says.
 pub async fn quiet_challenge(
     request: axum::extract::Request,
     next: axum::middleware::Next,

@@ -55,7 +55,7 @@ pub const UNAVAILABLE_RETRY_AFTER: u64 = 5;
 /// Shorthand for handler results.
 pub type Answer<T> = Result<T, Problem>;
 
-/// How each thing that can go wrong in the store is answered (CONTRACT §10): the one place a
+/// How each thing that can go wrong in the store is answered (docs/API.md, "Errors"): the one place a
 /// store error meets an HTTP status.
 impl From<StoreError> for Problem {
     fn from(error: StoreError) -> Problem {

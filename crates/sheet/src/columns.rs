@@ -1,4 +1,4 @@
-//! The columns of each file type (CONTRACT §8), declared once as data: header matching, the
+//! The columns of each file type (docs/API.md, "Files: uploads and processing"), declared once as data: header matching, the
 //! "missing required column" check and the templates all read this table.
 
 use std::fmt;
@@ -119,7 +119,7 @@ pub enum Need {
 use Column as C;
 use Need::{OneOf, Optional, Required};
 
-/// The five kinds of upload of CONTRACT §8; the part name of an upload starts with one.
+/// The five kinds of upload of docs/API.md, "Files: uploads and processing"; the part name of an upload starts with one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileType {
     /// Products and their variants.
@@ -168,7 +168,7 @@ impl FileType {
             .find(|t| t.as_str().eq_ignore_ascii_case(name))
     }
 
-    /// The part name an upload of this type takes (CONTRACT §8), for messages.
+    /// The part name an upload of this type takes (docs/API.md, "Files: uploads and processing"), for messages.
     pub fn part_usage(self) -> &'static str {
         match self {
             FileType::Product => "product,<brand>",

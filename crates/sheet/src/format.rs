@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::error::SheetError;
 
-/// A spreadsheet format the file endpoints accept (CONTRACT §8); anything else is refused (415).
+/// A spreadsheet format the file endpoints accept (docs/API.md, "Files: uploads and processing"); anything else is refused (415).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     /// Office Open XML workbook.

@@ -1,4 +1,4 @@
-//! Formula injection (CONTRACT §13): a spreadsheet program runs a cell that begins with `=`,
+//! Formula injection (docs/API.md, "Exports: CSV and XLSX"): a spreadsheet program runs a cell that begins with `=`,
 //! `+`, `-` or `@` (and, in some programs, one after a tab or a carriage return) as a formula,
 //! so a text that one tenant wrote, exported as CSV by another, could run in the other's
 //! spreadsheet. A CSV export writes such a text with a leading `'` (the spreadsheet

@@ -1,4 +1,4 @@
-//! Spreadsheet uploads for the file endpoints (CONTRACT §8): reads `.xlsx`, `.xlsm`, `.xls`,
+//! Spreadsheet uploads for the file endpoints (docs/API.md, "Files: uploads and processing"): reads `.xlsx`, `.xlsm`, `.xls`,
 //! `.ods` and `.csv` bytes into typed rows, matches their header row against the columns of a
 //! file type, and writes each file type's `.xlsx` template.
 //!

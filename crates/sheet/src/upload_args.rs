@@ -1,4 +1,4 @@
-//! What an upload request says besides its bytes (CONTRACT §8): the part name
+//! What an upload request says besides its bytes (docs/API.md, "Files: uploads and processing"): the part name
 //! (`<fileType>,<arguments>`) and the `?wait=` parameter. Pure parsing, next to the file types
 //! it names, so that it is tested and fuzzed without a server; the server turns an
 //! [`ArgumentError`] into its problem answer.

@@ -2,8 +2,9 @@
 //! changed to the log, and a checkpoint copies them back into the database file. SQLite's
 //! own automatic checkpoint runs inside the commit that crosses 1,000 logged pages, on the
 //! committing connection, so that commit's answer waits for the copy, and with it every
-//! writer queued for this process's one write turn ([`crate::write::Begin::Locking`]): an order
-//! intake logs some 75 pages, so every dozenth turn was a checkpoint long. brandhub turns the
+//! writer queued for this process's one write turn ([`crate::write::Begin::Locking`]): an
+//! order intake logs some 75 pages, so every dozenth turn would be a checkpoint long
+//! (docs/decisions/0017-sqlite-checkpoints-off-the-turn.md). brandhub turns the
 //! automatic checkpoint off on its connections and asks for a passive checkpoint after a
 //! commit instead, on a task of its own: it copies what no reader still needs, while the
 //! next writers go on appending.

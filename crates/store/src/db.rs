@@ -430,10 +430,10 @@ where
 ///
 /// SQLite (3.51, the bundled one) reads a bound `LIMIT` while it compiles a statement, for its
 /// planner, and then marks the statement to be compiled again whenever that parameter is
-/// bound: every page read that missed the page cache was compiled at each execution (4.7% of
-/// the server's CPU under the order flow). SQLite looks through a unary plus only for
-/// literals, so `LIMIT +?` is compiled once and planned as for a limit not known in advance,
-/// as SQLite did before it read bound limits. PostgreSQL's text numbers its parameters
+/// bound, so every page read that missed the page cache would be compiled at each execution
+/// (docs/decisions/0016-sqlite-limit-compiled-once.md). SQLite looks through a unary plus only
+/// for literals, so `LIMIT +?` is compiled once and planned as for a limit not known in
+/// advance. PostgreSQL's text numbers its parameters
 /// (`$1`), so it is left as it is.
 fn limit_compiled_once(sql: String) -> String {
     const BOUND_LIMIT: &str = " LIMIT ?";
@@ -1665,10 +1665,9 @@ impl WriteTx {
     /// the row written: the statement must read `table` only for the rows it answers with
     /// (`brandhub_query::sql::reaches_own_table`). [`WriteTx::commit_answered`] tells
     /// whether the commit read it. Not on SQLite: read inside the transaction, the answer
-    /// would hold the one write lock longer, and writers queue for it (bench/RESULTS.md:
-    /// 13% fewer `PATCH`es a second when it was tried; after the `COMMIT`, in the batch of
-    /// an optimistic create, no fewer CPU per create and a longer turn). So only a write
-    /// that [`WriteTx::commit_can_answer`] asks.
+    /// would hold the one write lock longer, and writers queue for it
+    /// (docs/decisions/0011-sqlite-few-round-trips.md). So only a write that
+    /// [`WriteTx::commit_can_answer`] asks.
     ///
     /// `versions_read`: the versions the answer's expansions read under
     /// ([`crate::page::versions_its_expansions_read`]); a request that read none before it

@@ -1,4 +1,4 @@
-//! Events and their webhook deliveries (CONTRACT §11).
+//! Events and their webhook deliveries (docs/API.md, "Events and webhooks").
 //!
 //! A write transaction announces the records it wrote whose resource declares events
 //! (`Resource::events`) and the files it finished; on commit they go to the outbox table
@@ -33,6 +33,7 @@ use crate::rights::principal;
 use crate::webhook_bounds;
 use crate::write::EntryPoint;
 use crate::write::{set_field, stamp_update};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, DeliveryStatus, Layout, Record, Resource, catalog};
 use brandhub_query::plan::plan_by_ids;
 use brandhub_query::request::ReadRequest;
@@ -84,15 +85,11 @@ fn column(resource: &Resource, path: &str) -> Alias {
 }
 
 fn webhook() -> &'static Resource {
-    catalog()
-        .resource("webhook")
-        .expect("webhook is a resource")
+    catalog().get(Res::Webhook)
 }
 
 fn delivery() -> &'static Resource {
-    catalog()
-        .resource("webhookDelivery")
-        .expect("webhookDelivery is a resource")
+    catalog().get(Res::WebhookDelivery)
 }
 
 /// `(list table, owner column, element column)` of `webhook.events`.
@@ -810,9 +807,7 @@ type RecordsSeen = HashMap<(String, String), serde_json::Value>;
 
 /// The resource of events set aside by the fan-out.
 fn event_problem() -> &'static Resource {
-    catalog()
-        .resource("eventProblem")
-        .expect("eventProblem is a resource")
+    catalog().get(Res::EventProblem)
 }
 
 /// A new `eventProblem` record: `event` set aside at `now` for `reason`.

@@ -1,4 +1,4 @@
-//! Exports (CONTRACT §13): every record a list request finds, read in chunks. Each chunk is
+//! Exports (docs/API.md, "Exports: CSV and XLSX"): every record a list request finds, read in chunks. Each chunk is
 //! one keyset statement ([`brandhub_query::sql::export_statement`]: after the last record's
 //! order keys and id, never an offset) and then the same batched loads of related entities as
 //! a page, so memory holds one chunk whatever the count. The records become rows of a table

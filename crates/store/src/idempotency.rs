@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on creates (CONTRACT §9 idempotency), kept in the database so that it
+//! `Idempotency-Key` on creates (docs/API.md, "Writes: concurrency and idempotency"), kept in the database so that it
 //! holds across server processes.
 //!
 //! A create with a key first claims `(user, key)` in `bh_idempotency`, inside the same write

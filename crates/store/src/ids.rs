@@ -1,4 +1,4 @@
-//! New ids and timestamps in the contract's shapes (CONTRACT §3).
+//! New ids and timestamps in the contract's shapes (docs/API.md, "Values").
 
 use chrono::Utc;
 

@@ -1,6 +1,6 @@
 //! `brandhub import`: a set-up document `{"company": [...], "brand": [...], …}` applied
 //! through the write pipeline ([`crate::records`]) in one transaction, as an admin, upserting
-//! by natural key (CONTRACT §9 "Setting up without demo data"). A link may name its target by
+//! by natural key (docs/API.md, "Writes: master data and catalogue", setting up without demo data). A link may name its target by
 //! id or by the target's natural key: `"fk_company": "ACME"`, and for a key of several parts
 //! the parts joined by `/` (`"fk_store": "SHOPCO/WEB"`: the store `WEB` of the host `SHOPCO`).
 

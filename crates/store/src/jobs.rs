@@ -1,4 +1,4 @@
-//! The durable queue of uploaded files (CONTRACT §8), and the file records it feeds.
+//! The durable queue of uploaded files (docs/API.md, "Files: uploads and processing"), and the file records it feeds.
 //!
 //! One job per file, inserted in the same transaction as the file record. A job is `pending`
 //! until a worker claims it (`running`, with the worker's name and a heartbeat), and `done` once
@@ -18,6 +18,7 @@ use crate::db::{Kind, Store, Timing, WriteTx};
 use crate::error::StoreResult;
 use crate::write::EntryPoint;
 use crate::write::{records_of, select_records};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, FileStatus, Record, Resource, catalog, file_paths};
 use sea_query::{
     Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query, UpdateStatement,
@@ -99,7 +100,7 @@ fn claim_statement(worker: &str, now: i64, stale_after_ms: i64) -> UpdateStateme
 
 /// The file resource, from the catalog.
 fn file_resource() -> &'static Resource {
-    catalog().resource("file").expect("file is a resource")
+    catalog().get(Res::File)
 }
 
 impl WriteTx {

@@ -474,7 +474,7 @@ mod tests {
 
     #[test]
     fn a_write_answer_reads_the_versions_of_what_it_expands_and_of_the_scope_over_it() {
-        let stock = catalog().resource("stock").unwrap();
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
         let company = Viewer::new(UserType::Company, "U1", vec!["C1".into()], None, None);
         let plan = plan_by_id(stock, "S1", &ReadRequest::default(), &company).unwrap();
         let names = versions_its_expansions_read(&plan, &company).expect("expands enough");

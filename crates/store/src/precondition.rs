@@ -1,4 +1,4 @@
-//! Record versions and the preconditions written against them (CONTRACT §9 concurrency).
+//! Record versions and the preconditions written against them (docs/API.md, "Writes: concurrency and idempotency").
 //!
 //! Every resource table has a `row_version` column ([`crate::schema::ROW_VERSION`]): 1 when a
 //! record is inserted, one more with every write of it (JSON writes, files, users, keys). A

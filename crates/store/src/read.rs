@@ -436,7 +436,7 @@ mod page_count_tests {
         use super::counts_itself;
         use brandhub_query::plan::{Viewer, plan_by_ids, plan_read};
         use brandhub_query::request::ReadRequest;
-        let stock = brandhub_catalog::catalog().resource("stock").unwrap();
+        let stock = brandhub_catalog::catalog().get(brandhub_catalog::Res::Stock);
         let ids: Vec<String> = ["A", "B", "C"].map(String::from).to_vec();
         let by_ids = plan_by_ids(stock, &ids, &ReadRequest::default(), &Viewer::admin()).unwrap();
         assert!(

@@ -248,7 +248,7 @@ mod tests {
 
     #[test]
     fn related_entities_shown_earlier_become_key_references() {
-        let brand = catalog().resource("brand").unwrap();
+        let brand = catalog().get(brandhub_catalog::Res::Brand);
         let request = parse_query_string("fields=name,brand_company.name").unwrap();
         let plan = plan_read(brand, &request, &Viewer::admin()).unwrap();
         let columns = node_columns(&plan.selection, None);
@@ -302,7 +302,7 @@ mod tests {
 
     #[test]
     fn unset_values_render_by_type() {
-        let user = catalog().resource("user").unwrap();
+        let user = catalog().get(brandhub_catalog::Res::User);
         let request = parse_query_string("fields=name,fk_host,createdDate").unwrap();
         let plan = plan_read(user, &request, &Viewer::admin()).unwrap();
         let columns = node_columns(&plan.selection, None);

@@ -149,7 +149,7 @@ pub async fn principal<R: Reads>(reader: &mut R, user_id: &str) -> StoreResult<O
     }))
 }
 
-/// The ids among `ids` of `resource` that `viewer` sees (its scope, CONTRACT §5), in one
+/// The ids among `ids` of `resource` that `viewer` sees (its scope, docs/API.md, "Scope: who sees what"), in one
 /// statement: the records a foreign key of a write may name (a JSON write's links,
 /// `records`), and those an upload's part name may name (a price file's host). A record that
 /// does not exist is not seen either, so the two answer alike.
@@ -208,7 +208,7 @@ fn refusal(resource: &Resource, judgement: &Judgement, outcomes: &[bool], why: &
 }
 
 /// 422 unless `viewer` may write a new record of `resource` of which `known` is known (the
-/// catalog's write rules, CONTRACT §9); nothing has been written yet.
+/// catalog's write rules, docs/API.md, "Writes: master data and catalogue"); nothing has been written yet.
 pub async fn require_writable<R: Reads>(
     reader: &mut R,
     resource: &'static Resource,

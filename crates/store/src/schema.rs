@@ -51,7 +51,7 @@ fn folded_type(backend: Backend) -> &'static str {
 }
 
 /// The column holding a record's version: 1 when inserted, one more with every write of the
-/// record (`ETag`, `If-Match`: CONTRACT §9 concurrency). Storage, like the folded copies: it
+/// record (`ETag`, `If-Match`: docs/API.md, "Writes: concurrency and idempotency"). Storage, like the folded copies: it
 /// is no field of the API.
 pub const ROW_VERSION: &str = "row_version";
 
@@ -244,7 +244,7 @@ fn held_name(resource: &Resource, field: &Field) -> String {
 }
 
 /// The rules that hold each count of `resource` declared `held` within its range, whoever
-/// writes it (CONTRACT §10: a stock move past ±1,000,000,000 is refused whole, and a sum
+/// writes it (docs/API.md, "Quantities and amounts": a stock move past ±1,000,000,000 is refused whole, and a sum
 /// that passes what an integer holds, which SQLite would store as a real, never reads back):
 /// on PostgreSQL a `CHECK` constraint, added `NOT VALID` so that migrating a filled table
 /// reads none of its rows; on SQLite, which adds no constraint to a table it made, a trigger
@@ -305,7 +305,7 @@ pub(crate) fn held_refusal(error: &dyn sqlx::error::DatabaseError) -> Option<Sto
     })
 }
 
-/// The unique index of a resource's natural key (CONTRACT §9), unless a declared unique index
+/// The unique index of a resource's natural key (docs/API.md, "Writes: master data and catalogue"), unless a declared unique index
 /// says the same: two writers creating one key at once (two requests, or a request and a
 /// file) cannot both insert it. Records whose key is partly unset are not named by it, and
 /// are left out.
@@ -359,7 +359,8 @@ const VERSION_PAGE_FILL: u32 = 30;
 /// On PostgreSQL the version rows keep room on their pages (`fillfactor`): every write
 /// rewrites some of them and every request reads all of them, so a full page, which the
 /// readers' pins keep from being pruned, would send the new row versions to new pages and
-/// the table, read whole by every request, would grow (bench/RESULTS.md). Applied again on
+/// the table, read whole by every request, would grow
+/// (docs/decisions/0015-postgres-version-pages-with-room.md). Applied again on
 /// every migration; pages already full get the room when they are rewritten.
 pub fn bookkeeping_statements(backend: Backend) -> Vec<String> {
     let mut statements = vec![
@@ -688,9 +689,8 @@ impl Store {
     /// built with STAT4, as the bundled one is), keeping `sqlite_stat1`'s averages. While
     /// samples exist, SQLite compiles a statement again whenever a value bound in its WHERE
     /// clause changes, which for brandhub, whose every statement binds its values, is every
-    /// execution: about a tenth of a stock PATCH's CPU went to it, and the uncached order query
-    /// (W5) took 6 times as long (bench/RESULTS.md). The plans the averages give are as good
-    /// for the workloads, which the same figures show. The connection that ran it reloads its
+    /// execution (docs/decisions/0018-sqlite-statistics-without-stat4.md, which also shows that
+    /// the plans the averages give are as good for the workloads). The connection that ran it reloads its
     /// statistics (`ANALYZE sqlite_schema`); connections opened later read them as they are.
     async fn forget_sqlite_samples(&self) -> StoreResult<()> {
         // The table exists only where SQLite gathers samples (and once ANALYZE has run).
@@ -736,7 +736,7 @@ mod tests {
 
     #[test]
     fn shortcut_columns_are_filled_along_their_path() {
-        let stock = catalog().resource("stock").unwrap();
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
         assert_eq!(
             derived_fill_statement(stock, "fk_scope_brand").unwrap(),
             "UPDATE \"stock\" SET \"fk_scope_brand\" = (SELECT (SELECT \"fk_brand\" FROM \"product\" WHERE \"product\".\"id\" = \"variant\".\"fk_product\") FROM \"variant\" WHERE \"variant\".\"id\" = \"stock\".\"fk_variant\")"
@@ -746,12 +746,12 @@ mod tests {
 
     #[test]
     fn updated_dates_are_filled_from_the_creation_date_or_the_time_of_migration() {
-        let company = catalog().resource("company").unwrap();
+        let company = catalog().get(brandhub_catalog::Res::Company);
         assert_eq!(
             stamped_fill_statement(company, "updated_date", "2026-05-01T10:00:00").unwrap(),
             "UPDATE \"company\" SET \"updated_date\" = COALESCE(\"created_date\", '2026-05-01T10:00:00') WHERE \"updated_date\" IS NULL"
         );
-        let stock = catalog().resource("stock").unwrap();
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
         assert_eq!(
             stamped_fill_statement(stock, "updated_date", "2026-05-01T10:00:00").unwrap(),
             "UPDATE \"stock\" SET \"updated_date\" = '2026-05-01T10:00:00' WHERE \"updated_date\" IS NULL"
@@ -769,21 +769,21 @@ mod tests {
 
     #[test]
     fn natural_keys_are_unique_where_they_are_set() {
-        let store = catalog().resource("store").unwrap();
+        let store = catalog().get(brandhub_catalog::Res::Store);
         assert_eq!(
             natural_key_index(store, Backend::Sqlite).unwrap(),
             "CREATE UNIQUE INDEX IF NOT EXISTS \"nk_store_fk_host_code\" ON \"store\" (\"fk_host\", \"code_ci\") WHERE \"fk_host\" IS NOT NULL AND \"code_ci\" <> ''"
         );
         // A declared unique index of the same fields serves already.
-        let brand_store = catalog().resource("brandStore").unwrap();
+        let brand_store = catalog().get(brandhub_catalog::Res::BrandStore);
         assert!(natural_key_index(brand_store, Backend::Postgres).is_none());
-        let order = catalog().resource("file").unwrap();
+        let order = catalog().get(brandhub_catalog::Res::File);
         assert!(natural_key_index(order, Backend::Postgres).is_none());
     }
 
     #[test]
     fn text_fields_get_folded_copies_and_ids_use_the_c_collation_on_postgres() {
-        let variant = catalog().resource("variant").unwrap();
+        let variant = catalog().get(brandhub_catalog::Res::Variant);
         let pg = table_columns(variant, Backend::Postgres);
         let barcode = pg.iter().position(|(n, _)| n == "barcode").unwrap();
         assert_eq!(pg[barcode + 1].0, "barcode_ci");
@@ -799,7 +799,7 @@ mod tests {
 
     #[test]
     fn indexes_cover_foreign_keys_and_indexed_fields_with_the_id() {
-        let stock = catalog().resource("stock").unwrap();
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
         let statements = resource_statements(stock, Backend::Sqlite).join("\n");
         assert!(statements.contains("CREATE INDEX IF NOT EXISTS \"ix_stock_fk_variant\" ON \"stock\" (\"fk_variant\", \"id\")"));
         assert!(statements.contains("CREATE INDEX IF NOT EXISTS \"ix_stock_last_update\" ON \"stock\" (\"last_update\", \"id\")"));
@@ -807,7 +807,7 @@ mod tests {
             statements
                 .contains("CREATE UNIQUE INDEX IF NOT EXISTS \"ux_stock_fk_warehouse_fk_variant\"")
         );
-        let order = catalog().resource("order").unwrap();
+        let order = catalog().get(brandhub_catalog::Res::Order);
         let statements = resource_statements(order, Backend::Postgres).join("\n");
         assert!(
             statements.contains("(\"order_date\" NULLS FIRST, \"id\")"),
@@ -833,7 +833,7 @@ mod tests {
 
     #[test]
     fn moved_counts_are_held_by_the_database() {
-        let stock = catalog().resource("stock").unwrap();
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
         let pg = held_statements(stock, Backend::Postgres);
         assert_eq!(pg.len(), 2, "inStock and demand: {pg:?}");
         assert!(
@@ -852,7 +852,7 @@ mod tests {
             "{}",
             sqlite[3]
         );
-        let order = catalog().resource("order").unwrap();
+        let order = catalog().get(brandhub_catalog::Res::Order);
         assert!(held_statements(order, Backend::Sqlite).is_empty());
     }
 
@@ -914,7 +914,7 @@ mod tests {
 
     #[test]
     fn list_fields_have_tables_of_their_own() {
-        let user = catalog().resource("user").unwrap();
+        let user = catalog().get(brandhub_catalog::Res::User);
         let statements = resource_statements(user, Backend::Sqlite).join("\n");
         assert!(
             statements.contains("CREATE TABLE IF NOT EXISTS \"user_company\""),

@@ -1,4 +1,4 @@
-//! What the store can tell an operator about itself (CONTRACT §13): its caches' hits and
+//! What the store can tell an operator about itself (docs/API.md, "Operations: health, metrics, logs"): its caches' hits and
 //! misses since the process started, its connection pool, the job queue's depth and whether
 //! the schema is complete. The server turns these into metrics and readiness answers; the store
 //! itself depends on no metrics library.

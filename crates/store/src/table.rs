@@ -1,4 +1,4 @@
-//! Records as the rows of a table, for exports (CONTRACT §13). The columns are the selected
+//! Records as the rows of a table, for exports (docs/API.md, "Exports: CSV and XLSX"). The columns are the selected
 //! fields, objects flattened (`detail.net`) and expanded relations dotted
 //! (`stock_variant.variant_product.title`); a relation shown only as a reference gives no
 //! column (its foreign key is a field). A column through a to-many relation holds the values

@@ -286,8 +286,8 @@ fn path_keys(resource: &'static Resource, path: &FieldPath, keys: &mut BTreeSet<
 
 /// How many rows hold each version on PostgreSQL. A bump locks its rows until its
 /// transaction commits (the WAL flushed), so with one row per version the writes of one table
-/// took turns through each other's commits; each write now bumps the rows of one stripe
-/// ([`next_stripe`]) and a version is the sum of its rows, which still only grows, by one
+/// would take turns through each other's commits; each write bumps the rows of one stripe
+/// ([`next_stripe`], docs/decisions/0014-postgres-striped-version-rows.md) and a version is the sum of its rows, which still only grows, by one
 /// per transaction. SQLite, one writer at a time, bumps stripe 0 only.
 pub const STRIPES: usize = 4;
 
@@ -587,9 +587,8 @@ pub(crate) fn folded_statement(backend: Backend) -> sea_query::SelectStatement {
 
 /// [`folded_statement`] of the versions `names` only (all of their rows, [`rows_of`]): what
 /// a write's answer reads its expansions under ([`Versions::parse_of`]). Read by the primary
-/// key, the rows every write of a busy table bumps are not walked through: on PostgreSQL 15
-/// with eight writers of stock, the whole fold cost a `PATCH` about 0.17 ms of the
-/// database's CPU, the rows of four tables about 0.02 ms (bench/RESULTS.md).
+/// key, the rows every write of a busy table bumps are not walked through
+/// (docs/decisions/0005-write-answers-read-fresh.md).
 pub(crate) fn folded_statement_of(
     backend: Backend,
     names: &[&'static str],

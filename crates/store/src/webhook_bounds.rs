@@ -1,4 +1,4 @@
-//! What bounds a webhook (the `WebhookBounds` policy, CONTRACT §11).
+//! What bounds a webhook (the `WebhookBounds` policy, docs/API.md, "Events and webhooks").
 //!
 //! A webhook delivers only what the API key it was made with may read now: the create records
 //! that key (`madeWithKey`, `FieldDefault::WriterKey`), and the fan-out and each attempt ask
@@ -15,6 +15,7 @@ use crate::db::{Kind, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::records::Writer;
 use crate::rights::{Principal, Reads, principal};
+use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record, Resource, catalog};
 use sea_query::{Alias, Expr, ExprTrait, Query};
 use std::collections::BTreeMap;
@@ -29,13 +30,11 @@ const USER: &str = "fk_user";
 const MADE_WITH: &str = "madeWithKey";
 
 fn webhook() -> &'static Resource {
-    catalog()
-        .resource("webhook")
-        .expect("webhook is a resource")
+    catalog().get(Res::Webhook)
 }
 
 fn keys() -> &'static Resource {
-    catalog().resource("apiKey").expect("apiKey is a resource")
+    catalog().get(Res::ApiKey)
 }
 
 fn column(resource: &Resource, path: &str) -> Alias {

@@ -301,7 +301,7 @@ impl WriteTx {
     /// them with a file's rows and write back only the ones that change. The rows are locked
     /// until the transaction ends (`FOR NO KEY UPDATE` on PostgreSQL, in id order; SQLite's
     /// write transactions run one at a time): a read-modify-write never overwrites a change
-    /// committed after its read (CONTRACT §9: two writers never lose each other's changes).
+    /// committed after its read (docs/API.md, "Writes: concurrency and idempotency": two writers never lose each other's changes).
     pub async fn load_records(
         &mut self,
         resource: &'static Resource,

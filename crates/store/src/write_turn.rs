@@ -6,11 +6,11 @@
 //!
 //! The transactions all run on one connection kept for writing. A SQLite connection keeps
 //! its own cache of pages, and in WAL mode it empties that cache whenever it begins to read
-//! after another connection's commit changed the database. Writes spread over the pool each
-//! began on a connection whose cache some other write had just emptied, and read the pages
-//! of every index they wrote from the file again (a product's create writes eleven B-trees);
-//! on the one connection that made the last commits the cache stays warm from one write to
-//! the next (bench/RESULTS.md).
+//! after another connection's commit changed the database. A write on a pooled connection
+//! would begin with a cache some other write had just emptied, and read the pages of every
+//! index it writes from the file again (a product's create writes eleven B-trees); on the
+//! one connection that made the last commits the cache stays warm from one write to the
+//! next (docs/decisions/0010-sqlite-write-turn-on-one-connection.md).
 
 use crate::error::{StoreError, StoreResult};
 use sqlx::Sqlite;

@@ -1,4 +1,4 @@
-//! Where a delivery may connect (CONTRACT §11): only to public addresses, checked when it
+//! Where a delivery may connect (docs/API.md, "Events and webhooks"): only to public addresses, checked when it
 //! connects, whatever the URL passed when it was written. A literal address in the URL is
 //! checked before sending ([`brandhub_catalog::webhook_url_problem`]: reqwest never resolves a
 //! literal); a name goes through [`PublicResolver`], which drops every address that is not

@@ -1,4 +1,4 @@
-//! Webhook delivery inside `brandhub serve` (CONTRACT §11). One task fans committed events out
+//! Webhook delivery inside `brandhub serve` (docs/API.md, "Events and webhooks"). One task fans committed events out
 //! to the webhooks subscribed to them (`Store::fan_out_events`); sender tasks claim due
 //! deliveries (`Store::claim_delivery`: any process may, exactly one makes each attempt), POST
 //! them signed ([`sign`]), and record the answer, retrying on the [`schedule`]. They share

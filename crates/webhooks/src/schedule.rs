@@ -1,4 +1,4 @@
-//! When a failed attempt is tried again (CONTRACT §11: exponential backoff for 24 hours).
+//! When a failed attempt is tried again (docs/API.md, "Events and webhooks": exponential backoff for 24 hours).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The delivery signature (CONTRACT §11): `BrandHub-Signature: t=<unix time>,v1=<hex
+//! The delivery signature (docs/API.md, "Events and webhooks"): `BrandHub-Signature: t=<unix time>,v1=<hex
 //! HMAC-SHA256 of "<t>.<body>" with the webhook's secret>`. The timestamp is signed with the
 //! body, so a receiver that rejects old timestamps cannot be fed a recorded delivery again.
 

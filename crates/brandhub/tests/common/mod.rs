@@ -6,8 +6,11 @@
 //! a server where the test may create databases (each fixture gets its own database). Without
 //! it the PostgreSQL variants are skipped with a notice on the terminal, and under `CI=true`
 //! they fail.
-//! Fixtures are shared by the tests of one test binary and live on a thread of their own, so
-//! the server outlives every test's runtime.
+//! Fixtures ([`shared`]) are shared by the tests of one test binary and live on a thread of
+//! their own, so the server outlives every test's runtime. The tests of a binary run at once:
+//! on a shared fixture a test asserts only on records it made, or on deltas. A test that
+//! counts, or reads metrics or cache counters, takes a fixture of its own ([`own`]), over a
+//! copy of a template database that is loaded once per binary.
 
 #![allow(dead_code)]
 
@@ -457,43 +460,64 @@ pub async fn fresh_database(db: Db, name: &str) -> (String, tempfile::TempDir) {
         Db::Postgres => {
             let admin_url =
                 postgres_url().expect("PostgreSQL fixtures need BRANDHUB_TEST_DATABASE_URL");
-            let binary = std::env::current_exe()
-                .ok()
-                .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().to_string()))
-                .unwrap_or_default();
-            let binary: String = binary
-                .split('-')
-                .next()
-                .unwrap_or("t")
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            // Databases are named after the server's database too, so that two checkouts
-            // testing against one PostgreSQL server (each with its own database in the URL)
-            // never drop each other's fixtures.
-            let namespace: String = database_name(&admin_url)
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            let database = format!("bh_{namespace}_{binary}_{name}").to_ascii_lowercase();
-            use sqlx::Connection;
-            let mut admin = sqlx::PgConnection::connect(&admin_url)
-                .await
-                .expect("PostgreSQL is reachable");
-            for statement in [
-                format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
-                format!("CREATE DATABASE \"{database}\""),
-            ] {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
-                    .execute(&mut admin)
-                    .await
-                    .expect("the test may create databases");
-            }
-            admin.close().await.ok();
+            let database = fixture_database(&admin_url, name);
+            postgres_admin(
+                &admin_url,
+                &[
+                    format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
+                    format!("CREATE DATABASE \"{database}\""),
+                ],
+            )
+            .await;
             with_database(&admin_url, &database)
         }
     };
     (url, dir)
+}
+
+/// The test binary's name without cargo's hash (`caching-0123abcd` → `caching`).
+fn binary_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().to_string()))
+        .map(|name| {
+            name.rsplit_once('-')
+                .map_or(name.clone(), |(n, _)| n.to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// The PostgreSQL database of the fixture `name` of this test binary. Databases are named
+/// after the server's database too, so that two checkouts testing against one PostgreSQL
+/// server (each with its own database in the URL) never drop each other's fixtures.
+fn fixture_database(admin_url: &str, name: &str) -> String {
+    let plain = |text: &str| -> String {
+        text.chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    format!(
+        "bh_{}_{}_{}",
+        plain(database_name(admin_url)),
+        plain(&binary_name()),
+        plain(name)
+    )
+    .to_ascii_lowercase()
+}
+
+/// Runs administrative statements (creating and dropping databases) on the configured server.
+async fn postgres_admin(admin_url: &str, statements: &[String]) {
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(admin_url)
+        .await
+        .expect("PostgreSQL is reachable");
+    for statement in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone()))
+            .execute(&mut admin)
+            .await
+            .unwrap_or_else(|e| panic!("the test may run {statement}: {e}"));
+    }
+    admin.close().await.ok();
 }
 
 /// Starts a fixture: fresh database, demo data at `scale`, server. Runs on its own thread.
@@ -516,9 +540,75 @@ pub fn start_fixture_with_store(
     store_options: fn(&mut StoreOptions),
     configure: fn(&mut Settings),
 ) -> Fixture {
-    let (sender, receiver) = mpsc::channel();
     let name = name.to_string();
-    std::thread::spawn(move || {
+    let database =
+        move || -> std::pin::Pin<Box<dyn std::future::Future<Output = Loaded> + Send>> {
+            Box::pin(async move {
+                let (url, dir) = fresh_database(db, &name).await;
+                let store = Store::connect(&store_options_for(&url, store_options))
+                    .await
+                    .expect("the database opens");
+                store.migrate().await.expect("migrations apply");
+                let summary = load_demo(
+                    &store,
+                    DemoOptions {
+                        scale,
+                        ..DemoOptions::default()
+                    },
+                )
+                .await
+                .expect("the demo loads");
+                Loaded {
+                    url,
+                    dir,
+                    summary,
+                    store,
+                }
+            })
+        };
+    launch(db, Box::new(database), configure, None).0
+}
+
+/// A fixture's database, open and holding the demo data.
+struct Loaded {
+    url: String,
+    /// Where the fixture keeps its files (and on SQLite its database).
+    dir: tempfile::TempDir,
+    summary: DemoSummary,
+    store: Store,
+}
+
+/// Makes a fixture's database, on the fixture's runtime.
+type MakeDatabase =
+    Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = Loaded> + Send>> + Send>;
+
+/// The store options of every fixture on `url`, changed by `store_options`.
+fn store_options_for(url: &str, store_options: fn(&mut StoreOptions)) -> StoreOptions {
+    let mut options = StoreOptions {
+        url: url.to_string(),
+        max_connections: 8,
+        page_cache_bytes: 8 << 20,
+        // Small, so that pages of the small demo data take both ways of finding ids.
+        matches_first_limit: 40,
+        pg_settings: Vec::new(),
+        database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
+    };
+    store_options(&mut options);
+    options
+}
+
+/// Starts a server over the database `database` makes, on a thread and runtime of its own.
+/// With `stop`, the server stops when it is told (or its sender is dropped), closes its
+/// store and, on PostgreSQL, drops its database; the thread then ends. Without, the server
+/// runs until the process ends.
+fn launch(
+    db: Db,
+    database: MakeDatabase,
+    configure: fn(&mut Settings),
+    stop: Option<tokio::sync::oneshot::Receiver<()>>,
+) -> (Fixture, std::thread::JoinHandle<()>) {
+    let (sender, receiver) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -526,28 +616,12 @@ pub fn start_fixture_with_store(
             .expect("a runtime");
         let handle = runtime.handle().clone();
         runtime.block_on(async move {
-            let (url, dir) = fresh_database(db, &name).await;
-            let mut options = StoreOptions {
-                url: url.clone(),
-                max_connections: 8,
-                page_cache_bytes: 8 << 20,
-                // Small, so that pages of the small demo data take both ways of finding ids.
-                matches_first_limit: 40,
-                pg_settings: Vec::new(),
-                database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
-            };
-            store_options(&mut options);
-            let store = Store::connect(&options).await.expect("the database opens");
-            store.migrate().await.expect("migrations apply");
-            let summary = load_demo(
-                &store,
-                DemoOptions {
-                    scale,
-                    ..DemoOptions::default()
-                },
-            )
-            .await
-            .expect("the demo loads");
+            let Loaded {
+                url,
+                dir,
+                summary,
+                store,
+            } = database().await;
             let files = FileStore::open(None, dir.path()).expect("the file store opens");
             let uploads = Uploads {
                 files: files.clone(),
@@ -580,8 +654,8 @@ pub fn start_fixture_with_store(
                 base: format!("https://{}", running.address),
                 certificate_pem: running.certificate_pem.clone().expect("TLS is on"),
                 summary,
-                store,
-                database_url: url,
+                store: store.clone(),
+                database_url: url.clone(),
                 files,
                 metrics_base: format!(
                     "http://{}",
@@ -591,10 +665,207 @@ pub fn start_fixture_with_store(
             };
             sender.send(fixture).expect("the test waits");
             let _keep = dir;
-            running.wait().await.expect("the server runs");
+            let Some(stop) = stop else {
+                running.wait().await.expect("the server runs");
+                return;
+            };
+            let _ = stop.await;
+            let _ = running.shutdown(std::time::Duration::from_secs(5)).await;
+            store.close().await;
+            if db == Db::Postgres {
+                let admin_url = postgres_url().expect("a PostgreSQL fixture ran");
+                let database = database_name(&url).to_string();
+                postgres_admin(
+                    &admin_url,
+                    &[format!(
+                        "DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"
+                    )],
+                )
+                .await;
+            }
         });
     });
-    receiver.recv().expect("the fixture starts")
+    (receiver.recv().expect("the fixture starts"), thread)
+}
+
+/// The demo data at [`SCALE`], loaded once per test binary and backend, which the databases
+/// of [`own`] fixtures are copied from.
+struct Template {
+    /// The SQLite file, or the PostgreSQL database's name.
+    source: String,
+    summary: DemoSummary,
+}
+
+/// The template of `db`, made on first use (on a runtime of its own: callers may be on any).
+fn template(db: Db) -> &'static Template {
+    static SQLITE: OnceLock<Template> = OnceLock::new();
+    static POSTGRES: OnceLock<Template> = OnceLock::new();
+    let cell = match db {
+        Db::Sqlite => &SQLITE,
+        Db::Postgres => &POSTGRES,
+    };
+    cell.get_or_init(|| {
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime")
+                .block_on(make_template(db))
+        })
+        .join()
+        .expect("the template is made")
+    })
+}
+
+async fn make_template(db: Db) -> Template {
+    let (url, dir) = fresh_database(db, "template").await;
+    let store = Store::connect(&store_options_for(&url, |_| {}))
+        .await
+        .expect("the template opens");
+    store.migrate().await.expect("migrations apply");
+    let summary = load_demo(
+        &store,
+        DemoOptions {
+            scale: SCALE,
+            ..DemoOptions::default()
+        },
+    )
+    .await
+    .expect("the demo loads");
+    let source = match db {
+        Db::Postgres => {
+            store.close().await;
+            database_name(&url).to_string()
+        }
+        Db::Sqlite => {
+            // One file, written by nobody after: each fixture's database is a copy of it.
+            // Kept under the build's temporary directory, named after the binary and the
+            // process; the files earlier runs of the binary left there are removed.
+            let templates = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("templates");
+            std::fs::create_dir_all(&templates).expect("a directory for templates");
+            let binary = binary_name();
+            if let Ok(entries) = std::fs::read_dir(&templates) {
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().to_string();
+                    if name.starts_with(&format!("{binary}-")) {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
+            }
+            let file = templates.join(format!("{binary}-{}.db", std::process::id()));
+            use sqlx::Connection;
+            let mut connection = sqlx::SqliteConnection::connect(&url)
+                .await
+                .expect("the template opens");
+            sqlx::query("VACUUM INTO ?")
+                .bind(file.display().to_string())
+                .execute(&mut connection)
+                .await
+                .expect("the template is copied");
+            connection.close().await.ok();
+            store.close().await;
+            file.display().to_string()
+        }
+    };
+    drop(dir);
+    Template { source, summary }
+}
+
+/// A fixture of one test's own: a server over a copy of the demo data that nothing else
+/// writes (see [`own`]). It stops, and its database goes, when it is dropped.
+pub struct OwnFixture {
+    fixture: Fixture,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::ops::Deref for OwnFixture {
+    type Target = Fixture;
+
+    fn deref(&self) -> &Fixture {
+        &self.fixture
+    }
+}
+
+impl Drop for OwnFixture {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A fixture of one test's own, over a copy of the demo data at [`SCALE`] (copied from a
+/// template loaded once per binary: a PostgreSQL `CREATE DATABASE … TEMPLATE`, a copy of the
+/// SQLite file). For a test that counts, or reads counters, that other tests' writes would
+/// move. `name` names its database. `None` for PostgreSQL when no test database is
+/// configured (see [`postgres_or_skip`]).
+pub fn own(db: Db, name: &str) -> Option<OwnFixture> {
+    own_with(db, name, |_| {})
+}
+
+/// [`own`] with the server's settings changed by `configure`.
+pub fn own_with(db: Db, name: &str, configure: fn(&mut Settings)) -> Option<OwnFixture> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    if db == Db::Postgres && postgres_or_skip().is_none() {
+        return None;
+    }
+    let template = template(db);
+    // Two tests of one binary may share a name (in modules of their own): the number tells
+    // their databases apart.
+    let name = format!("own{}_{name}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let database =
+        move || -> std::pin::Pin<Box<dyn std::future::Future<Output = Loaded> + Send>> {
+            Box::pin(async move {
+                let dir = tempfile::tempdir().expect("a temporary directory");
+                let url = match db {
+                    Db::Sqlite => {
+                        let file = dir.path().join("brandhub.db");
+                        std::fs::copy(&template.source, &file).expect("the template is copied");
+                        format!("sqlite://{}", file.display())
+                    }
+                    Db::Postgres => {
+                        let admin_url = postgres_url().expect("PostgreSQL is configured");
+                        // PostgreSQL's names hold 63 bytes.
+                        let database: String = fixture_database(&admin_url, &name)
+                            .chars()
+                            .take(63)
+                            .collect();
+                        postgres_admin(
+                            &admin_url,
+                            &[
+                                format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
+                                format!(
+                                    "CREATE DATABASE \"{database}\" TEMPLATE \"{}\"",
+                                    template.source
+                                ),
+                            ],
+                        )
+                        .await;
+                        with_database(&admin_url, &database)
+                    }
+                };
+                let store = Store::connect(&store_options_for(&url, |_| {}))
+                    .await
+                    .expect("the database opens");
+                store.migrate().await.expect("migrations apply");
+                Loaded {
+                    url,
+                    dir,
+                    summary: template.summary.clone(),
+                    store,
+                }
+            })
+        };
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let (fixture, thread) = launch(db, Box::new(database), configure, Some(stopped));
+    Some(OwnFixture {
+        fixture,
+        stop: Some(stop),
+        thread: Some(thread),
+    })
 }
 
 static SHARED: OnceLock<Mutex<HashMap<(Db, String), &'static Fixture>>> = OnceLock::new();
@@ -606,15 +877,7 @@ pub fn postgres_or_skip() -> Option<String> {
     static NOTED: std::sync::Once = std::sync::Once::new();
     let url = postgres_url();
     if url.is_none() {
-        // The test binary's name without cargo's hash (`caching-0123abcd` → `caching`).
-        let binary = std::env::current_exe()
-            .ok()
-            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().to_string()))
-            .map(|name| {
-                name.rsplit_once('-')
-                    .map_or(name.clone(), |(n, _)| n.to_string())
-            })
-            .unwrap_or_default();
+        let binary = binary_name();
         let skip = || {
             brandhub_filestore::testing::skip(
                 &format!("the PostgreSQL variants of {binary}"),
@@ -652,8 +915,7 @@ pub fn shared_with(
     scale: u64,
     configure: fn(&mut Settings),
 ) -> Option<&'static Fixture> {
-    if db == Db::Postgres && postgres_url().is_none() {
-        eprintln!("PostgreSQL part skipped: BRANDHUB_TEST_DATABASE_URL is not set");
+    if db == Db::Postgres && postgres_or_skip().is_none() {
         return None;
     }
     let map = SHARED.get_or_init(|| Mutex::new(HashMap::new()));
@@ -699,6 +961,38 @@ macro_rules! on_both_backends {
                 #[tokio::test]
                 async fn $name() {
                     let Some($fx) = common::shared(common::Db::Postgres, $fixture_name) else { return };
+                    $body
+                }
+            )*
+        }
+    };
+}
+
+/// Declares each test twice, like [`on_both_backends`], each run on a fixture of its own
+/// ([`own`]): for tests that count, or read counters, that other tests' writes would move.
+#[macro_export]
+macro_rules! each_on_own_fixture {
+    ($(async fn $name:ident($fx:ident) $body:block)*) => {
+        mod sqlite {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let own = common::own(common::Db::Sqlite, stringify!($name)).expect("SQLite always runs");
+                    let $fx: &common::Fixture = &own;
+                    $body
+                }
+            )*
+        }
+        mod postgres {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(own) = common::own(common::Db::Postgres, stringify!($name)) else { return };
+                    let $fx: &common::Fixture = &own;
                     $body
                 }
             )*

@@ -1,4 +1,4 @@
-//! An independent reference of the scope rules (CONTRACT §5), written from the contract text
+//! An independent reference of the scope rules (docs/API.md, "Scope: who sees what"), written from the contract text
 //! in plain Rust over the demo records in memory. It shares nothing with the server but the
 //! catalog's field lists and relations (names, targets, foreign keys) and the record layout:
 //! the scope declarations of the catalog and the planner are deliberately not used, since this
@@ -265,7 +265,7 @@ fn single(id: &Option<String>) -> BTreeSet<String> {
     id.iter().cloned().collect()
 }
 
-/// CONTRACT §5, rule by rule.
+/// docs/API.md, "Scope: who sees what", rule by rule.
 pub fn visible(world: &World, viewer: &Viewer) -> Visible {
     let mut sets: BTreeMap<&'static str, BTreeSet<String>> =
         RESOURCES.iter().map(|r| (*r, BTreeSet::new())).collect();
@@ -391,7 +391,7 @@ pub fn visible(world: &World, viewer: &Viewer) -> Visible {
     }
     // Everyone sees their own keys (admins all, above); company and sponsor users also the
     // keys of the users whose `fk_company` is one of their companies (they may write those,
-    // CONTRACT §9); nobody else's.
+    // docs/API.md, "Writes: users and keys"); nobody else's.
     let mut key_owners = own.clone();
     if matches!(viewer.user_type, UserType::Company | UserType::Sponsor) {
         key_owners.extend(world.ids_where_in("user", "fk_company", &viewer.companies));
@@ -404,7 +404,7 @@ pub fn visible(world: &World, viewer: &Viewer) -> Visible {
 }
 
 /// The resources a user type sees nothing of, whatever its anchors: relations into them do
-/// not exist for it (CONTRACT §5).
+/// not exist for it (docs/API.md, "Scope: who sees what").
 pub fn sees_nothing_of(user_type: UserType) -> &'static [&'static str] {
     match user_type {
         UserType::Host => &["file", "company", "warehouse"],

@@ -25,7 +25,7 @@ pub const DEFAULT_PAGE_SIZE: u64 = 100;
 pub const MAX_PAGE_SIZE: u64 = crate::limits::PAGE_SIZE.max as u64;
 
 /// Who is asking. It decides which fields and relations exist for the request and, through
-/// [`Viewer::scope`], which records: the catalog's scope rules (CONTRACT §5) over the caller's
+/// [`Viewer::scope`], which records: the catalog's scope rules (docs/API.md, "Scope: who sees what") over the caller's
 /// own ids. The planner joins that scope into every list, count, related-entity load and
 /// dotted filter it plans.
 #[derive(Debug, Clone)]
@@ -165,7 +165,7 @@ impl Viewer {
         self.rule(resource, &resource.scope_of(self.user_type))
     }
 
-    /// The records of `resource` this caller may `action` (CONTRACT §9), as a predicate.
+    /// The records of `resource` this caller may `action` (docs/API.md, "Writes: master data and catalogue"), as a predicate.
     pub fn authority(&self, resource: &'static Resource, action: WriteAction) -> Predicate {
         self.rule(resource, &resource.authority_of(action, self.user_type))
     }
@@ -221,7 +221,7 @@ pub struct OrderKey {
 #[derive(Debug, Clone)]
 pub struct ReadPlan {
     pub resource: &'static Resource,
-    /// The records the caller may see (CONTRACT §5).
+    /// The records the caller may see (docs/API.md, "Scope: who sees what").
     pub scope: Predicate,
     /// What the request asks for among them: complex query and URL filters.
     pub filter: Predicate,
@@ -436,7 +436,7 @@ mod tests {
     #[test]
     fn by_id_reads_pin_their_ids_and_other_filters_do_not() {
         let viewer = Viewer::admin();
-        let stock = catalog().resource("stock").unwrap();
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
         let id = "0190AAAAAAAAAAAAAAAAAAAAAAAAAAAA";
         let by_id = plan_by_id(stock, id, &ReadRequest::default(), &viewer).unwrap();
         assert!(by_id.filter.pins_ids());

@@ -199,7 +199,7 @@ mod tests {
     use super::*;
 
     fn stock() -> &'static Resource {
-        catalog().resource("stock").unwrap()
+        catalog().get(brandhub_catalog::Res::Stock)
     }
 
     #[test]
@@ -253,7 +253,7 @@ mod tests {
                 .code,
             Code::InvalidParameter
         );
-        let order = catalog().resource("order").unwrap();
+        let order = catalog().get(brandhub_catalog::Res::Order);
         assert_eq!(
             resolve(order, "order_orderItem.status", &viewer, PathUse::Order)
                 .unwrap_err()
@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn restricted_fields_do_not_exist_for_the_restricted() {
-        let order = catalog().resource("order").unwrap();
+        let order = catalog().get(brandhub_catalog::Res::Order);
         let warehouse = Viewer::of_type(brandhub_catalog::UserType::Warehouse);
         let error = resolve(order, "detail.net", &warehouse, PathUse::Filter).unwrap_err();
         assert_eq!(error.code, Code::UnknownField);

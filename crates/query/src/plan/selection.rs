@@ -1,7 +1,7 @@
 //! What a response shows of each record: the default template, `fields` and `exclude`, turned
 //! into one [`Selection`] tree. Every name is checked against the catalog as the caller sees it.
 //!
-//! Rules (CONTRACT §4, §6): a resource's *default node* is its own fields with every to-one
+//! Rules (docs/API.md, "Resources" and "Parameters of reads"): a resource's *default node* is its own fields with every to-one
 //! relation as a `__KEY` reference; its *template* is the default node plus the expansions its
 //! catalog entry lists. In `fields`, `*` stands for the template (or, below a relation, for the
 //! template's subtree there); a relation named alone expands as the template shows it (or as its

@@ -1,16 +1,23 @@
 // Admin: the user's own API keys (create with grants, the secret shown once with a copy
 // button, revoke); for admins and sponsors, users (create, invite, disable).
 import { api, records } from '../api.js';
-import { t, dateTime } from '../i18n.js';
+import { t, has, dateTime } from '../i18n.js';
+import { renderCreate, renderEdit, setupCard, resourceWord } from './setup.js';
 import { el, field, heading, errorSlot, busy, copyButton, badge } from '../ui.js';
 
-export async function render(main, { me, may }) {
+export async function render(main, { me, may, parts: path }) {
+  // #/admin/new/<resource> and #/admin/edit/<resource>/<id>: the forms that set up customers.
+  if (path[0] === 'new' && path[1] && may(path[1], 'POST')) return renderCreate(main, path[1]);
+  if (path[0] === 'edit' && path[1] && path[2] && may(path[1], 'PATCH')) return renderEdit(main, path[1], path[2]);
   const keys = el('section', { class: 'card' });
   await drawKeys(keys, me);
-  const parts = [heading(t('admin')), keys];
+  const parts = [heading(t('admin'))];
+  const setup = await setupCard(may);
+  if (setup) parts.push(setup);
+  parts.push(keys);
   if ((me.type === 'admin' || me.type === 'sponsor') && may('user', 'GET')) {
     const users = el('section', { class: 'card' });
-    await drawUsers(users, me);
+    await drawUsers(users, me, may);
     parts.push(users);
   }
   main.replaceChildren(...parts);
@@ -47,30 +54,15 @@ async function drawKeys(section, me) {
       el('td', {}, dateTime(k.createdDate)), el('td', {}, dateTime(k.lastUsed)), el('td', {}, k.revoked ? badge(t('revoked')) : revoke, s));
   });
   section.replaceChildren(el('h2', {}, t('yourKeys')), form, slot, el('div', { class: 'secret-slot' }, secret),
-    el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, el('tr', {}, [t('name'), 'prefix', t('grants'), t('created'), t('lastUsed'), ''].map((h) => el('th', { scope: 'col' }, h)))), el('tbody', {}, rows))));
+    el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, el('tr', {}, [t('name'), t('keyPrefix'), t('grants'), t('created'), t('lastUsed'), ''].map((h) => el('th', { scope: 'col' }, h)))), el('tbody', {}, rows))));
 }
 
-async function drawUsers(section, me) {
+async function drawUsers(section, me, may) {
   const list = records(await api('/user?order_by=email&pageSize=200&fields=email,name,type,status'), 'user');
-  const email = el('input', { type: 'email' });
-  const name = el('input', { type: 'text' });
-  const types = me.type === 'admin' ? ['admin', 'sponsor', 'company', 'host', 'warehouse'] : ['sponsor', 'company'];
-  const type = el('select', {}, types.map((x) => el('option', { value: x }, x)));
-  const button = el('button', { type: 'submit' }, t('createUser'));
-  const slot = errorSlot();
-  const form = el('form', { class: 'row' }, field(t('email'), email), field(t('name'), name), field(t('type'), type), el('div', { class: 'field end' }, button));
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    busy(button, slot, async () => {
-      const body = { email: email.value, name: name.value, type: type.value };
-      if (me.type === 'sponsor' && me.sponsor) body.fk_sponsor = me.sponsor;
-      await api('/user', { method: 'POST', json: body });
-      await drawUsers(section, me);
-    });
-  });
+  const create = may('user', 'POST') ? el('a', { href: '#/admin/new/user', class: 'button-link' }, t('newRecord', { resource: resourceWord('user') })) : null;
   const rows = list.map((u) => {
     const s = errorSlot();
-    const invite = el('button', { type: 'button', class: 'secondary' }, t('invite'));
+    const invite = el('button', { type: 'button', class: 'secondary', 'aria-label': t('inviteUser', { email: u.email }) }, t('invite'));
     invite.addEventListener('click', () => busy(invite, s, async () => {
       const answer = await api('/invitation', { method: 'POST', json: { user: u.id } });
       s.replaceChildren(el('div', { class: 'secret' }, el('p', {}, t('inviteLink', { email: u.email })), el('code', { class: 'secret-value' }, answer.link), copyButton(answer.link)));
@@ -82,9 +74,10 @@ async function drawUsers(section, me) {
       await drawUsers(section, me);
     }));
     const own = u.id === me.user;
-    return el('tr', {}, el('td', {}, u.email), el('td', {}, u.name), el('td', {}, u.type), el('td', {}, badge(u.status)),
+    return el('tr', {}, el('td', {}, el('a', { href: `#/admin/edit/user/${u.id}` }, u.email)), el('td', {}, u.name),
+      el('td', {}, has(`val_type_${u.type}`) ? t(`val_type_${u.type}`) : u.type), el('td', {}, el('span', { class: `badge badge-${u.status}` }, has(`val_status_${u.status}`) ? t(`val_status_${u.status}`) : u.status)),
       el('td', { class: 'actions' }, own ? null : invite, own ? null : toggle, s));
   });
-  section.replaceChildren(el('h2', {}, t('users')), form, slot,
+  section.replaceChildren(el('div', { class: 'card-head' }, el('h2', {}, t('users')), create),
     el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, el('tr', {}, [t('email'), t('name'), t('type'), t('status'), ''].map((h) => el('th', { scope: 'col' }, h)))), el('tbody', {}, rows))));
 }

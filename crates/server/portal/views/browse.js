@@ -1,15 +1,17 @@
 // Browse: any resource the user may read, as a table derived from the OpenAPI description
 // (itself derived from the catalog): paging, sorting by a column header, `@` filters, column
-// choice, related records as links, a record's page, and export of the current query.
+// choice, related records by their labels as links, a record's page, and export of the
+// current query. Column headings, codes and amounts read as the description words them.
 import { api, records, schema, download } from '../api.js';
-import { t, number, display } from '../i18n.js';
+import { t, number } from '../i18n.js';
 import { el, field, heading, errorSlot, busy, problemBox } from '../ui.js';
+import {
+  recordSchema, relationTarget, toMany, titleOf, resourceName, wordOf, keyed, labelFieldsOf,
+  labelOf, shown,
+} from '../describe.js';
+import { editLink } from './setup.js';
 
 const PAGE_SIZE = 25;
-const LABELS = ['name', 'title', 'code', 'brandOrderRef', 'barcode', 'email', 'fileName', 'hostOrderRef'];
-
-const schemaName = (resource) => resource[0].toUpperCase() + resource.slice(1);
-const resourceOf = (ref) => { const name = ref.split('/').pop(); return name[0].toLowerCase() + name.slice(1); };
 
 /** The resources the user may read, from the paths of the description. */
 export async function resources(may) {
@@ -18,56 +20,138 @@ export async function resources(may) {
     .filter((r) => doc.paths[`/api/${r}`].get && may(r, 'GET'));
 }
 
-function relationTarget(property) {
-  const ref = (property.oneOf || []).map((o) => o.$ref).find((r) => r && !r.endsWith('/Key'));
-  return ref ? resourceOf(ref) : null;
-}
-
 function isScalar(property) {
   const types = [].concat(property.type || []);
-  return types.some((t) => ['string', 'integer', 'number', 'boolean'].includes(t)) ||
-    (types.includes('array') && property.items && !property.items.$ref && property.items.type !== 'object');
+  return types.some((ty) => ['string', 'integer', 'number', 'boolean'].includes(ty)) ||
+    (types.includes('array') && property.items && !property.items.$ref && !property.items.anyOf && property.items.type !== 'object');
 }
 
-/** The columns of a resource: scalars, one level of objects, and to-one relations. */
-export async function columnsOf(resource) {
-  const doc = await schema();
-  const properties = (doc.components.schemas[schemaName(resource)] || {}).properties || {};
+const isId = (property) => /\[0-9A-F\]\{32\}/.test(property.pattern || '');
+const visibleTo = (property, type) => !(property['x-hidden-from'] || []).includes(type);
+
+/** The placeholders of a resource's display label, each as its alternatives. */
+function labelParts(own) {
+  const template = (own['x-brandhub-label'] || {}).template || '';
+  return [...template.matchAll(/\{([^}]*)\}/g)].map((m) => m[1].split('|'));
+}
+
+/**
+ * The columns of a resource. Each has a key (stored with the user's choice), a title, a
+ * `path` that filters and sorts it (null when it cannot), and `value(row, full)` giving the
+ * cell's content. A to-one relation whose record's label has several parts is spread into a
+ * column per part (a stock row's variant into product, colour, size and barcode); the
+ * resource's own label parts come first.
+ */
+export async function columnsOf(resource, userType) {
+  const own = await recordSchema(resource);
+  const properties = Object.entries(own.properties || {}).filter(([, p]) => visibleTo(p, userType));
+  // A foreign key is shown as its relation: the related record by its label.
+  const feedsRelation = (p) => Boolean(p['x-brandhub-relation'] && own.properties[p['x-brandhub-relation']]);
   const columns = [];
-  for (const [name, property] of Object.entries(properties).sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, property] of properties) {
     const target = relationTarget(property);
-    if (target) columns.push({ name, relation: target, sortable: false, shown: true });
-    else if (isScalar(property)) columns.push({ name, sortable: ![].concat(property.type).includes('array'), shown: name !== 'id' && !name.startsWith('fk_') });
-    else if (property.type === 'object' && property.properties) {
+    if (target) {
+      if (toMany(property)) continue;
+      const theirs = await recordSchema(target);
+      const parts = labelParts(theirs);
+      const first = ((theirs['x-brandhub-label'] || {}).fields || [])[0];
+      const sortPath = first ? `${name}.${first}` : null;
+      if (parts.length < 2) {
+        columns.push({ key: name, title: titleOf(property, name), path: sortPath, relation: target, shown: true,
+          value: async (row, full) => relationLink(target, row[name], full) });
+        continue;
+      }
+      for (const alternatives of parts) {
+        const part = alternatives[0];
+        const inner = theirs.properties[part];
+        if (!inner) continue;
+        const innerTarget = relationTarget(inner);
+        let path = null;
+        if (innerTarget) {
+          const innerFirst = (((await recordSchema(innerTarget))['x-brandhub-label'] || {}).fields || [])[0];
+          path = innerFirst ? `${name}.${part}.${innerFirst}` : null;
+        } else if (isScalar(inner)) path = `${name}.${part}`;
+        columns.push({ key: `${name}.${part}`, title: titleOf(inner, part), path, shown: true, through: name,
+          value: async (row, full) => {
+            const related = full(row[name]);
+            if (!related) return '';
+            if (innerTarget) return relationLink(innerTarget, related[part], full);
+            return shown(inner, related[part], related, full);
+          } });
+      }
+      continue;
+    }
+    if (name === 'id' || feedsRelation(property)) continue;
+    if (isScalar(property)) {
+      columns.push({ key: name, title: titleOf(property, name), path: [].concat(property.type).includes('array') ? null : name,
+        shown: !isId(property) && !property['x-brandhub-refers-to'], property,
+        value: async (row, full) => referred(property, row[name], full) || shown(property, row[name], row, full) });
+    } else if ([].concat(property.type).includes('object') && property.properties) {
       for (const [inner, sub] of Object.entries(property.properties)) {
-        if (isScalar(sub)) columns.push({ name: `${name}.${inner}`, sortable: false, shown: false });
+        if (!isScalar(sub) || !visibleTo(sub, userType)) continue;
+        columns.push({ key: `${name}.${inner}`, title: titleOf(sub, inner), parentTitle: titleOf(property, name),
+          path: `${name}.${inner}`, shown: false, property: sub,
+          value: async (row, full) => referred(sub, row[name] && row[name][inner], full) || shown(sub, row[name] && row[name][inner], row, full) });
       }
     }
   }
-  // Identity first: the fields that name a record.
-  const rank = (c) => { const i = LABELS.indexOf(c.name); return i < 0 ? 99 : i; };
-  return columns.sort((a, b) => rank(a) - rank(b));
-}
-
-export function valueAt(record, path) {
-  return path.split('.').reduce((v, key) => (v && typeof v === 'object' ? v[key] : undefined), record);
-}
-
-function labelOf(record) {
-  if (!record || typeof record !== 'object') return '';
-  for (const key of LABELS) if (record[key]) return String(record[key]);
-  return record.id || record.__KEY || '';
-}
-
-function cell(record, column) {
-  const value = valueAt(record, column.name);
-  if (column.relation) {
-    const id = value && (value.id || value.__KEY);
-    if (!id) return el('td');
-    return el('td', {}, el('a', { href: `#/browse/${column.relation}/${id}` }, labelOf(value) || id.slice(0, 8)));
+  // A title two columns share says whose it is ("Ship to · Town", "Bill to · Town").
+  for (const c of columns) {
+    if (c.parentTitle && columns.some((o) => o !== c && o.title === c.title)) c.title = `${c.parentTitle} · ${c.title}`;
   }
-  const td = el('td', { class: typeof value === 'number' ? 'num' : '' }, display(value));
-  return td;
+  // The record's own label first: the columns that name it.
+  const named = labelParts(own).map((alternatives) => alternatives[0]);
+  const rank = (c) => { const i = named.indexOf(c.through || c.key); return i < 0 ? 99 : i; };
+  return columns.map((c, i) => ({ ...c, order: i })).sort((a, b) => rank(a) - rank(b) || a.order - b.order);
+}
+
+/** Labels of records named by ids that are not foreign keys (x-brandhub-refers-to), fetched
+ * once per page and kept here by id. */
+const referredLabels = new Map();
+
+function referred(property, value, full) {
+  const target = property && property['x-brandhub-refers-to'];
+  if (!target || value === null || value === undefined || value === '') return null;
+  const ids = [].concat(value).filter(Boolean);
+  if (!ids.length) return null;
+  return ids.map((id, i) => [i ? ', ' : '', el('a', { href: `#/browse/${target}/${id}` }, referredLabels.get(id) || t('openRecord'))]);
+}
+
+/** Fetches the labels of every record the rows name by such ids. */
+async function fetchReferred(rows, columns, may) {
+  const wanted = new Map();
+  for (const c of columns) {
+    const target = c.property && c.property['x-brandhub-refers-to'];
+    if (!target) continue;
+    for (const row of rows) {
+      const value = c.key.split('.').reduce((v, k) => (v && typeof v === 'object' ? v[k] : undefined), row);
+      for (const id of [].concat(value || []).filter(Boolean)) {
+        if (!referredLabels.has(id)) (wanted.get(target) || wanted.set(target, new Set()).get(target)).add(id);
+      }
+    }
+  }
+  for (const [target, ids] of wanted) {
+    if (!may(target, 'GET')) continue;
+    const theirs = await recordSchema(target);
+    const q = new URLSearchParams();
+    ids.forEach((id) => q.append('id', id));
+    q.set('fields', ((theirs['x-brandhub-label'] || {}).fields || []).join(',') || 'id');
+    q.set('pageSize', '1000');
+    try {
+      const answer = await api(`/${target}?${q}`);
+      const full = keyed(answer);
+      for (const record of records(answer, target)) referredLabels.set(record.id, await labelOf(target, record, full));
+    } catch { /* labels stay unknown: the link still opens the record */ }
+  }
+}
+
+/** A related record as a link named by its label. */
+async function relationLink(target, value, full, skipId) {
+  const record = full(value);
+  const id = record && (record.id || record.__KEY);
+  if (!id) return '';
+  const label = await labelOf(target, record, full, skipId);
+  return el('a', { href: `#/browse/${target}/${id}` }, label || t('openRecord'));
 }
 
 function chosenKey(resource) { return `brandhub.columns.${resource}`; }
@@ -77,23 +161,48 @@ function hashFor(resource, params) {
   return `#/browse/${resource}${text ? '?' + text : ''}`;
 }
 
+/** Reads a page with the labels of its related records. A relation the user may not follow
+ * (the API names it in its 400) is left to show as a link without its label. */
+async function withLabels(path, resource, params) {
+  let extra = await labelFieldsOf(resource);
+  const q = new URLSearchParams(params);
+  if (q.has('fields')) extra = [];
+  for (let tries = 0; extra.length && tries < 8; tries++) {
+    q.set('fields', ['*', ...extra].join(','));
+    try { return await api(`${path}?${q}`); } catch (error) {
+      if (error.status !== 400) throw error;
+      // The item the API names, relative to where it failed: every item of its relation goes.
+      const named = String((error.problem && error.problem.field) || '');
+      const top = (item) => item.split('.')[0];
+      const gone = new Set(extra.filter((item) => item === named || item.endsWith('.' + named)).map(top));
+      const left = extra.filter((item) => !gone.has(top(item)));
+      extra = left.length < extra.length ? left : [];
+    }
+  }
+  if (!extra.length) q.delete('fields');
+  return api(`${path}?${q}`);
+}
+
 export async function render(main, context) {
-  const { parts, query, may } = context;
+  const { parts, query, may, me } = context;
   const list = await resources(may);
   const resource = list.includes(parts[0]) ? parts[0] : (list.includes('stock') ? 'stock' : list[0]);
-  if (parts[1]) return renderRecord(main, resource, parts[1]);
-  const columns = await columnsOf(resource);
+  if (parts[1]) return renderRecord(main, resource, parts[1], context);
+  const columns = await columnsOf(resource, me.type);
   const stored = JSON.parse(sessionStorage.getItem(chosenKey(resource)) || 'null');
-  if (stored) for (const c of columns) c.shown = stored.includes(c.name);
+  if (stored) for (const c of columns) c.shown = stored.includes(c.key);
+  const names = await Promise.all(list.map((r) => resourceName(r)));
+  const title = names[list.indexOf(resource)];
 
-  const picker = el('select', { id: 'resource' }, list.map((r) => el('option', { value: r, selected: r === resource }, r)));
+  const picker = el('select', { id: 'resource' }, list.map((r, i) => el('option', { value: r, selected: r === resource }, names[i])));
   picker.addEventListener('change', () => { location.hash = `#/browse/${picker.value}`; });
 
   // Filters: every parameter that is not paging or ordering.
   const params = new URLSearchParams(query);
   const page = Math.max(1, Number(params.get('page')) || 1);
   const filters = [...params.entries()].filter(([k]) => !['page', 'order_by', 'pageSize'].includes(k));
-  const fieldSelect = el('select', {}, columns.filter((c) => !c.relation).map((c) => el('option', { value: c.name }, c.name)));
+  const titleOfPath = (path) => (columns.find((c) => c.path === path) || {}).title || path;
+  const fieldSelect = el('select', {}, columns.filter((c) => c.path).map((c) => el('option', { value: c.path }, c.title)));
   const valueInput = el('input', { type: 'text', placeholder: 'ABC@' });
   const addButton = el('button', { type: 'submit' }, t('addFilter'));
   const filterForm = el('form', { class: 'filter-form' }, field(t('field'), fieldSelect), field(t('value'), valueInput), addButton);
@@ -105,14 +214,16 @@ export async function render(main, context) {
     location.hash = hashFor(resource, next);
   });
   const chips = el('ul', { class: 'chips', 'aria-label': t('filters') }, filters.map(([k, v], index) => {
-    const remove = el('button', { type: 'button', class: 'chip-remove', 'aria-label': `${t('removeFilter')} ${k}=${v}` }, '×');
+    const column = columns.find((c) => c.path === k);
+    const value = column && column.property ? wordOf(column.property, v) : v;
+    const remove = el('button', { type: 'button', class: 'chip-remove', 'aria-label': `${t('removeFilter')} ${titleOfPath(k)}: ${value}` }, '×');
     remove.addEventListener('click', () => {
       const next = new URLSearchParams();
       filters.forEach(([fk, fv], i) => { if (i !== index) next.append(fk, fv); });
       if (params.get('order_by')) next.set('order_by', params.get('order_by'));
       location.hash = hashFor(resource, next);
     });
-    return el('li', { class: 'chip' }, el('code', {}, `${k}=${v}`), remove);
+    return el('li', { class: 'chip', 'data-filter': `${k}=${v}` }, el('span', {}, `${titleOfPath(k)}: ${value}`), remove);
   }));
 
   // Column choice.
@@ -121,10 +232,10 @@ export async function render(main, context) {
       const box = el('input', { type: 'checkbox', checked: c.shown });
       box.addEventListener('change', () => {
         c.shown = box.checked;
-        sessionStorage.setItem(chosenKey(resource), JSON.stringify(columns.filter((x) => x.shown).map((x) => x.name)));
+        sessionStorage.setItem(chosenKey(resource), JSON.stringify(columns.filter((x) => x.shown).map((x) => x.key)));
         drawTable();
       });
-      return el('label', { class: 'check' }, box, c.name);
+      return el('label', { class: 'check' }, box, c.title);
     })));
 
   const slot = errorSlot();
@@ -146,38 +257,47 @@ export async function render(main, context) {
   const summary = el('p', { class: 'muted', role: 'status' });
   const pager = el('div', { class: 'pager' });
   try {
-    answer = await api(`/${resource}?${apiQuery}`);
+    answer = await withLabels(`/${resource}`, resource, apiQuery);
     // User Timing marks: how long the page takes to show an answer (bench/portal.sh).
     performance.mark('browse:answered');
   } catch (error) {
     tableHolder.append(problemBox(error));
   }
   const rows = records(answer, resource);
+  const full = keyed(answer);
+  await fetchReferred(rows, columns, may);
   const order = params.get('order_by') || '';
 
-  function drawTable() {
+  async function drawTable() {
     if (!answer) return;
-    const shown = columns.filter((c) => c.shown);
-    const headerCells = shown.map((c) => {
-      if (!c.sortable) return el('th', { scope: 'col' }, c.name);
-      const ascending = order === c.name || order === `${c.name}>`;
-      const descending = order === `${c.name}<`;
+    const visible = columns.filter((c) => c.shown);
+    const headerCells = visible.map((c) => {
+      if (!c.path) return el('th', { scope: 'col' }, c.title);
+      const ascending = order === c.path || order === `${c.path}>`;
+      const descending = order === `${c.path}<`;
       const next = new URLSearchParams(params);
-      next.set('order_by', ascending ? `${c.name}<` : c.name);
+      next.set('order_by', ascending ? `${c.path}<` : c.path);
       next.delete('page');
       return el('th', { scope: 'col', 'aria-sort': ascending ? 'ascending' : descending ? 'descending' : 'none' },
-        el('a', { href: hashFor(resource, next), class: 'sort', 'aria-label': t('sortBy', { field: c.name }) }, c.name, ascending ? ' ▲' : descending ? ' ▼' : ''));
+        el('a', { href: hashFor(resource, next), class: 'sort', 'aria-label': t('sortBy', { field: c.title }) }, c.title, ascending ? ' ▲' : descending ? ' ▼' : ''));
     });
-    const body = rows.length
-      ? rows.map((r) => el('tr', {}, shown.map((c, i) => {
-        const td = cell(r, c);
-        if (i === 0) td.replaceChildren(el('a', { href: `#/browse/${resource}/${r.id}` }, td.textContent || r.id.slice(0, 8)));
-        return td;
-      })))
-      : [el('tr', {}, el('td', { colspan: shown.length || 1, class: 'muted' }, t('noRecords')))];
+    const body = [];
+    for (const r of rows) {
+      const cells = [];
+      for (const [i, c] of visible.entries()) {
+        const content = await c.value(r, full);
+        const numeric = c.property && [].concat(c.property.type).some((ty) => ty === 'number' || ty === 'integer');
+        const td = el('td', { class: numeric ? 'num' : '', 'data-label': c.title }, content);
+        // The first column opens the row's own record.
+        if (i === 0) td.replaceChildren(el('a', { href: `#/browse/${resource}/${r.id}`, class: 'row-link' }, td.textContent || t('openRecord')));
+        cells.push(td);
+      }
+      body.push(el('tr', {}, cells));
+    }
+    if (!rows.length) body.push(el('tr', {}, el('td', { colspan: visible.length || 1, class: 'muted' }, t('noRecords'))));
     tableHolder.replaceChildren(el('table', {}, el('thead', {}, el('tr', {}, headerCells)), el('tbody', {}, body)));
   }
-  drawTable();
+  await drawTable();
 
   if (answer) {
     const info = answer.response;
@@ -191,7 +311,7 @@ export async function render(main, context) {
   }
 
   main.replaceChildren(
-    heading(`${t('browse')}: ${resource}`),
+    heading(title),
     el('div', { class: 'toolbar' }, field(t('resource'), picker), chooser, exportButton),
     slot,
     el('section', { class: 'filters', 'aria-label': t('filters') }, filterForm, el('small', { class: 'hint' }, t('filterHint')), chips),
@@ -199,33 +319,51 @@ export async function render(main, context) {
   performance.mark('browse:rendered');
 }
 
-function definitionList(object, columns) {
-  const dl = el('dl', { class: 'record' });
-  for (const [key, value] of Object.entries(object)) {
-    if (key === '__KEY') continue;
-    const column = columns && columns.find((c) => c.name === key);
-    let shown;
-    if (column && column.relation) {
-      const id = value && (value.id || value.__KEY);
-      shown = id ? el('a', { href: `#/browse/${column.relation}/${id}` }, labelOf(value) || id) : '';
-    } else if (Array.isArray(value) && value.some((v) => v && typeof v === 'object')) {
-      shown = el('ul', {}, value.map((v) => el('li', {}, labelOf(v) || JSON.stringify(v))));
-    } else if (value && typeof value === 'object') {
-      shown = definitionList(value);
+/** A record's properties as a list of titles and values: its own values and the records it
+ * points to first (those by label, as links), then its objects (nested), then the records
+ * under it (a list of links). */
+async function definitionList(object, own, full, me, parentId, root = object) {
+  const groups = [[], [], []];
+  for (const [key, property] of Object.entries(own.properties || {})) {
+    if (!(key in object) || key === 'id' || !visibleTo(property, me.type)) continue;
+    // A foreign key is shown as its relation: the related record by its label.
+    if (property['x-brandhub-relation'] && own.properties[property['x-brandhub-relation']]) continue;
+    const value = object[key];
+    const target = relationTarget(property);
+    let content;
+    let group = 0;
+    if (target && toMany(property)) {
+      const items = [];
+      for (const item of value || []) items.push(el('li', {}, await relationLink(target, item, full, parentId)));
+      content = items.length ? el('ul', { class: 'related-list' }, items) : '';
+      group = 2;
+    } else if (target) {
+      content = await relationLink(target, value, full);
+    } else if (value && typeof value === 'object' && !Array.isArray(value)) {
+      content = await definitionList(value, property, full, me, parentId, root);
+      if (!content.children.length) content = '';
+      group = 1;
     } else {
-      shown = display(value);
+      content = referred(property, value, full) || shown(property, value, root, full);
     }
-    dl.append(el('dt', {}, key), el('dd', {}, shown));
+    groups[group].push(el('dt', {}, titleOf(property, key)), el('dd', {}, content === '' ? t('none') : content));
   }
-  return dl;
+  return el('dl', { class: 'record' }, groups.flat());
 }
 
-async function renderRecord(main, resource, id) {
-  const columns = await columnsOf(resource);
-  const answer = await api(`/${resource}/${encodeURIComponent(id)}`);
+async function renderRecord(main, resource, id, { may, me }) {
+  const own = await recordSchema(resource);
+  const answer = await withLabels(`/${resource}/${encodeURIComponent(id)}`, resource, new URLSearchParams());
   const record = records(answer, resource)[0];
+  const full = keyed(answer);
+  const columns = await columnsOf(resource, me.type);
+  await fetchReferred([record], columns.concat(Object.entries(own.properties || {})
+    .filter(([, p]) => p['x-brandhub-refers-to']).map(([k, p]) => ({ key: k, property: p }))), may);
+  const list = await definitionList(record, own, full, me, record.id);
+  const label = await labelOf(resource, record, full);
   main.replaceChildren(
-    el('p', {}, el('a', { href: `#/browse/${resource}` }, `← ${t('back')}: ${resource}`)),
-    heading(`${resource}: ${labelOf(record) || id}`),
-    el('section', { class: 'card' }, definitionList(record, columns)));
+    el('p', {}, el('a', { href: `#/browse/${resource}` }, `← ${t('back')}: ${await resourceName(resource)}`)),
+    heading(`${await resourceName(resource, false)}: ${label || t('openRecord')}`),
+    await editLink(resource, record.id, may),
+    el('section', { class: 'card' }, list));
 }

@@ -3,13 +3,18 @@
 // error report of skipped rows and the templates to download. The file types and their arguments come from the description
 // of POST /api/file.
 import { api, records, schema, download } from '../api.js';
-import { t, number, dateTime } from '../i18n.js';
-import { el, field, heading, errorSlot, busy, badge, problemBox } from '../ui.js';
+import { t, has, number, dateTime } from '../i18n.js';
+import { recordLabel } from './setup.js';
+import { el, field, heading, errorSlot, busy, problemBox } from '../ui.js';
 
-/** [{type, args: [{name, optional}]}] from the multipart description of POST /api/file. */
+/** [{type, args: [{name, optional}], userTypes}] from the multipart description of POST
+ * /api/file and its x-brandhub-uploads (which user types may upload each type). */
 export async function fileTypes() {
   const doc = await schema();
-  const body = doc.paths['/api/file'].post.requestBody.content['multipart/form-data'].schema;
+  const post = doc.paths['/api/file'] && doc.paths['/api/file'].post;
+  if (!post) return [];
+  const who = Object.fromEntries((post['x-brandhub-uploads'] || []).map((u) => [u.fileType, u.userTypes]));
+  const body = post.requestBody.content['multipart/form-data'].schema;
   const inner = /\(([^)]*)\)/.exec(body.description)[1];
   return inner.split('|').map((s) => s.trim()).map((spec) => {
     const [type] = spec.split(',');
@@ -17,21 +22,24 @@ export async function fileTypes() {
     const pattern = /(\[)?,<([^>]+)>/g;
     let m;
     while ((m = pattern.exec(spec))) args.push({ name: m[2], optional: Boolean(m[1]) });
-    return { type, args };
+    return { type, args, userTypes: who[type] || [] };
   });
 }
 
 async function options(resource) {
   const answer = await api(`/${resource}?pageSize=1000&fields=id,name,code&order_by=name`);
-  return records(answer, resource).map((r) => ({ id: r.id, label: `${r.name} (${r.code})` }));
+  return Promise.all(records(answer, resource).map(async (r) => ({ id: r.id, label: await recordLabel(resource, r) })));
 }
+
+/** A file type's word in the user's language. */
+export const typeWord = (type) => (has(`fileType_${type}`) ? t(`fileType_${type}`) : type);
 
 /** DD/MM/YYYY from a date input's YYYY-MM-DD. */
 const contractDate = (value) => value.split('-').reverse().join('/');
 
 /** The download of a processed file's skipped rows with their reasons, when it has any. */
 function reportButton(file, slot) {
-  if (file.status !== 'processed' || !(file.detail?.rowsSkipped > 0)) return null;
+  if (!['processed', 'failed'].includes(file.status) || !(file.detail?.rowsSkipped > 0)) return null;
   const button = el('button', { type: 'button', class: 'link', 'data-report': file.id }, t('errorReport'));
   const stem = file.fileName.replace(/\.[^.]*$/, '');
   button.addEventListener('click', () => busy(button, slot, () => download(`/file/${file.id}/report`, `${stem}-errors.xlsx`)));
@@ -47,7 +55,7 @@ function statusBlock(file) {
   const warnings = (d.error || '').split('\n').filter(Boolean);
   const slot = errorSlot();
   return el('div', { class: 'upload-status', 'data-status': file.status },
-    el('p', {}, el('strong', {}, file.fileName), ' ', badge(file.status)),
+    el('p', {}, el('strong', {}, file.fileName), ' ', el('span', { class: `badge badge-${file.status}` }, t(`fileStatus_${file.status}`))),
     done ? null : progress,
     el('dl', { class: 'counts' },
       el('dt', {}, t('rowsRead')), el('dd', { 'data-count': 'rowsRead' }, number(d.rowsRead ?? 0)),
@@ -57,14 +65,15 @@ function statusBlock(file) {
     reportButton(file, slot), slot);
 }
 
-export async function render(main, { may }) {
-  const types = await fileTypes();
+export async function render(main, { me, may }) {
+  // Only the types this user may upload (a warehouse: stock and dispatch files).
+  const types = (await fileTypes()).filter((ft) => me.uploads.includes(ft.type));
   const lists = {};
   const wanted = new Set(types.flatMap((ft) => ft.args.map((a) => a.name)));
   for (const name of ['brand', 'warehouse', 'host']) {
     if (wanted.has(name) && may(name, 'GET')) lists[name] = await options(name);
   }
-  const typeSelect = el('select', { name: 'fileType' }, types.map((ft) => el('option', { value: ft.type }, ft.type)));
+  const typeSelect = el('select', { name: 'fileType' }, types.map((ft) => el('option', { value: ft.type }, typeWord(ft.type))));
   const argsHolder = el('div', { class: 'args' });
   let argControls = [];
   function drawArgs() {
@@ -120,7 +129,7 @@ export async function render(main, { may }) {
   });
 
   const templates = el('section', { class: 'card' }, el('h2', {}, t('templates')), el('ul', { class: 'plain' }, types.map((ft) => {
-    const b = el('button', { type: 'button', class: 'link' }, t('templateOf', { type: ft.type }));
+    const b = el('button', { type: 'button', class: 'link' }, t('templateOf', { type: typeWord(ft.type) }));
     const s = errorSlot();
     b.addEventListener('click', () => busy(b, s, () => download(`/file/template/${ft.type}`, `${ft.type}.xlsx`)));
     return el('li', {}, b, s);
@@ -140,7 +149,7 @@ export async function render(main, { may }) {
         const report = reportButton(f, s);
         return el('tr', {},
           el('td', {}, el('a', { href: `#/browse/file/${f.id}` }, f.fileName), d.error ? el('div', { class: 'warn-text' }, d.error.split('\n')[0]) : null),
-          el('td', {}, f.fileType), el('td', {}, badge(f.status)),
+          el('td', {}, typeWord(f.fileType)), el('td', {}, el('span', { class: `badge badge-${f.status}` }, t(`fileStatus_${f.status}`))),
           el('td', { class: 'num' }, number(d.rowsRead ?? 0)), el('td', { class: 'num' }, number(d.rowsApplied ?? 0)), el('td', { class: 'num' }, number(d.rowsSkipped ?? 0)),
           el('td', {}, dateTime(f.createdDate)), el('td', { class: 'actions' }, original, report, s));
       })))));

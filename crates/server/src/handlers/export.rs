@@ -1,4 +1,4 @@
-//! Exports (CONTRACT §13): any list request answered as CSV (`format=csv` or `Accept:
+//! Exports (docs/API.md, "Exports: CSV and XLSX"): any list request answered as CSV (`format=csv` or `Accept:
 //! text/csv`) or XLSX (`format=xlsx`) with every matching record, not one page. The same
 //! parse → plan as a list (filters, order, fields, complex queries, scope); the store reads the
 //! records in keyset chunks and the rows go out as they are read, so memory holds a chunk
@@ -107,7 +107,7 @@ fn table(
     viewer: &Viewer,
 ) -> Answer<Table> {
     let layout = (request.fields.is_none() && request.exclude.is_empty())
-        .then(|| sheet_layout(resource.name))
+        .then(|| sheet_layout(resource.handle()))
         .flatten();
     let Some((layout, through)) = layout else {
         let plan = plan_read(resource, request, viewer)?;
@@ -117,9 +117,7 @@ fn table(
             .collect();
         return Ok(Table { plan, columns });
     };
-    let rows = catalog()
-        .resource(layout.rows)
-        .expect("layouts name resources of the catalog");
+    let rows = catalog().get(layout.rows);
     if !std::ptr::eq(rows, resource) {
         require_grant(caller, rows, "GET")?;
     }
@@ -162,7 +160,7 @@ fn table(
 
 /// The text of a cell in CSV: numbers as the shortest text that reads back the same; a text
 /// (a value of a text-typed column, never a number) marked with a leading `'` when a
-/// spreadsheet program would run it as a formula (`brandhub_sheet::csv_text`, CONTRACT §13).
+/// spreadsheet program would run it as a formula (`brandhub_sheet::csv_text`, docs/API.md, "Exports: CSV and XLSX").
 fn text_of(cell: &TableCell) -> String {
     match cell {
         TableCell::Empty => String::new(),

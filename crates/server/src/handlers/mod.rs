@@ -20,7 +20,7 @@ use brandhub_problem::{ApiError, Code};
 use brandhub_store::Caller;
 use futures_util::StreamExt;
 
-/// The largest request body a read accepts (CONTRACT §7), declared with the other limits.
+/// The largest request body a read accepts (docs/API.md, "Complex queries"), declared with the other limits.
 pub const MAX_QUERY_BODY: usize = brandhub_query::limits::BODY_BYTES.max;
 
 /// How much of an oversized body is read and thrown away before answering 413, so that an

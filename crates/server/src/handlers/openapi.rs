@@ -6,13 +6,16 @@ use crate::problem::Problem;
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::Response;
+use brandhub_catalog::words::{Words, code_word, field_title, resource_names};
 use brandhub_catalog::{
     Field, FieldType, Relation, RelationKind, Resource, Scope, UserType, catalog,
 };
+use brandhub_ingest::authority::may_upload;
 use brandhub_problem::ApiError;
 use brandhub_problem::Code;
 use brandhub_query::limits;
 use brandhub_query::parse::RESERVED_PARAMETERS;
+use brandhub_sheet::FileType;
 use serde_json::{Map, Value, json};
 use std::sync::LazyLock;
 
@@ -45,7 +48,41 @@ fn relations_traversed(view: View, resource: &Resource) -> Vec<&Relation> {
         .collect()
 }
 
-fn field_schema(view: View, field: &Field) -> Value {
+/// A title in each language as the description carries it: `title` in English, and
+/// `x-brandhub-titles` with every language's.
+fn titled(schema: &mut Value, words: Option<Words>) {
+    if let Some(words) = words {
+        schema["title"] = json!(words.en);
+        schema["x-brandhub-titles"] = json!({"en": words.en, "de": words.de});
+    }
+}
+
+/// What people read for a field: its title, the word of each code its domain allows
+/// (`x-brandhub-words`), and for an amount of money the path of its currency
+/// (`x-brandhub-money`).
+fn worded(schema: &mut Value, resource: &Resource, field: &Field) {
+    titled(schema, field_title(resource.name, &field.path));
+    if let Some(codes) = field.domain.and_then(|d| d.words()) {
+        let words: Map<String, Value> = codes
+            .iter()
+            .filter_map(|code| {
+                code_word(code).map(|w| (code.to_string(), json!({"en": w.en, "de": w.de})))
+            })
+            .collect();
+        schema["x-brandhub-words"] = Value::Object(words);
+    }
+    if field.is_money() {
+        schema["x-brandhub-money"] = json!({"currency": field.currency});
+    }
+    if let Some(target) = field.refers_to {
+        schema["x-brandhub-refers-to"] = json!(target);
+    }
+    if let Some(relation) = field.relation.filter(|_| !field.internal) {
+        schema["x-brandhub-relation"] = json!(relation);
+    }
+}
+
+fn field_schema(view: View, resource: &Resource, field: &Field) -> Value {
     let mut schema = match field.ty {
         FieldType::Id => json!({"type": ["string", "null"], "pattern": "^[0-9A-F]{32}$"}),
         FieldType::Text => json!({"type": "string"}),
@@ -58,13 +95,18 @@ fn field_schema(view: View, field: &Field) -> Value {
         FieldType::PreciseTimestamp => {
             json!({"type": "string", "description": "YYYY-MM-DDTHH:MM:SS.mmmZ"})
         }
-        FieldType::List => json!({"type": "array", "items": {"type": "string"}}),
+        FieldType::List => match &field.list {
+            Some(list) if list.element == FieldType::Id => {
+                json!({"type": "array", "items": {"type": "string", "pattern": "^[0-9A-F]{32}$"}})
+            }
+            _ => json!({"type": "array", "items": {"type": "string"}}),
+        },
         FieldType::Object => {
             let properties: Map<String, Value> = field
                 .subfields
                 .iter()
                 .filter(|s| shows(view, s))
-                .map(|s| (s.name.to_string(), field_schema(view, s)))
+                .map(|s| (s.name.to_string(), field_schema(view, resource, s)))
                 .collect();
             let ty = if field.nullable_object {
                 json!(["object", "null"])
@@ -81,7 +123,20 @@ fn field_schema(view: View, field: &Field) -> Value {
         let types: Vec<&str> = field.hidden_from.iter().map(|t| t.as_str()).collect();
         schema["x-hidden-from"] = json!(types);
     }
+    worded(&mut schema, resource, field);
     schema
+}
+
+/// Marks a foreign key with `x-brandhub-link`, the name of the resource its value is an id
+/// of, so that a client offers a choice of those records (the portal's forms do).
+fn link(resource: &Resource, field: &Field, schema: &mut Value) {
+    let target = field
+        .relation
+        .and_then(|name| resource.relation(name))
+        .map(|relation| catalog().target(relation).name);
+    if let Some(target) = target {
+        schema["x-brandhub-link"] = json!(target);
+    }
 }
 
 fn schema_name(resource: &Resource) -> String {
@@ -93,7 +148,9 @@ fn schema_name(resource: &Resource) -> String {
 fn record_schema(view: View, resource: &Resource) -> Value {
     let mut properties = Map::new();
     for field in resource.fields.iter().filter(|f| shows(view, f)) {
-        properties.insert(field.name.to_string(), field_schema(view, field));
+        let mut schema = field_schema(view, resource, field);
+        link(resource, field, &mut schema);
+        properties.insert(field.name.to_string(), schema);
     }
     for relation in relations_shown(view, resource) {
         let target = catalog().target(relation);
@@ -103,13 +160,24 @@ fn record_schema(view: View, resource: &Resource) -> Value {
             {"$ref": format!("#/components/schemas/{}", schema_name(target))},
             {"type": "null"}
         ]});
-        let schema = match relation.kind {
+        let mut schema = match relation.kind {
             RelationKind::ToOne { .. } => one,
             RelationKind::ToMany { .. } => json!({"type": "array", "items": one}),
         };
+        titled(&mut schema, catalog().relation_title(resource, relation));
         properties.insert(relation.name.to_string(), schema);
     }
-    json!({"type": "object", "description": resource.doc, "properties": properties})
+    let mut schema =
+        json!({"type": "object", "description": resource.doc, "properties": properties});
+    if let Some(names) = resource_names(resource.name) {
+        schema["title"] = json!(names.one.en);
+        schema["x-brandhub-names"] = json!({
+            "en": {"one": names.one.en, "many": names.many.en},
+            "de": {"one": names.one.de, "many": names.many.de}});
+    }
+    schema["x-brandhub-label"] = json!({"template": resource.label,
+        "fields": catalog().label_fields(resource)});
+    schema
 }
 
 /// The leaf properties of a record a filter or an order key can name (objects by their
@@ -346,7 +414,7 @@ fn condition_groups(view: View, resource: &Resource) -> Vec<(String, Value, bool
     groups
 }
 
-/// The body of a complex query over a resource (CONTRACT §7): each condition names a field
+/// The body of a complex query over a resource (docs/API.md, "Complex queries"): each condition names a field
 /// and takes a value of that field's type; every condition after the first of a list needs
 /// its conjunction; `query` and `querywitharray` exclude each other (a `null` list is an
 /// absent one).
@@ -458,10 +526,11 @@ fn write_body(
         let mut parts = path.split('.').peekable();
         while let Some(part) = parts.next() {
             if parts.peek().is_none() {
-                let mut schema = field_schema(view, field);
+                let mut schema = field_schema(view, resource, field);
+                link(resource, field, &mut schema);
                 let must_fill = required.contains(path) || filled.contains(path);
                 if field.ty == FieldType::Text {
-                    // A write may send `null` for text: it stores "" (unset text, CONTRACT §3);
+                    // A write may send `null` for text: it stores "" (unset text, docs/API.md, "Values");
                     // no text holds a NUL character.
                     schema["type"] = json!(["string", "null"]);
                     schema["pattern"] = json!("^[^\\u0000]*$");
@@ -500,7 +569,7 @@ fn write_body(
                 if let Some(max) = field.max_chars {
                     bounded["maxLength"] = json!(max);
                 }
-                // Quantities and amounts: their domain's range (CONTRACT §10).
+                // Quantities and amounts: their domain's range (docs/API.md, "Quantities and amounts").
                 if let Some((least, most)) = field.domain.and_then(|d| d.bounds()) {
                     bounded["minimum"] = json!(least);
                     bounded["maximum"] = json!(most);
@@ -532,7 +601,7 @@ fn write_body(
     json!({"required": true, "content": {"application/json": {"schema": body}}})
 }
 
-/// The JSON writes a resource accepts (CONTRACT §9), on its list and by-id paths.
+/// The JSON writes a resource accepts (docs/API.md, "Writes: master data and catalogue"), on its list and by-id paths.
 fn add_write_paths(
     view: View,
     resource: &Resource,
@@ -564,7 +633,7 @@ fn add_write_paths(
     }
 }
 
-/// A resource that moves through a lifecycle (orders, CONTRACT §11): its create is an intake
+/// A resource that moves through a lifecycle (orders, docs/API.md, "Orders: intake, lifecycle and stock"): its create is an intake
 /// with lines, its PATCH an action, and each declared action a `POST` of an array of actions.
 fn add_lifecycle_paths(
     view: View,
@@ -625,7 +694,7 @@ fn add_lifecycle_paths(
             .field_at(path)
             .expect("the catalog checks that actions name fields of the record or its lines");
         action["content"]["application/json"]["schema"]["properties"][path] =
-            field_schema(view, field);
+            field_schema(view, line, field);
     }
     by_id["patch"] = json!({
         "summary": format!("A lifecycle action on a {name} record: the new status and what the step needs"),
@@ -661,7 +730,11 @@ fn lifecycle_extension(resource: &Resource) -> Option<Value> {
     let words = |codes: &[&str]| -> Value {
         codes
             .iter()
-            .map(|code| json!({"code": code, "word": word(code).unwrap_or(code)}))
+            .map(|code| {
+                let words = code_word(code);
+                json!({"code": code, "word": word(code).unwrap_or(code),
+                       "words": words.map(|w| json!({"en": w.en, "de": w.de}))})
+            })
             .collect()
     };
     let steps: Vec<Value> = TRANSITIONS
@@ -695,7 +768,24 @@ fn lifecycle_extension(resource: &Resource) -> Option<Value> {
     }))
 }
 
-/// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (CONTRACT §8).
+/// `x-brandhub-uploads` of `POST /api/file`: each file type with the user types that may
+/// upload it (the catalog's write rules of what it writes), so that a client offers only those.
+fn uploads_extension() -> Value {
+    let types: Vec<Value> = FileType::ALL
+        .into_iter()
+        .map(|file_type| {
+            let user_types: Vec<&str> = UserType::ALL
+                .into_iter()
+                .filter(|user_type| may_upload(file_type, *user_type))
+                .map(UserType::as_str)
+                .collect();
+            json!({"fileType": file_type.as_str(), "userTypes": user_types})
+        })
+        .collect();
+    json!(types)
+}
+
+/// `POST /api/file` (a multipart upload), the uploaded bytes and the templates (docs/API.md, "Files: uploads and processing").
 fn add_upload_paths(
     paths: &mut Map<String, Value>,
     list: &mut Value,
@@ -711,6 +801,7 @@ fn add_upload_paths(
         "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {
             "type": "object", "description": "Exactly one file part, named <fileType>,<arguments> (product,<brand> | stock,<brand>,<warehouse> | price,<brand>,<host>,<DD/MM/YYYY>[,<DD/MM/YYYY>] | image,<brand> | orderDispatch,<brand>), with a filename ending .xlsx, .xlsm, .xls, .ods or .csv.",
             "additionalProperties": {"type": "string", "format": "binary"}}}}},
+        "x-brandhub-uploads": uploads_extension(),
         "responses": created});
     let bytes = |description: &str| {
         responses(json!({"description": description,
@@ -727,7 +818,7 @@ fn add_upload_paths(
     paths.insert(format!("/api/{name}/template/{{fileType}}"), json!({"get": {
         "summary": "An .xlsx template: the file type's header row and one example row", "tags": [name],
         "parameters": [{"name": "fileType", "in": "path", "required": true,
-            "schema": {"enum": ["product", "stock", "price", "image", "orderDispatch"]}}],
+            "schema": {"enum": brandhub_catalog::FILE_TYPES}}],
         "responses": bytes("The template workbook.")}}));
 }
 
@@ -932,6 +1023,63 @@ mod tests {
     }
 
     #[test]
+    fn schemas_carry_labels_titles_words_and_currencies_from_the_catalog() {
+        let doc = document(None);
+        let schemas = &doc["components"]["schemas"];
+        let stock = &schemas["Stock"];
+        assert_eq!(
+            stock["x-brandhub-label"]["template"],
+            "{stock_variant} @ {stock_warehouse}"
+        );
+        assert_eq!(
+            stock["x-brandhub-label"]["fields"][5],
+            "stock_warehouse.name"
+        );
+        assert_eq!(stock["x-brandhub-names"]["de"]["many"], "Bestände");
+        assert_eq!(stock["properties"]["stock_warehouse"]["title"], "Warehouse");
+        assert_eq!(
+            stock["properties"]["inStock"]["x-brandhub-titles"],
+            json!({"en": "In stock", "de": "Am Lager"})
+        );
+        let order = &schemas["Order"];
+        assert_eq!(
+            order["properties"]["sentToWH"]["title"],
+            "Sent to warehouse"
+        );
+        assert_eq!(
+            order["properties"]["status"]["x-brandhub-words"]["dispatched"]["de"],
+            "Versandt"
+        );
+        assert_eq!(
+            order["properties"]["detail"]["properties"]["gross"]["x-brandhub-money"],
+            json!({"currency": "order_orderItem.currency"})
+        );
+        assert_eq!(
+            order["properties"]["order_orderItem"]["x-brandhub-titles"]["de"],
+            "Bestellpositionen"
+        );
+        assert_eq!(
+            order["x-brandhub-lifecycle"]["lineStatuses"][2]["words"],
+            json!({"en": "Shipped", "de": "Versandt"})
+        );
+        assert_eq!(
+            schemas["Price"]["properties"]["price"]["x-brandhub-money"],
+            json!({"currency": null})
+        );
+        // Every property of every record has a title in each language.
+        for resource in catalog().resources() {
+            let schema = &schemas[schema_name(resource)];
+            for (name, property) in schema["properties"].as_object().unwrap() {
+                assert!(
+                    property["x-brandhub-titles"]["de"].is_string(),
+                    "{}.{name}",
+                    resource.name
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_lists_words_and_length_bound_its_elements() {
         let doc = document(None);
         let events = &doc["paths"]["/api/webhook"]["post"]["requestBody"]["content"]["application/json"]
@@ -998,5 +1146,34 @@ mod tests {
         assert!(doc["paths"]["/api/user/{id}"]["patch"]["requestBody"].is_object());
         assert!(doc["paths"]["/api/apiKey/{id}"]["delete"]["responses"]["204"].is_object());
         assert!(doc["paths"]["/api/apiKey"]["post"]["responses"]["201"].is_object());
+    }
+
+    #[test]
+    fn links_and_uploads_say_what_a_form_offers() {
+        let doc = document(None);
+        let user = &doc["paths"]["/api/user"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["properties"];
+        assert_eq!(user["fk_company"]["x-brandhub-link"], "company");
+        assert_eq!(user["fk_warehouse"]["x-brandhub-link"], "warehouse");
+        assert!(user["name"].get("x-brandhub-link").is_none());
+        let store = &doc["components"]["schemas"]["BrandStore"]["properties"];
+        assert_eq!(store["fk_store"]["x-brandhub-link"], "store");
+        let uploads = doc["paths"]["/api/file"]["post"]["x-brandhub-uploads"]
+            .as_array()
+            .expect("a list of file types");
+        let of = |user_type: &str| -> Vec<&str> {
+            uploads
+                .iter()
+                .filter(|u| {
+                    u["userTypes"]
+                        .as_array()
+                        .is_some_and(|t| t.iter().any(|t| t == user_type))
+                })
+                .filter_map(|u| u["fileType"].as_str())
+                .collect()
+        };
+        assert_eq!(of("warehouse"), ["stock", "orderDispatch"]);
+        assert_eq!(of("admin").len(), FileType::ALL.len());
+        assert!(of("host").is_empty());
     }
 }

@@ -1,4 +1,4 @@
-//! The order endpoints (CONTRACT §11), for resources the catalog declares as moving through
+//! The order endpoints (docs/API.md, "Orders: intake, lifecycle and stock"), for resources the catalog declares as moving through
 //! a lifecycle: the intake (`POST /api/<resource>`), a lifecycle step (`PATCH
 //! /api/<resource>/<id>`) and the lifecycle's many-record actions (`POST
 //! /api/<resource>/<action>`, such as `dispatch`). The store's order engine decides; these

@@ -1,4 +1,4 @@
-//! The read endpoints: lists, one record by id, counts, and complex queries (CONTRACT §6, §7).
+//! The read endpoints: lists, one record by id, counts, and complex queries (docs/API.md, "Parameters of reads" and "Complex queries").
 //! Each runs parse → plan → store → render.
 
 use super::{MAX_QUERY_BODY, export, json, read_body, require_grant, resource};
@@ -117,7 +117,7 @@ pub async fn by_id(
     Ok(with_etag(page_answer(page), version))
 }
 
-/// Adds the `ETag` of a record at `version` (CONTRACT §9 concurrency) to an answer.
+/// Adds the `ETag` of a record at `version` (docs/API.md, "Writes: concurrency and idempotency") to an answer.
 pub(crate) fn with_etag(mut response: Response, version: Option<i64>) -> Response {
     if let Some(value) = version.and_then(|v| HeaderValue::from_str(&etag(v)).ok()) {
         response.headers_mut().insert(header::ETAG, value);

@@ -1,4 +1,4 @@
-//! Sign-in for people (CONTRACT §12): `POST /api/session` (email and password → a session
+//! Sign-in for people (docs/API.md, "Sessions and invitations"): `POST /api/session` (email and password → a session
 //! key), `GET /api/session` (who the key belongs to and what it allows), `DELETE
 //! /api/session` (sign out), `POST /api/invitation` (an admin or sponsor invites a user to
 //! set a password) and `POST /api/invitation/<token>` (setting it). Wrong passwords and
@@ -6,7 +6,7 @@
 //! wrong keys: each attempt is counted before its password is hashed (and given back when
 //! it succeeds), and an address past its limit is answered 429 before anything is checked.
 
-use super::{read_body, require_grant, resource};
+use super::{read_body, require_grant};
 use crate::AppState;
 use crate::auth::{Authenticated, client_address};
 use crate::problem::{Answer, Problem};
@@ -16,7 +16,9 @@ use axum::extract::{Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use brandhub_catalog::Res;
 use brandhub_catalog::UserType;
+use brandhub_catalog::catalog;
 use brandhub_problem::{ApiError, Code, FieldError};
 use brandhub_query::write::validation_failed;
 use brandhub_store::StoreError;
@@ -184,7 +186,7 @@ pub async fn invite(
     request: Request,
 ) -> Answer<Response> {
     let (parts, body) = request.into_parts();
-    let users = resource("user")?;
+    let users = catalog().get(Res::User);
     require_grant(&caller, users, "PATCH")?;
     if !matches!(caller.user_type, UserType::Admin | UserType::Sponsor) {
         return Err(Problem(ApiError::new(

@@ -1,4 +1,4 @@
-//! The write endpoints (CONTRACT §9): `POST /api/<resource>`, `PATCH /api/<resource>/<id>`
+//! The write endpoints (docs/API.md, "Writes: master data and catalogue"): `POST /api/<resource>`, `PATCH /api/<resource>/<id>`
 //! and `DELETE /api/<resource>/<id>`, for the resources whose catalog entry accepts them. The
 //! body is checked by `brandhub_query::write`; the key's grants must allow the method; the
 //! record must be in the caller's scope (404 otherwise, as if it did not exist) and one the
@@ -42,7 +42,7 @@ fn not_accepted(resource: &Resource, method: &str, with_id: bool) -> Problem {
     Problem(error)
 }
 
-/// Whether the caller sees the record by id (scope, CONTRACT §5): its id alone read, fresh
+/// Whether the caller sees the record by id (scope, docs/API.md, "Scope: who sees what"): its id alone read, fresh
 /// (see [`read_one_as`]). What a PATCH or DELETE checks first, so that a record outside
 /// scope is a 404 before anything else is looked at.
 pub(crate) async fn visible(
@@ -240,7 +240,7 @@ async fn create_as(
     create_records(state, resource, &writer, timing, query, &bytes, key).await
 }
 
-/// The header a create's idempotency key comes in (CONTRACT §9).
+/// The header a create's idempotency key comes in (docs/API.md, "Writes: concurrency and idempotency").
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// The header that marks an answer given again for an idempotency key.
 const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
@@ -381,7 +381,7 @@ async fn create_records(
         .await
 }
 
-/// A create's answer, kept for its `Idempotency-Key` or given again for it (CONTRACT §9):
+/// A create's answer, kept for its `Idempotency-Key` or given again for it (docs/API.md, "Writes: concurrency and idempotency"):
 /// the one place that decides what a create with a key answers, for the write pipeline's
 /// creates and for an order intake.
 pub(crate) struct Created<'a> {
@@ -574,7 +574,7 @@ async fn update_as(
 }
 
 /// What a `PATCH` or `DELETE` read of its request, or, when that was refused, 404 for a
-/// record the caller does not see (CONTRACT §5: whether a record exists outside scope is never
+/// record the caller does not see (docs/API.md, "Scope: who sees what": whether a record exists outside scope is never
 /// told, by a 400 or a 422 either). A request read well goes on to the store, whose write
 /// answers 404 itself before it looks at anything else, so it needs no read of its own.
 async fn out_of_scope_first<T>(

@@ -1,5 +1,5 @@
 //! Key grants: `resource:METHODS` entries (`file:GET,POST`, `*:GET`, `*:*`) that say which
-//! calls a key may make (CONTRACT §2). What a key may do is always the intersection of its
+//! calls a key may make (docs/API.md, "Transport and authentication"). What a key may do is always the intersection of its
 //! stored grants and what its user's type allows now ([`effective`]): a user whose type
 //! changes keeps its keys, and each key shrinks (or grows back, never past its stored grants)
 //! to the new type on its next request.
@@ -116,8 +116,8 @@ impl std::fmt::Display for Grant {
 }
 
 /// The grants a key gets when none are given, which are also the most a key of a user of
-/// this type may use (CONTRACT §2). Admins, sponsors and companies may call everything (what
-/// they may write is bounded by the catalog's write rules, CONTRACT §9); hosts and warehouse
+/// this type may use (docs/API.md, "Transport and authentication"). Admins, sponsors and companies may call everything (what
+/// they may write is bounded by the catalog's write rules, docs/API.md, "Writes: users and keys"); hosts and warehouse
 /// users read, and write what is theirs (their stores or stock, their keys and webhooks).
 pub fn default_grants(user_type: UserType) -> Vec<Grant> {
     let texts: &[&str] = match user_type {

@@ -1,5 +1,5 @@
-//! API keys, as the write pipeline makes and revokes them (the `KeyGrants` policy, CONTRACT §2
-//! and §9): a new key's grants default to what its user's type may have, as far as the
+//! API keys, as the write pipeline makes and revokes them (the `KeyGrants` policy, docs/API.md,
+//! "Transport and authentication" and "Writes: users and keys"): a new key's grants default to what its user's type may have, as far as the
 //! writing key allows them; named grants must lie within both; a user has at most
 //! [`MAX_ACTIVE_KEYS`] unrevoked keys; and a key never revokes a key wider than itself. The
 //! secret itself is the pipeline's (`Writes::secret`): made, hashed and shown once there.
@@ -138,7 +138,7 @@ pub(crate) async fn grant_problems(
 }
 
 /// Whether `writer` makes and revokes the keys of `user`: its own, or those of a user it may
-/// write as the user is now (CONTRACT §9), which the catalog's rule over the user's company
+/// write as the user is now (docs/API.md, "Writes: users and keys"), which the catalog's rule over the user's company
 /// and type does not say alone (a user's further companies must all be the writer's too).
 async fn writes_keys_of(tx: &mut WriteTx, writer: &Writer<'_>, user: &str) -> StoreResult<bool> {
     let viewer = writer.viewer;

@@ -1,4 +1,4 @@
-//! Sign-in for people (CONTRACT §12): passwords, session keys and invitations.
+//! Sign-in for people (docs/API.md, "Sessions and invitations"): passwords, session keys and invitations.
 //!
 //! A password is optional per user and stored only as an argon2id hash (`bh_password`): it is
 //! what a person remembers, so it gets a slow hash; it is checked only when signing in, never

@@ -1,5 +1,5 @@
-//! Users, as the write pipeline makes and changes them (the `UserProfile` policy, CONTRACT
-//! §9): a user's type decides which links it needs (a company user its company, a host user
+//! Users, as the write pipeline makes and changes them (the `UserProfile` policy, docs/API.md,
+//! "Writes: users and keys"): a user's type decides which links it needs (a company user its company, a host user
 //! its host, …), and a writer never gives a type wider than its own, nor companies, hosts or
 //! warehouses beyond its own, so that no key can widen its own user. The command line's
 //! `user create` and `key create` go through the same pipeline as an admin.
@@ -9,6 +9,7 @@ use crate::db::{Kind, Store, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::records::Writer;
 use crate::write::EntryPoint;
+use brandhub_catalog::Res;
 use brandhub_catalog::{Anchor, Cell, Layout, Record, Resource, UserType, catalog};
 use brandhub_problem::FieldError;
 use brandhub_query::plan::Viewer;
@@ -245,12 +246,12 @@ fn profile_email(resource: &Resource, record: &Record) -> String {
 }
 
 fn users() -> &'static Resource {
-    catalog().resource("user").expect("user is a resource")
+    catalog().get(Res::User)
 }
 
 /// The resource of API keys.
 pub(crate) fn keys() -> &'static Resource {
-    catalog().resource("apiKey").expect("apiKey is a resource")
+    catalog().get(Res::ApiKey)
 }
 
 impl Store {

@@ -1,4 +1,4 @@
-//! Order intake (CONTRACT §11): a host pushes an order with its lines in one request. Every
+//! Order intake (docs/API.md, "Orders: intake, lifecycle and stock"): a host pushes an order with its lines in one request. Every
 //! problem (the order's fields, each line's, the brand store, the variants, the amounts) is
 //! gathered into one 422 before the write transaction begins (the brand store and the
 //! variants are read before it); a second push of the same (brand store, hostOrderRef) is
@@ -108,7 +108,7 @@ fn number(values: &WriteValues, path: &str) -> Option<f64> {
     }
 }
 
-/// An amount as money is kept (CONTRACT §10: two decimals), by the catalog's one rule.
+/// An amount as money is kept (docs/API.md, "Quantities and amounts": two decimals), by the catalog's one rule.
 fn round(amount: f64) -> f64 {
     Domain::SIGNED_MONEY.kept(amount)
 }
@@ -137,7 +137,7 @@ fn check_computed(
 }
 
 /// A line's amounts: (net, tax, gross), or the problems with the given ones and with those
-/// computed from them (each within the money domain, CONTRACT §10). The quantity and the
+/// computed from them (each within the money domain, docs/API.md, "Quantities and amounts"). The quantity and the
 /// price were held to their domains when the line was read.
 fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -> (f64, f64, f64) {
     let item = resource("orderItem");
@@ -212,8 +212,9 @@ impl Store {
 }
 
 /// How many `brandOrderRef` numbers a process reserves at once: intakes then draw them from
-/// memory instead of each taking the counter row's lock until it commits, which made every
-/// intake of every process wait for the one before it.
+/// memory instead of each taking the counter row's lock until it commits, which would make
+/// every intake of every process wait for the one before it
+/// (docs/decisions/0023-order-numbers-reserved-per-process.md).
 const NUMBERS_RESERVED: i64 = 32;
 
 impl WriteTx {

@@ -1,4 +1,4 @@
-//! Orders (CONTRACT §11): a host's intake ([`intake`]), the lifecycle steps taken on an order
+//! Orders (docs/API.md, "Orders: intake, lifecycle and stock"): a host's intake ([`intake`]), the lifecycle steps taken on an order
 //! ([`machine`] decides them from the catalog's transition table, [`ask`] reads them from
 //! JSON), and the stock that follows them. Every step, from an order PATCH, a dispatch array
 //! or an orderDispatch file row, is loaded, decided and written by the code here, in the
@@ -445,7 +445,7 @@ fn sum_moves(
 }
 
 /// Why a stock count of `variant` would leave the range the catalog holds it to, if moved to
-/// `value` (CONTRACT §10: a move outside ±1,000,000,000 is refused whole).
+/// `value` (docs/API.md, "Quantities and amounts": a move outside ±1,000,000,000 is refused whole).
 fn out_of_range(path: &str, variant: &str, value: i64) -> Option<String> {
     let field = resource("stock")
         .field_at(path)

@@ -90,9 +90,10 @@ impl Store {
         Ok((written, page.filter(|page| page.records > 0)))
     }
 
-    /// [`Store::create_records`] applied once per `key` (CONTRACT §9 idempotency): the key is
-    /// claimed in the write's own transaction; when the same request came first, nothing is
-    /// written and its kept answer is returned instead (`Err` 409 when another request did).
+    /// [`Store::create_records`] applied once per `key` (docs/API.md, "Writes: concurrency
+    /// and idempotency"): the key is claimed in the write's own transaction; when the same
+    /// request came first, nothing is written and its kept answer is returned instead (`Err`
+    /// 409 when another request did).
     pub async fn create_records_once(
         &self,
         resource: &'static Resource,

@@ -1,5 +1,5 @@
-//! The generic write pipeline (CONTRACT §9) for the resources the catalog marks as written by
-//! it: creates (one record or many, all or nothing), upserts on natural keys, updates and
+//! The generic write pipeline (docs/API.md, "Writes: master data and catalogue") for the
+//! resources the catalog marks as written by it: creates (one record or many, all or nothing), upserts on natural keys, updates and
 //! deletes. Everything a write needs to know comes from the catalog (writable fields, foreign
 //! keys and their targets, natural keys, write and scope rules); nothing here names a
 //! resource. Every problem of a write is gathered before anything is written, and each write
@@ -217,8 +217,8 @@ fn sorted(mut problems: Vec<FieldError>) -> StoreError {
     StoreError::invalid(problems)
 }
 
-/// 403 for a write of a resource that the caller's user type never writes (CONTRACT §9's
-/// table), before anything of the body is judged.
+/// 403 for a write of a resource that the caller's user type never writes (docs/API.md,
+/// "Writes: master data and catalogue", its table), before anything of the body is judged.
 fn never_written_by(resource: &Resource, viewer: &Viewer) -> Option<StoreError> {
     let user_type = viewer.user_type();
     (resource.authority_of(WriteAction::Write, user_type) == Scope::Nothing).then(|| {

@@ -21,6 +21,45 @@ pub async fn migrated_store(url: &str, max_connections: u32) -> Store {
     store
 }
 
+/// A migrated store holding the demo data at `scale`, on a database of one test's own: a
+/// file in the returned directory on SQLite, [`fresh_postgres`] on PostgreSQL (`None` when it
+/// is not configured); with the demo's summary (its users).
+pub async fn demo_store(
+    db: Db,
+    suite: &str,
+    name: &str,
+    scale: u64,
+) -> Option<(Store, tempfile::TempDir, brandhub_demo::DemoSummary)> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = match db {
+        Db::Sqlite => format!("sqlite://{}", dir.path().join("demo.db").display()),
+        Db::Postgres => fresh_postgres(suite, name).await?,
+    };
+    let store = Store::connect(&StoreOptions {
+        url,
+        max_connections: 4,
+        page_cache_bytes: 8 << 20,
+        matches_first_limit: 40,
+        pg_settings: Vec::new(),
+        database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
+    })
+    .await
+    .expect("the database opens");
+    store.migrate().await.expect("migrations apply");
+    let (chunks, summary) = brandhub_demo::generate_all(&brandhub_demo::DemoOptions {
+        scale,
+        ..brandhub_demo::DemoOptions::default()
+    });
+    let mut tx = store.begin().await.expect("a transaction");
+    for mut chunk in chunks {
+        tx.insert_records(chunk.resource, &mut chunk.records)
+            .await
+            .expect("the demo is written");
+    }
+    tx.commit().await.expect("the demo commits");
+    Some((store, dir, summary))
+}
+
 /// Which database a test runs on.
 #[derive(Debug, Clone, Copy)]
 pub enum Db {

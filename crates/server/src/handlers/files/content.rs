@@ -3,11 +3,13 @@
 use super::visible;
 use crate::AppState;
 use crate::handlers::read::viewer;
-use crate::handlers::{require_grant, resource};
+use crate::handlers::require_grant;
 use crate::problem::{Answer, Problem};
 use axum::body::Body;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use brandhub_catalog::Res;
+use brandhub_catalog::catalog;
 use brandhub_catalog::file_paths;
 use brandhub_filestore::StoreError;
 use brandhub_problem::{ApiError, Code};
@@ -49,7 +51,7 @@ pub(super) async fn content(
     timing: &Timing,
     id: &str,
 ) -> Answer<Response> {
-    let file = resource("file")?;
+    let file = catalog().get(Res::File);
     require_grant(caller, file, "GET")?;
     let not_found = || {
         Problem(ApiError::new(
@@ -57,7 +59,7 @@ pub(super) async fn content(
             format!("There is no file with id '{id}'."),
         ))
     };
-    if !visible(state, "file", id, &viewer(caller), timing).await? {
+    if !visible(state, Res::File, id, &viewer(caller), timing).await? {
         return Err(not_found());
     }
     let id = id.to_ascii_uppercase();

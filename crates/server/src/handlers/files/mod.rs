@@ -1,4 +1,4 @@
-//! The file endpoints (CONTRACT §8): `POST /api/file` ([`upload`]: a multipart upload,
+//! The file endpoints (docs/API.md, "Files: uploads and processing"): `POST /api/file` ([`upload`]: a multipart upload,
 //! checked, streamed to the file store before the answer, recorded as `pending` and queued for
 //! the workers in one transaction), `GET /api/file/<id>/content` ([`content`]: the uploaded
 //! bytes), `GET /api/file/<id>/report` ([`report`]: the skipped rows with their reasons) and `GET /api/file/template/<fileType>` ([`template`]: an `.xlsx` with the type's
@@ -13,23 +13,23 @@ mod upload;
 
 pub use upload::upload;
 
-use super::resource;
 use crate::AppState;
 use crate::auth::Authenticated;
 use crate::problem::{Answer, Problem};
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::Response;
+use brandhub_catalog::{Res, catalog};
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::plan::Viewer;
 use brandhub_store::Timing;
 use brandhub_store::ids::looks_like_id;
 use std::sync::Arc;
 
-/// Whether the caller sees the record (scope, CONTRACT §5); malformed ids are never seen.
+/// Whether the caller sees the record (scope, docs/API.md, "Scope: who sees what"); malformed ids are never seen.
 async fn visible(
     state: &AppState,
-    resource_name: &str,
+    res: Res,
     id: &str,
     viewer: &Viewer,
     timing: &Timing,
@@ -37,7 +37,7 @@ async fn visible(
     if !looks_like_id(id) {
         return Ok(false);
     }
-    super::write::visible(state, resource(resource_name)?, id, viewer, timing).await
+    super::write::visible(state, catalog().get(res), id, viewer, timing).await
 }
 
 /// `GET /api/<resource>/<a>/<b>`: the file content and template paths; any other is 404.

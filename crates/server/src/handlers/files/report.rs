@@ -1,5 +1,5 @@
 //! `GET /api/file/<id>/report`: the rows processing skipped, as a spreadsheet to fix and upload
-//! again (CONTRACT §12): the uploaded header with an `Error` column added, then each skipped
+//! again (README, "The portal"): the uploaded header with an `Error` column added, then each skipped
 //! row as it was uploaded with its reason. A CSV upload gets a CSV report; every other format
 //! an `.xlsx` (the formats brandhub can write), with the same cells.
 
@@ -7,10 +7,12 @@ use super::content::content_disposition;
 use super::visible;
 use crate::AppState;
 use crate::handlers::read::viewer;
-use crate::handlers::{require_grant, resource};
+use crate::handlers::require_grant;
 use crate::problem::{Answer, Problem};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use brandhub_catalog::Res;
+use brandhub_catalog::catalog;
 use brandhub_catalog::{FileStatus, file_paths};
 use brandhub_problem::{ApiError, Code};
 use brandhub_sheet::{Cell, Format, Limits, csv_text, typed_text};
@@ -33,9 +35,9 @@ pub(super) async fn report(
     timing: &Timing,
     id: &str,
 ) -> Answer<Response> {
-    let file = resource("file")?;
+    let file = catalog().get(Res::File);
     require_grant(caller, file, "GET")?;
-    if !visible(state, "file", id, &viewer(caller), timing).await? {
+    if !visible(state, Res::File, id, &viewer(caller), timing).await? {
         return Err(Problem(ApiError::new(
             Code::NotFound,
             format!("There is no file with id '{id}'."),

@@ -6,14 +6,16 @@ use super::visible;
 use crate::AppState;
 use crate::handlers::read::viewer;
 use crate::handlers::write::{answer, read_one};
-use crate::handlers::{DRAIN_LIMIT, drain, require_grant, resource};
+use crate::handlers::{DRAIN_LIMIT, drain, require_grant};
 use crate::problem::{Answer, Problem};
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use brandhub_catalog::FileStatus;
+use brandhub_catalog::Res;
+use brandhub_catalog::catalog;
 use brandhub_filestore::PutError;
-use brandhub_ingest::authority::Target;
+use brandhub_ingest::authority::{Target, label_of};
 use brandhub_ingest::queue::{self, Upload};
 use brandhub_problem::{ApiError, Code};
 use brandhub_query::judge::Verdict;
@@ -58,7 +60,7 @@ fn missing(what: &str, id: &str, field: &str) -> Problem {
     )
 }
 
-/// The checks of the part's arguments (CONTRACT §8): the brand in the caller's scope, the
+/// The checks of the part's arguments (docs/API.md, "Files: uploads and processing"): the brand in the caller's scope, the
 /// warehouse in scope and of the brand's company; then the right to write what the file
 /// writes (403 for a target the caller sees but may not write); then the host, one the caller
 /// may name in a price (`Target::unseen`: 404 as for a host that does not exist).
@@ -68,11 +70,11 @@ async fn check_part(
     part: &PartName,
     timing: &Timing,
 ) -> Answer<()> {
-    if !visible(state, "brand", &part.brand, viewer, timing).await? {
+    if !visible(state, Res::Brand, &part.brand, viewer, timing).await? {
         return Err(missing("brand", &part.brand, "brand"));
     }
     if let Some(warehouse) = &part.warehouse {
-        if !visible(state, "warehouse", warehouse, viewer, timing).await? {
+        if !visible(state, Res::Warehouse, warehouse, viewer, timing).await? {
             return Err(missing("warehouse", warehouse, "warehouse"));
         }
         let brand_company = state
@@ -90,8 +92,9 @@ async fn check_part(
                 ApiError::new(
                     Code::InvalidUpload,
                     format!(
-                        "The warehouse '{warehouse}' belongs to another company than the brand '{}'.",
-                        part.brand
+                        "The warehouse {} belongs to another company than the brand {}.",
+                        label(state, "warehouse", warehouse).await?,
+                        label(state, "brand", &part.brand).await?
                     ),
                 )
                 .with_field("warehouse"),
@@ -110,7 +113,9 @@ async fn check_part(
         } else {
             "brand"
         };
-        let mut reason = target.refusal(viewer);
+        let (resource, id) = target.refused_record();
+        let label = label(state, resource.name(), id).await?;
+        let mut reason = target.refusal(viewer, &label);
         if let Some(first) = reason.get(..1) {
             reason.replace_range(..1, &first.to_uppercase());
         }
@@ -130,6 +135,22 @@ async fn check_part(
         return Err(missing(resource, id, resource));
     }
     Ok(())
+}
+
+/// A record of `resource` (with a name and a code) as a message names it ([`label_of`]).
+async fn label(state: &AppState, resource: &str, id: &str) -> Answer<String> {
+    let mut text = Vec::with_capacity(2);
+    for path in ["name", "code"] {
+        text.push(
+            state
+                .store
+                .text_field_of(resource, path, id)
+                .await?
+                .flatten()
+                .unwrap_or_default(),
+        );
+    }
+    Ok(label_of(&text[0], &text[1], id))
 }
 
 /// The last segment of a file name as a browser may send it (`C:\fakepath\stock.xlsx`).
@@ -184,7 +205,7 @@ pub async fn upload(
     headers: &HeaderMap,
     body: Body,
 ) -> Answer<Response> {
-    let file = resource("file")?;
+    let file = catalog().get(Res::File);
     require_grant(caller, file, "POST")?;
     let wait = parse_wait(query).map_err(|e| refused(Code::InvalidParameter, e))?;
     let content_type = headers
@@ -224,7 +245,7 @@ async fn receive(
     multipart: &mut multer::Multipart<'_>,
     wait: Duration,
 ) -> Answer<Response> {
-    let file = resource("file")?;
+    let file = catalog().get(Res::File);
     let field = match multipart.next_field().await {
         Ok(Some(field)) => field,
         Ok(None) => {
@@ -271,7 +292,7 @@ async fn receive(
         ))
     })?;
 
-    // The bytes are stored before the answer (CONTRACT §8), under the new file's id.
+    // The bytes are stored before the answer (docs/API.md, "Files: uploads and processing"), under the new file's id.
     let id = new_id();
     match state.files.put_stream(&id, field, state.max_upload).await {
         Ok(_) => {}

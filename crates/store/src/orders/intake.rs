@@ -311,7 +311,7 @@ impl Store {
                 viewer.user_type().as_str()
             )));
         }
-        let (order, item) = (resource(Res::Order), resource(Res::OrderItem));
+        let order = resource(Res::Order);
         let (brand_store, store, variant) = (
             resource(Res::BrandStore),
             resource(Res::Store),
@@ -561,100 +561,22 @@ impl Store {
         // variant deleted meanwhile fails the insert's foreign key, a 409, and a push of the
         // same order made meanwhile fails the unique index, the 409 above.
         // The records, made before it.
-        let now = now_timestamp();
-        let o = Layout::of(order);
-        let mut record = Record::empty(order);
-        record.cells[0] = Cell::Text(new_id());
-        for (field, cell) in &intake.order.cells {
-            record.cells[o.cell(&field.path)] = cell.clone();
-        }
-        record.cells[o.cell("fk_warehouse")] = Cell::Text(warehouse.clone());
-        record.cells[o.cell("status")] = Cell::Text("new".into());
-        if record.cells[o.cell("orderDate")].is_unset() {
-            record.cells[o.cell("orderDate")] = Cell::Text(now.clone());
-        }
-        record.cells[o.cell("detail.net")] = Cell::Number(net);
-        record.cells[o.cell("detail.vat")] = Cell::Number(tax);
-        record.cells[o.cell("detail.gross")] = Cell::Number(gross);
-        let order_id = record.id().to_string();
-
-        let l = Layout::of(item);
-        let mut lines = Vec::with_capacity(intake.lines.len());
-        let mut demand = Vec::with_capacity(intake.lines.len());
-        for ((line, variant), (net, tax, gross)) in
-            intake.lines.iter().zip(&variants).zip(&line_amounts)
-        {
-            let mut r = Record::empty(item);
-            r.cells[0] = Cell::Text(new_id());
-            for (field, cell) in &line.values.cells {
-                r.cells[l.cell(&field.path)] = cell.clone();
-            }
-            let variant = variant.clone().unwrap_or_default();
-            r.cells[l.cell("fk_order")] = Cell::Text(order_id.clone());
-            r.cells[l.cell("fk_variant")] = Cell::Text(variant.clone());
-            r.cells[l.cell("lineNet")] = Cell::Number(*net);
-            r.cells[l.cell("lineTax")] = Cell::Number(*tax);
-            r.cells[l.cell("lineGross")] = Cell::Number(*gross);
-            r.cells[l.cell("shipQty")] = Cell::Integer(0);
-            r.cells[l.cell("returnQty")] = Cell::Integer(0);
-            r.cells[l.cell("status")] = Cell::Text("ACC".into());
-            if r.cells[l.cell("currency")].is_unset() {
-                r.cells[l.cell("currency")] = Cell::Text(currency.clone());
-            }
-            if let Cell::Integer(qty) = r.cells[l.cell("orderQty")] {
-                demand.push((variant, qty));
-            }
-            lines.push(r);
-        }
-        record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
-        // Without a key, on PostgreSQL, the writes and their bookkeeping are one statement
-        // that commits itself ([`Begin::Optimistic`]): the version rows stay locked for that
-        // statement only. Nothing it writes depends on a row it read but the stock records',
-        // and those it adds to ([`WriteTx::move_known_stock`]).
-        let begin = match key {
-            Some(_) => Begin::Locking,
-            None => Begin::Optimistic,
+        let made = intake_records(
+            intake,
+            &warehouse,
+            &currency,
+            (net, tax, gross),
+            &variants,
+            &line_amounts,
+            number,
+        );
+        let known = Known {
+            brand: &brand,
+            variants: &variants,
+            warehouse: &warehouse,
+            stock_ids: &stock_ids,
         };
-        let plan = WritePlan::once(EntryPoint::Intake, begin);
-        let written = self
-            .execute(plan, |mut tx, _| {
-                let (mut record, mut lines) = (record.clone(), lines.clone());
-                let (brand, variants, warehouse) = (&brand, &variants, &warehouse);
-                let (demand, stock_ids, order_id) = (&demand, &stock_ids, &order_id);
-                Box::pin(async move {
-                    let stepped = async {
-                        if let Some(key) = key
-                            && let Some(kept) = tx.claim_key(key).await?
-                        {
-                            return Ok(Outcome::RollBack(Err(kept)));
-                        }
-                        // The variants' brand, read above, is the stock records' scope (fixed
-                        // once a variant is made): not read again inside the transaction.
-                        if let Some(brand) = brand {
-                            for id in variants.iter().flatten() {
-                                tx.knows(variant, id, "fk_scopeBrand", brand);
-                            }
-                        }
-                        // The order and its lines go with the stock's statement (on SQLite,
-                        // one round trip of the write turn for the three), so a unique key
-                        // they find taken is that statement's error, or the commit's. The
-                        // stock last: concurrent intakes of the same variants wait on those
-                        // stock rows' locks only from their update to the commit.
-                        tx.insert_records_with_next(order, std::slice::from_mut(&mut record))
-                            .await?;
-                        tx.insert_records_with_next(item, &mut lines).await?;
-                        tx.move_known_stock(warehouse, &intake_moves(demand)?, stock_ids)
-                            .await?;
-                        if let Some(key) = key {
-                            tx.keep_written(key, &[(order_id.clone(), true)]).await?;
-                        }
-                        Ok(Outcome::Commit(Ok(())))
-                    }
-                    .await;
-                    (tx, stepped)
-                })
-            })
-            .await;
+        let written = self.write_intake(&made, &known, key).await;
         let written = match written {
             Ok(Err(kept)) => return Ok(Err(kept)),
             Ok(Ok(())) => Ok(()),
@@ -671,7 +593,152 @@ impl Store {
             }
             return Err(error);
         }
-        Ok(Ok(order_id))
+        Ok(Ok(made.order_id))
+    }
+}
+
+/// An intake's order and lines as they will be written, and the stock they demand.
+struct IntakeRecords {
+    order: Record,
+    lines: Vec<Record>,
+    demand: Vec<(String, i64)>,
+    order_id: String,
+}
+
+/// What an intake read before its transaction and its writes rely on.
+struct Known<'k> {
+    /// The variants' brand: the stock records' scope (fixed once a variant is made).
+    brand: &'k Option<String>,
+    variants: &'k [Option<String>],
+    warehouse: &'k str,
+    stock_ids: &'k HashMap<String, String>,
+}
+
+/// The records of an intake, made without I/O from its checked body and what was read:
+/// the order (status `new`, its totals and `brandOrderRef`) and its accepted lines.
+fn intake_records(
+    intake: &Intake,
+    warehouse: &str,
+    currency: &str,
+    (net, tax, gross): (f64, f64, f64),
+    variants: &[Option<String>],
+    line_amounts: &[(f64, f64, f64)],
+    number: i64,
+) -> IntakeRecords {
+    let (order, item) = (resource(Res::Order), resource(Res::OrderItem));
+    let now = now_timestamp();
+    let o = Layout::of(order);
+    let mut record = Record::empty(order);
+    record.cells[0] = Cell::Text(new_id());
+    for (field, cell) in &intake.order.cells {
+        record.cells[o.cell(&field.path)] = cell.clone();
+    }
+    record.cells[o.cell("fk_warehouse")] = Cell::Text(warehouse.to_string());
+    record.cells[o.cell("status")] = Cell::Text("new".into());
+    if record.cells[o.cell("orderDate")].is_unset() {
+        record.cells[o.cell("orderDate")] = Cell::Text(now.clone());
+    }
+    record.cells[o.cell("detail.net")] = Cell::Number(net);
+    record.cells[o.cell("detail.vat")] = Cell::Number(tax);
+    record.cells[o.cell("detail.gross")] = Cell::Number(gross);
+    record.cells[o.cell("brandOrderRef")] = Cell::Text(format!("BO-{number:07}"));
+    let order_id = record.id().to_string();
+
+    let l = Layout::of(item);
+    let mut lines = Vec::with_capacity(intake.lines.len());
+    let mut demand = Vec::with_capacity(intake.lines.len());
+    for ((line, variant), (net, tax, gross)) in intake.lines.iter().zip(variants).zip(line_amounts)
+    {
+        let mut r = Record::empty(item);
+        r.cells[0] = Cell::Text(new_id());
+        for (field, cell) in &line.values.cells {
+            r.cells[l.cell(&field.path)] = cell.clone();
+        }
+        let variant = variant.clone().unwrap_or_default();
+        r.cells[l.cell("fk_order")] = Cell::Text(order_id.clone());
+        r.cells[l.cell("fk_variant")] = Cell::Text(variant.clone());
+        r.cells[l.cell("lineNet")] = Cell::Number(*net);
+        r.cells[l.cell("lineTax")] = Cell::Number(*tax);
+        r.cells[l.cell("lineGross")] = Cell::Number(*gross);
+        r.cells[l.cell("shipQty")] = Cell::Integer(0);
+        r.cells[l.cell("returnQty")] = Cell::Integer(0);
+        r.cells[l.cell("status")] = Cell::Text("ACC".into());
+        if r.cells[l.cell("currency")].is_unset() {
+            r.cells[l.cell("currency")] = Cell::Text(currency.to_string());
+        }
+        if let Cell::Integer(qty) = r.cells[l.cell("orderQty")] {
+            demand.push((variant, qty));
+        }
+        lines.push(r);
+    }
+    IntakeRecords {
+        order: record,
+        lines,
+        demand,
+        order_id,
+    }
+}
+
+impl Store {
+    /// An intake's records written as one plan: the key claimed (its kept answer when it was
+    /// used before), the order, its lines and the stock they demand.
+    async fn write_intake(
+        &self,
+        made: &IntakeRecords,
+        known: &Known<'_>,
+        key: Option<&IdempotencyKey>,
+    ) -> StoreResult<Result<(), KeptAnswer>> {
+        let (order, item, variant) = (
+            resource(Res::Order),
+            resource(Res::OrderItem),
+            resource(Res::Variant),
+        );
+        // Without a key, on PostgreSQL, the writes and their bookkeeping are one statement
+        // that commits itself ([`Begin::Optimistic`]): the version rows stay locked for that
+        // statement only. Nothing it writes depends on a row it read but the stock records',
+        // and those it adds to ([`WriteTx::move_known_stock`]).
+        let begin = match key {
+            Some(_) => Begin::Locking,
+            None => Begin::Optimistic,
+        };
+        let plan = WritePlan::once(EntryPoint::Intake, begin);
+        self.execute(plan, |mut tx, _| {
+            let (mut record, mut lines) = (made.order.clone(), made.lines.clone());
+            Box::pin(async move {
+                let stepped = async {
+                    if let Some(key) = key
+                        && let Some(kept) = tx.claim_key(key).await?
+                    {
+                        return Ok(Outcome::RollBack(Err(kept)));
+                    }
+                    // Not read again inside the transaction.
+                    if let Some(brand) = known.brand {
+                        for id in known.variants.iter().flatten() {
+                            tx.knows(variant, id, "fk_scopeBrand", brand);
+                        }
+                    }
+                    // The order and its lines go with the stock's statement (on SQLite, one
+                    // round trip of the write turn for the three), so a unique key they find
+                    // taken is that statement's error, or the commit's. The stock last:
+                    // concurrent intakes of the same variants wait on those stock rows'
+                    // locks only from their update to the commit.
+                    tx.insert_records_with_next(order, std::slice::from_mut(&mut record))
+                        .await?;
+                    tx.insert_records_with_next(item, &mut lines).await?;
+                    let moves = intake_moves(&made.demand)?;
+                    tx.move_known_stock(known.warehouse, &moves, known.stock_ids)
+                        .await?;
+                    if let Some(key) = key {
+                        tx.keep_written(key, &[(made.order_id.clone(), true)])
+                            .await?;
+                    }
+                    Ok(Outcome::Commit(Ok(())))
+                }
+                .await;
+                (tx, stepped)
+            })
+        })
+        .await
     }
 }
 

@@ -1,0 +1,385 @@
+//! Updates: a `PATCH` of one record (read or unread) and updates of many records in
+//! batches.
+
+use super::*;
+
+/// The write of [`Store::update_record_answered`] inside a transaction of the caller's; the
+/// record's version after the write.
+pub(super) async fn update_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    id: &str,
+    values: &WriteValues,
+    writer: &Writer<'_>,
+    if_match: Option<&IfMatch>,
+) -> StoreResult<i64> {
+    let versions = update_batch_in(tx, resource, &[(id, values, None)], writer, if_match).await?;
+    Ok(versions.first().copied().unwrap_or_default())
+}
+
+/// A `PATCH` whose values need nothing of the record as stored, written without reading it
+/// first: in an optimistic write ([`WriteTx::is_optimistic`]), an update whose `WHERE` asks
+/// what [`update_batch_in`] checks before it writes (the record is in the caller's scope,
+/// its write rule admits it, `If-Match` names its version), sent with the commit as one
+/// statement on PostgreSQL, in the one batch of the write turn on SQLite: one statement
+/// fewer. Whether it was; when it writes no row the
+/// commit fails with [`StoreError::raced`], and the caller writes again the checked way,
+/// which answers 404, 403 or 412 as the order of those checks says.
+///
+/// Only values that change neither a link (derived fields, the write rules), a natural key,
+/// a list, a field another must agree with (`Writes::agreements`), nor a URL that is
+/// checked, of a resource with no policy of its own, and with no problem found by the parse:
+/// everything else [`update_batch_in`] checks is then about the record as stored.
+pub(super) async fn update_unread_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    id: &str,
+    values: &WriteValues,
+    writer: &Writer<'_>,
+    if_match: Option<&IfMatch>,
+) -> StoreResult<bool> {
+    if !tx.is_optimistic() || !needs_no_stored_record(resource, values) {
+        return Ok(false);
+    }
+    let viewer = writer.viewer;
+    let mut conditions: Vec<Expr> = [
+        viewer.scope(resource),
+        viewer.authority(resource, WriteAction::Write),
+    ]
+    .iter()
+    .filter(|rule| !rule.is_always())
+    .map(condition)
+    .collect();
+    if let Some(IfMatch::Versions(versions)) = if_match {
+        conditions.push(Expr::col(Alias::new(ROW_VERSION)).is_in(versions.iter().copied()));
+    }
+    tx.update_cells_unread(resource, id, &values.cells, conditions)
+        .await?;
+    Ok(true)
+}
+
+/// Whether an update's values can be written without the record as stored
+/// ([`update_unread_in`]).
+pub(super) fn needs_no_stored_record(resource: &'static Resource, values: &WriteValues) -> bool {
+    let writes = &resource.writes;
+    writes.policy.is_none()
+        && values.problems.is_empty()
+        && values.lists.is_empty()
+        && !values.cells.is_empty()
+        && values.cells.iter().all(|(field, _)| {
+            let path = field.path.as_str();
+            field.ty != FieldType::Id
+                && !field.stamped
+                && field.derived_from.is_none()
+                && field.domain != Some(Domain::SecureUrl)
+                && writes.update.contains(&path)
+                && !writes.natural_key.contains(&path)
+                && !writes.agreements.iter().any(|(_, own)| *own == path)
+        })
+}
+
+/// An upsert's records that exist already, at most this many checked and updated together.
+pub(super) const UPDATES_PER_BATCH: usize = 500;
+
+/// Updates records of one resource, each `(id, values, index)` (`index` where the write was
+/// an array) as [`Store::update_record_answered`] does one: reads, checks and derived fields
+/// in batches, every problem of every record in one 422, then one `UPDATE` a record. An
+/// upsert's existing records go through here together instead of one at a time.
+pub(super) async fn update_many_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    updates: &[(&str, &WriteValues, Option<usize>)],
+    writer: &Writer<'_>,
+) -> StoreResult<Vec<i64>> {
+    let mut versions = Vec::with_capacity(updates.len());
+    for batch in updates.chunks(UPDATES_PER_BATCH) {
+        versions.extend(update_batch_in(tx, resource, batch, writer, None).await?);
+    }
+    Ok(versions)
+}
+
+/// [`update_many_in`] of one batch; for each update, its record's version after the write.
+/// `if_match` (a single `PATCH`'s precondition) is checked against the version the scope
+/// check read with the row locked: 404, then 403, then 412, in one statement.
+pub(super) async fn update_batch_in(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    updates: &[(&str, &WriteValues, Option<usize>)],
+    writer: &Writer<'_>,
+    if_match: Option<&IfMatch>,
+) -> StoreResult<Vec<i64>> {
+    let at = |error: StoreError, index: Option<usize>| match index {
+        Some(i) => error.at_element(i),
+        None => error,
+    };
+    let ids: Vec<String> = updates.iter().map(|(id, _, _)| id.to_string()).collect();
+    let mut found = tx.seen_and_writable(resource, &ids, writer.viewer).await?;
+    if let Some((id, _, index)) = updates.iter().find(|(id, _, _)| !found.contains_key(*id)) {
+        return Err(at(not_found(resource, id), *index));
+    }
+    if let Some((_, _, index)) = updates
+        .iter()
+        .find(|(id, _, _)| !found.get(*id).is_some_and(|f| f.writable))
+    {
+        return Err(at(forbidden(resource, writer.viewer), *index));
+    }
+    // The versions were read with the rows locked, by the same statement; a precondition
+    // comes after the scope, so it never tells whether a record exists.
+    if let Some(if_match) = if_match {
+        for (id, _, index) in updates {
+            let version = found.get(*id).map_or(0, |f| f.version);
+            if !if_match.matches(version) {
+                return Err(at(precondition_failed(resource, id, version), *index));
+            }
+        }
+    }
+    let mut loaded: Vec<Record> = found.values_mut().filter_map(|f| f.record.take()).collect();
+    tx.load_lists(resource, &mut loaded).await?;
+    let by_id: HashMap<String, Record> = loaded
+        .into_iter()
+        .map(|record| (record.id().to_string(), record))
+        .collect();
+    let Changed {
+        mut problems,
+        mut records,
+        befores,
+        changes: mut all_changes,
+        list_changes: all_list_changes,
+    } = changed(resource, updates, by_id)?;
+    let given: Vec<(Option<usize>, &WriteValues)> = updates
+        .iter()
+        .map(|(_, values, index)| (*index, *values))
+        .collect();
+    let mut memo = RuleMemo::new();
+    problems.extend(
+        tx.link_problems(resource, &given, writer.viewer, &mut memo)
+            .await?,
+    );
+    // Derived fields follow a changed link.
+    let relinked: Vec<usize> = all_changes
+        .iter()
+        .enumerate()
+        .filter(|(_, changes)| {
+            changes.iter().any(|(field, _)| {
+                stored_fields(resource).iter().any(|f| {
+                    f.derived_from
+                        .and_then(|path| path.split('.').next())
+                        .and_then(|link| resource.relation(link))
+                        .is_some_and(|r| r.kind == (RelationKind::ToOne { fk: field.name }))
+                })
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if !relinked.is_empty() {
+        let mut moved: Vec<Record> = relinked.iter().map(|i| records[*i].clone()).collect();
+        tx.fill_derived(resource, &mut moved).await?;
+        for (i, record) in relinked.iter().zip(moved) {
+            records[*i] = record;
+        }
+    }
+    let now = tx.now_timestamp();
+    stamp(resource, &now, &mut records, &befores, &mut all_changes);
+    let indexes: Vec<Option<usize>> = updates.iter().map(|(_, _, index)| *index).collect();
+    problems.extend(tx.agreement_problems(resource, &records, &indexes).await?);
+    problems.extend(tx.insecure_url_problems(resource, &records, &indexes));
+    for (((id, values, index), record), before) in
+        updates.iter().zip(records.iter_mut()).zip(&befores)
+    {
+        // The rules judge a record by its ids alone (`known_of`); with none of them changed,
+        // the record as it will be is judged as the stored one was by `seen_and_writable`,
+        // with its row locked: by the same rules.
+        if ids_changed(resource, record, before) {
+            problems.extend(
+                tx.authority_problems(resource, record, Some(id), writer.viewer, *index, &mut memo)
+                    .await?,
+            );
+        }
+        problems.extend(
+            policy::problems(tx, resource, writer, record, Some(before), values, *index).await?,
+        );
+    }
+    if !problems.is_empty() {
+        return Err(sorted(problems));
+    }
+    keys_free(tx, resource, updates, &records, &befores, writer).await?;
+    let mut versions = Vec::with_capacity(updates.len());
+    for ((id, _, _), (changes, list_changes)) in updates
+        .iter()
+        .zip(all_changes.iter().zip(&all_list_changes))
+    {
+        let read_at = found.get(*id).map(|f| f.version);
+        let moved = tx.update_cells(resource, id, changes, read_at).await?;
+        // No other write moves the version meanwhile: the row stays locked until the commit,
+        // or (an optimistic write) the update is made only at the version read.
+        versions.push(read_at.unwrap_or_default() + i64::from(moved));
+        for (_, field, given) in list_changes {
+            tx.replace_list(field, id, given).await?;
+        }
+    }
+    Ok(versions)
+}
+
+/// The records of a batch of updates as they will be, with what changes in each, made
+/// without I/O from the records as loaded. Its problems are those of the values themselves
+/// and of fields an update may not change.
+struct Changed {
+    problems: Vec<FieldError>,
+    records: Vec<Record>,
+    befores: Vec<Record>,
+    changes: Vec<Vec<(&'static Field, Cell)>>,
+    list_changes: Vec<Vec<(usize, &'static Field, Vec<String>)>>,
+}
+
+/// See [`Changed`]; `Err` (404) names a record that was not loaded.
+fn changed(
+    resource: &'static Resource,
+    updates: &[(&str, &WriteValues, Option<usize>)],
+    mut by_id: HashMap<String, Record>,
+) -> StoreResult<Changed> {
+    let mut problems: Vec<FieldError> = Vec::new();
+    let mut records = Vec::with_capacity(updates.len());
+    let mut befores = Vec::with_capacity(updates.len());
+    let mut all_changes = Vec::with_capacity(updates.len());
+    let mut all_list_changes = Vec::with_capacity(updates.len());
+    for (id, values, index) in updates {
+        let Some(mut record) = by_id.remove(*id) else {
+            let error = not_found(resource, id);
+            return Err(match index {
+                Some(i) => error.at_element(*i),
+                None => error,
+            });
+        };
+        // Fields an update may not change are refused by the parse; an upsert's body may
+        // repeat the natural key and its fixed links unchanged.
+        let changes: Vec<(&'static Field, Cell)> = values
+            .cells
+            .iter()
+            .filter(|(field, cell)| cell_of(resource, &record, &field.path) != Some(cell))
+            .cloned()
+            .collect();
+        let list_changes: Vec<(usize, &'static Field, Vec<String>)> = list_fields(resource)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, field)| {
+                values
+                    .list(&field.path)
+                    .filter(|given| **given != record.lists[i])
+                    .map(|given| (i, field, given.clone()))
+            })
+            .collect();
+        problems.extend(values.problems.iter().map(|p| FieldError {
+            index: *index,
+            ..p.clone()
+        }));
+        let changed_paths = changes
+            .iter()
+            .map(|(field, _)| *field)
+            .chain(list_changes.iter().map(|(_, field, _)| *field));
+        for field in changed_paths {
+            if !resource.writes.update.contains(&field.path.as_str())
+                && !values.has_problem(&field.path)
+            {
+                problems.push(problem(&field.path, "cannot be changed".into(), *index));
+            }
+        }
+        befores.push(record.clone());
+        for (field, cell) in &changes {
+            if let Some(i) = position_of(resource, &field.path) {
+                record.cells[i] = cell.clone();
+            }
+        }
+        for (i, _, given) in &list_changes {
+            record.lists[*i].clone_from(given);
+        }
+        records.push(record);
+        all_changes.push(changes);
+        all_list_changes.push(list_changes);
+    }
+    Ok(Changed {
+        problems,
+        records,
+        befores,
+        changes: all_changes,
+        list_changes: all_list_changes,
+    })
+}
+
+/// Sets the stamped fields of `records` to `now` and adds to each record's changes whatever
+/// else it now holds differently from `befores` (derived fields), without I/O.
+fn stamp(
+    resource: &'static Resource,
+    now: &str,
+    records: &mut [Record],
+    befores: &[Record],
+    all_changes: &mut [Vec<(&'static Field, Cell)>],
+) {
+    for ((record, before), changes) in records.iter_mut().zip(befores).zip(all_changes.iter_mut()) {
+        for (i, field) in stored_fields(resource).into_iter().enumerate() {
+            if field.stamped {
+                record.cells[i] = Cell::Text(now.to_string());
+            }
+            if (field.stamped || record.cells[i] != before.cells[i])
+                && !changes.iter().any(|(f, _)| f.path == field.path)
+            {
+                changes.push((field, record.cells[i].clone()));
+            }
+        }
+    }
+}
+
+/// 409 when a record's natural key moved onto another record's (a key that did not move is
+/// the record's own).
+async fn keys_free(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    updates: &[(&str, &WriteValues, Option<usize>)],
+    records: &[Record],
+    befores: &[Record],
+    writer: &Writer<'_>,
+) -> StoreResult<()> {
+    let keyed: Vec<(usize, Vec<String>)> = records
+        .iter()
+        .zip(befores)
+        .enumerate()
+        .filter_map(|(i, (record, before))| {
+            key_of(resource, record)
+                .filter(|key| key_of(resource, before).as_ref() != Some(key))
+                .map(|key| (i, key))
+        })
+        .collect();
+    if !keyed.is_empty() {
+        let keys: Vec<Vec<String>> = keyed.iter().map(|(_, key)| key.clone()).collect();
+        let holders = tx.holders_of(resource, &keys).await?;
+        for (i, key) in &keyed {
+            if let Some(holder) = holders.get(key)
+                && holder != updates[*i].0
+            {
+                let seen =
+                    seen_ids(tx, resource, std::slice::from_ref(holder), writer.viewer).await?;
+                let named = seen.contains(holder).then_some(holder.as_str());
+                return Err(key_taken(resource, named, updates[*i].2));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What an update found of a record it changes (`WriteTx::seen_and_writable`).
+pub(super) struct Found {
+    /// The caller may write it (it sees it, or it would not have been found).
+    pub(super) writable: bool,
+    /// Its version as locked.
+    pub(super) version: i64,
+    /// The record as stored (list fields empty).
+    pub(super) record: Option<Record>,
+}
+
+/// Whether a record about to be written holds other ids (its own, its links, its derived
+/// links) than it did.
+pub(super) fn ids_changed(resource: &'static Resource, record: &Record, before: &Record) -> bool {
+    stored_fields(resource)
+        .iter()
+        .zip(record.cells.iter().zip(&before.cells))
+        .any(|(field, (now, then))| field.ty == FieldType::Id && now != then)
+}

@@ -2205,7 +2205,67 @@ mod set_up {
         small_things_hold(fx).await;
     }
 
+    async fn a_user_switches_the_portal_to_german_and_back(fx) {
+        switches_language(fx).await;
     }
+
+    }
+}
+
+/// The language switch: a company user of its own (English) chooses Deutsch in the header;
+/// the pages speak German, the choice is in the user's record (read back through the API)
+/// and outlives a reload; English again the same way.
+async fn switches_language(fx: &common::Fixture) {
+    let companies = fx
+        .get("/api/company?pageSize=1&fields=id")
+        .await
+        .records("company");
+    let company = common::orders::text(&companies[0]["id"]);
+    let name = format!("Lena {}", common::unique_number());
+    let credentials = english_user(fx, "company", &name, ("fk_company", &company)).await;
+    let Some(browser) = browser_as(fx, &credentials, 1280, 800).await else {
+        return;
+    };
+    let client = &browser.client;
+    let user = fx
+        .get(&format!(
+            "/api/user?name={}&fields=id",
+            name.replace(' ', "%20")
+        ))
+        .await
+        .records("user");
+    let id = common::orders::text(&user[0]["id"]);
+    let lang_of = |answer: Vec<serde_json::Value>| answer[0]["detail"]["lang"].clone();
+    assert_eq!(nav_sections(client).await[0], "Dashboard");
+
+    find(client, "select#language")
+        .await
+        .select_by_value("de")
+        .await
+        .unwrap();
+    wait_for_text(client, "Übersicht").await;
+    assert_eq!(nav_sections(client).await[0], "Übersicht");
+    let stored = fx
+        .get(&format!("/api/user/{id}?fields=detail.lang"))
+        .await
+        .records("user");
+    assert_eq!(lang_of(stored), "de");
+    client.refresh().await.unwrap();
+    wait_for_text(client, "Übersicht").await;
+    assert_eq!(page_language(client).await, "de");
+    screenshot(client, fx.db == common::Db::Sqlite, "language-switch").await;
+
+    find(client, "select#language")
+        .await
+        .select_by_value("en")
+        .await
+        .unwrap();
+    wait_for_text(client, "Dashboard").await;
+    let stored = fx
+        .get(&format!("/api/user/{id}?fields=detail.lang"))
+        .await
+        .records("user");
+    assert_eq!(lang_of(stored), "en");
 }
 
 /// The portal's timings for bench/portal.sh (README, "The portal" goals; a benchmark, so ignored by

@@ -1,7 +1,7 @@
 // The portal: sign-in, the shell with its sections, and a hash router. Every datum comes
 // from /api with the session key; sections show only when the user's grants allow them.
 import { api, session, saveSession, whenSignedOut } from './api.js';
-import { t, setLanguage } from './i18n.js';
+import { t, setLanguage, languages } from './i18n.js';
 import { el, field, errorSlot, busy, heading } from './ui.js';
 import * as dashboard from './views/dashboard.js';
 import * as browse from './views/browse.js';
@@ -42,10 +42,35 @@ async function loadMe() {
     lang = (user.detail && user.detail.lang) || 'en';
     name = user.name || who.email;
   } catch { /* the user's own record may be outside a narrow key's grants */ }
+  // A language chosen in this browser by a user who may not write its own record.
+  lang = localStorage.getItem(languageKey(who.email)) || lang;
   setLanguage(lang);
   // The file types this user's type may upload, as the API describes them.
   const uploads = (await files.fileTypes()).filter((ft) => ft.userTypes.includes(who.type)).map((ft) => ft.type);
   return { ...who, name, lang, uploads };
+}
+
+/** Where this browser keeps a user's chosen language when the user's record cannot hold it. */
+const languageKey = (email) => `brandhub.language.${email}`;
+
+/** The language switch: the choice is kept in the user's record (`detail.lang`, which the
+ * API's answers follow too) where the user may write it, else in this browser. */
+function languageSwitch() {
+  const select = el('select', { id: 'language', 'aria-label': t('language') },
+    languages().map(([code, name]) => el('option', { value: code, selected: code === me.lang, lang: code }, name)));
+  select.addEventListener('change', async () => {
+    const lang = select.value;
+    try {
+      await api(`/user/${me.user}`, { method: 'PATCH', json: { detail: { lang } } });
+      localStorage.removeItem(languageKey(me.email));
+    } catch {
+      localStorage.setItem(languageKey(me.email), lang);
+    }
+    me.lang = lang;
+    setLanguage(lang);
+    await route();
+  });
+  return select;
 }
 
 function signInView(message) {
@@ -116,6 +141,7 @@ function shell(active) {
     el('a', { class: 'brand-mark', href: '#/dashboard' }, el('img', { src: iconHref(), alt: '' }), t('appName')),
     nav,
     el('div', { class: 'who' }, el('span', { class: 'who-name', title: me.email }, `${me.name} · ${t(`val_type_${me.type}`)}`),
+      languageSwitch(),
       el('button', { type: 'button', class: 'secondary', onclick: signOut }, t('signOut'))));
   // The skip link moves the focus to the page's content; the address (the route) stays.
   const skip = el('a', { class: 'skip', href: '#main' }, t('skipToContent'));

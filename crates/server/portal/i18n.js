@@ -12,6 +12,11 @@ export function setLanguage(lang) {
   document.documentElement.lang = currentCode;
 }
 
+/** The languages the portal speaks: [code, the language's own name]. */
+export function languages() {
+  return Object.entries(LANGUAGES).map(([code, texts]) => [code, texts.languageName]);
+}
+
 /** The user's language code (en, de): the key of the description's words. */
 export function language() {
   return currentCode;

@@ -8,6 +8,7 @@ export default {
   password: 'Passwort',
   signIn: 'Anmelden',
   signOut: 'Abmelden',
+  languageName: 'Deutsch',
   signingIn: 'Anmeldung…',
   dashboard: 'Übersicht',
   browse: 'Daten',

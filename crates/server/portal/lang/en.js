@@ -8,6 +8,7 @@ export default {
   password: 'Password',
   signIn: 'Sign in',
   signOut: 'Sign out',
+  languageName: 'English',
   signingIn: 'Signing in…',
   dashboard: 'Dashboard',
   browse: 'Browse',

@@ -156,6 +156,31 @@ async fn unknown_resources_ids_and_paths_are_not_found(fx) {
     fx.get("/api").await.assert_problem(404, "not_found");
 }
 
+async fn a_problems_title_is_in_the_language_the_client_accepts(fx) {
+    let admin = fx.credential("admin");
+    let ask = |accept: Option<&'static str>| {
+        let mut request = fx
+            .client()
+            .get(format!("{}/api/stocks", fx.base))
+            .basic_auth(&admin.email, Some(&admin.secret));
+        if let Some(accept) = accept {
+            request = request.header("accept-language", accept);
+        }
+        request.send()
+    };
+    for (accept, title, language) in [
+        (Some("de-DE,de;q=0.9,en;q=0.8"), "Nicht gefunden", "de"),
+        (Some("fr-CH, en;q=0.8"), "Not found", "en"),
+        (None, "Not found", "en"),
+    ] {
+        let response = ask(accept).await.expect("the server answers");
+        assert_eq!(response.headers()["content-language"], language, "{accept:?}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["title"], title, "{accept:?}");
+        assert_eq!(body["code"], "not_found", "the code stays the same: {accept:?}");
+    }
+}
+
 async fn methods_a_path_does_not_take_are_method_not_allowed(fx) {
     for (method, path) in [
         (reqwest::Method::DELETE, "/api/stock"),

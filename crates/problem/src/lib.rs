@@ -58,6 +58,76 @@ codes! {
     Unavailable          => 503, "unavailable",            "Service unavailable";
 }
 
+/// A language the API tells problems in: English, or German for a client that asks for it
+/// (`Accept-Language`). The `code` and the `detail` stay as they are; the `title` follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lang {
+    #[default]
+    En,
+    De,
+}
+
+impl Lang {
+    /// The language of an `Accept-Language` header: the first of its tags the API speaks, in
+    /// the order the client gives them (weights are not weighed), else English.
+    pub fn from_accept_language(header: &str) -> Lang {
+        header
+            .split(',')
+            .filter_map(|tag| tag.split(';').next())
+            .map(|tag| tag.trim().to_ascii_lowercase())
+            .find_map(|tag| match tag.split('-').next() {
+                Some("de") => Some(Lang::De),
+                Some("en") => Some(Lang::En),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// The language's tag, as `Content-Language` gives it.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::De => "de",
+        }
+    }
+}
+
+impl Code {
+    /// The short human summary in `lang`.
+    pub fn title_in(self, lang: Lang) -> &'static str {
+        match lang {
+            Lang::En => self.title(),
+            Lang::De => self.german_title(),
+        }
+    }
+
+    fn german_title(self) -> &'static str {
+        match self {
+            Code::InvalidParameter => "Ungültiger Parameter",
+            Code::UnknownField => "Unbekanntes Feld",
+            Code::InvalidValue => "Ungültiger Wert",
+            Code::InvalidQuery => "Ungültige Abfrage",
+            Code::InvalidUpload => "Ungültiger Upload",
+            Code::Unauthenticated => "Anmeldung erforderlich",
+            Code::Forbidden => "Nicht erlaubt",
+            Code::HttpsRequired => "HTTPS erforderlich",
+            Code::NotFound => "Nicht gefunden",
+            Code::MethodNotAllowed => "Methode nicht erlaubt",
+            Code::RequestTimeout => "Zeitüberschreitung der Anfrage",
+            Code::Conflict => "Konflikt",
+            Code::InvalidTransition => "Unzulässiger Statuswechsel",
+            Code::PreconditionFailed => "Vorbedingung nicht erfüllt",
+            Code::PayloadTooLarge => "Anfrage zu groß",
+            Code::UriTooLong => "Adresse zu lang",
+            Code::UnsupportedMediaType => "Nicht unterstütztes Format",
+            Code::ValidationFailed => "Prüfung fehlgeschlagen",
+            Code::RateLimited => "Zu viele Anfragen",
+            Code::Internal => "Interner Fehler",
+            Code::Unavailable => "Dienst nicht verfügbar",
+        }
+    }
+}
+
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -176,9 +246,14 @@ impl ApiError {
 
     /// The problem+json body.
     pub fn body(&self) -> serde_json::Value {
+        self.body_in(Lang::En)
+    }
+
+    /// The problem+json body with its title in `lang`.
+    pub fn body_in(&self, lang: Lang) -> serde_json::Value {
         let mut body = serde_json::json!({
             "type": "about:blank",
-            "title": self.code.title(),
+            "title": self.code.title_in(lang),
             "status": self.code.status(),
             "detail": self.detail,
             "code": self.code.as_str(),
@@ -207,6 +282,27 @@ pub type ApiResult<T> = Result<T, ApiError>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn titles_follow_the_first_language_the_client_accepts_that_the_api_speaks() {
+        assert_eq!(
+            Lang::from_accept_language("de-DE,de;q=0.9,en;q=0.8"),
+            Lang::De
+        );
+        assert_eq!(
+            Lang::from_accept_language("fr-CH, fr;q=0.9, de;q=0.7"),
+            Lang::De
+        );
+        assert_eq!(Lang::from_accept_language("en-GB,de;q=0.5"), Lang::En);
+        assert_eq!(Lang::from_accept_language("fr, *"), Lang::En);
+        assert_eq!(Lang::from_accept_language(""), Lang::En);
+        for code in Code::ALL {
+            assert_ne!(code.title_in(Lang::De), code.title(), "{code}");
+        }
+        let error = ApiError::new(Code::NotFound, "There is no such record.");
+        assert_eq!(error.body_in(Lang::De)["title"], "Nicht gefunden");
+        assert_eq!(error.body()["title"], "Not found");
+    }
 
     #[test]
     fn every_code_is_snake_case_and_maps_to_an_error_status() {

@@ -1,6 +1,8 @@
 // The portal's only way to data: /api with the session key as Basic authentication.
 // The key lives in sessionStorage (gone with the tab); no cookie is ever set.
 
+import { language } from './i18n.js';
+
 const STORE = 'brandhub.session';
 
 export function session() {
@@ -35,7 +37,8 @@ export function whenSignedOut(handler) { onSignedOut = handler; }
 /** Calls the API; answers parsed JSON (or the Response with raw), throws ApiError. */
 export async function api(path, { method = 'GET', json, body, raw = false, auth = true } = {}) {
   // Says it is the portal: a 401 then comes without a challenge, so no browser dialog opens.
-  const headers = { 'X-Requested-With': 'brandhub-portal' };
+  // The API's problems answer in the page's language.
+  const headers = { 'X-Requested-With': 'brandhub-portal', 'Accept-Language': language() };
   const current = session();
   if (auth && current) headers.Authorization = basic(current.email, current.key);
   if (json !== undefined) {

@@ -218,6 +218,7 @@ pub fn router(state: AppState, behind_proxy: bool, body_bounds: bodies::BodyBoun
             behind_proxy,
             strict_transport_security,
         ))
+        .layer(middleware::from_fn(problem::in_the_clients_language))
         .with_state(state)
 }
 

@@ -3,8 +3,29 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, Lang};
 use brandhub_store::StoreError;
+
+tokio::task_local! {
+    /// The language the request being answered asked for (`Accept-Language`), set by
+    /// [`in_the_clients_language`] around every request.
+    static LANGUAGE: Lang;
+}
+
+/// Answers the request's problems with titles in the first language of its
+/// `Accept-Language` that the API speaks (English otherwise).
+pub async fn in_the_clients_language(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let lang = request
+        .headers()
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|value| value.to_str().ok())
+        .map(Lang::from_accept_language)
+        .unwrap_or_default();
+    LANGUAGE.scope(lang, next.run(request)).await
+}
 
 /// An [`ApiError`] on its way to the client.
 #[derive(Debug, Clone)]
@@ -21,9 +42,14 @@ impl IntoResponse for Problem {
         let error = self.0;
         let status =
             StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = serde_json::to_vec(&error.body()).unwrap_or_default();
+        let lang = LANGUAGE.try_with(|lang| *lang).unwrap_or_default();
+        let body = serde_json::to_vec(&error.body_in(lang)).unwrap_or_default();
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_LANGUAGE,
+            HeaderValue::from_static(lang.tag()),
+        );
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),

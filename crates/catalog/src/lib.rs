@@ -248,7 +248,7 @@ impl Catalog {
         match relation.kind {
             RelationKind::ToOne { fk } => words::field_title(resource.name, fk),
             RelationKind::ToMany { .. } => {
-                words::resource_names(relation.target).map(|names| names.many)
+                Res::named(relation.target).map(|target| words::resource_names(target).many)
             }
         }
     }
@@ -261,11 +261,6 @@ impl Catalog {
         let fail = |what: String| Err(format!("{}: {what}", resource.name));
         if depth > 4 {
             return fail("its display label leads through more than four relations".into());
-        }
-        if depth > 0 {
-            // Only the label is checked again, through the relations it names.
-        } else if words::resource_names(resource.name).is_none() {
-            return fail("no names (words::resource_names)".into());
         }
         if resource.label_parts().is_empty() {
             return fail("no display label (Resource::labelled)".into());

@@ -2,7 +2,10 @@
 //! what a resource's records are called, the title of each field, and the word of each code a
 //! field's domain allows (a status, a file type, a user type). The OpenAPI description carries
 //! them, so that clients (the portal among them) show words, never field names or codes. The
-//! catalog refuses to load when a resource, a field a client sees, or a code lacks its words.
+//! catalog refuses to load when a field a client sees or a code lacks its words; every
+//! resource has its names by construction.
+
+use crate::Res;
 
 /// A text in each language: English and German.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,45 +33,45 @@ const fn n(one: Words, many: Words) -> Names {
     Names { one, many }
 }
 
-/// What the records of the resource with this name are called.
-pub fn resource_names(resource: &str) -> Option<Names> {
-    Some(match resource {
-        "company" => n(w("Company", "Firma"), w("Companies", "Firmen")),
-        "brand" => n(w("Brand", "Marke"), w("Brands", "Marken")),
-        "warehouse" => n(w("Warehouse", "Lager"), w("Warehouses", "Lager")),
-        "host" => n(w("Host", "Händler"), w("Hosts", "Händler")),
-        "store" => n(w("Store", "Shop"), w("Stores", "Shops")),
-        "brandStore" => n(
+/// What the records of a resource are called (every resource is: the match is over all
+/// handles).
+pub fn resource_names(resource: Res) -> Names {
+    match resource {
+        Res::Company => n(w("Company", "Firma"), w("Companies", "Firmen")),
+        Res::Brand => n(w("Brand", "Marke"), w("Brands", "Marken")),
+        Res::Warehouse => n(w("Warehouse", "Lager"), w("Warehouses", "Lager")),
+        Res::Host => n(w("Host", "Händler"), w("Hosts", "Händler")),
+        Res::Store => n(w("Store", "Shop"), w("Stores", "Shops")),
+        Res::BrandStore => n(
             w("Brand store", "Markenshop"),
             w("Brand stores", "Markenshops"),
         ),
-        "product" => n(w("Product", "Produkt"), w("Products", "Produkte")),
-        "variant" => n(w("Variant", "Variante"), w("Variants", "Varianten")),
-        "stock" => n(w("Stock", "Bestand"), w("Stock", "Bestände")),
-        "order" => n(w("Order", "Bestellung"), w("Orders", "Bestellungen")),
-        "orderItem" => n(
+        Res::Product => n(w("Product", "Produkt"), w("Products", "Produkte")),
+        Res::Variant => n(w("Variant", "Variante"), w("Variants", "Varianten")),
+        Res::Stock => n(w("Stock", "Bestand"), w("Stock", "Bestände")),
+        Res::Order => n(w("Order", "Bestellung"), w("Orders", "Bestellungen")),
+        Res::OrderItem => n(
             w("Order line", "Bestellposition"),
             w("Order lines", "Bestellpositionen"),
         ),
-        "user" => n(w("User", "Benutzer"), w("Users", "Benutzer")),
-        "file" => n(w("File", "Datei"), w("Files", "Dateien")),
-        "price" => n(w("Price", "Preis"), w("Prices", "Preise")),
-        "image" => n(w("Image", "Bild"), w("Images", "Bilder")),
-        "apiKey" => n(
+        Res::User => n(w("User", "Benutzer"), w("Users", "Benutzer")),
+        Res::File => n(w("File", "Datei"), w("Files", "Dateien")),
+        Res::Price => n(w("Price", "Preis"), w("Prices", "Preise")),
+        Res::Image => n(w("Image", "Bild"), w("Images", "Bilder")),
+        Res::ApiKey => n(
             w("API key", "API-Schlüssel"),
             w("API keys", "API-Schlüssel"),
         ),
-        "webhook" => n(w("Webhook", "Webhook"), w("Webhooks", "Webhooks")),
-        "webhookDelivery" => n(
+        Res::Webhook => n(w("Webhook", "Webhook"), w("Webhooks", "Webhooks")),
+        Res::WebhookDelivery => n(
             w("Webhook delivery", "Webhook-Zustellung"),
             w("Webhook deliveries", "Webhook-Zustellungen"),
         ),
-        "eventProblem" => n(
+        Res::EventProblem => n(
             w("Event set aside", "Zurückgestelltes Ereignis"),
             w("Events set aside", "Zurückgestellte Ereignisse"),
         ),
-        _ => return None,
-    })
+    }
 }
 
 /// The title of the field at `path` of `resource`: the resource's own title for it where a

@@ -169,12 +169,11 @@ fn record_schema(view: View, resource: &Resource) -> Value {
     }
     let mut schema =
         json!({"type": "object", "description": resource.doc, "properties": properties});
-    if let Some(names) = resource_names(resource.name) {
-        schema["title"] = json!(names.one.en);
-        schema["x-brandhub-names"] = json!({
-            "en": {"one": names.one.en, "many": names.many.en},
-            "de": {"one": names.one.de, "many": names.many.de}});
-    }
+    let names = resource_names(resource.handle());
+    schema["title"] = json!(names.one.en);
+    schema["x-brandhub-names"] = json!({
+        "en": {"one": names.one.en, "many": names.many.en},
+        "de": {"one": names.one.de, "many": names.many.de}});
     schema["x-brandhub-label"] = json!({"template": resource.label,
         "fields": catalog().label_fields(resource)});
     schema

@@ -26,11 +26,12 @@ pub enum Res {
     Webhook,
     WebhookDelivery,
     EventProblem,
+    Offer,
 }
 
 impl Res {
     /// Every handle, in documentation order.
-    pub const ALL: [Res; 19] = [
+    pub const ALL: [Res; 20] = [
         Res::Company,
         Res::Brand,
         Res::Warehouse,
@@ -50,6 +51,7 @@ impl Res {
         Res::Webhook,
         Res::WebhookDelivery,
         Res::EventProblem,
+        Res::Offer,
     ];
 
     /// The resource's URL name (`/api/<name>`), as requests and events spell it.
@@ -74,6 +76,7 @@ impl Res {
             Res::Webhook => "webhook",
             Res::WebhookDelivery => "webhookDelivery",
             Res::EventProblem => "eventProblem",
+            Res::Offer => "offer",
         }
     }
 

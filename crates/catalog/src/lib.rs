@@ -171,8 +171,9 @@ impl Catalog {
     /// events: file), to check that a subscriber may read it.
     pub fn event_resource(&self, event_type: &str) -> Option<&Resource> {
         let announced = |r: &&Resource| {
-            r.events
-                .is_some_and(|e| e.created == event_type || e.updated == event_type)
+            r.events.is_some_and(|e| {
+                e.created == event_type || e.updated == event_type || e.deleted == Some(event_type)
+            })
         };
         self.resources.iter().find(announced).or_else(|| {
             FileStatus::ALL
@@ -613,7 +614,8 @@ mod tests {
             .resources()
             .iter()
             .filter_map(|r| r.events)
-            .flat_map(|e| [e.created, e.updated])
+            .flat_map(|e| [Some(e.created), Some(e.updated), e.deleted])
+            .flatten()
             .chain(FileStatus::ALL.into_iter().filter_map(FileStatus::event))
             .collect();
         announced.sort();

@@ -192,6 +192,8 @@ pub enum Domain {
     SecureUrl,
     /// One of these words, exactly (statuses, types, reasons).
     OneOf(&'static [&'static str]),
+    /// One of these words in any letter case (a brand store's rules: `LIVE` is `live`).
+    AnyCase(&'static [&'static str]),
     /// A whole number of units from `least` to `most` (quantities, docs/API.md, "Quantities and amounts").
     Units { least: i64, most: i64 },
     /// An amount of money (docs/API.md, "Quantities and amounts"): finite, at most [`limits::MOST_MONEY`] from zero,
@@ -253,6 +255,11 @@ impl Domain {
             Domain::SecureUrl => secure_url_problem(text),
             Domain::OneOf(words) if words.contains(&text) => None,
             Domain::OneOf(words) => Some(format!("'{text}' is not one of {}", words.join(", "))),
+            Domain::AnyCase(words) if words.iter().any(|w| w.eq_ignore_ascii_case(text)) => None,
+            Domain::AnyCase(words) => Some(format!(
+                "'{text}' is not one of {} (in any case)",
+                words.join(", ")
+            )),
             Domain::Units { .. } | Domain::Money { .. } => Some(self.must()),
         }
     }
@@ -273,7 +280,7 @@ impl Domain {
                 if signed { -limits::MOST_MONEY } else { 0.0 },
                 limits::MOST_MONEY,
             )),
-            Domain::WebUrl | Domain::SecureUrl | Domain::OneOf(_) => None,
+            Domain::WebUrl | Domain::SecureUrl | Domain::OneOf(_) | Domain::AnyCase(_) => None,
         }
     }
 
@@ -313,7 +320,7 @@ impl Domain {
     /// The words of an enumerated domain, for OpenAPI's `enum` and the docs.
     pub fn words(self) -> Option<&'static [&'static str]> {
         match self {
-            Domain::OneOf(words) => Some(words),
+            Domain::OneOf(words) | Domain::AnyCase(words) => Some(words),
             Domain::WebUrl | Domain::SecureUrl | Domain::Units { .. } | Domain::Money { .. } => {
                 None
             }
@@ -457,6 +464,9 @@ pub fn is_insecure_loopback_url(url: &str) -> bool {
 pub struct Events {
     pub created: &'static str,
     pub updated: &'static str,
+    /// The event a record's removal is announced as, for a resource that announces removals
+    /// (an offer that goes with its variant or brand store).
+    pub deleted: Option<&'static str>,
 }
 
 /// How the database computes a generated column from other fields of the same record.
@@ -1066,6 +1076,12 @@ pub struct Resource {
     /// (`{brandOrderRef|hostOrderRef}`). Text between two placeholders shows only between
     /// values that are set. See [`crate::Catalog::label_fields`].
     pub label: &'static str,
+    /// The resources this one is kept from, when brandhub derives its records from theirs
+    /// (offers, from the stock, prices, catalogue and brand stores): the database keeps them
+    /// current in the transaction of every write of those, a write of one of those changes
+    /// this resource's versions too, and its records never keep one of those from being
+    /// deleted (they go with it). Empty for a resource its writers write.
+    pub kept_from: &'static [crate::Res],
 }
 
 impl Resource {
@@ -1097,7 +1113,15 @@ impl Resource {
             lifecycle: None,
             events: None,
             label: "",
+            kept_from: &[],
         }
+    }
+
+    /// Declares that brandhub keeps this resource's records from the records of `sources`
+    /// (see [`Resource::kept_from`]).
+    pub fn kept_from(mut self, sources: &'static [crate::Res]) -> Self {
+        self.kept_from = sources;
+        self
     }
 
     /// Declares the display label (see [`Resource::label`]).
@@ -1123,7 +1147,19 @@ impl Resource {
     /// Declares that a create is announced as the event `created` and every later change as
     /// `updated` (both must be among [`crate::EVENT_TYPES`]).
     pub fn announces(mut self, created: &'static str, updated: &'static str) -> Self {
-        self.events = Some(Events { created, updated });
+        self.events = Some(Events {
+            created,
+            updated,
+            deleted: None,
+        });
+        self
+    }
+
+    /// Declares that a record's removal is announced as `deleted` (after
+    /// [`Resource::announces`]).
+    pub fn announces_removal(mut self, deleted: &'static str) -> Self {
+        let events = self.events.as_mut().expect("announces comes first");
+        events.deleted = Some(deleted);
         self
     }
 

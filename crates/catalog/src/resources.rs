@@ -111,6 +111,8 @@ const ORDER_UPDATED: &str = "order.updated";
 const STOCK_UPDATED: &str = "stock.updated";
 const PRICE_UPDATED: &str = "price.updated";
 const PRODUCT_UPDATED: &str = "product.updated";
+const OFFER_UPDATED: &str = "offer.updated";
+const OFFER_DELETED: &str = "offer.deleted";
 
 impl FileStatus {
     /// The event a file reaching this status is announced as, if any.
@@ -125,7 +127,7 @@ impl FileStatus {
 
 /// Every event type (docs/API.md, "Events and webhooks"): the `webhook.events` domain. A catalog test holds it to
 /// what the resources announce and what files announce.
-pub const EVENT_TYPES: [&str; 7] = [
+pub const EVENT_TYPES: [&str; 9] = [
     ORDER_CREATED,
     ORDER_UPDATED,
     "file.processed",
@@ -133,6 +135,30 @@ pub const EVENT_TYPES: [&str; 7] = [
     STOCK_UPDATED,
     PRICE_UPDATED,
     PRODUCT_UPDATED,
+    OFFER_UPDATED,
+    OFFER_DELETED,
+];
+
+/// How a brand store offers stock to its store (docs/API.md, "Offers"): from the warehouse's
+/// stock by the store's rules (`live`, also when empty), a fixed quantity, or nothing.
+pub const STOCK_TYPES: [&str; 3] = ["live", "fixed", "none"];
+
+/// How a brand store adjusts the price in effect (docs/API.md, "Offers"): by a percentage, or
+/// by an amount added; empty leaves it.
+pub const ADJUST_TYPES: [&str; 2] = ["percent", "fixed"];
+
+/// An offer's status: `inactive` (the product is not active, there is no price, or the store
+/// is offered no stock), else `outOfStock` (nothing available), else `active`.
+pub const OFFER_STATUSES: [&str; 3] = ["active", "outOfStock", "inactive"];
+
+/// The resources offers are kept from: a write of any of them may change offers.
+const OFFER_SOURCES: &[Res] = &[
+    Res::Stock,
+    Res::Price,
+    Res::BrandStore,
+    Res::Variant,
+    Res::Product,
+    Res::Store,
 ];
 
 /// A webhook delivery's way: `pending` (not tried yet), `retrying` (an attempt failed, the
@@ -190,6 +216,8 @@ const SELF_SERVICE: &[UserType] = EVERYONE;
 
 const WAREHOUSE_CANNOT_SEE_MONEY: &[UserType] = &[UserType::Warehouse];
 const HOST_CANNOT_SEE_IMPORTS: &[UserType] = &[UserType::Host];
+/// A brand store's stock rules and price adjustment: hosts see their effect, the offer.
+const HOST_CANNOT_SEE_RULES: &[UserType] = &[UserType::Host];
 
 /// The fields an order intake sets (docs/API.md, "Orders: intake, lifecycle and stock"); the lines are `order_orderItem`, whose
 /// fields are [`crate::lifecycle::LINE_INTAKE`].
@@ -399,22 +427,42 @@ fn declared() -> Vec<Resource> {
         .field(object(
             "detail",
             vec![
-                text("stockType").short().doc("How stock is offered to the store."),
+                text("stockType")
+                    .short()
+                    .domain(Domain::AnyCase(&STOCK_TYPES))
+                    .doc("How stock is offered to the store: live (the default), fixed or none."),
+                integer("stockPercent")
+                    .domain(Domain::Units { least: 0, most: 100 })
+                    .doc("Live stock: the share of the warehouse's available units offered, in percent (default 100), rounded down.")
+                    .hidden_from(HOST_CANNOT_SEE_RULES),
+                integer("stockBuffer")
+                    .domain(Domain::UNITS)
+                    .doc("Live stock: units held back from what the share leaves (default 0).")
+                    .hidden_from(HOST_CANNOT_SEE_RULES),
+                integer("stockMax")
+                    .domain(Domain::UNITS)
+                    .doc("Live stock: the most units offered (default: no cap).")
+                    .hidden_from(HOST_CANNOT_SEE_RULES),
+                integer("fixedQuantity")
+                    .domain(Domain::UNITS)
+                    .doc("Fixed stock: the units offered whatever the stock (default 0).")
+                    .hidden_from(HOST_CANNOT_SEE_RULES),
                 text("adjustType")
                     .short()
-                    .doc("How prices are adjusted for the store.")
-                    .hidden_from(HOST_CANNOT_SEE_IMPORTS),
+                    .domain(Domain::AnyCase(&ADJUST_TYPES))
+                    .doc("How prices are adjusted for the store: percent, fixed, or empty for none.")
+                    .hidden_from(HOST_CANNOT_SEE_RULES),
                 number("adjustValue")
                     .domain(Domain::SIGNED_MONEY)
-                    .doc("The adjustment amount.")
-                    .hidden_from(HOST_CANNOT_SEE_IMPORTS),
+                    .doc("The adjustment: a percentage (percent) or an amount added (fixed).")
+                    .hidden_from(HOST_CANNOT_SEE_RULES),
             ],
         ))
         .index(&["fk_brand", "fk_store"], true)
         .writable(
-            &["fk_brand", "fk_store", "fk_warehouse", "detail.stockType", "detail.adjustType", "detail.adjustValue"],
+            &["fk_brand", "fk_store", "fk_warehouse", "detail"],
             &["fk_brand", "fk_store", "fk_warehouse"],
-            &["fk_warehouse", "detail.stockType", "detail.adjustType", "detail.adjustValue"],
+            &["fk_warehouse", "detail"],
             true,
         )
         .natural_key(&["fk_brand", "fk_store"])
@@ -726,17 +774,18 @@ fn declared() -> Vec<Resource> {
                 fk("fk_file", "price_file").optional().hidden_from(HOST_CANNOT_SEE_IMPORTS),
                 "file",
             )
-            .field(number("price").domain(Domain::MONEY))
-            .field(number("rrp").domain(Domain::MONEY))
+            .field(number("price").domain(Domain::MONEY).priced_in("currency"))
+            .field(number("rrp").domain(Domain::MONEY).priced_in("currency"))
+            .field(text("currency").short().doc("ISO 4217 code of the price's currency; empty: any currency (the store's)."))
             .field(timestamp("startDate").indexed().required())
-            .field(timestamp("endDate").doc("Empty for a permanent markdown."))
+            .field(timestamp("endDate").indexed().doc("Empty for a permanent markdown."))
             .writable(
-                &["fk_variant", "fk_host", "price", "rrp", "startDate", "endDate"],
+                &["fk_variant", "fk_host", "price", "rrp", "currency", "startDate", "endDate"],
                 &["fk_variant", "fk_host", "price", "startDate"],
                 &["price", "rrp", "endDate"],
                 true,
             )
-            .natural_key(&["fk_variant", "fk_host", "startDate"])
+            .natural_key(&["fk_variant", "fk_host", "currency", "startDate"])
             .scope(COMPANY, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("fk_host", Host)]]),
@@ -869,5 +918,37 @@ fn declared() -> Vec<Resource> {
         .field(text("reason").long().doc("Why the event could not be built: what failed to read."))
         .field(timestamp("eventDate").doc("When the change the event announces committed."))
         .field(timestamp("createdDate").indexed().required().doc("When the event was set aside.")),
+        Resource::new(
+            Res::Offer.name(),
+            "offer",
+            "What one store can sell of one variant now: how many, at what price. brandhub keeps one per (brand store, variant of its brand) from the stock, the prices and the brand store's rules, in the transaction of every write that changes them; read-only but for the host's SKU.",
+        )
+        .labelled("{offer_variant} · {offer_store}")
+        .kept_from(OFFER_SOURCES)
+        .announces(OFFER_UPDATED, OFFER_UPDATED)
+        .announces_removal(OFFER_DELETED)
+        .relation_fk(fk("fk_brandStore", "offer_brandStore"), "brandStore")
+        .relation_fk(fk("fk_store", "offer_store"), "store")
+        .relation_fk(fk("fk_variant", "offer_variant"), "variant")
+        .relation_fk(fk("fk_product", "offer_product"), "product")
+        .relation_fk(fk("fk_brand", "offer_brand").doc("The brand store's brand."), "brand")
+        .field(text("barcode").indexed().short().doc("The variant's barcode."))
+        .field(text("title").indexed().doc("The product's title."))
+        .field(text("colour").indexed().doc("The variant's colour."))
+        .field(text("size").indexed().short().doc("The variant's size."))
+        .field(text("hostSku").indexed().short().doc("The host's own code for the variant in this store; unique within the store; empty when none."))
+        .field(integer("available").indexed().domain(Domain::UNITS).doc("What the store may sell now: the warehouse's available units shaped by the brand store's rules."))
+        .field(number("price").indexed().domain(Domain::MONEY).priced_in("currency").doc("The price in effect now, after the brand store's adjustment; unset when there is none."))
+        .field(number("rrp").domain(Domain::MONEY).priced_in("currency").doc("The recommended retail price: the price record's, else the variant's; never adjusted."))
+        .field(text("currency").short().doc("The store's currency."))
+        .field(timestamp("priceStart").doc("When the price record in effect started; empty for the base price."))
+        .field(timestamp("priceEnd").doc("When the price record in effect ends; empty for none."))
+        .field(text("status").indexed().short().domain(Domain::OneOf(&OFFER_STATUSES)))
+        .template(&["offer_variant", "offer_store"])
+        .index(&["fk_brandStore", "fk_variant"], true)
+        .writable(&[], &[], &["hostSku"], false)
+        .scope(COMPANY, &[&[("offer_brand.fk_company", Companies)]])
+        .scope(HOST, &[&[("offer_store.fk_host", Host)]])
+        .writable_by(WRITE, HOST, &[&[("offer_store.fk_host", Host)]]),
     ]
 }

@@ -71,6 +71,7 @@ pub fn resource_names(resource: Res) -> Names {
             w("Event set aside", "Zurückgestelltes Ereignis"),
             w("Events set aside", "Zurückgestellte Ereignisse"),
         ),
+        Res::Offer => n(w("Offer", "Angebot"), w("Offers", "Angebote")),
     }
 }
 
@@ -100,6 +101,8 @@ pub fn field_title(resource: &str, path: &str) -> Option<Words> {
         ("price", "price") => Some(w("Price", "Preis")),
         ("price", "startDate") => Some(w("From", "Ab")),
         ("price", "endDate") => Some(w("Until", "Bis")),
+        ("offer", "title") => Some(w("Title", "Titel")),
+        ("offer", "price") => Some(w("Price in effect", "Geltender Preis")),
         ("price", "fk_file") | ("image", "fk_file") => Some(w("From file", "Aus Datei")),
         ("user", "type") => Some(w("User type", "Benutzertyp")),
         ("user", "fk_sponsor") => Some(w("Sponsor", "Sponsor")),
@@ -149,6 +152,16 @@ fn name_title(name: &str) -> Option<Words> {
         "stockType" => w("Stock offered", "Angebotener Bestand"),
         "adjustType" => w("Price adjustment", "Preisanpassung"),
         "adjustValue" => w("Adjustment amount", "Anpassungsbetrag"),
+        "stockPercent" => w(
+            "Share of stock offered (%)",
+            "Angebotener Bestandsanteil (%)",
+        ),
+        "stockBuffer" => w("Units held back", "Zurückgehaltene Einheiten"),
+        "stockMax" => w("Most units offered", "Höchstens angebotene Einheiten"),
+        "fixedQuantity" => w("Fixed quantity", "Feste Menge"),
+        "hostSku" => w("Host's SKU", "Artikelnummer des Händlers"),
+        "priceStart" => w("Price valid from", "Preis gültig ab"),
+        "priceEnd" => w("Price valid until", "Preis gültig bis"),
         "title" => w("Title", "Anrede"),
         "category" => w("Category", "Kategorie"),
         "productBrand" => w("Brand on the label", "Marke auf dem Etikett"),
@@ -275,6 +288,15 @@ pub fn code_word(code: &str) -> Option<Words> {
         "price" => w("Prices", "Preise"),
         "image" => w("Images", "Bilder"),
         "orderDispatch" => w("Order dispatch", "Versandmeldung"),
+        // Brand stores' rules and offers (docs/API.md, "Offers").
+        "live" => w("Live stock", "Aktueller Bestand"),
+        "fixed" => w("Fixed", "Fest"),
+        "none" => w("None", "Keiner"),
+        "percent" => w("Percent", "Prozent"),
+        "outOfStock" => w("Out of stock", "Nicht vorrätig"),
+        "inactive" => w("Inactive", "Inaktiv"),
+        "offer.updated" => w("Offer changed", "Angebot geändert"),
+        "offer.deleted" => w("Offer withdrawn", "Angebot zurückgezogen"),
         // Users.
         "active" => w("Active", "Aktiv"),
         "disabled" => w("Disabled", "Deaktiviert"),

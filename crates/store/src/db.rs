@@ -1491,6 +1491,11 @@ impl WriteTx {
     /// Remembers which rows of `table` were written (`None`: rows this write cannot name).
     /// A table's rows are logged by id on commit only if every write of it named them.
     pub(crate) fn rows_written(&mut self, table: &'static str, ids: Option<&[&str]>) {
+        // What the database keeps from this table (offers) changes with it, by trigger:
+        // rows this write cannot name.
+        for kept in crate::offers::kept_from(table) {
+            self.touch(kept);
+        }
         self.inserted
             .retain(|(resource, _)| resource.table != table);
         self.known.retain(|(known, ..)| *known != table);
@@ -1543,6 +1548,18 @@ impl WriteTx {
         kinds: &[Kind],
     ) -> StoreResult<Vec<Vec<Cell>>> {
         self.fetch_rows(statement, kinds, true, |e| {
+            failed("a read in a write failed", e)
+        })
+        .await
+    }
+
+    /// Runs any statement that returns rows inside the transaction (begun first).
+    pub(crate) async fn fetch_statement<S: SqlxBinder>(
+        &mut self,
+        statement: &S,
+        kinds: &[Kind],
+    ) -> StoreResult<Vec<Vec<Cell>>> {
+        self.fetch_rows(statement, kinds, false, |e| {
             failed("a read in a write failed", e)
         })
         .await

@@ -22,6 +22,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod import;
 pub mod jobs;
+pub mod offers;
 pub mod orders;
 pub mod page;
 pub mod policy;

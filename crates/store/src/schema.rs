@@ -591,6 +591,47 @@ impl Store {
         result
     }
 
+    /// The triggers that keep offers; on the migration that made the offer table, every
+    /// offer derived, and the moment dated prices are applied up to set to now.
+    async fn migrate_offers(&self, backend: Backend) -> StoreResult<()> {
+        for statement in crate::offers::statements(backend) {
+            self.execute_raw(&statement).await?;
+        }
+        use sea_query::{Alias, Expr, ExprTrait, Query};
+        let offer = catalog().get(brandhub_catalog::Res::Offer).table;
+        let any_offer = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(offer))
+            .limit(1)
+            .to_owned();
+        let timing = crate::db::Timing::default();
+        let empty = self
+            .fetch(&any_offer, &[crate::db::Kind::Text], &timing)
+            .await?
+            .is_empty();
+        let applied = Query::select()
+            .column(Alias::new("value"))
+            .from(Alias::new("bh_meta"))
+            .and_where(Expr::col(Alias::new("name")).eq(crate::offers::clock::APPLIED_UNTIL))
+            .to_owned();
+        let started = !self
+            .fetch(&applied, &[crate::db::Kind::Text], &timing)
+            .await?
+            .is_empty();
+        if empty && !started {
+            let fill = crate::offers::fill_statement(backend);
+            let fill = match backend {
+                Backend::Postgres => {
+                    format!("BEGIN; SET LOCAL statement_timeout = 0; {fill}; COMMIT")
+                }
+                Backend::Sqlite => fill,
+            };
+            self.execute_raw(&fill).await?;
+        }
+        self.execute_raw(&crate::offers::clock::start_statement(backend))
+            .await
+    }
+
     async fn migrate_locked(&self, backend: Backend) -> StoreResult<()> {
         for statement in bookkeeping_statements(backend) {
             self.execute_raw(&statement).await?;
@@ -651,6 +692,7 @@ impl Store {
         for statement in crate::external::statements(backend) {
             self.execute_raw(&statement).await?;
         }
+        self.migrate_offers(backend).await?;
         if backend == Backend::Sqlite {
             // A database analyzed by an earlier version may still hold samples.
             self.forget_sqlite_samples().await?;

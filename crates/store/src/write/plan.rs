@@ -47,6 +47,8 @@ pub enum EntryPoint {
     FileQueue,
     /// Webhook deliveries: fan-out and attempts.
     Deliveries,
+    /// Prices that started or ended: their offers derived again (`Store::apply_price_dates`).
+    PriceDates,
     /// A write a test makes beside the API.
     Test,
 }

@@ -1,0 +1,138 @@
+//! Prices that start or end while nothing is written (docs/API.md, "Offers", dated changes):
+//! the offers of a price record change at its `startDate` and `endDate`. Every `serve`
+//! process ticks each second ([`Store::apply_price_dates`]); a tick derives again the offers
+//! of the price records whose start or end fell since the last tick of any process, through
+//! the executor like any write. The moment applied up to is one row, locked by the tick that
+//! advances it: with several processes, one applies each moment and the others skip it (on
+//! PostgreSQL `FOR UPDATE SKIP LOCKED`; SQLite has one writer at a time). The first tick of
+//! a process applies what fell while none ran: one net change per offer, since the
+//! derivation writes only offers whose values differ.
+
+use super::derive::{Dialect, col, refresh_statement, table};
+use crate::db::{Backend, Kind, Store};
+use crate::error::StoreResult;
+use crate::write::{EntryPoint, Outcome, WritePlan};
+use brandhub_catalog::{Cell, Res};
+use sea_query::QueryBuilder;
+use sea_query_sqlx::{SqlxBinder, SqlxValues};
+
+/// The `bh_meta` row that holds the moment dated prices are applied up to.
+pub(crate) const APPLIED_UNTIL: &str = "offer_prices_applied_until";
+
+/// A statement written as SQL text with its values bound: `{}` stands for each value, in
+/// order, and becomes the backend's placeholder.
+pub(crate) struct Raw {
+    pub sql: String,
+    pub values: Vec<sea_query::Value>,
+}
+
+impl SqlxBinder for Raw {
+    fn build_sqlx<T: QueryBuilder>(&self, builder: T) -> (String, SqlxValues) {
+        let (mark, numbered) = builder.placeholder();
+        let mut sql = String::with_capacity(self.sql.len());
+        let mut parts = self.sql.split("{}");
+        sql.push_str(parts.next().unwrap_or_default());
+        for (i, part) in parts.enumerate() {
+            sql.push_str(mark);
+            if numbered {
+                sql.push_str(&(i + 1).to_string());
+            }
+            sql.push_str(part);
+        }
+        (sql, SqlxValues(sea_query::Values(self.values.clone())))
+    }
+}
+
+/// The statement that makes the row of the moment applied, at the time of the migration
+/// that made the offers (whose fill applied every price in effect then).
+pub fn start_statement(backend: Backend) -> String {
+    format!(
+        "INSERT INTO \"bh_meta\" (\"name\", \"value\") VALUES ('{APPLIED_UNTIL}', {}) ON CONFLICT DO NOTHING",
+        Dialect { backend }.now()
+    )
+}
+
+/// The derivation of the offers of the price records whose start or end is in the
+/// window (after the first value, up to the second), by (variant, host).
+fn due_refresh(backend: Backend) -> Raw {
+    let d = Dialect { backend };
+    let start = col(Res::Price, "startDate");
+    let end = col(Res::Price, "endDate");
+    let filter = format!(
+        "EXISTS (SELECT 1 FROM {price} x WHERE x.{fk_variant} = v.\"id\" AND x.{fk_host} = s.{store_host} \
+         AND ((x.{start} > {{}} AND x.{start} <= {{}}) OR (x.{end} > {{}} AND x.{end} <= {{}})))",
+        price = table(Res::Price),
+        fk_variant = col(Res::Price, "fk_variant"),
+        fk_host = col(Res::Price, "fk_host"),
+        store_host = col(Res::Store, "fk_host"),
+    );
+    Raw {
+        sql: refresh_statement(&d, &filter),
+        values: Vec::new(),
+    }
+}
+
+/// Whether a text is a record timestamp as the database writes them: nothing else is
+/// compared with price dates.
+fn is_timestamp(text: &str) -> bool {
+    chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S").is_ok()
+}
+
+impl Store {
+    /// Applies the prices that started or ended since the last tick of any process: derives
+    /// their offers again in one transaction (the executor's, [`EntryPoint::PriceDates`]) and
+    /// moves the moment applied up to now. Returns how many offers changed; 0 when another
+    /// process holds the moment (it applies it).
+    pub async fn apply_price_dates(&self) -> StoreResult<u64> {
+        let backend = self.backend();
+        self.execute(WritePlan::locking(EntryPoint::PriceDates), move |mut tx, _| {
+            Box::pin(async move {
+                let result = async {
+                    let lock = if backend == Backend::Postgres {
+                        " FOR UPDATE SKIP LOCKED"
+                    } else {
+                        ""
+                    };
+                    let now_sql = Dialect { backend }.now();
+                    let read = Raw {
+                        sql: format!(
+                            "SELECT \"value\", {now_sql} FROM \"bh_meta\" WHERE \"name\" = {{}}{lock}"
+                        ),
+                        values: vec![APPLIED_UNTIL.into()],
+                    };
+                    let rows = tx.fetch_statement(&read, &[Kind::Text, Kind::Text]).await?;
+                    let Some([Cell::Text(last), Cell::Text(now)]) =
+                        rows.into_iter().next().and_then(|r| <[Cell; 2]>::try_from(r).ok())
+                    else {
+                        return Ok(Outcome::RollBack(0));
+                    };
+                    if !is_timestamp(&last) || !is_timestamp(&now) || now <= last {
+                        return Ok(Outcome::RollBack(0));
+                    }
+                    let mut refresh = due_refresh(backend);
+                    refresh.values = vec![
+                        last.clone().into(),
+                        now.clone().into(),
+                        last.into(),
+                        now.clone().into(),
+                    ];
+                    let changed = tx.execute_untracked(catalog_offer_table(), &refresh).await?;
+                    tx.touch(catalog_offer_table());
+                    let advance = Raw {
+                        sql: "UPDATE \"bh_meta\" SET \"value\" = {} WHERE \"name\" = {}".into(),
+                        values: vec![now.into(), APPLIED_UNTIL.into()],
+                    };
+                    tx.execute_untracked("bh_meta", &advance).await?;
+                    Ok(Outcome::Commit(changed))
+                }
+                .await;
+                (tx, result)
+            })
+        })
+        .await
+    }
+}
+
+fn catalog_offer_table() -> &'static str {
+    brandhub_catalog::catalog().get(Res::Offer).table
+}

@@ -1,0 +1,313 @@
+//! How an offer is derived from its sources, as SQL the database runs (docs/API.md, "Offers"):
+//! one statement that computes the offers of some (brand store, variant) pairs from the
+//! brand store, its store, the variant, its product, the warehouse's stock and the prices,
+//! and writes those whose values changed, by an upsert on (brand store, variant).
+//!
+//! The triggers of [`super::triggers`] run it for the pairs a write of a source touches, the
+//! clock of dated prices ([`super::clock`]) for the pairs whose price record started or ended.
+//! The rules it computes are [`super::rules`]'s, which the tests hold it to.
+
+use crate::db::Backend;
+use brandhub_catalog::{Res, Resource, catalog};
+
+/// The quoted column of the field at `path` of `res`.
+pub(crate) fn col(res: Res, path: &str) -> String {
+    format!("\"{}\"", field(catalog().get(res), path).column)
+}
+
+/// The quoted folded copy of the text field at `path` of `res`.
+pub(crate) fn folded(res: Res, path: &str) -> String {
+    let column = field(catalog().get(res), path)
+        .folded_column()
+        .unwrap_or_else(|| panic!("{res}.{path} is a text field with a folded copy"));
+    format!("\"{column}\"")
+}
+
+fn field<'a>(resource: &'a Resource, path: &str) -> &'a brandhub_catalog::Field {
+    resource
+        .field_at(path)
+        .unwrap_or_else(|| panic!("{}.{path} is declared", resource.name))
+}
+
+/// The quoted table of `res`.
+pub(crate) fn table(res: Res) -> String {
+    format!("\"{}\"", catalog().get(res).table)
+}
+
+/// What a dialect spells differently.
+pub(crate) struct Dialect {
+    pub backend: Backend,
+}
+
+impl Dialect {
+    /// The current time as a record timestamp (`YYYY-MM-DDTHH:MM:SS`, UTC).
+    pub fn now(&self) -> &'static str {
+        match self.backend {
+            Backend::Postgres => {
+                "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
+            }
+            Backend::Sqlite => "strftime('%Y-%m-%dT%H:%M:%S', 'now')",
+        }
+    }
+
+    /// The current time in milliseconds since the Unix epoch.
+    pub fn now_millis(&self) -> &'static str {
+        match self.backend {
+            Backend::Postgres => "(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+            Backend::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+        }
+    }
+
+    /// A new id in the contract's shape (32 uppercase hex characters), starting with the
+    /// time in milliseconds, so that ids made later sort later, as brandhub's own do.
+    pub fn new_id(&self) -> String {
+        match self.backend {
+            Backend::Postgres => format!(
+                "upper(lpad(to_hex({}), 12, '0') || substr(md5(random()::text || clock_timestamp()::text), 1, 20))",
+                self.now_millis()
+            ),
+            Backend::Sqlite => format!(
+                "(printf('%012X', {}) || upper(hex(randomblob(10))))",
+                self.now_millis()
+            ),
+        }
+    }
+
+    /// The larger of two values (neither null).
+    pub fn greatest(&self, a: &str, b: &str) -> String {
+        match self.backend {
+            Backend::Postgres => format!("GREATEST({a}, {b})"),
+            Backend::Sqlite => format!("max({a}, {b})"),
+        }
+    }
+
+    /// The smaller of two values (neither null).
+    pub fn least(&self, a: &str, b: &str) -> String {
+        match self.backend {
+            Backend::Postgres => format!("LEAST({a}, {b})"),
+            Backend::Sqlite => format!("min({a}, {b})"),
+        }
+    }
+
+    /// An amount rounded half away from zero to two decimals.
+    pub fn round_money(&self, x: &str) -> String {
+        match self.backend {
+            Backend::Postgres => format!("round(CAST({x} AS numeric), 2)::double precision"),
+            Backend::Sqlite => format!("round({x}, 2)"),
+        }
+    }
+
+    /// `a` differs from `b`, nulls compared as values.
+    pub fn differs(&self, a: &str, b: &str) -> String {
+        match self.backend {
+            Backend::Postgres => format!("{a} IS DISTINCT FROM {b}"),
+            Backend::Sqlite => format!("{a} IS NOT {b}"),
+        }
+    }
+}
+
+/// The offer fields the derivation writes, as (offer path, the SQL of its value) over the
+/// aliases `bs` (brand store), `s` (store), `v` (variant), `p` (product), `st` (stock, left
+/// joined) and `pr` (the price record in effect, left joined). Text fields come with their
+/// folded copies, taken from their sources'.
+fn derived_values(d: &Dialect) -> Vec<(String, String)> {
+    let bs = |path: &str| format!("bs.{}", col(Res::BrandStore, path));
+    let stock_type = format!("lower(COALESCE({}, ''))", bs("detail.stockType"));
+    let adjust_type = format!("lower(COALESCE({}, ''))", bs("detail.adjustType"));
+    let on_hand = format!("COALESCE(st.{}, 0)", col(Res::Stock, "available"));
+    // Live stock: the share (rounded down), less the buffer (never below 0), capped.
+    let shared = format!(
+        "({on_hand} * COALESCE({}, 100)) / 100",
+        bs("detail.stockPercent")
+    );
+    let buffered = d.greatest(
+        "0",
+        &format!("{shared} - COALESCE({}, 0)", bs("detail.stockBuffer")),
+    );
+    let capped = format!(
+        "CASE WHEN {max} IS NULL THEN {buffered} ELSE {least} END",
+        max = bs("detail.stockMax"),
+        least = d.least(&buffered, &bs("detail.stockMax"))
+    );
+    let available = format!(
+        "CASE WHEN {stock_type} = 'none' THEN 0 WHEN {stock_type} = 'fixed' THEN COALESCE({}, 0) ELSE {capped} END",
+        bs("detail.fixedQuantity")
+    );
+    let base = format!(
+        "COALESCE(pr.{}, v.{})",
+        col(Res::Price, "price"),
+        col(Res::Variant, "detail.price")
+    );
+    let adjust = bs("detail.adjustValue");
+    let adjusted = format!(
+        "CASE WHEN {adjust_type} = 'percent' THEN {base} * (1 + COALESCE({adjust}, 0) / 100.0) \
+         WHEN {adjust_type} = 'fixed' THEN {base} + COALESCE({adjust}, 0) ELSE {base} END"
+    );
+    let price = format!(
+        "CASE WHEN {base} IS NULL THEN NULL ELSE {} END",
+        d.greatest("0", &d.round_money(&adjusted))
+    );
+    let rrp = format!(
+        "COALESCE(pr.{}, v.{}, v.{})",
+        col(Res::Price, "rrp"),
+        col(Res::Variant, "rrp"),
+        col(Res::Variant, "detail.rrp")
+    );
+    let status = format!(
+        "CASE WHEN lower(COALESCE(p.{}, '')) <> 'active' OR ({base}) IS NULL OR {stock_type} = 'none' THEN 'inactive' \
+         WHEN ({available}) = 0 THEN 'outOfStock' ELSE 'active' END",
+        col(Res::Product, "status")
+    );
+    let text = |path: &str, source: &str, res: Res, from: &str| {
+        [
+            (path.to_string(), format!("{source}.{}", col(res, from))),
+            (
+                format!("{path}#folded"),
+                format!("{source}.{}", folded(res, from)),
+            ),
+        ]
+    };
+    let mut values = vec![
+        ("fk_brandStore".to_string(), "bs.\"id\"".to_string()),
+        (
+            "fk_store".to_string(),
+            format!("bs.{}", col(Res::BrandStore, "fk_store")),
+        ),
+        ("fk_variant".to_string(), "v.\"id\"".to_string()),
+        (
+            "fk_product".to_string(),
+            format!("v.{}", col(Res::Variant, "fk_product")),
+        ),
+        (
+            "fk_brand".to_string(),
+            format!("bs.{}", col(Res::BrandStore, "fk_brand")),
+        ),
+    ];
+    values.extend(text("barcode", "v", Res::Variant, "barcode"));
+    values.extend(text("title", "p", Res::Product, "title"));
+    values.extend(text("colour", "v", Res::Variant, "colour"));
+    values.extend(text("size", "v", Res::Variant, "size"));
+    values.extend(text("currency", "s", Res::Store, "currency"));
+    values.extend([
+        ("available".to_string(), available),
+        ("price".to_string(), price),
+        ("rrp".to_string(), rrp),
+        (
+            "priceStart".to_string(),
+            format!("pr.{}", col(Res::Price, "startDate")),
+        ),
+        (
+            "priceEnd".to_string(),
+            format!(
+                "CASE WHEN pr.{end} IS NULL OR pr.{end} = '' OR pr.{end} LIKE '0000%' THEN NULL ELSE pr.{end} END",
+                end = col(Res::Price, "endDate")
+            ),
+        ),
+        ("status".to_string(), status.clone()),
+        ("status#folded".to_string(), format!("lower({status})")),
+    ]);
+    values
+}
+
+/// The physical column of a derived value's path (`title#folded` is `title`'s folded copy).
+fn offer_column(path: &str) -> String {
+    match path.strip_suffix("#folded") {
+        Some(path) => folded(Res::Offer, path),
+        None => col(Res::Offer, path),
+    }
+}
+
+/// The fields whose change is announced (`offer.updated`): what a host acts on.
+pub(crate) const ANNOUNCED: [&str; 4] = ["available", "price", "status", "hostSku"];
+
+/// The statement that derives the offers of the (brand store, variant) pairs that `filter`
+/// (SQL over the aliases of [`derived_values`]) admits and writes those that are new or
+/// changed: one upsert. A changed offer gets a new `updatedDate` and record version.
+pub(crate) fn refresh_statement(d: &Dialect, filter: &str) -> String {
+    let values = derived_values(d);
+    let columns: Vec<String> = values.iter().map(|(path, _)| offer_column(path)).collect();
+    let exprs: Vec<&str> = values.iter().map(|(_, sql)| sql.as_str()).collect();
+    let updated = col(Res::Offer, brandhub_catalog::UPDATED_DATE);
+    let version = format!("\"{}\"", crate::schema::ROW_VERSION);
+    let offer = table(Res::Offer);
+    let price = table(Res::Price);
+    let in_effect = format!(
+        "SELECT x.\"id\" FROM {price} x WHERE x.{fk_variant} = v.\"id\" AND x.{fk_host} = s.{store_host} \
+         AND (x.{cur} = s.{store_cur} OR x.{cur} = '') AND x.{start} <= {now} \
+         AND (x.{end} IS NULL OR x.{end} = '' OR x.{end} LIKE '0000%' OR x.{end} > {now}) \
+         ORDER BY x.{start} DESC, CASE WHEN x.{cur} = '' THEN 1 ELSE 0 END LIMIT 1",
+        fk_variant = col(Res::Price, "fk_variant"),
+        fk_host = col(Res::Price, "fk_host"),
+        store_host = col(Res::Store, "fk_host"),
+        cur = folded(Res::Price, "currency"),
+        store_cur = folded(Res::Store, "currency"),
+        start = col(Res::Price, "startDate"),
+        end = col(Res::Price, "endDate"),
+        now = d.now(),
+    );
+    let changed: Vec<String> = columns
+        .iter()
+        .map(|c| d.differs(&format!("{offer}.{c}"), &format!("excluded.{c}")))
+        .collect();
+    let set: Vec<String> = columns
+        .iter()
+        .filter(|c| *c != &col(Res::Offer, "fk_brandStore") && *c != &col(Res::Offer, "fk_variant"))
+        .map(|c| format!("{c} = excluded.{c}"))
+        .collect();
+    format!(
+        "INSERT INTO {offer} (\"id\", {columns}, {updated}) \
+         SELECT {id}, {exprs}, {now} \
+         FROM {bs_table} bs \
+         JOIN {store} s ON s.\"id\" = bs.{bs_store} \
+         JOIN {variant} v ON v.{v_brand} = bs.{bs_brand} \
+         JOIN {product} p ON p.\"id\" = v.{v_product} \
+         LEFT JOIN {stock} st ON st.{st_warehouse} = bs.{bs_warehouse} AND st.{st_variant} = v.\"id\" \
+         LEFT JOIN {price} pr ON pr.\"id\" = ({in_effect}) \
+         WHERE {filter} \
+         ON CONFLICT ({key_bs}, {key_v}) DO UPDATE SET {set}, {updated} = {now}, {version} = {offer}.{version} + 1 \
+         WHERE {changed}",
+        columns = columns.join(", "),
+        id = d.new_id(),
+        exprs = exprs.join(", "),
+        now = d.now(),
+        bs_table = table(Res::BrandStore),
+        store = table(Res::Store),
+        bs_store = col(Res::BrandStore, "fk_store"),
+        variant = table(Res::Variant),
+        v_brand = col(Res::Variant, "fk_scopeBrand"),
+        bs_brand = col(Res::BrandStore, "fk_brand"),
+        product = table(Res::Product),
+        v_product = col(Res::Variant, "fk_product"),
+        stock = table(Res::Stock),
+        st_warehouse = col(Res::Stock, "fk_warehouse"),
+        bs_warehouse = col(Res::BrandStore, "fk_warehouse"),
+        st_variant = col(Res::Stock, "fk_variant"),
+        key_bs = col(Res::Offer, "fk_brandStore"),
+        key_v = col(Res::Offer, "fk_variant"),
+        set = set.join(", "),
+        changed = changed.join(" OR "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_refresh_names_every_derived_column_of_the_offer_table_once() {
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            let d = Dialect { backend };
+            let sql = refresh_statement(&d, "bs.\"id\" = 'X'");
+            let table: Vec<String> =
+                crate::schema::table_columns(catalog().get(Res::Offer), backend)
+                    .into_iter()
+                    .map(|(name, _)| format!("\"{name}\""))
+                    .collect();
+            for (path, _) in derived_values(&d) {
+                let column = offer_column(&path);
+                assert!(table.contains(&column), "{column} is a column of offer");
+            }
+            assert!(sql.contains("ON CONFLICT"));
+        }
+    }
+}

@@ -11,6 +11,7 @@ pub mod lenient;
 pub mod metrics;
 pub mod observe;
 pub mod portal;
+mod price_clock;
 pub mod problem;
 pub mod proxies;
 pub mod ratelimit;
@@ -294,6 +295,7 @@ pub struct Running {
     task: tokio::task::JoinHandle<io::Result<()>>,
     workers: Workers,
     deliveries: Deliveries,
+    price_clock: price_clock::PriceClock,
     metrics_server: Option<OpsServer>,
 }
 
@@ -326,10 +328,11 @@ impl Running {
                 server.stop(grace).await;
             }
         };
-        let (served, (), (), ()) = tokio::join!(
+        let (served, (), (), (), ()) = tokio::join!(
             self.task,
             self.workers.stop(grace),
             self.deliveries.stop(grace),
+            self.price_clock.stop(),
             metrics
         );
         served.map_err(io::Error::other)?
@@ -347,6 +350,7 @@ impl Running {
         tokio::join!(
             self.workers.stop(WORKER_GRACE),
             self.deliveries.stop(WORKER_GRACE),
+            self.price_clock.stop(),
             metrics
         );
         served
@@ -475,6 +479,7 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
         None => (None, None),
     };
     let deliveries = Deliveries::start(store.clone(), settings.webhooks, attempts);
+    let price_clock = price_clock::PriceClock::start(store.clone());
     let workers = Workers::start(
         store,
         settings.uploads.files.clone(),
@@ -489,6 +494,7 @@ pub async fn start(settings: Settings, store: Store) -> io::Result<Running> {
         task,
         workers,
         deliveries,
+        price_clock,
         metrics_server,
     })
 }

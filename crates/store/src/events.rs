@@ -140,6 +140,10 @@ impl WriteTx {
         let Some(events) = resource.events else {
             return Ok(());
         };
+        if !resource.kept_from.is_empty() {
+            // The database announces what it keeps, by trigger (`crate::offers`).
+            return Ok(());
+        }
         let event_type = if created {
             events.created
         } else {
@@ -303,6 +307,40 @@ struct Event {
     resource: String,
     record_id: String,
     created_date: String,
+    /// A removal's record as it was ([`REMOVED_COLUMN`]), when the event is one.
+    removed: Option<String>,
+}
+
+/// The outbox column that holds, for the removal of a record the database keeps (an offer,
+/// `crate::offers::triggers`), the record as it was: a JSON object of the fields its
+/// `…deleted` event carries, and `_company` and `_host`, the brand's company and the
+/// store's host it was seen by (a company's users, a host's users), which are not sent.
+pub const REMOVED_COLUMN: &str = "removed";
+
+/// Whether `viewer` could see the removed record `removed` ([`REMOVED_COLUMN`]), and the
+/// event's data if so (without the keys of who could see it).
+fn removal_as_seen(
+    removed: &str,
+    viewer: &brandhub_query::plan::Viewer,
+) -> Option<serde_json::Value> {
+    use brandhub_catalog::{Anchor, UserType};
+    let serde_json::Value::Object(mut fields) = serde_json::from_str(removed).ok()? else {
+        return None;
+    };
+    let company = fields.remove("_company");
+    let host = fields.remove("_host");
+    let among = |key: Option<serde_json::Value>, anchor: Anchor| {
+        key.as_ref()
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|id| viewer.anchor_ids(anchor).iter().any(|own| own == id))
+    };
+    let sees = match viewer.user_type() {
+        UserType::Admin => true,
+        UserType::Company | UserType::Sponsor => among(company, Anchor::Companies),
+        UserType::Host => among(host, Anchor::Host),
+        UserType::Warehouse => false,
+    };
+    sees.then_some(serde_json::Value::Object(fields))
 }
 
 /// A delivery attempt a sender holds: where to send what, signed with which secret.
@@ -380,14 +418,24 @@ impl Store {
         }
         let mut tx = self.begin_apart(EntryPoint::Deliveries).await?;
         let select = Query::select()
-            .columns(["id", "event_type", "resource", "record_id", "created_date"].map(Alias::new))
+            .columns(
+                [
+                    "id",
+                    "event_type",
+                    "resource",
+                    "record_id",
+                    "created_date",
+                    REMOVED_COLUMN,
+                ]
+                .map(Alias::new),
+            )
             .from(Alias::new(EVENT_TABLE))
             .order_by(Alias::new("created_at"), Order::Asc)
             .order_by(Alias::new("id"), Order::Asc)
             .limit(batch)
             .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
             .to_owned();
-        let rows = tx.fetch_returning(None, &select, &[Kind::Text; 5]).await?;
+        let rows = tx.fetch_returning(None, &select, &[Kind::Text; 6]).await?;
         let text = |cell: &Cell| cell.as_text().unwrap_or_default().to_string();
         let events: Vec<Event> = rows
             .iter()
@@ -397,6 +445,7 @@ impl Store {
                 resource: text(&row[2]),
                 record_id: text(&row[3]),
                 created_date: text(&row[4]),
+                removed: row[5].as_text().map(str::to_string),
             })
             .collect();
         if events.is_empty() {
@@ -460,6 +509,24 @@ impl Store {
                 .into_iter()
                 .filter(|e| webhook_bounds::may_read(&grants, &e.resource))
                 .collect();
+            let (removals, wanted): (Vec<&Event>, Vec<&Event>) =
+                wanted.into_iter().partition(|e| e.removed.is_some());
+            for event in removals {
+                let Some(data) = event
+                    .removed
+                    .as_deref()
+                    .and_then(|removed| removal_as_seen(removed, &viewer))
+                else {
+                    continue;
+                };
+                let body = serde_json::json!({
+                    "id": event.id,
+                    "type": event.event_type,
+                    "createdDate": event.created_date,
+                    "data": data,
+                });
+                deliveries.push(delivery_record(hook, event, body.to_string(), now));
+            }
             let (seen, unreadable) = self.records_as_seen(&wanted, &viewer).await?;
             for event in wanted {
                 let key = (event.resource.clone(), event.record_id.clone());

@@ -594,6 +594,19 @@ impl Store {
     /// The triggers that keep offers; on the migration that made the offer table, every
     /// offer derived, and the moment dated prices are applied up to set to now.
     async fn migrate_offers(&self, backend: Backend) -> StoreResult<()> {
+        let outbox = crate::events::EVENT_TABLE;
+        if !self
+            .existing_columns(outbox)
+            .await?
+            .iter()
+            .any(|c| c == crate::events::REMOVED_COLUMN)
+        {
+            self.execute_raw(&format!(
+                "ALTER TABLE \"{outbox}\" ADD COLUMN \"{}\" TEXT",
+                crate::events::REMOVED_COLUMN
+            ))
+            .await?;
+        }
         for statement in crate::offers::statements(backend) {
             self.execute_raw(&statement).await?;
         }

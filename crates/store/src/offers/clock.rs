@@ -117,7 +117,9 @@ impl Store {
                         now.clone().into(),
                     ];
                     let changed = tx.execute_untracked(catalog_offer_table(), &refresh).await?;
-                    tx.touch(catalog_offer_table());
+                    if changed > 0 {
+                        tx.touch(catalog_offer_table());
+                    }
                     let advance = Raw {
                         sql: "UPDATE \"bh_meta\" SET \"value\" = {} WHERE \"name\" = {}".into(),
                         values: vec![now.into(), APPLIED_UNTIL.into()],

@@ -12,7 +12,7 @@
 
 use super::derive::{Dialect, col, refresh_statement, table};
 use crate::db::Backend;
-use crate::events::EVENT_TABLE;
+use crate::events::{EVENT_TABLE, REMOVED_COLUMN};
 use brandhub_catalog::{Res, catalog};
 
 /// The prefix of the triggers' (and PostgreSQL's functions') names.
@@ -125,17 +125,62 @@ fn subscribed(event_type: &str) -> String {
 }
 
 /// The outbox insert of `event_type` for the offers `row` (a row, or the alias of offer rows
-/// that `from` reads) that `when` admits.
+/// that `from` reads) that `when` admits; a removal's with the offer as it was.
 fn outbox_insert(d: &Dialect, event_type: &str, row: &str, from: &str, when: &str) -> String {
+    let removed = if event_type == deleted_event() {
+        removed_json(d, row)
+    } else {
+        "NULL".to_string()
+    };
     format!(
-        "INSERT INTO \"{EVENT_TABLE}\" (\"id\", \"event_type\", \"resource\", \"record_id\", \"created_at\", \"created_date\") \
-         SELECT {id}, '{event_type}', '{resource}', {row}.\"id\", {millis}, {now} {from} WHERE ({when}) AND {subscribed}",
+        "INSERT INTO \"{EVENT_TABLE}\" (\"id\", \"event_type\", \"resource\", \"record_id\", \"created_at\", \"created_date\", \"{REMOVED_COLUMN}\") \
+         SELECT {id}, '{event_type}', '{resource}', {row}.\"id\", {millis}, {now}, {removed} {from} WHERE ({when}) AND {subscribed}",
         id = d.new_id(),
         resource = Res::Offer.name(),
         millis = d.now_millis(),
         now = d.now(),
         subscribed = subscribed(event_type),
     )
+}
+
+/// The removed offer `row` as its `offer.deleted` event carries it, with who could see it
+/// ([`crate::events::REMOVED_COLUMN`]).
+fn removed_json(d: &Dialect, row: &str) -> String {
+    let pairs = [
+        ("id", format!("{row}.\"id\"")),
+        ("fk_store", format!("{row}.{}", col(Res::Offer, "fk_store"))),
+        (
+            "fk_variant",
+            format!("{row}.{}", col(Res::Offer, "fk_variant")),
+        ),
+        ("hostSku", format!("{row}.{}", col(Res::Offer, "hostSku"))),
+        (
+            "_company",
+            format!(
+                "(SELECT b.{} FROM {} b WHERE b.\"id\" = {row}.{})",
+                col(Res::Brand, "fk_company"),
+                table(Res::Brand),
+                col(Res::Offer, "fk_brand")
+            ),
+        ),
+        (
+            "_host",
+            format!(
+                "(SELECT h.{} FROM {} h WHERE h.\"id\" = {row}.{})",
+                col(Res::Store, "fk_host"),
+                table(Res::Store),
+                col(Res::Offer, "fk_store")
+            ),
+        ),
+    ];
+    let args: Vec<String> = pairs
+        .iter()
+        .map(|(key, value)| format!("'{key}', {value}"))
+        .collect();
+    match d.backend {
+        Backend::Postgres => format!("json_build_object({})::text", args.join(", ")),
+        Backend::Sqlite => format!("json_object({})", args.join(", ")),
+    }
 }
 
 /// Whether an offer's announced fields differ between `old` and `new`.

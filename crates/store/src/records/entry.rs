@@ -256,7 +256,12 @@ pub(super) async fn delete_in(
         return Ok(());
     }
     let mut referrers = Vec::new();
-    for other in catalog().resources() {
+    // Records the database keeps from this one (offers) go with it, by trigger.
+    for other in catalog()
+        .resources()
+        .iter()
+        .filter(|r| r.kept_from.is_empty())
+    {
         for relation in &other.relations {
             let RelationKind::ToOne { fk } = relation.kind else {
                 continue;

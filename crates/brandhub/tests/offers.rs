@@ -1,0 +1,426 @@
+//! Offers (docs/API.md, "Offers") kept by every write, on SQLite and PostgreSQL: each test
+//! makes a world of its own (company, brand, warehouse, host, two stores, two brand stores,
+//! a product with two variants and their stock) through the API, and reads its offers back.
+//! Which offers a write changed is told by their `ETag`s (an offer's record version moves
+//! only when one of its values changed).
+
+mod common;
+
+use common::orders::{call, text, unique};
+use common::{BOUNDARY, Fixture, multipart, row, xlsx};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The records of one test.
+struct World {
+    company: String,
+    brand: String,
+    brand_code: String,
+    warehouse: String,
+    host: String,
+    stores: [String; 2],
+    /// Brand store 0 with no rules; brand store 1 offers half the stock less one, at 10% more.
+    brand_stores: [String; 2],
+    product: String,
+    /// (id, barcode) of two variants: base prices 20.00 and 10.00.
+    variants: [(String, String); 2],
+    stock: [String; 2],
+}
+
+fn created(answer: &common::Response, resource: &str) -> Value {
+    assert_eq!(
+        answer.status,
+        201,
+        "{resource}: {}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    answer.records(resource)[0].clone()
+}
+
+async fn create(fx: &Fixture, resource: &str, body: Value) -> String {
+    let answer = call(
+        fx,
+        Method::POST,
+        &format!("/api/{resource}"),
+        "admin",
+        Some(body),
+    )
+    .await;
+    text(&created(&answer, resource)["id"])
+}
+
+async fn patch(fx: &Fixture, resource: &str, id: &str, body: Value) -> common::Response {
+    let answer = call(
+        fx,
+        Method::PATCH,
+        &format!("/api/{resource}/{id}"),
+        "admin",
+        Some(body),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        200,
+        "{resource} {id}: {}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    answer
+}
+
+impl World {
+    async fn make(fx: &Fixture) -> World {
+        let n = common::unique_number();
+        let company = create(
+            fx,
+            "company",
+            json!({"name": format!("Offer company {n}"), "code": format!("OC{n}")}),
+        )
+        .await;
+        let brand_code = format!("OB{n}");
+        let brand = create(
+            fx,
+            "brand",
+            json!({"fk_company": company, "name": format!("Offer brand {n}"), "code": brand_code}),
+        )
+        .await;
+        let warehouse = create(fx, "warehouse", json!({"fk_company": company, "name": format!("Offer warehouse {n}"), "code": format!("OW{n}")})).await;
+        let host = create(
+            fx,
+            "host",
+            json!({"name": format!("Offer host {n}"), "code": format!("OH{n}")}),
+        )
+        .await;
+        let mut stores = Vec::new();
+        for i in 0..2 {
+            stores.push(create(fx, "store", json!({"fk_host": host, "name": format!("Offer store {n}-{i}"), "code": format!("OS{n}-{i}"), "currency": "EUR"})).await);
+        }
+        let plain = create(
+            fx,
+            "brandStore",
+            json!({"fk_brand": brand, "fk_store": stores[0], "fk_warehouse": warehouse}),
+        )
+        .await;
+        let ruled = create(fx, "brandStore", json!({"fk_brand": brand, "fk_store": stores[1], "fk_warehouse": warehouse,
+            "detail": {"stockType": "live", "stockPercent": 50, "stockBuffer": 1, "adjustType": "percent", "adjustValue": 10}})).await;
+        let product = create(fx, "product", json!({"fk_brand": brand, "code": format!("OP{n}"), "title": "Offer shirt", "status": "active"})).await;
+        let mut variants = Vec::new();
+        let mut stock = Vec::new();
+        for (i, (price, on_hand, size)) in [(20.0, 10, "S"), (10.0, 4, "M")].into_iter().enumerate()
+        {
+            let barcode = format!("8{n:011}{i}");
+            let variant = create(fx, "variant", json!({"fk_product": product, "barcode": barcode, "size": size, "colour": "Blue", "detail": {"price": price}})).await;
+            stock.push(
+                create(
+                    fx,
+                    "stock",
+                    json!({"fk_warehouse": warehouse, "fk_variant": variant, "inStock": on_hand}),
+                )
+                .await,
+            );
+            variants.push((variant, barcode));
+        }
+        World {
+            company,
+            brand,
+            brand_code,
+            warehouse,
+            host,
+            stores: [stores[0].clone(), stores[1].clone()],
+            brand_stores: [plain, ruled],
+            product,
+            variants: [variants[0].clone(), variants[1].clone()],
+            stock: [stock[0].clone(), stock[1].clone()],
+        }
+    }
+
+    /// The offers of this world by (brand store index, variant index).
+    async fn offers(&self, fx: &Fixture) -> BTreeMap<(usize, usize), Value> {
+        let read = fx
+            .get(&format!(
+                "/api/offer?offer_brand.fk_company={}&pageSize=100&exclude=offer_@",
+                self.company
+            ))
+            .await;
+        assert_eq!(read.status, 200, "{}", String::from_utf8_lossy(&read.body));
+        let mut offers = BTreeMap::new();
+        for offer in read.records("offer") {
+            let b = self
+                .brand_stores
+                .iter()
+                .position(|id| *id == text(&offer["fk_brandStore"]))
+                .expect("an offer of this world's brand stores");
+            let v = self
+                .variants
+                .iter()
+                .position(|(id, _)| *id == text(&offer["fk_variant"]))
+                .expect("an offer of this world's variants");
+            offers.insert((b, v), offer);
+        }
+        offers
+    }
+
+    /// (available, price, status) of each offer.
+    async fn values(&self, fx: &Fixture) -> BTreeMap<(usize, usize), (i64, Option<f64>, String)> {
+        self.offers(fx)
+            .await
+            .into_iter()
+            .map(|(key, o)| {
+                (
+                    key,
+                    (
+                        o["available"].as_i64().unwrap_or(-1),
+                        o["price"].as_f64(),
+                        text(&o["status"]),
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    /// The record version of each offer, from its `ETag`.
+    async fn versions(&self, fx: &Fixture) -> BTreeMap<(usize, usize), String> {
+        let mut versions = BTreeMap::new();
+        for (key, offer) in self.offers(fx).await {
+            let read = fx.get(&format!("/api/offer/{}", text(&offer["id"]))).await;
+            versions.insert(key, read.header("etag").expect("an offer has an ETag"));
+        }
+        versions
+    }
+}
+
+/// The offers whose version moved between `before` and now.
+async fn changed(
+    world: &World,
+    fx: &Fixture,
+    before: &BTreeMap<(usize, usize), String>,
+) -> Vec<(usize, usize)> {
+    let after = world.versions(fx).await;
+    assert_eq!(after.len(), before.len(), "no offer came or went");
+    after
+        .into_iter()
+        .filter(|(key, version)| before.get(key) != Some(version))
+        .map(|(key, _)| key)
+        .collect()
+}
+
+async fn upload(fx: &Fixture, part: &str, rows: &[Vec<String>]) -> Value {
+    let bytes = xlsx(rows);
+    let admin = fx.credential("admin");
+    let response = fx
+        .client()
+        .post(format!("{}/api/file?wait=60", fx.base))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .body(multipart(&[(part, Some("sheet.xlsx"), &bytes)]))
+        .basic_auth(&admin.email, Some(&admin.secret))
+        .send()
+        .await
+        .expect("the server answers");
+    let file = created(&common::Response::read(response).await, "file");
+    assert_eq!(file["status"], "processed", "{file}");
+    file
+}
+
+fn v(available: i64, price: f64, status: &str) -> (i64, Option<f64>, String) {
+    (available, Some(price), status.to_string())
+}
+
+on_both_backends! { "offers";
+
+async fn offers_follow_the_rules_of_their_brand_store(fx) {
+    let w = World::make(fx).await;
+    let values = w.values(fx).await;
+    // Brand store 0: the stock as it is, the base price. Brand store 1: half the stock
+    // rounded down, less one; the price 10% more.
+    assert_eq!(values[&(0, 0)], v(10, 20.0, "active"));
+    assert_eq!(values[&(0, 1)], v(4, 10.0, "active"));
+    assert_eq!(values[&(1, 0)], v(4, 22.0, "active"));
+    assert_eq!(values[&(1, 1)], v(1, 11.0, "active"));
+    let offer = &w.offers(fx).await[&(0, 1)];
+    assert_eq!((offer["barcode"].clone(), offer["size"].clone(), offer["currency"].clone()), (json!(w.variants[1].1), json!("M"), json!("EUR")));
+    assert_eq!(text(&offer["fk_store"]), w.stores[0]);
+    assert_eq!(text(&offer["fk_product"]), w.product);
+
+    // Fixed stock, a cap, none; a fixed adjustment that would go below zero.
+    patch(fx, "brandStore", &w.brand_stores[1], json!({"detail": {"stockType": "FIXED", "fixedQuantity": 7, "adjustType": "fixed", "adjustValue": -12.5}})).await;
+    let values = w.values(fx).await;
+    assert_eq!(values[&(1, 0)], v(7, 7.5, "active"));
+    assert_eq!(values[&(1, 1)], v(7, 0.0, "active"));
+    patch(fx, "brandStore", &w.brand_stores[0], json!({"detail": {"stockMax": 6}})).await;
+    let values = w.values(fx).await;
+    assert_eq!((values[&(0, 0)].0, values[&(0, 1)].0), (6, 4));
+    patch(fx, "brandStore", &w.brand_stores[0], json!({"detail": {"stockType": "none"}})).await;
+    assert_eq!(w.values(fx).await[&(0, 0)], v(0, 20.0, "inactive"));
+}
+
+async fn each_write_changes_exactly_the_offers_it_should(fx) {
+    let w = World::make(fx).await;
+
+    // A stock PATCH: the variant's offers in both brand stores, nothing else.
+    let before = w.versions(fx).await;
+    patch(fx, "stock", &w.stock[0], json!({"inStock": 3})).await;
+    assert_eq!(changed(&w, fx, &before).await, vec![(0, 0), (1, 0)]);
+    let values = w.values(fx).await;
+    assert_eq!((values[&(0, 0)].0, values[&(1, 0)].0), (3, 0));
+    assert_eq!(values[&(1, 0)].2, "outOfStock");
+
+    // A stock file.
+    let before = w.versions(fx).await;
+    upload(fx, &format!("stock,{},{}", w.brand, w.warehouse), &[
+        row(&["Barcode", "Qty"]),
+        row(&[&w.variants[1].1, "9"]),
+    ]).await;
+    assert_eq!(changed(&w, fx, &before).await, vec![(0, 1), (1, 1)]);
+    assert_eq!(w.values(fx).await[&(0, 1)].0, 9);
+
+    // A price record of the host that started yesterday, by JSON: the host's stores' offers
+    // of that variant.
+    let before = w.versions(fx).await;
+    create(fx, "price", json!({"fk_variant": w.variants[0].0, "fk_host": w.host, "price": 15.0, "startDate": "2020-01-01T00:00:00"})).await;
+    assert_eq!(changed(&w, fx, &before).await, vec![(0, 0), (1, 0)]);
+    let values = w.values(fx).await;
+    assert_eq!((values[&(0, 0)].1, values[&(1, 0)].1), (Some(15.0), Some(16.5)));
+    // One that starts next year changes nothing yet.
+    let before = w.versions(fx).await;
+    create(fx, "price", json!({"fk_variant": w.variants[0].0, "fk_host": w.host, "price": 99.0, "startDate": "2099-01-01T00:00:00"})).await;
+    assert!(changed(&w, fx, &before).await.is_empty());
+
+    // A price file.
+    let before = w.versions(fx).await;
+    upload(fx, &format!("price,{},{},01/01/2021,", w.brand, w.host), &[
+        row(&["Barcode", "Price", "RRP"]),
+        row(&[&w.variants[1].1, "8.00", "12.00"]),
+    ]).await;
+    assert_eq!(changed(&w, fx, &before).await, vec![(0, 1), (1, 1)]);
+    let offer = &w.offers(fx).await[&(0, 1)];
+    assert_eq!((offer["price"].as_f64(), offer["rrp"].as_f64()), (Some(8.0), Some(12.0)));
+
+    // A product made inactive: all its offers.
+    let before = w.versions(fx).await;
+    patch(fx, "product", &w.product, json!({"status": "discontinued"})).await;
+    assert_eq!(changed(&w, fx, &before).await.len(), 4);
+    assert!(w.values(fx).await.values().all(|(_, _, status)| status == "inactive"));
+    patch(fx, "product", &w.product, json!({"status": "active"})).await;
+
+    // A brand store's rules: its offers only.
+    let before = w.versions(fx).await;
+    patch(fx, "brandStore", &w.brand_stores[1], json!({"detail": {"adjustValue": 20}})).await;
+    assert_eq!(changed(&w, fx, &before).await, vec![(1, 0), (1, 1)]);
+
+    // A write that is refused whole changes nothing: an array whose second record is
+    // invalid.
+    let before = w.versions(fx).await;
+    let refused = call(fx, Method::POST, "/api/stock", "admin", Some(json!([
+        {"fk_warehouse": w.warehouse, "fk_variant": w.variants[0].0, "inStock": 1},
+        {"fk_warehouse": w.warehouse, "fk_variant": w.variants[1].0, "inStock": -5}
+    ]))).await;
+    assert!(refused.status >= 400, "{}", String::from_utf8_lossy(&refused.body));
+    assert!(changed(&w, fx, &before).await.is_empty());
+}
+
+async fn orders_move_offers_through_their_stock(fx) {
+    let w = World::make(fx).await;
+    let intake = |reference: String| json!({
+        "fk_brandStore": w.brand_stores[0],
+        "hostOrderRef": reference,
+        "shipAddress": {"forename": "Ada", "surname": "Lovelace", "line1": "1 Analytical Row", "town": "London", "postcode": "N1 1AA", "countryCode": "GB"},
+        "order_orderItem": [{"fk_variant": w.variants[0].0, "orderQty": 2, "itemPrice": 20.0, "hostItemRef": "L1"}]
+    });
+    // Intake: the demand of variant 0 rises, so both brand stores' offers of it change.
+    let before = w.versions(fx).await;
+    let answer = call(fx, Method::POST, "/api/order", "admin", Some(intake(unique("OFFER")))).await;
+    let order = text(&created(&answer, "order")["id"]);
+    assert_eq!(changed(&w, fx, &before).await, vec![(0, 0), (1, 0)]);
+    assert_eq!(w.values(fx).await[&(0, 0)].0, 8);
+
+    // Cancelled: the demand is given back.
+    let before = w.versions(fx).await;
+    let answer = call(fx, Method::PATCH, &format!("/api/order/{order}"), "admin", Some(json!({"status": "cancelled"}))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(changed(&w, fx, &before).await, vec![(0, 0), (1, 0)]);
+    assert_eq!(w.values(fx).await[&(0, 0)].0, 10);
+
+    // Accepted and dispatched: stock and demand fall together, so what is available (and
+    // every offer) stays as it was; returned: the stock comes back.
+    let answer = call(fx, Method::POST, "/api/order", "admin", Some(intake(unique("OFFER")))).await;
+    let order = text(&created(&answer, "order")["id"]);
+    let answer = call(fx, Method::PATCH, &format!("/api/order/{order}"), "admin", Some(json!({"status": "accepted"}))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let before = w.versions(fx).await;
+    let answer = call(fx, Method::POST, "/api/order/dispatch", "admin", Some(json!([{"id": order, "status": "dispatched", "carrier": "DHL", "trackingRef": "T-1"}]))).await;
+    assert_eq!(answer.json()["response"]["dispatch"][0]["status"], 200, "{}", String::from_utf8_lossy(&answer.body));
+    assert!(changed(&w, fx, &before).await.is_empty());
+    assert_eq!(w.values(fx).await[&(0, 0)].0, 8);
+    let answer = call(fx, Method::PATCH, &format!("/api/order/{order}"), "admin", Some(json!({"status": "delivered"}))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let items = fx.get(&format!("/api/orderItem?fk_order={order}&fields=id")).await.records("orderItem");
+    let before = w.versions(fx).await;
+    let answer = call(fx, Method::PATCH, &format!("/api/order/{order}"), "admin", Some(json!({"status": "returned", "order_orderItem": [{"id": text(&items[0]["id"]), "returnQty": 1}]}))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    // One unit back: 9 available. Brand store 1 offers half of it, rounded down, less one:
+    // 3, as it did of 8, so only brand store 0's offer changes.
+    let moved = changed(&w, fx, &before).await;
+    let stock = fx.get(&format!("/api/stock/{}?fields=available", w.stock[0])).await.records("stock")[0].clone();
+    assert_eq!(stock["available"], 9);
+    assert_eq!(moved, vec![(0, 0)]);
+    let values = w.values(fx).await;
+    assert_eq!((values[&(0, 0)].0, values[&(1, 0)].0), (9, 3));
+}
+
+async fn offers_are_seen_by_their_brands_and_hosts_and_never_block_a_delete(fx) {
+    let w = World::make(fx).await;
+    // A host sees the offers of its stores only, without the rules; a warehouse none.
+    let email = format!("{}@example.test", unique("offer-host").to_lowercase());
+    let answer = call(fx, Method::POST, "/api/user", "admin", Some(json!({"name": "Offer Host", "email": email, "type": "host", "fk_host": w.host}))).await;
+    let user = created(&answer, "user");
+    let answer = call(fx, Method::POST, "/api/apiKey", "admin", Some(json!({"fk_user": text(&user["id"])}))).await;
+    let key = created(&answer, "apiKey");
+    let secret = text(&key["secret"]);
+    let as_host = common::send(fx, &fx.base, Method::GET, "/api/offer?pageSize=100", common::As::Key(&email, &secret), &[], None).await;
+    assert_eq!(as_host.status, 200, "{}", String::from_utf8_lossy(&as_host.body));
+    assert_eq!(as_host.records("offer").len(), 4);
+    let as_host = common::send(fx, &fx.base, Method::GET, &format!("/api/brandStore/{}", w.brand_stores[1]), common::As::Key(&email, &secret), &[], None).await;
+    let detail = as_host.records("brandStore")[0]["detail"].clone();
+    assert!(detail.get("stockPercent").is_none() && detail.get("adjustValue").is_none(), "{detail}");
+    let as_warehouse = call(fx, Method::GET, "/api/offer/count", "warehouse", None).await;
+    assert_eq!(as_warehouse.json()["count"], 0);
+    // The demo company user sees none of this company's offers.
+    let as_company = call(fx, Method::GET, &format!("/api/offer/count?fk_brand={}", w.brand), "company", None).await;
+    assert_eq!(as_company.json()["count"], 0);
+
+    // Deleting a variant, then a brand store, takes their offers with them.
+    let answer = call(fx, Method::DELETE, &format!("/api/stock/{}", w.stock[1]), "admin", None).await;
+    assert_eq!(answer.status, 204, "{}", String::from_utf8_lossy(&answer.body));
+    let answer = call(fx, Method::DELETE, &format!("/api/variant/{}", w.variants[1].0), "admin", None).await;
+    assert_eq!(answer.status, 204, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(w.offers(fx).await.keys().copied().collect::<Vec<_>>(), vec![(0, 0), (1, 0)]);
+    let answer = call(fx, Method::DELETE, &format!("/api/brandStore/{}", w.brand_stores[1]), "admin", None).await;
+    assert_eq!(answer.status, 204, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(w.offers(fx).await.keys().copied().collect::<Vec<_>>(), vec![(0, 0)]);
+    let _ = (&w.brand_code, &w.company);
+}
+
+async fn a_price_that_starts_in_two_seconds_changes_its_offers_then(fx) {
+    let w = World::make(fx).await;
+    let now = chrono::Utc::now();
+    let start = (now + chrono::Duration::seconds(2)).format("%Y-%m-%dT%H:%M:%S").to_string();
+    create(fx, "price", json!({"fk_variant": w.variants[1].0, "fk_host": w.host, "price": 5.0, "startDate": start})).await;
+    assert_eq!(w.values(fx).await[&(0, 1)].1, Some(10.0), "not before its start");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let values = w.values(fx).await;
+        if values[&(0, 1)].1 == Some(5.0) {
+            assert_eq!(values[&(1, 1)].1, Some(5.5));
+            let taken = chrono::Utc::now().signed_duration_since(chrono::NaiveDateTime::parse_from_str(&start, "%Y-%m-%dT%H:%M:%S").unwrap().and_utc());
+            assert!(taken < chrono::Duration::milliseconds(2500), "applied {taken} after its start");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the price took effect within 15 s");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+}

@@ -709,7 +709,7 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
         reqwest::Method::POST,
         "/api/webhook",
         "company",
-        Some(json!({"url": hooks.url, "events": ["price.updated", "order.created"]})),
+        Some(json!({"url": hooks.url, "events": ["stock.updated", "order.created"]})),
     )
     .await;
     assert_eq!(
@@ -718,17 +718,18 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
         "{}",
         String::from_utf8_lossy(&subscribed.body)
     );
-    // Two price changes and an order: events waiting in the outbox.
-    let prices = get(fx, "company", "/api/price?pageSize=2&fields=id&order_by=id")
+    // Two stock changes and an order: events waiting in the outbox. (Stock's `supply`, which
+    // no offer reads, is what stops reading.)
+    let stock = get(fx, "company", "/api/stock?pageSize=2&fields=id&order_by=id")
         .await
-        .ids("price");
-    for price in &prices {
+        .ids("stock");
+    for record in &stock {
         let answer = call(
             fx,
             reqwest::Method::PATCH,
-            &format!("/api/price/{price}"),
-            "company",
-            Some(json!({"rrp": 12.5})),
+            &format!("/api/stock/{record}"),
+            "admin",
+            Some(json!({"supply": 12})),
         )
         .await;
         assert_eq!(
@@ -746,16 +747,16 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
             201,
         )["id"],
     );
-    // The first price no longer reads: a value its column's type cannot hold (on PostgreSQL,
-    // whose columns hold only their type, the column's type is changed first, so that every
-    // price fails to read).
-    let broken = &prices[0];
+    // The first stock record no longer reads: a value its column's type cannot hold (on
+    // PostgreSQL, whose columns hold only their type, the column's type is changed first, so
+    // that every stock record fails to read).
+    let broken = &stock[0];
     let mut statements = Vec::new();
     if fx.db == Db::Postgres {
-        statements.push("ALTER TABLE price ALTER COLUMN rrp TYPE TEXT USING rrp::text".to_string());
+        statements.push("ALTER TABLE stock ALTER COLUMN supply TYPE TEXT USING supply::text".to_string());
     }
     statements.push(format!(
-        "UPDATE price SET rrp = 'not an amount' WHERE id = '{broken}'"
+        "UPDATE stock SET supply = 'not a count' WHERE id = '{broken}'"
     ));
     on_database(fx, &statements).await;
     // Delivery tasks of another process over the same database, started now.
@@ -778,10 +779,10 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
         .await;
     hooks.until_about("order.created", &order).await;
     if fx.db == Db::Sqlite {
-        // Only the one record fails: the other price of the same read is delivered.
-        hooks.until_about("price.updated", &prices[1]).await;
+        // Only the one record fails: the other stock record of the same read is delivered.
+        hooks.until_about("stock.updated", &stock[1]).await;
     }
-    assert!(!hooks.about("price.updated", broken));
+    assert!(!hooks.about("stock.updated", broken));
     // The event is set aside with its reason, for admins only.
     let deadline = Instant::now() + Duration::from_secs(60);
     let problem = loop {
@@ -801,8 +802,8 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(problem["eventType"], "price.updated", "{problem}");
-    assert_eq!(problem["resource"], "price", "{problem}");
+    assert_eq!(problem["eventType"], "stock.updated", "{problem}");
+    assert_eq!(problem["resource"], "stock", "{problem}");
     assert!(!text(&problem["reason"]).is_empty(), "{problem}");
     for user_type in ["company", "host", "warehouse"] {
         let seen = get(fx, user_type, "/api/eventProblem").await;

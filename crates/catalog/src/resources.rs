@@ -776,7 +776,12 @@ fn declared() -> Vec<Resource> {
             )
             .field(number("price").domain(Domain::MONEY).priced_in("currency"))
             .field(number("rrp").domain(Domain::MONEY).priced_in("currency"))
-            .field(text("currency").short().doc("ISO 4217 code of the price's currency; empty: any currency (the store's)."))
+            .field(
+                text("currency")
+                    .short()
+                    .or_else(FieldDefault::Text(""))
+                    .doc("ISO 4217 code of the price's currency; empty: any currency (the store's)."),
+            )
             .field(timestamp("startDate").indexed().required())
             .field(timestamp("endDate").indexed().doc("Empty for a permanent markdown."))
             .writable(

@@ -89,14 +89,6 @@ impl Dialect {
         }
     }
 
-    /// An amount rounded half away from zero to two decimals.
-    pub fn round_money(&self, x: &str) -> String {
-        match self.backend {
-            Backend::Postgres => format!("round(CAST({x} AS numeric), 2)::double precision"),
-            Backend::Sqlite => format!("round({x}, 2)"),
-        }
-    }
-
     /// `a` differs from `b`, nulls compared as values.
     pub fn differs(&self, a: &str, b: &str) -> String {
         match self.backend {
@@ -138,15 +130,21 @@ fn derived_values(d: &Dialect) -> Vec<(String, String)> {
         col(Res::Price, "price"),
         col(Res::Variant, "detail.price")
     );
-    let adjust = bs("detail.adjustValue");
-    let adjusted = format!(
-        "CASE WHEN {adjust_type} = 'percent' THEN {base} * (1 + COALESCE({adjust}, 0) / 100.0) \
-         WHEN {adjust_type} = 'fixed' THEN {base} + COALESCE({adjust}, 0) ELSE {base} END"
+    // In whole cents, so that both backends and the rules' tests compute the same decimal:
+    // the base and the adjustment are kept to two decimals, a percentage of cents rounds
+    // half away from zero (never below 0 before rounding: a price is never negative).
+    let cents = |x: &str| format!("CAST(round({x} * 100) AS BIGINT)");
+    let base_cents = cents(&base);
+    let adjust_cents = cents(&format!("COALESCE({}, 0)", bs("detail.adjustValue")));
+    // A percentage counts from -100% to +100,000%, which keeps the product in 64 bits.
+    let percent_cents = d.greatest("-10000", &d.least(&adjust_cents, "10000000"));
+    let scaled = format!("({base_cents} * (10000 + {percent_cents}))");
+    let adjusted_cents = format!(
+        "CASE WHEN {adjust_type} = 'percent' THEN CASE WHEN {scaled} <= 0 THEN 0 ELSE (2 * {scaled} + 10000) / 20000 END \
+         WHEN {adjust_type} = 'fixed' THEN {} ELSE {base_cents} END",
+        d.greatest("0", &format!("{base_cents} + {adjust_cents}"))
     );
-    let price = format!(
-        "CASE WHEN {base} IS NULL THEN NULL ELSE {} END",
-        d.greatest("0", &d.round_money(&adjusted))
-    );
+    let price = format!("CASE WHEN {base} IS NULL THEN NULL ELSE ({adjusted_cents}) / 100.0 END");
     let rrp = format!(
         "COALESCE(pr.{}, v.{}, v.{})",
         col(Res::Price, "rrp"),

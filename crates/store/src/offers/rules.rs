@@ -31,16 +31,22 @@ pub fn available(rules: &Rules, on_hand: i64) -> i64 {
 
 /// The price a store sells at, from the price in effect (`base`: the price record's, else the
 /// variant's): adjusted by a percentage or an amount, rounded half away from zero to two
-/// decimals, never below 0; `None` without a base.
+/// decimals, never below 0; `None` without a base. Computed in whole cents (amounts are kept
+/// to two decimals), so that 12.50 + 1% is exactly 12.625, which rounds to 12.63.
 pub fn price(rules: &Rules, base: Option<f64>) -> Option<f64> {
-    let base = base?;
-    let value = rules.adjust_value.unwrap_or(0.0);
+    let cents = |x: f64| (x * 100.0).round() as i64;
+    let base = cents(base?);
+    let value = cents(rules.adjust_value.unwrap_or(0.0));
     let adjusted = match rules.adjust_type.to_ascii_lowercase().as_str() {
-        "percent" => base * (1.0 + value / 100.0),
-        "fixed" => base + value,
+        "percent" => {
+            // A percentage counts from -100% to +100,000%.
+            let scaled = base * (10_000 + value.clamp(-10_000, 10_000_000));
+            if scaled <= 0 { 0 } else { (2 * scaled + 10_000) / 20_000 }
+        }
+        "fixed" => (base + value).max(0),
         _ => base,
     };
-    Some(((adjusted * 100.0).round() / 100.0).max(0.0) + 0.0)
+    Some(adjusted as f64 / 100.0)
 }
 
 /// An offer's status: `inactive` when its product is not active, it has no price or the
@@ -117,6 +123,13 @@ mod tests {
         assert_eq!(price(&fixed, Some(19.99)), Some(0.0));
         assert_eq!(price(&fixed, None), None);
         assert_eq!(price(&Rules::default(), Some(12.5)), Some(12.5));
+        let one_percent = Rules {
+            adjust_type: "percent".into(),
+            adjust_value: Some(1.0),
+            ..Rules::default()
+        };
+        // 12.625, exactly half a cent: away from zero.
+        assert_eq!(price(&one_percent, Some(12.5)), Some(12.63));
     }
 
     #[test]

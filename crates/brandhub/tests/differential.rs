@@ -427,7 +427,7 @@ impl RawQuery {
                         let value = value_for(case, *path, *pick, *style);
                         Condition {
                             path: *path,
-                            op: comparable(*path, *op, &value),
+                            op: comparable(*path, op, &value),
                             value,
                             conjunction: if i == 0 { "" } else { conjunction },
                         }
@@ -444,7 +444,7 @@ impl RawQuery {
                     let values = picks.iter().map(|(p, s, op, escaped)| {
                         let value = value_for(case, *path, *p, *s);
                         UrlValue {
-                            op: comparable(*path, *op, &value),
+                            op: comparable(*path, op, &value),
                             value,
                             escaped: *escaped,
                         }

@@ -257,9 +257,18 @@ struct Condition {
     conjunction: &'static str,
 }
 
+/// One value of a URL filter: the comparison it begins with (`=` for a plain value) and the
+/// value compared; `escaped` sends a plain value with a leading `=` (equality with the rest).
+#[derive(Debug, Clone)]
+struct UrlValue {
+    op: &'static str,
+    value: String,
+    escaped: bool,
+}
+
 #[derive(Debug, Clone)]
 struct Query {
-    url: Vec<(usize, Vec<String>)>,
+    url: Vec<(usize, Vec<UrlValue>)>,
     query: Vec<Condition>,
     with_array: Option<(usize, Vec<String>, bool)>,
     selection: Vec<Condition>,
@@ -334,11 +343,13 @@ fn value_for(case: &Case, path: usize, pick: usize, style: u8) -> String {
 type Picks = Vec<(usize, u8)>;
 /// Draws of one condition: (path, record, style, operator, conjunction).
 type RawCondition = (usize, usize, u8, &'static str, &'static str);
+/// Draws of one URL filter value: (record, style, operator, a plain value sent with `=`).
+type UrlPicks = Vec<(usize, u8, &'static str, bool)>;
 
 /// The random draws of one query, before they are turned into values taken from the data.
 #[derive(Debug, Clone)]
 struct RawQuery {
-    url: Vec<(usize, Picks)>,
+    url: Vec<(usize, UrlPicks)>,
     query: Vec<RawCondition>,
     with_array: Option<(usize, Picks, bool)>,
     selection: Vec<RawCondition>,
@@ -354,10 +365,22 @@ fn query_strategy(case: &Case) -> impl Strategy<Value = RawQuery> + use<> {
         .collect();
     let operators = prop::sample::select(vec!["=", "#", "<", "<=", ">", ">="]);
     let conjunctions = prop::sample::select(vec!["&", "|", "#"]);
-    let condition = (0..n, any::<usize>(), any::<u8>(), operators, conjunctions);
+    let condition = (
+        0..n,
+        any::<usize>(),
+        any::<u8>(),
+        operators.clone(),
+        conjunctions,
+    );
     let picks = |most: usize| prop::collection::vec((any::<usize>(), any::<u8>()), 1..most);
+    // A URL value is mostly plain (any of), else begins with a comparison (ANDed).
+    let url_operators = prop::sample::select(vec!["=", "=", "=", "#", "<", "<=", ">", ">="]);
+    let url_picks = prop::collection::vec(
+        (any::<usize>(), any::<u8>(), url_operators, any::<bool>()),
+        1..4,
+    );
     (
-        prop::collection::vec((0..n, picks(3)), 0..3),
+        prop::collection::vec((0..n, url_picks), 0..3),
         prop::collection::vec(condition.clone(), 0..4),
         prop::option::of((0..n, picks(5), any::<bool>())),
         prop::collection::vec(condition, 0..3),
@@ -413,11 +436,19 @@ impl RawQuery {
             };
         let use_array = self.with_array.is_some() && self.query.len() > 1;
         Query {
-            // On the wire, filters on one path are one repeated parameter: any of the values.
+            // On the wire, filters on one path are one repeated parameter: its plain values
+            // are any of, each comparison ANDed with them.
             url: self.url.iter().fold(
                 Vec::new(),
-                |mut url: Vec<(usize, Vec<String>)>, (path, picks)| {
-                    let values = picks.iter().map(|(p, s)| value_for(case, *path, *p, *s));
+                |mut url: Vec<(usize, Vec<UrlValue>)>, (path, picks)| {
+                    let values = picks.iter().map(|(p, s, op, escaped)| {
+                        let value = value_for(case, *path, *p, *s);
+                        UrlValue {
+                            op: comparable(*path, op, &value),
+                            value,
+                            escaped: *escaped,
+                        }
+                    });
                     match url.iter_mut().find(|(existing, _)| existing == path) {
                         Some((_, existing)) => existing.extend(values),
                         None => url.push((*path, values.collect())),
@@ -488,10 +519,24 @@ fn reference(case: &Case, q: &Query) -> (Vec<String>, usize) {
                     any_of(*path, values, record) != *negated
                 });
             let step2 = chain(&q.selection, record).unwrap_or(true);
-            let step3 = q
-                .url
-                .iter()
-                .all(|(path, values)| any_of(*path, values, record));
+            let step3 = q.url.iter().all(|(path, values)| {
+                let plain: Vec<String> = values
+                    .iter()
+                    .filter(|v| v.op == "=")
+                    .map(|v| v.value.clone())
+                    .collect();
+                (plain.is_empty() || any_of(*path, &plain, record))
+                    && values.iter().filter(|v| v.op != "=").all(|v| {
+                        condition_holds(
+                            data,
+                            case.resource,
+                            record,
+                            &case.paths[*path],
+                            v.op,
+                            &v.value,
+                        )
+                    })
+            });
             step1 && step2 && step3
         })
         .collect();
@@ -563,8 +608,16 @@ fn request_of(case: &Case, q: &Query) -> (String, Option<Value>) {
         "fields=id".to_string(),
     ];
     for (path, values) in &q.url {
-        for value in values {
-            params.push(format!("{}={}", case.paths[*path].text, encode(value)));
+        for v in values {
+            // A plain value that itself begins with an operator must be sent with `=`.
+            let begins_with_operator = v.value.starts_with(['<', '>', '#', '=']);
+            let op = match v.op {
+                "=" if v.escaped || begins_with_operator => "=",
+                "=" => "",
+                op => op,
+            };
+            let text = format!("{op}{}", v.value);
+            params.push(format!("{}={}", case.paths[*path].text, encode(&text)));
         }
     }
     if !q.order.is_empty() {

@@ -468,3 +468,288 @@ fn base64_basic(user: &str, secret: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(format!("{user}:{secret}"))
 }
+
+/// Comparisons in URL filters (docs/API.md, "Filters", **Comparisons**) on records these
+/// tests make themselves, on a fixture of their own: the tests above count the demo data,
+/// which these writes would move. Every list is checked against its `/count`.
+mod comparisons_on_records_made_here {
+    use super::*;
+
+    /// The one record a create as the admin answers.
+    async fn created(fx: &common::Fixture, resource: &str, body: Value) -> Value {
+        let answer = common::call(
+            fx,
+            reqwest::Method::POST,
+            &format!("/api/{resource}"),
+            "admin",
+            Some(body),
+        )
+        .await;
+        assert_eq!(
+            answer.status,
+            201,
+            "{resource}: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        answer.records(resource)[0].clone()
+    }
+
+    fn id(record: &Value) -> String {
+        record["id"].as_str().expect("records have ids").to_string()
+    }
+
+    /// A company of its own: one brand sold through one store and shipped from one warehouse;
+    /// four products with a variant each (titles apple, Banana, cherry, Éclair; the first's
+    /// code `#1001`), stock of each variant (0, 3, 5 and 100 in stock), and four orders of the
+    /// last variant around November 2026, the second cancelled.
+    struct Made {
+        brand: String,
+        warehouse: String,
+        brand_store: String,
+        variants: Vec<String>,
+        stock: Vec<String>,
+        orders: Vec<String>,
+    }
+
+    /// Order dates, hostOrderRefs and quantities of the four orders.
+    const ORDERS: [(&str, &str, u32); 4] = [
+        ("2026-10-31T23:59:59", "#1001", 1),
+        ("2026-11-01T00:00:00", "#1002", 2),
+        ("2026-11-30T23:59:59", "1003", 3),
+        ("2026-12-01T00:00:00", "=1004", 4),
+    ];
+
+    async fn make(fx: &common::Fixture) -> Made {
+        let tag = common::orders::unique("CMP");
+        let code = |what: &str| format!("{tag}-{what}");
+        let company = id(&created(fx, "company", json!({"name": tag, "code": code("CO")})).await);
+        let brand = id(&created(
+            fx,
+            "brand",
+            json!({"fk_company": company, "name": tag, "code": code("BR")}),
+        )
+        .await);
+        let warehouse = id(&created(
+            fx,
+            "warehouse",
+            json!({"fk_company": company, "name": tag, "code": code("WH")}),
+        )
+        .await);
+        let host = id(&created(fx, "host", json!({"name": tag, "code": code("HO")})).await);
+        let store = id(&created(
+            fx,
+            "store",
+            json!({"fk_host": host, "name": tag, "code": "WEB", "currency": "EUR"}),
+        )
+        .await);
+        let brand_store = id(&created(
+            fx,
+            "brandStore",
+            json!({"fk_brand": brand, "fk_store": store, "fk_warehouse": warehouse}),
+        )
+        .await);
+        let mut variants = Vec::new();
+        let mut stock = Vec::new();
+        let products = [
+            ("#1001", "apple", 9.99, true, 0),
+            ("P2", "Banana", 10.0, true, 3),
+            ("P3", "cherry", 10.5, false, 5),
+            ("P4", "Éclair", 20.0, false, 100),
+        ];
+        for (n, (product_code, title, rrp, vatable, in_stock)) in products.into_iter().enumerate() {
+            let product = id(&created(
+                fx,
+                "product",
+                json!({"fk_brand": brand, "code": product_code, "title": title}),
+            )
+            .await);
+            let variant = id(&created(fx, "variant", json!({"fk_product": product, "barcode": code(&format!("V{n}")), "rrp": rrp, "vatable": vatable})).await);
+            stock.push(id(&created(
+                fx,
+                "stock",
+                json!({"fk_warehouse": warehouse, "fk_variant": variant, "inStock": in_stock}),
+            )
+            .await));
+            variants.push(variant);
+        }
+        let mut orders = Vec::new();
+        for (date, reference, quantity) in ORDERS {
+            orders.push(id(&created(fx, "order", json!({
+                "fk_brandStore": brand_store, "hostOrderRef": reference, "orderDate": date,
+                "shipAddress": {"surname": "Lovelace", "countryCode": "GB"},
+                "order_orderItem": [{"fk_variant": variants[3], "orderQty": quantity, "itemPrice": 1.5}],
+            })).await));
+        }
+        let cancelled =
+            common::orders::patch(fx, "admin", &orders[1], json!({"status": "cancelled"})).await;
+        assert_eq!(
+            cancelled.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&cancelled.body)
+        );
+        Made {
+            brand,
+            warehouse,
+            brand_store,
+            variants,
+            stock,
+            orders,
+        }
+    }
+
+    /// The ids a list answers (one page holds them all), after checking that `/count` (GET,
+    /// and POST with an empty body) agrees with it.
+    async fn found(fx: &common::Fixture, resource: &str, filters: String) -> BTreeSet<String> {
+        let list = fx
+            .get(&format!(
+                "/api/{resource}?{filters}&fields=id&pageSize=1000"
+            ))
+            .await;
+        assert_eq!(
+            list.status,
+            200,
+            "{resource}?{filters}: {}",
+            String::from_utf8_lossy(&list.body)
+        );
+        let ids: BTreeSet<String> = list.ids(resource).into_iter().collect();
+        assert_eq!(
+            list.json()["response"]["recordsFound"].as_u64(),
+            Some(ids.len() as u64),
+            "{resource}?{filters}"
+        );
+        let count = fx.get(&format!("/api/{resource}/count?{filters}")).await;
+        assert_eq!(
+            count.json()["count"].as_u64(),
+            Some(ids.len() as u64),
+            "count of {resource}?{filters}"
+        );
+        let posted = fx
+            .post(&format!("/api/{resource}/count?{filters}"), &json!({}))
+            .await;
+        assert_eq!(
+            posted.json()["count"].as_u64(),
+            Some(ids.len() as u64),
+            "POST count of {resource}?{filters}"
+        );
+        ids
+    }
+
+    /// The records of `all` at these positions.
+    fn at(all: &[String], positions: &[usize]) -> BTreeSet<String> {
+        positions.iter().map(|&i| all[i].clone()).collect()
+    }
+
+    /// A list, its count and its export all refuse the filter with 400 invalid_value naming
+    /// `field`.
+    async fn refused(fx: &common::Fixture, resource: &str, filters: &str, field: &str) {
+        for path in [
+            format!("/api/{resource}?{filters}"),
+            format!("/api/{resource}/count?{filters}"),
+            format!("/api/{resource}?{filters}&format=csv"),
+        ] {
+            let problem = fx.get(&path).await.assert_problem(400, "invalid_value");
+            assert_eq!(problem["field"], field, "{path}: {problem}");
+        }
+    }
+
+    on_both_backends! { "comparisons";
+
+    async fn url_comparisons_select_exactly_what_they_say(fx) {
+        let m = make(fx).await;
+        let orders = |filters: &str| found(fx, "order", format!("fk_brandStore={}&{filters}", m.brand_store));
+        let o = &m.orders;
+        // A range on a timestamp: a date alone is the start of its day for >= and <, the
+        // end of it for > and <=; raw or percent-encoded.
+        assert_eq!(orders("orderDate=>=2026-11-01&orderDate=<2026-12-01").await, at(o, &[1, 2]));
+        assert_eq!(orders("orderDate=%3E%3D2026-11-01&orderDate=%3C2026-12-01").await, at(o, &[1, 2]));
+        assert_eq!(orders("orderDate=<=2026-11-30").await, at(o, &[0, 1, 2]));
+        assert_eq!(orders("orderDate=>2026-11-30").await, at(o, &[3]));
+        assert_eq!(orders("orderDate=<2026-11-01").await, at(o, &[0]));
+        assert_eq!(orders("orderDate=>2026-10-31").await, at(o, &[1, 2, 3]));
+        assert_eq!(orders("orderDate=>2026-11-01T00:00:00").await, at(o, &[2, 3]));
+        assert_eq!(orders("orderDate=<=2026-11-01T00:00:00").await, at(o, &[0, 1]));
+        assert_eq!(orders("orderDate=%232026-11-01T00:00:00").await, at(o, &[0, 2, 3]));
+        // `#` on text, in any letter case; of a repeated filter the plain values are any of,
+        // each comparison ANDed with them.
+        assert_eq!(orders("status=%23cancelled").await, at(o, &[0, 2, 3]));
+        assert_eq!(orders("status=%23CANCELLED").await, at(o, &[0, 2, 3]));
+        assert_eq!(orders("status=new&status=cancelled&status=%23cancelled").await, at(o, &[0, 2, 3]));
+        assert_eq!(orders("status=%23cancelled&status=%23new").await, BTreeSet::new());
+        // `=` first: equality with the rest, which may begin with an operator itself.
+        assert_eq!(orders("hostOrderRef==%231001").await, at(o, &[0]));
+        assert_eq!(orders("hostOrderRef=%231001").await, at(o, &[0, 1, 2, 3]), "none is 1001");
+        assert_eq!(orders("hostOrderRef=%23%231001").await, at(o, &[1, 2, 3]));
+        assert_eq!(orders("hostOrderRef==%3D1004").await, at(o, &[3]));
+        assert_eq!(orders("hostOrderRef==%231001&hostOrderRef==%231002&hostOrderRef=>%231001").await, at(o, &[1]));
+        // Through a to-many relation: any line compares so; through to-one relations.
+        assert_eq!(orders("order_orderItem.orderQty=>2").await, at(o, &[2, 3]));
+        assert_eq!(orders("order_orderItem.orderQty=%232").await, at(o, &[0, 2, 3]));
+        let items = found(fx, "orderItem", format!("orderItem_order.fk_brandStore={}&orderItem_order.orderDate=<2026-11-01", m.brand_store)).await;
+        let first_items = fx.get(&format!("/api/orderItem?fk_order={}&fields=id", o[0])).await.ids("orderItem");
+        assert_eq!(items, first_items.into_iter().collect());
+
+        // Numbers: an integer (a generated one) and a number with a fraction.
+        let stock = |filters: &str| found(fx, "stock", format!("fk_warehouse={}&{filters}", m.warehouse));
+        let s = &m.stock;
+        assert_eq!(stock("available=>0").await, at(s, &[1, 2, 3]));
+        assert_eq!(stock("available=<3").await, at(s, &[0]));
+        assert_eq!(stock("available=>=3&available=<=5").await, at(s, &[1, 2]));
+        assert_eq!(stock("available=%233").await, at(s, &[0, 2, 3]));
+        assert_eq!(stock("available=>2.5").await, at(s, &[1, 2, 3]));
+        assert_eq!(stock("available=3.0&available=5&available=>4").await, at(s, &[2]));
+        assert_eq!(stock("stock_variant.rrp=>10").await, at(s, &[2, 3]));
+        assert_eq!(stock("stock_variant.rrp=>=10").await, at(s, &[1, 2, 3]));
+        assert_eq!(stock("stock_variant.rrp=<10.5&stock_variant.rrp=%239.99").await, at(s, &[1]));
+        // Text through two relations compares folded: case-insensitively, for all of Unicode.
+        assert_eq!(stock("stock_variant.variant_product.title=>=b").await, at(s, &[1, 2, 3]));
+        assert_eq!(stock("stock_variant.variant_product.title=<BANANA").await, at(s, &[0]));
+        assert_eq!(stock("stock_variant.variant_product.title=<=banana").await, at(s, &[0, 1]));
+        assert_eq!(stock("stock_variant.variant_product.title=>%C3%89CLAIR").await, BTreeSet::new());
+        assert_eq!(stock("stock_variant.variant_product.title=>=%C3%A9clair").await, at(s, &[3]));
+        assert_eq!(stock("stock_variant.variant_product.code==%231001").await, at(s, &[0]));
+
+        // Booleans take # (and =), with the usual spellings.
+        let variants = |filters: &str| found(fx, "variant", format!("variant_product.fk_brand={}&{filters}", m.brand));
+        let v = &m.variants;
+        assert_eq!(variants("vatable=%23true").await, at(v, &[2, 3]));
+        assert_eq!(variants("vatable=%23False").await, at(v, &[0, 1]));
+        assert_eq!(variants("vatable==1").await, at(v, &[0, 1]));
+        assert_eq!(variants("vatable=%23").await, at(v, &[0, 1, 2, 3]), "# and nothing: set");
+
+        // The export holds what the list holds.
+        let filters = format!("fk_brandStore={}&orderDate=>=2026-11-01&orderDate=<2026-12-01&status=%23cancelled", m.brand_store);
+        let exported = fx.get(&format!("/api/order?{filters}&fields=id&format=csv")).await;
+        assert_eq!(exported.status, 200);
+        let mut reader = csv::Reader::from_reader(exported.body.as_slice());
+        let rows: Vec<String> = reader.records().map(|row| row.unwrap()[0].to_string()).collect();
+        assert_eq!(rows, vec![o[2].clone()]);
+
+        // Scope is still ANDed in: the demo company user sees none of these records.
+        let theirs = common::call(fx, reqwest::Method::GET, &format!("/api/stock/count?fk_warehouse={}&available=>=0", m.warehouse), "company", None).await;
+        assert_eq!(theirs.json()["count"], 0);
+    }
+
+    async fn url_comparisons_that_do_not_fit_the_field_are_invalid_values(fx) {
+        let m = make(fx).await;
+        let order = |filters: &str| format!("fk_brandStore={}&{filters}", m.brand_store);
+        for (filters, field) in [
+            ("orderDate=<yesterday", "orderDate"),
+            ("orderDate=>=", "orderDate"),
+            ("orderDate=<2026-02-30", "orderDate"),
+            ("orderDate=>2026-11@", "orderDate"),
+            ("hostOrderRef=<%231@", "hostOrderRef"),
+            ("order_orderItem.orderQty=>many", "order_orderItem.orderQty"),
+            ("orderDate=>=2026-11-01&orderDate=<soon", "orderDate"),
+        ] {
+            refused(fx, "order", &order(filters), field).await;
+        }
+        refused(fx, "stock", &format!("fk_warehouse={}&available=>=x", m.warehouse), "available").await;
+        refused(fx, "stock", &format!("fk_warehouse={}&available=>>1", m.warehouse), "available").await;
+        refused(fx, "variant", &format!("variant_product.fk_brand={}&vatable=<1", m.brand), "vatable").await;
+        refused(fx, "variant", "vatable=>=true", "vatable").await;
+        refused(fx, "stock", "stock_variant.vatable=>false", "stock_variant.vatable").await;
+    }
+
+    }
+}

@@ -572,6 +572,79 @@ mod tests {
         assert!(parse_query_string(&long).is_ok());
     }
 
+    /// Each value of the URL's filters, as (path, operator, value compared).
+    fn url_values(query: &str) -> Vec<(String, Operator, String)> {
+        parse_query_string(query)
+            .unwrap()
+            .filters
+            .iter()
+            .flat_map(|f| {
+                f.values
+                    .iter()
+                    .map(|v| (f.path.clone(), v.operator, v.value.clone()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_equals_sign_first_escapes_the_operator_after_it() {
+        let value = |query: &str| {
+            let found = url_values(query);
+            assert_eq!(found.len(), 1, "{query}");
+            let (_, operator, value) = found.into_iter().next().unwrap();
+            (operator, value)
+        };
+        assert_eq!(value("ref==%231001"), (Operator::Equal, "#1001".into()));
+        assert_eq!(value("ref==>5"), (Operator::Equal, ">5".into()));
+        assert_eq!(value("ref==%3C%3D5"), (Operator::Equal, "<=5".into()));
+        assert_eq!(value("ref===5"), (Operator::Equal, "=5".into()));
+        assert_eq!(value("ref=="), (Operator::Equal, String::new()));
+        // Only the first operator is taken: what follows it is the value, whatever it is.
+        assert_eq!(value("ref=%3E%3E5"), (Operator::Greater, ">5".into()));
+        assert_eq!(
+            value("ref=%23%231001"),
+            (Operator::NotEqual, "#1001".into())
+        );
+        assert_eq!(value("ref=%3C=5"), (Operator::LessOrEqual, "5".into()));
+        // Percent-decoding comes first: an encoded `#` is the operator, a `+` is a space.
+        assert_eq!(
+            value("orderDate=%3C2026-12-05+10:00:00"),
+            (Operator::Less, "2026-12-05 10:00:00".into())
+        );
+        // A value that merely contains an operator character is equality with all of it.
+        assert_eq!(value("title=a%3Eb%23c"), (Operator::Equal, "a>b#c".into()));
+    }
+
+    #[test]
+    fn repeated_filters_keep_each_values_comparison_in_order() {
+        assert_eq!(
+            url_values(
+                "orderDate=>=2026-11-01&status=new&orderDate=<2026-12-01&status=%23cancelled&status=accepted&orderDate==2026-11-15"
+            ),
+            vec![
+                (
+                    "orderDate".into(),
+                    Operator::GreaterOrEqual,
+                    "2026-11-01".into()
+                ),
+                ("orderDate".into(), Operator::Less, "2026-12-01".into()),
+                ("orderDate".into(), Operator::Equal, "2026-11-15".into()),
+                ("status".into(), Operator::Equal, "new".into()),
+                ("status".into(), Operator::NotEqual, "cancelled".into()),
+                ("status".into(), Operator::Equal, "accepted".into()),
+            ]
+        );
+        // Dotted paths take comparisons as any path does.
+        assert_eq!(
+            url_values("stock_variant.variant_product.title=%3E%3Db"),
+            vec![(
+                "stock_variant.variant_product.title".into(),
+                Operator::GreaterOrEqual,
+                "b".into()
+            )]
+        );
+    }
+
     #[test]
     fn raw_order_indicators_work_too() {
         let r = parse_query_string("order_by=lastUpdate<;>id").unwrap();

@@ -627,6 +627,131 @@ mod tests {
         assert_eq!(error.code, Code::InvalidValue, "{error:?}");
     }
 
+    /// A URL value that begins with an operator, percent-encoded as a client sends it.
+    fn url_value(operator: &str, value: &str) -> String {
+        form_urlencoded::byte_serialize(format!("{operator}{value}").as_bytes()).collect()
+    }
+
+    /// A complex query of one condition.
+    fn one_condition(path: &str, operator: &str, value: &str) -> String {
+        serde_json::json!({"query": [{"field": path, "operator": operator, "value": value}]})
+            .to_string()
+    }
+
+    #[test]
+    fn url_comparisons_plan_as_the_complex_query_conditions_do() {
+        // (resource, path, operator, value): every operator, every type that takes it, paths
+        // through to-one and to-many relations, patterns and the empty value with `#`.
+        let cases = [
+            ("order", "updatedDate", ">=", "2026-12-05T10:00:00"),
+            ("order", "orderDate", "<", "2026-12-01"),
+            ("order", "orderDate", "<=", "2026-12-01"),
+            ("order", "orderDate", ">", "2026-12-01"),
+            ("order", "orderDate", ">=", "2026-12-01"),
+            ("order", "orderDate", "#", "2026-12-01"),
+            ("order", "orderDate", "#", "2026-12-01T10:00:00"),
+            ("stock", "available", ">", "0"),
+            ("stock", "available", "<=", "2.5"),
+            ("stock", "available", "#", "3"),
+            ("variant", "rrp", "<", "10.5"),
+            ("order", "status", "#", "Cancelled"),
+            ("order", "status", "<", "NEW"),
+            ("order", "hostOrderRef", "=", "#1001"),
+            ("order", "trackingRef", "#", "RM@"),
+            ("order", "carrier", "#", ""),
+            ("variant", "vatable", "#", "true"),
+            ("variant", "vatable", "=", "False"),
+            ("stock", "fk_variant", ">=", "0190abc"),
+            (
+                "stock",
+                "stock_variant.variant_product.title",
+                ">=",
+                "Éclair",
+            ),
+            ("stock", "stock_variant.rrp", "#", "9.99"),
+            ("order", "order_orderItem.orderQty", ">", "2"),
+            ("order", "order_orderItem.status", "#", "CAN"),
+            ("orderItem", "orderItem_order.orderDate", "<", "2026-11-01"),
+            ("file", "detail.startDate", ">=", "2026-11-01"),
+        ];
+        for (resource, path, operator, value) in cases {
+            let url = format!("{path}={}", url_value(operator, value));
+            let from_url = plan(resource, &url, "").unwrap_or_else(|e| panic!("{url}: {e:?}"));
+            let body = one_condition(path, operator, value);
+            let from_body = plan(resource, "", &body).unwrap_or_else(|e| panic!("{body}: {e:?}"));
+            assert_eq!(
+                format!("{:?}", from_url.filter),
+                format!("{:?}", from_body.filter),
+                "{resource}?{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn url_comparisons_are_refused_where_complex_queries_refuse_them() {
+        // What a condition refuses, the URL refuses as a value that does not fit the field
+        // (`invalid_value`), naming the same field: a URL has no operators of its own.
+        let cases = [
+            ("order", "orderDate", "<", "yesterday", Code::InvalidValue),
+            ("order", "orderDate", ">", "", Code::InvalidValue),
+            ("order", "orderDate", ">=", "2026-11@", Code::InvalidValue),
+            ("order", "trackingRef", "<", "RM@", Code::InvalidValue),
+            ("stock", "available", ">", "many", Code::InvalidValue),
+            ("stock", "available", ">", ">1", Code::InvalidValue),
+            ("variant", "vatable", "#", "maybe", Code::InvalidValue),
+            ("variant", "vatable", "<", "1", Code::InvalidQuery),
+            ("variant", "vatable", ">=", "true", Code::InvalidQuery),
+            (
+                "stock",
+                "stock_variant.vatable",
+                ">",
+                "false",
+                Code::InvalidQuery,
+            ),
+            ("apiKey", "grants", ">", "a", Code::InvalidQuery),
+        ];
+        for (resource, path, operator, value, in_body) in cases {
+            let url = format!("{path}={}", url_value(operator, value));
+            let from_url = plan(resource, &url, "").unwrap_err();
+            assert_eq!(from_url.code, Code::InvalidValue, "{url}: {from_url:?}");
+            let from_body = plan(resource, "", &one_condition(path, operator, value)).unwrap_err();
+            assert_eq!(
+                from_body.code, in_body,
+                "{path} {operator} {value}: {from_body:?}"
+            );
+            assert_eq!(from_url.field.as_deref(), Some(path), "{url}");
+            assert_eq!(from_body.field, from_url.field, "{url}");
+        }
+    }
+
+    #[test]
+    fn an_equals_sign_first_escapes_operators_not_wildcards() {
+        let test = |resource: &str, query: &str| {
+            let p = plan(resource, query, "").unwrap_or_else(|e| panic!("{query}: {e:?}"));
+            let (negated, test) = leaf_test(&p.filter);
+            (negated, test.clone())
+        };
+        let text = |s: &str| Test::OneOf(vec![Operand::Text(s.into())]);
+        assert_eq!(test("order", "hostOrderRef==%3E5"), (false, text(">5")));
+        assert_eq!(test("order", "hostOrderRef===5"), (false, text("=5")));
+        assert_eq!(test("order", "hostOrderRef==%23"), (false, text("#")));
+        // Decision: `@` stays a wildcard after `=` (as in a condition with operator `=`);
+        // `=` alone is the empty value.
+        assert!(matches!(
+            test("order", "trackingRef==RM@"),
+            (false, Test::Like(_))
+        ));
+        assert_eq!(test("order", "trackingRef=="), (false, Test::Empty));
+        assert_eq!(
+            test("variant", "vatable==1"),
+            (false, Test::OneOf(vec![Operand::Boolean(true)]))
+        );
+        assert_eq!(
+            test("variant", "vatable=%230"),
+            (true, Test::OneOf(vec![Operand::Boolean(false)]))
+        );
+    }
+
     #[test]
     fn unknown_and_invalid_are_told_apart() {
         assert_eq!(

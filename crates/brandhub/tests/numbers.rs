@@ -753,7 +753,8 @@ async fn a_record_that_does_not_read_is_set_aside_and_the_other_events_flow(fx: 
     let broken = &stock[0];
     let mut statements = Vec::new();
     if fx.db == Db::Postgres {
-        statements.push("ALTER TABLE stock ALTER COLUMN supply TYPE TEXT USING supply::text".to_string());
+        statements
+            .push("ALTER TABLE stock ALTER COLUMN supply TYPE TEXT USING supply::text".to_string());
     }
     statements.push(format!(
         "UPDATE stock SET supply = 'not a count' WHERE id = '{broken}'"

@@ -1588,11 +1588,18 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
         &format!("{warehouse_name} ({warehouse_code})"),
     )
     .await;
+    // The rules' words are chosen from lists, the amounts typed.
+    for (label, value) in [("Stock offered", "live"), ("Price adjustment", "percent")] {
+        labelled_in(client, "//form", label)
+            .await
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
     fill(
         client,
         &[
-            ("Stock offered", "live"),
-            ("Price adjustment", "percent"),
+            ("Share of stock offered (%)", "90"),
             ("Adjustment amount", "12.5"),
         ],
     )
@@ -1619,6 +1626,7 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
     assert_eq!(brand_store["detail"]["stockType"], "live");
     assert_eq!(brand_store["detail"]["adjustType"], "percent");
     assert_eq!(brand_store["detail"]["adjustValue"], 12.5);
+    assert_eq!(brand_store["detail"]["stockPercent"], 90);
 
     // A user of the company, then its invitation.
     let email = format!("lena.{n}@nordlicht.example");

@@ -328,8 +328,10 @@ pub fn natural_key_index(resource: &Resource, backend: Backend) -> Option<String
         .map(|f| f.column.as_str())
         .collect::<Vec<_>>()
         .join("_");
+    // A part with a default is always set (a price's currency: empty for any).
     let set: Vec<String> = fields
         .iter()
+        .filter(|field| field.default.is_none())
         .map(|field| match field.folded_column() {
             Some(folded) => format!("{} <> ''", quote(&folded)),
             None => format!("{} IS NOT NULL", quote(&field.column)),

@@ -41,7 +41,11 @@ pub fn price(rules: &Rules, base: Option<f64>) -> Option<f64> {
         "percent" => {
             // A percentage counts from -100% to +100,000%.
             let scaled = base * (10_000 + value.clamp(-10_000, 10_000_000));
-            if scaled <= 0 { 0 } else { (2 * scaled + 10_000) / 20_000 }
+            if scaled <= 0 {
+                0
+            } else {
+                (2 * scaled + 10_000) / 20_000
+            }
         }
         "fixed" => (base + value).max(0),
         _ => base,

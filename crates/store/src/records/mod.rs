@@ -147,8 +147,11 @@ fn key_of(resource: &'static Resource, record: &Record) -> Option<Vec<String>> {
     key.iter()
         .map(|path| {
             let text = cell_of(resource, record, path)?.as_text()?;
-            let ty = resource.field_at(path).map(|f| f.ty);
-            (!text.is_empty()).then(|| match ty {
+            let field = resource.field_at(path);
+            let ty = field.map(|f| f.ty);
+            // A part with a default (a price's currency, empty for any) is always set.
+            let always_set = field.is_some_and(|f| f.default.is_some());
+            (always_set || !text.is_empty()).then(|| match ty {
                 Some(FieldType::Text) => fold(text),
                 Some(FieldType::Id) => text.to_ascii_uppercase(),
                 _ => text.to_string(),
@@ -368,9 +371,10 @@ mod tests {
             Some(vec![
                 variant.to_ascii_uppercase(),
                 host.to_string(),
+                String::new(),
                 "2026-01-02T03:04:05".to_string()
             ]),
-            "ids upper-cased, timestamps as stored (not folded)"
+            "ids upper-cased, an unsent currency any (empty), timestamps as stored (not folded)"
         );
         let variant = catalog().get(brandhub_catalog::Res::Variant);
         assert_eq!(key_name(variant), "brand and barcode");

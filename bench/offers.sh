@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Benchmark of offers (docs/API.md, "Offers"): builds the release binary, loads the demo data
+# set into a fresh database per backend (five brand stores per brand: about 5 offers per
+# variant), serves it over HTTPS and measures, side by side in one run:
+#   R   a host's page of 1,000 offers against a page of 1,000 stock records (wrk p50, default
+#       template), with the default page cache and with --page-cache-mb 0; goal ≤ 1.5×
+#   P   PATCH /api/stock/<id> (each moves the offers of its variant) as the company user:
+#       writes/s; with BEFORE_BIN (a binary of the build before offers) the same against it
+#   F   a stock file of up to 100,000 rows of one brand (CSV): seconds until processed
+#   B   a rule PATCH of a brand store of the largest brand: its time
+#   D   up to 100,000 prices starting at one moment (JSON arrays written PRICE_LEAD seconds
+#       ahead): seconds from that moment until every offer shows them; goal ≤ 10 s
+#   X   the store's whole feed as CSV (GET /api/offer?fk_store=…&format=csv): rows/s; goal
+#       ≥ 200,000
+#   and the demo load's time with offers.
+#
+#   bash bench/offers.sh                                  # from the repo root
+#   SCALE=20000 DURATION=5 BACKENDS=sqlite bash bench/offers.sh
+#
+# Knobs (environment): SCALE (demo variants, default 1000000), BACKENDS ("sqlite postgres"),
+# DURATION (seconds per wrk run, default 10), CONNECTIONS (8), THREADS (2), STOCK_IDS (1000),
+# FILE_ROWS (100000), PRICE_ROWS (100000), PRICE_LEAD (seconds between the price file's
+# upload and its start, default 20), BEFORE_BIN (optional, see P), PORT, BENCH_WORK_DIR,
+# BENCH_KEEP; PostgreSQL at BRANDHUB_BENCH_DATABASE_URL (default
+# postgres://root@127.0.0.1:5432/test), in a database brandhub_bench_offers it drops at the end.
+# Needs: a Rust toolchain, curl, wrk (installed with apt-get when missing and possible).
+
+set -euo pipefail
+export LC_ALL=C
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+SCALE=${SCALE:-1000000}
+BACKENDS=${BACKENDS:-"sqlite postgres"}
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-8}
+THREADS=${THREADS:-2}
+STOCK_IDS=${STOCK_IDS:-1000}
+FILE_ROWS=${FILE_ROWS:-100000}
+PRICE_ROWS=${PRICE_ROWS:-100000}
+PRICE_LEAD=${PRICE_LEAD:-20}
+WRK_TIMEOUT=${WRK_TIMEOUT:-30s}
+BEFORE_BIN=${BEFORE_BIN:-}
+LUA_DIR=$ROOT/bench/lua
+PG_URL=${BRANDHUB_BENCH_DATABASE_URL:-postgres://root@127.0.0.1:5432/test}
+PG_DB=brandhub_bench_offers
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN=$TARGET_DIR/release/brandhub
+
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+
+bench_start offers
+build_release
+ensure_wrk
+# shellcheck source=bench/lib_load.sh
+. "$ROOT/bench/lib_load.sh"
+
+say "SCALE $SCALE; BACKENDS $BACKENDS; DURATION ${DURATION}s; wrk -t$THREADS -c$CONNECTIONS"
+say "machine: $CPU_MODEL, $NPROC cores; commit $COMMIT; $(date -u +%Y-%m-%dT%H:%MZ)"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+seconds_since() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'; }
+
+# p50 of a GET of a path as the current user, into P50.
+p50_of() {
+  export BENCH_PATH=$1
+  run_wrk "get" get_path.lua
+  P50=${F[p50_ms]:-${F[note]:-?}}
+}
+
+# writes/s of PATCH /api/stock over the ids file, into WPS.
+patch_rate() {
+  export BENCH_IDS_FILE=$WORK/stock_ids
+  run_wrk "patch" write_patch_stock.lua
+  WPS=${F[rps]:-${F[note]:-?}}
+}
+
+for backend in $BACKENDS; do
+  load_demo "$backend" "$SCALE"
+  say "demo load: ${DEMO_SECONDS}s"
+  printf '%s: demo --scale %s with offers: %ss\n' "$BACKEND_LABEL" "$SCALE" "$DEMO_SECONDS" >>"$RESULTS"
+  start_server "$dir/data" "$url" "$WORK/$backend.server"
+  export_auth_for() { use_demo_user "$dir/demo.out" "$1"; export_auth; }
+
+  # R: a host's page of 1,000 offers against 1,000 stock records, cached and not.
+  section "R: pages of 1,000 ($BACKEND_LABEL)"
+  export_auth_for host
+  for cache in default 0; do
+    if [ "$cache" = 0 ]; then
+      stop_server
+      PAGE_CACHE_MB=0 start_server "$dir/data" "$url" "$WORK/$backend.server0"
+    fi
+    p50_of "/api/offer?pageSize=1000"
+    offers=$P50
+    p50_of "/api/stock?pageSize=1000"
+    stock=$P50
+    printf '%s: host page of 1,000 offers, page cache %s: p50 %s ms; 1,000 stock %s ms; ratio %s (goal <= 1.5)\n' \
+      "$BACKEND_LABEL" "$cache" "$offers" "$stock" "$(ratio "$offers" "$stock")" >>"$RESULTS"
+  done
+  stop_server
+  start_server "$dir/data" "$url" "$WORK/$backend.server"
+
+  # P: stock PATCHes as the company user.
+  section "P: PATCH /api/stock ($BACKEND_LABEL)"
+  export_auth_for company
+  api_get "/api/stock?fields=id&pageSize=1000&stock_variant.variant_scopeBrand.brand_brandStore.fk_store=@" |
+    ids_of | head -n "$STOCK_IDS" >"$WORK/stock_ids" || true
+  [ -s "$WORK/stock_ids" ] || api_get "/api/stock?fields=id&pageSize=1000" | ids_of | head -n "$STOCK_IDS" >"$WORK/stock_ids"
+  patch_rate
+  with_offers=$WPS
+  line="$BACKEND_LABEL: PATCH /api/stock with offers: $with_offers/s"
+  if [ -n "$BEFORE_BIN" ]; then
+    stop_server
+    saved=$BIN
+    BIN=$BEFORE_BIN
+    start_server "$dir/data" "$url" "$WORK/$backend.before"
+    patch_rate
+    BIN=$saved
+    line+="; before offers ($BEFORE_BIN): $WPS/s; ratio $(ratio "$with_offers" "$WPS") (goal >= 0.7)"
+    stop_server
+    start_server "$dir/data" "$url" "$WORK/$backend.server"
+  fi
+  say "$line"
+  echo "$line" >>"$RESULTS"
+
+  # The largest brand, its brand stores and a warehouse of its company (as the admin).
+  export_auth_for admin
+  brand=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | head -n1)
+  brand_store=$(api_get "/api/brandStore?fk_brand=$brand&fields=id&pageSize=1" | ids_of | head -n1)
+  warehouse=$(api_get "/api/brandStore/$brand_store?fields=fk_warehouse" | grep -o '"fk_warehouse":"[^"]*"' | cut -d'"' -f4)
+  host=$(api_get "/api/brandStore/$brand_store?fields=brandStore_store.fk_host" | grep -o '"fk_host":"[^"]*"' | cut -d'"' -f4)
+  store=$(api_get "/api/brandStore/$brand_store?fields=fk_store" | grep -o '"fk_store":"[^"]*"' | cut -d'"' -f4)
+  api -o "$WORK/variants.csv" "$BASE/api/variant?fk_scopeBrand=$brand&fields=barcode&format=csv"
+  variants=$(($(wc -l <"$WORK/variants.csv") - 1))
+  say "brand $brand: $variants variants; brand store $brand_store (store $store, host $host)"
+
+  # F: a stock file of the brand's variants.
+  section "F: stock file ($BACKEND_LABEL)"
+  { echo "Barcode,Qty"; tail -n +2 "$WORK/variants.csv" | head -n "$FILE_ROWS" | awk -F, '{ gsub(/"/, "", $1); print $1 "," (NR % 50) }'; } >"$WORK/stock.csv"
+  rows=$(($(wc -l <"$WORK/stock.csv") - 1))
+  start=$(date +%s%N)
+  api -o "$WORK/file.json" -F "stock,$brand,$warehouse=@$WORK/stock.csv;filename=stock.csv" "$BASE/api/file?wait=600"
+  took=$(seconds_since "$start")
+  status=$(grep -o '"status":"[^"]*"' "$WORK/file.json" | head -n1)
+  echo "$BACKEND_LABEL: stock file of $rows rows: ${took}s ($status)" >>"$RESULTS"
+
+  # B: a rule PATCH of the brand store.
+  section "B: rule PATCH ($BACKEND_LABEL)"
+  printf '{"detail":{"stockPercent":90,"stockBuffer":1}}' >"$WORK/rule.json"
+  request PATCH "/api/brandStore/$brand_store" "$WORK/rule.json"
+  echo "$BACKEND_LABEL: rule PATCH of a brand store of $variants variants: $R_CODE in $R_MS ms" >>"$RESULTS"
+
+  # D: prices starting at one moment, written ahead as JSON arrays of 1,000.
+  section "D: dated prices ($BACKEND_LABEL)"
+  api -o "$WORK/variant_ids.csv" "$BASE/api/variant?fk_scopeBrand=$brand&fields=id&format=csv"
+  moment=$(date -u -d "+$PRICE_LEAD seconds" +%Y-%m-%dT%H:%M:%S)
+  tail -n +2 "$WORK/variant_ids.csv" | head -n "$PRICE_ROWS" | tr -d '"' | cut -d, -f1 >"$WORK/price_variants"
+  prices=$(wc -l <"$WORK/price_variants")
+  split -l 1000 "$WORK/price_variants" "$WORK/price_chunk."
+  for chunk in "$WORK"/price_chunk.*; do
+    awk -v host="$host" -v at="$moment" 'BEGIN { printf "[" }
+      { printf "%s{\"fk_variant\":\"%s\",\"fk_host\":\"%s\",\"price\":9.99,\"startDate\":\"%s\"}", (NR > 1 ? "," : ""), $1, host, at }
+      END { printf "]" }' "$chunk" >"$chunk.json"
+    request POST /api/price "$chunk.json"
+    [ "$R_CODE" = 201 ] || say "a price array answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
+  done
+  at_ns=$(date -u -d "$moment" +%s%N)
+  now_ns=$(date +%s%N)
+  [ "$now_ns" -lt "$at_ns" ] || say "the prices were written after their moment: raise PRICE_LEAD"
+  last=-1 reached=""
+  while :; do
+    count=$(api_get "/api/offer/count?priceStart=$moment" | grep -o '[0-9]*' | head -n1)
+    now_ns=$(date +%s%N)
+    if [ "$count" != "$last" ]; then
+      last=$count
+      reached=$now_ns
+    fi
+    # Settled: unchanged for 5 s after the moment.
+    if [ "$now_ns" -gt "$at_ns" ] && [ $((now_ns - reached)) -gt 5000000000 ] && [ "$count" -gt 0 ]; then
+      break
+    fi
+    [ $((now_ns - at_ns)) -lt 120000000000 ] || break
+    sleep 0.2
+  done
+  echo "$BACKEND_LABEL: $prices prices starting at one moment: $last offers changed, all of them $(awk -v a="$at_ns" -v b="$reached" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s after it (goal <= 10 s)" >>"$RESULTS"
+
+  # X: the store's feed as CSV.
+  section "X: the feed as CSV ($BACKEND_LABEL)"
+  start=$(date +%s%N)
+  api -o "$WORK/feed.csv" "$BASE/api/offer?fk_store=$store&format=csv"
+  took=$(seconds_since "$start")
+  feed=$(($(wc -l <"$WORK/feed.csv") - 1))
+  echo "$BACKEND_LABEL: feed of store $store as CSV: $feed rows in ${took}s ($(awk -v n="$feed" -v s="$took" 'BEGIN { printf "%.0f", n / s }') rows/s; goal >= 200,000)" >>"$RESULTS"
+
+  stop_server
+  drop_database "$backend"
+done
+
+print_results

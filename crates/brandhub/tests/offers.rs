@@ -424,3 +424,136 @@ async fn a_price_that_starts_in_two_seconds_changes_its_offers_then(fx) {
 }
 
 }
+
+/// A price that starts while two servers run over one database changes its offers once:
+/// one `offer.updated` event per offer, whichever server's clock applied it.
+mod dated_prices_with_two_servers {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    fn fixture(db: common::Db) -> Option<&'static Fixture> {
+        common::shared_with(db, "offers_two_servers", common::SCALE, |settings| {
+            settings.webhooks.allow_insecure_localhost = true;
+        })
+    }
+
+    async fn receive(
+        axum::extract::State(got): axum::extract::State<Arc<Mutex<Vec<Value>>>>,
+        body: axum::body::Bytes,
+    ) -> axum::http::StatusCode {
+        if let Ok(event) = serde_json::from_slice(&body) {
+            got.lock().unwrap().push(event);
+        }
+        axum::http::StatusCode::OK
+    }
+
+    /// A receiver of webhook deliveries on 127.0.0.1: its URL and what it got.
+    async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(receive))
+            .with_state(got.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, got)
+    }
+
+    /// A second server on the fixture's database, with a store and a price clock of its own.
+    async fn second_server(fx: &Fixture) -> impl Send {
+        let url = fx.database_url.clone();
+        let uploads = fx.side_uploads();
+        fx.on_server(async move {
+            let store = brandhub_store::Store::connect(&brandhub_store::StoreOptions {
+                url,
+                max_connections: 4,
+                page_cache_bytes: 1 << 20,
+                matches_first_limit: 40,
+                pg_settings: Vec::new(),
+                database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
+            })
+            .await
+            .expect("a second store opens")
+            .allowing_insecure_loopback_urls();
+            let mut settings =
+                brandhub_server::Settings::new("127.0.0.1:0".parse().unwrap(), None, uploads);
+            // Its senders may take deliveries too, to the receiver on 127.0.0.1.
+            settings.webhooks.allow_insecure_localhost = true;
+            brandhub_server::start(settings, store)
+                .await
+                .expect("a second server starts")
+        })
+        .await
+    }
+
+    /// The events about `offer` that `got` holds.
+    fn about(got: &Arc<Mutex<Vec<Value>>>, offer: &str) -> Vec<Value> {
+        got.lock()
+            .unwrap()
+            .iter()
+            .filter(|event| event["type"] == "offer.updated" && text(&event["data"]["id"]) == offer)
+            .cloned()
+            .collect()
+    }
+
+    async fn one_event_per_offer(fx: &'static Fixture) {
+        let w = World::make(fx).await;
+        let _second = second_server(fx).await;
+        let (url, got) = receiver().await;
+        create(
+            fx,
+            "webhook",
+            json!({"url": url, "events": ["offer.updated"]}),
+        )
+        .await;
+        let offers = w.offers(fx).await;
+        let moved = [text(&offers[&(0, 1)]["id"]), text(&offers[&(1, 1)]["id"])];
+        let start = (chrono::Utc::now() + chrono::Duration::seconds(2))
+            .format("%Y-%m-%dT%H:%M:%S")
+            .to_string();
+        create(fx, "price", json!({"fk_variant": w.variants[1].0, "fk_host": w.host, "price": 5.0, "startDate": start})).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while moved.iter().any(|id| about(&got, id).is_empty()) {
+            assert!(
+                Instant::now() < deadline,
+                "an event of each changed offer within 30 s: {:?}",
+                got.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Both clocks have ticked several times since: still one event each, with the new
+        // price, and none of the offers that did not change.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        for (id, price) in moved.iter().zip([5.0, 5.5]) {
+            let events = about(&got, id);
+            assert_eq!(events.len(), 1, "one event of {id}: {events:?}");
+            assert_eq!(
+                events[0]["data"]["price"].as_f64(),
+                Some(price),
+                "{events:?}"
+            );
+        }
+        for key in [(0, 0), (1, 0)] {
+            assert!(
+                about(&got, &text(&offers[&key]["id"])).is_empty(),
+                "no event of an unchanged offer"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn sqlite_a_price_starting_with_two_servers_running_fires_one_event_per_offer() {
+        one_event_per_offer(fixture(common::Db::Sqlite).expect("SQLite always runs")).await;
+    }
+
+    #[tokio::test]
+    async fn postgres_a_price_starting_with_two_servers_running_fires_one_event_per_offer() {
+        let Some(fx) = fixture(common::Db::Postgres) else {
+            return;
+        };
+        one_event_per_offer(fx).await;
+    }
+}

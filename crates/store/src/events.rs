@@ -541,9 +541,9 @@ impl Store {
             // delivery, or its part of a batch's.
             let mut parts: Vec<(&Event, String)> = Vec::new();
             for event in wanted {
-                let data = match event.removed.as_deref() {
+                let body = match event.removed.as_deref() {
                     Some(removed) => match removal_as_seen(removed, &viewer) {
-                        Some(data) => data,
+                        Some(data) => event_body(event, &data),
                         None => continue,
                     },
                     None => {
@@ -557,12 +557,12 @@ impl Store {
                             continue;
                         }
                         match seen.get(&key) {
-                            Some(data) => data.clone(),
+                            Some(data) => event_body(event, data),
                             None => continue,
                         }
                     }
                 };
-                parts.push((event, event_body(event, &data)));
+                parts.push((event, body));
             }
             if *batched {
                 let due = tx

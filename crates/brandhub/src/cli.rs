@@ -235,6 +235,10 @@ pub struct ServeArgs {
     /// How long a webhook delivery is retried before it is given up as failed.
     #[arg(long, env = "BRANDHUB_WEBHOOK_RETRY_FOR", default_value = "24h", value_parser = parse_duration)]
     pub webhook_retry_for: Duration,
+    /// How long a batch delivery (a webhook with "batch": true) gathers events after its
+    /// first before it is sent, unless 1,000 came first.
+    #[arg(long, env = "BRANDHUB_WEBHOOK_BATCH_WAIT", default_value = "1s", value_parser = parse_duration)]
+    pub webhook_batch_wait: Duration,
     /// How often idle webhook senders look for other processes' events and retries due.
     #[arg(long, env = "BRANDHUB_WEBHOOK_POLL", default_value = "1s", value_parser = parse_duration)]
     pub webhook_poll: Duration,

@@ -328,6 +328,7 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
             longest: args.webhook_retry_longest,
             period: args.webhook_retry_for,
         },
+        batch_wait: args.webhook_batch_wait,
         allow_insecure_localhost: args.webhook_allow_insecure_localhost,
     };
     settings.trusted_proxies = TrustedProxies::new(args.trusted_proxies.clone());

@@ -698,6 +698,7 @@ fn fast_webhooks() -> brandhub_webhooks::WebhookSettings {
             longest: Duration::from_secs(2),
             period: Duration::from_secs(600),
         },
+        batch_wait: Duration::from_secs(1),
         allow_insecure_localhost: true,
     }
 }

@@ -155,6 +155,7 @@ impl Receiver {
 fn fast_webhooks(settings: &mut brandhub_server::Settings) {
     settings.webhooks.allow_insecure_localhost = true;
     settings.webhooks.poll_interval = Duration::from_millis(50);
+    settings.webhooks.batch_wait = BATCH_WAIT;
     settings.webhooks.timeout = Duration::from_secs(5);
     settings.webhooks.retry = RetrySchedule {
         first: Duration::from_millis(400),
@@ -493,6 +494,151 @@ async fn webhook_urls_that_are_not_public_are_refused_on_postgres() {
     refuses_urls_that_are_not_public(fx).await;
 }
 
+/// How long a batch gathers events on the servers of these tests: long enough for a write of
+/// 1,000 events to be fanned out into one batch while every other test of the binary runs
+/// (200 events a transaction, each read as every subscriber sees it), short enough to wait for.
+const BATCH_WAIT: Duration = Duration::from_secs(5);
+
+/// Creates a record as the admin; its id.
+async fn create_as_admin(fx: &Fixture, resource: &str, body: Value) -> String {
+    let answer = call(
+        fx,
+        reqwest::Method::POST,
+        &format!("/api/{resource}"),
+        "admin",
+        Some(body),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        201,
+        "{resource}: {}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    text(&answer.records(resource)[0]["id"])
+}
+
+/// A user of `user_type` made for this test (with `links`, e.g. its warehouse), and a key of
+/// its own: its credentials.
+async fn own_user(fx: &Fixture, user_type: &str, links: Value) -> (String, String) {
+    let email = format!("{}@example.test", unique("batch").to_lowercase());
+    let mut body = json!({"name": "Batch receiver", "email": email, "type": user_type});
+    body.as_object_mut()
+        .unwrap()
+        .extend(links.as_object().unwrap().clone());
+    let user = create_as_admin(fx, "user", body).await;
+    let key = call(
+        fx,
+        reqwest::Method::POST,
+        "/api/apiKey",
+        "admin",
+        Some(json!({"fk_user": user})),
+    )
+    .await;
+    assert_eq!(key.status, 201, "{}", String::from_utf8_lossy(&key.body));
+    (email, text(&key.records("apiKey")[0]["secret"]))
+}
+
+/// A company and a warehouse of this test's own, and a warehouse user of it: whose stock
+/// nobody else writes, and who sees only that. The warehouse's id and the user.
+async fn own_warehouse(fx: &Fixture) -> (String, (String, String)) {
+    let n = common::unique_number();
+    let company = create_as_admin(
+        fx,
+        "company",
+        json!({"name": format!("Batch company {n}"), "code": format!("BC{n}")}),
+    )
+    .await;
+    let warehouse = create_as_admin(fx, "warehouse", json!({"fk_company": company, "name": format!("Batch warehouse {n}"), "code": format!("BW{n}")})).await;
+    let user = own_user(fx, "warehouse", json!({"fk_warehouse": warehouse})).await;
+    (warehouse, user)
+}
+
+/// A webhook of `who` on `events` at `url`, in batches or not; its id and secret.
+async fn webhook_with(
+    fx: &Fixture,
+    who: &(String, String),
+    url: &str,
+    events: &[&str],
+    batch: bool,
+) -> (String, String) {
+    let made = call_as(
+        fx,
+        reqwest::Method::POST,
+        "/api/webhook",
+        who,
+        Some(json!({"url": url, "events": events, "batch": batch})),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.body));
+    let hook = &made.records("webhook")[0];
+    assert_eq!(hook["batch"], batch, "{hook}");
+    (text(&hook["id"]), text(&hook["secret"]))
+}
+
+/// `count` demo variants, by id.
+async fn demo_variants(fx: &Fixture, count: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for page in 1.. {
+        if ids.len() >= count {
+            break;
+        }
+        let found = get(
+            fx,
+            "admin",
+            &format!("/api/variant?pageSize=1000&page={page}&fields=id&order_by=id"),
+        )
+        .await
+        .ids("variant");
+        assert!(!found.is_empty(), "the demo has {count} variants");
+        ids.extend(found);
+    }
+    ids.truncate(count);
+    ids
+}
+
+/// Creates stock records of `variants` in `warehouse` in one array write; their ids, in order.
+async fn stock_of(fx: &Fixture, warehouse: &str, variants: &[String]) -> Vec<String> {
+    let body: Vec<Value> = variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| json!({"fk_warehouse": warehouse, "fk_variant": v, "inStock": i % 50}))
+        .collect();
+    let answer = call(
+        fx,
+        reqwest::Method::POST,
+        "/api/stock",
+        "admin",
+        Some(json!(body)),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    answer.ids("stock")
+}
+
+/// The events a batch delivery carries, as its body lists them.
+fn batch_events(received: &Received) -> Vec<Value> {
+    let body = received.json();
+    assert_eq!(body["type"], "batch", "{body}");
+    body["data"]
+        .as_array()
+        .expect("a batch's data is an array")
+        .clone()
+}
+
+/// The ids of the records the events of every batch received so far are about.
+fn batched_record_ids(got: &[Received]) -> Vec<String> {
+    got.iter()
+        .flat_map(batch_events)
+        .map(|e| id_of(&e["data"]["id"]))
+        .collect()
+}
+
 macro_rules! on_both {
     ($(async fn $name:ident($fx:ident) $body:block)*) => {
         mod sqlite {
@@ -522,6 +668,116 @@ macro_rules! on_both {
 }
 
 on_both! {
+
+async fn a_batch_webhook_gets_one_signed_delivery_of_a_writes_events_oldest_first(fx) {
+    let (warehouse, user) = own_warehouse(fx).await;
+    let batches = receiver(Answering::FailFirst(0)).await;
+    let (batch_hook, secret) = webhook_with(fx, &user, &batches.url, &["stock.updated"], true).await;
+    let singles = receiver(Answering::FailFirst(0)).await;
+    webhook_with(fx, &user, &singles.url, &["stock.updated"], false).await;
+    let stock = stock_of(fx, &warehouse, &demo_variants(fx, 3).await).await;
+
+    // One delivery carries the three events, in the order of the write, signed as usual.
+    let got = batches.until(|got| batched_record_ids(got).len() >= 3).await;
+    assert_eq!(got.len(), 1, "one delivery: {:?}", got.iter().map(Received::json).collect::<Vec<_>>());
+    let delivery = &got[0];
+    assert!(verify(&secret, &delivery.header(SIGNATURE_HEADER), &delivery.body).is_some(), "the signature verifies");
+    assert_eq!(delivery.header("BrandHub-Event"), "batch");
+    assert_eq!(delivery.header("BrandHub-Attempt"), "1");
+    let body = delivery.json();
+    assert_eq!(text(&body["id"]).len(), 32);
+    assert!(!text(&body["createdDate"]).is_empty());
+    let events = batch_events(delivery);
+    assert_eq!(batched_record_ids(&got), stock, "oldest first: {events:?}");
+    for event in &events {
+        assert_eq!(event["type"], "stock.updated");
+        assert_eq!(text(&event["id"]).len(), 32);
+        assert!(!text(&event["createdDate"]).is_empty());
+        assert_eq!(id_of(&event["data"]["fk_warehouse"]), warehouse);
+    }
+    let event_ids: Vec<String> = events.iter().map(|e| text(&e["id"])).collect();
+
+    // Its log lists the events it carries; its eventId is the batch's.
+    let log = call_as(fx, reqwest::Method::GET, &format!("/api/webhookDelivery?fk_webhook={batch_hook}&fields=eventId,eventType,eventIds,status"), &user, None).await;
+    assert_eq!(log.status, 200, "{}", String::from_utf8_lossy(&log.body));
+    let logged = log.records("webhookDelivery");
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0]["eventType"], "batch");
+    assert_eq!(logged[0]["eventId"], body["id"]);
+    assert_eq!(logged[0]["eventIds"], json!(event_ids));
+
+    // A webhook without batches gets one delivery per event, of the same events.
+    let got = singles.until(|got| got.len() >= 3).await;
+    let mut single_ids: Vec<String> = got.iter().map(|r| text(&r.json()["id"])).collect();
+    single_ids.sort();
+    let mut sorted = event_ids.clone();
+    sorted.sort();
+    assert_eq!(single_ids, sorted);
+    for single in &got {
+        assert_eq!(single.json()["type"], "stock.updated");
+        assert_eq!(single.header("BrandHub-Event"), "stock.updated");
+    }
+}
+
+async fn more_than_a_thousand_events_go_as_a_full_batch_and_the_rest(fx) {
+    let (warehouse, user) = own_warehouse(fx).await;
+    let batches = receiver(Answering::FailFirst(0)).await;
+    webhook_with(fx, &user, &batches.url, &["stock.updated"], true).await;
+    let variants = demo_variants(fx, 1_500).await;
+    let mut stock = stock_of(fx, &warehouse, &variants[..1_000]).await;
+    stock.extend(stock_of(fx, &warehouse, &variants[1_000..]).await);
+    let got = batches.until(|got| batched_record_ids(got).len() >= 1_500).await;
+    let sizes: Vec<usize> = got.iter().map(|r| batch_events(r).len()).collect();
+    assert_eq!(sizes, [1_000, 500]);
+    assert_eq!(batched_record_ids(&got), stock, "every event once, oldest first");
+}
+
+async fn a_batch_webhook_on_offers_gets_one_event_per_changed_offer(fx) {
+    // A world of this test's own: a brand with a product of 30 variants, a host whose store
+    // offers them from a warehouse without stock.
+    let n = common::unique_number();
+    let company = create_as_admin(fx, "company", json!({"name": format!("Batch company {n}"), "code": format!("BC{n}")})).await;
+    let brand = create_as_admin(fx, "brand", json!({"fk_company": company, "name": format!("Batch brand {n}"), "code": format!("BB{n}")})).await;
+    let warehouse = create_as_admin(fx, "warehouse", json!({"fk_company": company, "name": format!("Batch warehouse {n}"), "code": format!("BW{n}")})).await;
+    let product = create_as_admin(fx, "product", json!({"fk_brand": brand, "code": format!("BP{n}"), "title": "Batch shirt", "status": "active"})).await;
+    let variants: Vec<Value> = (0..30).map(|i| json!({"fk_product": product, "barcode": format!("7{:011}", common::unique_number()), "size": format!("S{i}"), "colour": "Blue", "detail": {"price": 10.0}})).collect();
+    let answer = call(fx, reqwest::Method::POST, "/api/variant", "admin", Some(json!(variants))).await;
+    assert_eq!(answer.status, 201, "{}", String::from_utf8_lossy(&answer.body));
+    let host = create_as_admin(fx, "host", json!({"name": format!("Batch host {n}"), "code": format!("BH{n}")})).await;
+    let store = create_as_admin(fx, "store", json!({"fk_host": host, "name": format!("Batch store {n}"), "code": format!("BS{n}"), "currency": "EUR"})).await;
+    let user = own_user(fx, "host", json!({"fk_host": host})).await;
+    let batches = receiver(Answering::FailFirst(0)).await;
+    webhook_with(fx, &user, &batches.url, &["offer.updated"], true).await;
+    let brand_store = create_as_admin(fx, "brandStore", json!({"fk_brand": brand, "fk_store": store, "fk_warehouse": warehouse})).await;
+    let offers = get(fx, "admin", &format!("/api/offer?fk_brandStore={brand_store}&fields=id&pageSize=100")).await.ids("offer");
+    assert_eq!(offers.len(), 30);
+
+    // Each new offer is announced; their batch goes out before the next write (`data` is the
+    // record when fanned out, so events still waiting would carry the next write's values).
+    let announced = batches.until(|got| batched_record_ids(got).len() >= 30).await;
+    let mut created = batched_record_ids(&announced);
+    created.sort();
+    let mut expected = offers.clone();
+    expected.sort();
+    assert_eq!(created, expected, "each new offer once");
+
+    // One write changes every offer of the brand store: each is in the next batches once.
+    let changed = call(fx, reqwest::Method::PATCH, &format!("/api/brandStore/{brand_store}"), "admin", Some(json!({"detail": {"stockType": "fixed", "fixedQuantity": 7}}))).await;
+    assert_eq!(changed.status, 200, "{}", String::from_utf8_lossy(&changed.body));
+    let first = announced.len();
+    let got = batches.until(|got| batched_record_ids(&got[first..]).len() >= 30).await;
+    let mut seen = batched_record_ids(&got[first..]);
+    seen.sort();
+    assert_eq!(seen, expected, "one event per changed offer");
+    for event in got[first..].iter().flat_map(batch_events) {
+        assert_eq!(event["data"]["available"], 7, "{event}");
+    }
+    for event in got.iter().flat_map(batch_events) {
+        assert_eq!(event["type"], "offer.updated");
+        assert_eq!(id_of(&event["data"]["fk_brandStore"]), brand_store);
+    }
+    assert!(got.len() < 10, "the events came in batches: {} deliveries", got.len());
+}
 
 async fn order_events_reach_their_subscribers_signed_as_each_may_see_them(fx) {
     let hooks = receiver(Answering::FailFirst(0)).await;

@@ -22,8 +22,9 @@ pub use model::{
 };
 pub use record::{Cell, Layout, Record};
 pub use resources::{
-    ADDRESS_PARTS, DELIVERY_STATUSES, DeliveryStatus, EVENT_TYPES, FILE_STATUSES, FILE_TYPES,
-    FileStatus, UPDATED_DATE, USER_STATUSES, file_paths,
+    ADDRESS_PARTS, BATCH_EVENT, DELIVERY_STATUSES, DELIVERY_TYPES, DeliveryStatus, EVENT_TYPES,
+    FILE_STATUSES, FILE_TYPES, FileStatus, MAX_BATCH_EVENTS, UPDATED_DATE, USER_STATUSES,
+    file_paths,
 };
 
 /// What a price file's `detail.endDate` (and a price's precise end) holds when the price has no

@@ -139,6 +139,27 @@ pub const EVENT_TYPES: [&str; 9] = [
     OFFER_DELETED,
 ];
 
+/// The type of a delivery that carries a batch of events (`webhook.batch`, docs/API.md,
+/// "Events and webhooks"): its body's `type`, its `webhookDelivery.eventType`.
+pub const BATCH_EVENT: &str = "batch";
+
+/// The most events one batch delivery carries.
+pub const MAX_BATCH_EVENTS: usize = 1_000;
+
+/// What a `webhookDelivery` carries: one event of a type of [`EVENT_TYPES`], or a batch.
+pub const DELIVERY_TYPES: [&str; 10] = [
+    ORDER_CREATED,
+    ORDER_UPDATED,
+    "file.processed",
+    "file.failed",
+    STOCK_UPDATED,
+    PRICE_UPDATED,
+    PRODUCT_UPDATED,
+    OFFER_UPDATED,
+    OFFER_DELETED,
+    BATCH_EVENT,
+];
+
 /// How a brand store offers stock to its store (docs/API.md, "Offers"): from the warehouse's
 /// stock by the store's rules (`live`, also when empty), a fixed quantity, or nothing.
 pub const STOCK_TYPES: [&str; 3] = ["live", "fixed", "none"];
@@ -870,6 +891,12 @@ fn declared() -> Vec<Resource> {
                 .or_else(FieldDefault::Boolean(true))
                 .doc("Inactive webhooks receive nothing."),
         )
+        .field(
+            boolean("batch")
+                .required()
+                .or_else(FieldDefault::Boolean(false))
+                .doc("Deliver events in batches: up to 1,000 per delivery, sent when 1,000 are due or 1 second after the first."),
+        )
         .field(timestamp("createdDate").indexed().required())
         .field(text("secret").internal())
         .field(
@@ -878,7 +905,7 @@ fn declared() -> Vec<Resource> {
                 .or_else(FieldDefault::WriterKey)
                 .doc("The API key it was made with, whose grants bound its deliveries; unset when made in a session or from the command line."),
         )
-        .writable(&["fk_user", "url", "events", "active"], &["url", "events"], &["url", "events", "active"], true)
+        .writable(&["fk_user", "url", "events", "active", "batch"], &["url", "events"], &["url", "events", "active", "batch"], true)
         .policy(Policy::WebhookBounds)
         .with_secret(Secret {
             prefix: "whsec_",
@@ -892,12 +919,17 @@ fn declared() -> Vec<Resource> {
         Resource::new(
             Res::WebhookDelivery.name(),
             "webhook_delivery",
-            "One event on its way to one webhook: each attempt, its answer and the next try.",
+            "One event, or a batch of events, on its way to one webhook: each attempt, its answer and the next try.",
         )
         .labelled("{eventType} · {eventId}")
         .relation_fk(fk("fk_webhook", "webhookDelivery_webhook"), "webhook")
-        .field(text("eventId").indexed().short().doc("The event's id, the same in every attempt."))
-        .field(text("eventType").indexed().short().domain(Domain::OneOf(&EVENT_TYPES)))
+        .field(text("eventId").indexed().short().doc("The event's id (a batch's: the batch's own id), the same in every attempt: the body's id."))
+        .field(text("eventType").indexed().short().domain(Domain::OneOf(&DELIVERY_TYPES)).doc("The event's type, or batch."))
+        .field(
+            list("eventIds", FieldType::Id, "webhook_delivery_event", "delivery_id", "event_id")
+                .doc("The ids of the events it carries, oldest first: one, or up to 1,000 in a batch."),
+        )
+        .field(integer("eventCount").internal().doc("How many events it carries, for the fan-out that fills a batch."))
         .field(text("status").indexed().short().domain(Domain::OneOf(&DELIVERY_STATUSES)))
         .field(integer("attempts").doc("Attempts made so far."))
         .field(integer("lastResponseCode").doc("The HTTP status of the last answer; empty when none came."))

@@ -243,6 +243,8 @@ fn name_title(name: &str) -> Option<Words> {
         "active" => w("Active", "Aktiv"),
         "eventId" => w("Event", "Ereignis"),
         "eventType" => w("Event type", "Ereignistyp"),
+        "eventIds" => w("Events carried", "Enthaltene Ereignisse"),
+        "batch" => w("In batches", "Gebündelt"),
         "attempts" => w("Attempts", "Versuche"),
         "lastResponseCode" => w("Last answer", "Letzte Antwort"),
         "lastError" => w("Last error", "Letzter Fehler"),
@@ -297,6 +299,7 @@ pub fn code_word(code: &str) -> Option<Words> {
         "inactive" => w("Inactive", "Inaktiv"),
         "offer.updated" => w("Offer changed", "Angebot geändert"),
         "offer.deleted" => w("Offer withdrawn", "Angebot zurückgezogen"),
+        "batch" => w("Batch of events", "Ereignisbündel"),
         // Users.
         "active" => w("Active", "Aktiv"),
         "disabled" => w("Disabled", "Deaktiviert"),

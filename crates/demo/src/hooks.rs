@@ -29,8 +29,8 @@ fn events_of(user_type: UserType) -> Option<&'static [&'static str]> {
 pub(crate) fn webhooks(world: &mut World, credentials: &[DemoCredential], out: &mut Emitter) {
     let mut rng = world.rng(Stream::Webhooks);
     let t = Table::new("webhook");
-    let [fk_user, url, active, created, secret] =
-        t.cells(["fk_user", "url", "active", "createdDate", "secret"]);
+    let [fk_user, url, active, batch, created, secret] =
+        t.cells(["fk_user", "url", "active", "batch", "createdDate", "secret"]);
     let events = t.list("events");
     let mut seen = Vec::new();
     for credential in credentials {
@@ -47,6 +47,7 @@ pub(crate) fn webhooks(world: &mut World, credentials: &[DemoCredential], out: &
         r.cells[fk_user] = Cell::Text(credential.user_id.clone());
         r.cells[url] = format!("https://hooks.example.com/brandhub/{local}").into();
         r.cells[active] = Cell::Boolean(false);
+        r.cells[batch] = Cell::Boolean(false);
         r.cells[created] =
             time::timestamp(time::moment(&mut rng, START + 30 * DAY, START + 60 * DAY)).into();
         r.cells[secret] = format!("whsec_{}", alphanumerics(&mut rng, 30)).into();

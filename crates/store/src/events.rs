@@ -16,13 +16,19 @@
 //!    restricted properties applied, by-id reads batched per resource), and in the same
 //!    transaction insert one `webhookDelivery` per (webhook, visible record) with the body to
 //!    send and delete the outbox rows. A record the user cannot see gets no delivery, nor does
-//!    one of a resource the webhook's key may not read ([`crate::webhook_bounds`]).
+//!    one of a resource the webhook's key may not read ([`crate::webhook_bounds`]). A webhook
+//!    that takes batches (`webhook.batch`) gets no delivery per event: its events, as it sees
+//!    them, are added to its open *batch*, a `webhookDelivery` not yet claimed whose body
+//!    they are appended to (locked by the fan-out that adds, so no claim takes it halfway),
+//!    or to new ones; a batch is due once it holds [`MAX_BATCH_EVENTS`], or a set wait after
+//!    it was opened. From then on it is a delivery like any other.
 //! 2. **claim** a due delivery ([`Store::claim_delivery`]): one `UPDATE … WHERE id = (SELECT …
 //!    LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING`, like file jobs, setting a lease
 //!    (`claimedUntil`) and counting the attempt, so exactly one process makes each attempt; a
 //!    process that dies mid-attempt leaves the lease to expire, and the delivery is claimed
 //!    again (at least once, with the same event id). A claim whose webhook may no longer read
-//!    the event's resource (its key revoked, say) says why it is withheld, and is not sent.
+//!    the event's resource (its key revoked, say; for a batch, any event's) says why it is
+//!    withheld, and is not sent.
 //! 3. **finish** it ([`Store::finish_delivery`]): delivered, due again later, or failed;
 //!    only while the lease is still the sender's.
 
@@ -34,11 +40,14 @@ use crate::webhook_bounds;
 use crate::write::EntryPoint;
 use crate::write::{set_field, stamp_update};
 use brandhub_catalog::Res;
-use brandhub_catalog::{Cell, DeliveryStatus, Layout, Record, Resource, catalog};
+use brandhub_catalog::{
+    BATCH_EVENT, Cell, DeliveryStatus, Layout, MAX_BATCH_EVENTS, Record, Resource, catalog,
+};
 use brandhub_query::plan::plan_by_ids;
 use brandhub_query::request::ReadRequest;
 use sea_query::{Alias, Cond, Condition, Expr, ExprTrait, LockBehavior, LockType, Order, Query};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
 
 /// The outbox: events committed and not yet fanned out to webhooks.
 pub const EVENT_TABLE: &str = "bh_event";
@@ -104,10 +113,10 @@ fn events_list() -> (Alias, Alias, Alias) {
 }
 
 /// How the rows of [`subscriptions`] decode.
-const SUBSCRIPTION_KINDS: &[Kind] = &[Kind::Text, Kind::Text, Kind::Text];
+const SUBSCRIPTION_KINDS: &[Kind] = &[Kind::Text, Kind::Text, Kind::Text, Kind::Boolean];
 
 /// Active webhooks subscribed to any of `types` (all types when `None`): (webhook id, user id,
-/// event type) rows.
+/// event type, whether it takes batches) rows.
 fn subscriptions(types: Option<&[String]>) -> sea_query::SelectStatement {
     let hook = webhook();
     let (list, owner, value) = events_list();
@@ -115,6 +124,7 @@ fn subscriptions(types: Option<&[String]>) -> sea_query::SelectStatement {
         .expr(Expr::col((Alias::new(hook.table), Alias::new("id"))))
         .expr(Expr::col((Alias::new(hook.table), column(hook, "fk_user"))))
         .expr(Expr::col((list.clone(), value.clone())))
+        .expr(Expr::col((Alias::new(hook.table), column(hook, "batch"))))
         .from(Alias::new(hook.table))
         .inner_join(
             list.clone(),
@@ -399,10 +409,22 @@ fn claimable(now: i64) -> Condition {
         )
 }
 
+/// What one fan-out did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FanOut {
+    /// The events taken from the outbox.
+    pub events: usize,
+    /// When the earliest batch it left open falls due (milliseconds on the store's clock), if
+    /// it left one open: the moment to wake the senders.
+    pub batch_due: Option<i64>,
+}
+
 impl Store {
     /// Fans out up to `batch` outbox events to the webhooks subscribed to them (see the module
-    /// documentation); the number of events taken.
-    pub async fn fan_out_events(&self, batch: u64) -> StoreResult<usize> {
+    /// documentation). A webhook that takes batches gets its events added to its open batch
+    /// delivery, or to new ones, each due once it holds [`MAX_BATCH_EVENTS`] or `batch_wait`
+    /// after it was opened ([`WriteTx::add_to_batches`]).
+    pub async fn fan_out_events(&self, batch: u64, batch_wait: Duration) -> StoreResult<FanOut> {
         // A cheap read first: no write transaction (SQLite's write lock) while idle.
         let any = Query::select()
             .column(Alias::new("id"))
@@ -414,8 +436,9 @@ impl Store {
             .await?
             .is_empty()
         {
-            return Ok(0);
+            return Ok(FanOut::default());
         }
+        let batch_wait = i64::try_from(batch_wait.as_millis()).unwrap_or(i64::MAX);
         let mut tx = self.begin_apart(EntryPoint::Deliveries).await?;
         let select = Query::select()
             .columns(
@@ -449,35 +472,34 @@ impl Store {
             })
             .collect();
         if events.is_empty() {
-            return Ok(0);
+            return Ok(FanOut::default());
         }
         let mut types: Vec<String> = events.iter().map(|e| e.event_type.clone()).collect();
         types.sort();
         types.dedup();
         let rows = tx
-            .fetch(
-                &subscriptions(Some(&types)),
-                &[Kind::Text, Kind::Text, Kind::Text],
-            )
+            .fetch(&subscriptions(Some(&types)), SUBSCRIPTION_KINDS)
             .await?;
-        // Webhook → (user, the types it takes).
-        let mut hooks: Vec<(String, String, HashSet<String>)> = Vec::new();
+        // Webhook → (user, the types it takes, whether it takes batches).
+        let mut hooks: Vec<(String, String, HashSet<String>, bool)> = Vec::new();
         for row in rows {
             let (hook, user, event_type) = (text(&row[0]), text(&row[1]), text(&row[2]));
-            match hooks.iter_mut().find(|(h, _, _)| *h == hook) {
-                Some((_, _, taken)) => {
+            let batched = matches!(row[3], Cell::Boolean(true));
+            match hooks.iter_mut().find(|(h, ..)| *h == hook) {
+                Some((_, _, taken, _)) => {
                     taken.insert(event_type);
                 }
-                None => hooks.push((hook, user, HashSet::from([event_type]))),
+                None => hooks.push((hook, user, HashSet::from([event_type]), batched)),
             }
         }
         hooks.sort_by(|a, b| a.0.cmp(&b.0));
         let now = self.clock.now_millis();
         let mut deliveries = Vec::new();
+        let mut batch_due: Option<i64> = None;
         // Events that could not be built, by event id, with the reason: set aside below
         // (an `eventProblem` record each), so that the rest of the batch flows.
         let mut set_aside: BTreeMap<String, (&Event, String)> = BTreeMap::new();
-        for (hook, user, taken) in &hooks {
+        for (hook, user, taken, batched) in &hooks {
             let wanted: Vec<&Event> = events
                 .iter()
                 .filter(|e| taken.contains(&e.event_type))
@@ -509,44 +531,51 @@ impl Store {
                 .into_iter()
                 .filter(|e| webhook_bounds::may_read(&grants, &e.resource))
                 .collect();
-            let (removals, wanted): (Vec<&Event>, Vec<&Event>) =
-                wanted.into_iter().partition(|e| e.removed.is_some());
-            for event in removals {
-                let Some(data) = event
-                    .removed
-                    .as_deref()
-                    .and_then(|removed| removal_as_seen(removed, &viewer))
-                else {
-                    continue;
-                };
-                let body = serde_json::json!({
-                    "id": event.id,
-                    "type": event.event_type,
-                    "createdDate": event.created_date,
-                    "data": data,
-                });
-                deliveries.push(delivery_record(hook, event, body.to_string(), now));
-            }
-            let (seen, unreadable) = self.records_as_seen(&wanted, &viewer).await?;
+            let read: Vec<&Event> = wanted
+                .iter()
+                .copied()
+                .filter(|e| e.removed.is_none())
+                .collect();
+            let (seen, unreadable) = self.records_as_seen(&read, &viewer).await?;
+            // What this webhook gets of each event, in the outbox's order: the body of its
+            // delivery, or its part of a batch's.
+            let mut parts: Vec<(&Event, String)> = Vec::new();
             for event in wanted {
-                let key = (event.resource.clone(), event.record_id.clone());
-                if let Some(why) = unreadable.get(&key) {
-                    set_aside.entry(event.id.clone()).or_insert_with(|| {
-                        let about = format!("the {} record {}", event.resource, event.record_id);
-                        (event, format!("{about} did not read: {why}"))
-                    });
-                    continue;
-                }
-                let Some(data) = seen.get(&key) else {
-                    continue;
+                let body = match event.removed.as_deref() {
+                    Some(removed) => match removal_as_seen(removed, &viewer) {
+                        Some(data) => event_body(event, &data),
+                        None => continue,
+                    },
+                    None => {
+                        let key = (event.resource.clone(), event.record_id.clone());
+                        if let Some(why) = unreadable.get(&key) {
+                            set_aside.entry(event.id.clone()).or_insert_with(|| {
+                                let about =
+                                    format!("the {} record {}", event.resource, event.record_id);
+                                (event, format!("{about} did not read: {why}"))
+                            });
+                            continue;
+                        }
+                        match seen.get(&key) {
+                            Some(data) => event_body(event, data),
+                            None => continue,
+                        }
+                    }
                 };
-                let body = serde_json::json!({
-                    "id": event.id,
-                    "type": event.event_type,
-                    "createdDate": event.created_date,
-                    "data": data,
-                });
-                deliveries.push(delivery_record(hook, event, body.to_string(), now));
+                parts.push((event, body));
+            }
+            if *batched {
+                let due = tx
+                    .add_to_batches(hook, &parts, now, batch_wait, &mut deliveries)
+                    .await?;
+                batch_due = match (batch_due, due) {
+                    (Some(a), Some(b)) => Some(Ord::min(a, b)),
+                    (a, b) => a.or(b),
+                };
+            } else {
+                for (event, body) in parts {
+                    deliveries.push(delivery_record(hook, event, body, now));
+                }
             }
         }
         if !deliveries.is_empty() {
@@ -571,7 +600,10 @@ impl Store {
             tx.execute_untracked(EVENT_TABLE, &delete).await?;
         }
         tx.commit().await?;
-        Ok(events.len())
+        Ok(FanOut {
+            events: events.len(),
+            batch_due,
+        })
     }
 
     /// The records of `events` as `viewer` sees them now, by (resource, id); records out of
@@ -735,17 +767,29 @@ impl Store {
         let Some(target) = found.into_iter().next() else {
             return Ok(None);
         };
-        let withheld = self
-            .withheld(&text(&row[3]), &text(&target[2]), target[3].as_text())
-            .await?;
+        let event_type = text(&row[3]);
+        let body = text(&row[2]);
+        // A batch is sent whole or not at all: withheld when any event it carries may not be.
+        let carried = if event_type == BATCH_EVENT {
+            batch_event_types(&body)
+        } else {
+            Some(vec![event_type.clone()])
+        };
+        let withheld = match carried {
+            Some(types) => {
+                self.withheld(&types, &text(&target[2]), target[3].as_text())
+                    .await?
+            }
+            None => Some("the batch's body did not read".to_string()),
+        };
         let created_at = chrono::NaiveDateTime::parse_from_str(&text(&row[5]), "%Y-%m-%dT%H:%M:%S")
             .map(|t| t.and_utc().timestamp_millis())
             .unwrap_or(now);
         Ok(Some(DeliveryClaim {
             id: text(&row[0]),
             webhook_id: text(&row[1]),
-            body: text(&row[2]),
-            event_type: text(&row[3]),
+            body,
+            event_type,
             attempts: match row[4] {
                 Cell::Integer(n) => n,
                 _ => 1,
@@ -758,12 +802,12 @@ impl Store {
         }))
     }
 
-    /// Why a delivery of `event_type` to a webhook of `user` made with the key `made_with`
-    /// may not be sent now, if it may not: its bounds no longer let it read the event's
-    /// resource ([`webhook_bounds::reach`]).
+    /// Why a delivery of events of `event_types` to a webhook of `user` made with the key
+    /// `made_with` may not be sent now, if it may not: its bounds no longer let it read the
+    /// resource of one of them ([`webhook_bounds::reach`]).
     async fn withheld(
         &self,
-        event_type: &str,
+        event_types: &[String],
         user: &str,
         made_with: Option<&str>,
     ) -> StoreResult<Option<String>> {
@@ -775,14 +819,23 @@ impl Store {
             Ok(grants) => grants,
             Err(why) => return Ok(Some(why.to_string())),
         };
-        let resource = catalog().event_resource(event_type).map(|r| r.name);
-        Ok(match resource {
-            Some(name) if webhook_bounds::may_read(&grants, name) => None,
-            Some(name) => Some(format!(
-                "the grants that bound this webhook do not let it read {name} records"
-            )),
-            None => Some(format!("'{event_type}' is no event type of this server")),
-        })
+        for event_type in event_types {
+            let resource = catalog().event_resource(event_type).map(|r| r.name);
+            match resource {
+                Some(name) if webhook_bounds::may_read(&grants, name) => {}
+                Some(name) => {
+                    return Ok(Some(format!(
+                        "the grants that bound this webhook do not let it read {name} records"
+                    )));
+                }
+                None => {
+                    return Ok(Some(format!(
+                        "'{event_type}' is no event type of this server"
+                    )));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Records how a claimed attempt ended, if the claim is still the sender's; whether it was.
@@ -869,6 +922,196 @@ impl Store {
     }
 }
 
+/// Deliveries of `hook` still open to more events: batches not yet claimed, with room.
+fn open_batch(hook: &str) -> Condition {
+    let resource = delivery();
+    Cond::all()
+        .add(Expr::col(column(resource, "fk_webhook")).eq(hook))
+        .add(Expr::col(column(resource, "eventType")).eq(BATCH_EVENT))
+        .add(status_is(DeliveryStatus::Pending))
+        .add(Expr::col(column(resource, "attempts")).eq(0))
+        .add(Expr::col(column(resource, "claimedUntil")).is_null())
+        .add(Expr::col(column(resource, "eventCount")).lt(MAX_BATCH_EVENTS as i64))
+}
+
+impl WriteTx {
+    /// Adds the events `parts` (each with its part of a batch's body, in the outbox's order)
+    /// to the batches of the webhook `hook`: as many as fit to its open batch (locked, so
+    /// that no claim takes it meanwhile and no other fan-out adds to it at once), the rest to
+    /// new batches of up to [`MAX_BATCH_EVENTS`], pushed to `deliveries`. A batch is due
+    /// once it is full, else `wait` after it was opened. Returns when the batch left open
+    /// falls due, if one is left open.
+    async fn add_to_batches(
+        &mut self,
+        hook: &str,
+        parts: &[(&Event, String)],
+        now: i64,
+        wait: i64,
+        deliveries: &mut Vec<Record>,
+    ) -> StoreResult<Option<i64>> {
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let resource = delivery();
+        let open = Query::select()
+            .column(Alias::new("id"))
+            .column(column(resource, "body"))
+            .column(column(resource, "eventCount"))
+            .column(column(resource, "dueAt"))
+            .from(Alias::new(resource.table))
+            .cond_where(open_batch(hook))
+            .order_by(column(resource, "createdDate"), Order::Asc)
+            .order_by(Alias::new("id"), Order::Asc)
+            .limit(1)
+            .lock(LockType::Update)
+            .to_owned();
+        let found = self
+            .fetch_returning(
+                None,
+                &open,
+                &[Kind::Text, Kind::Text, Kind::Integer, Kind::Integer],
+            )
+            .await?;
+        let mut rest = parts;
+        let mut open_due = None;
+        if let Some(row) = found.into_iter().next() {
+            let id = row[0].as_text().unwrap_or_default().to_string();
+            let count = match row[2] {
+                Cell::Integer(n) => usize::try_from(n).unwrap_or(0),
+                _ => 0,
+            };
+            let (added, later) = rest.split_at(batch_sizes(Some(count), rest.len()).0);
+            let body = row[1].as_text().and_then(|body| {
+                append_to_batch(body, added.iter().map(|(_, part)| part.as_str()))
+            });
+            // A body not of a batch's shape is left as it is: the events go to a new batch.
+            if let Some(body) = body {
+                let total = count + added.len();
+                let mut update = Query::update()
+                    .table(Alias::new(resource.table))
+                    .and_where(col("id").eq(id.as_str()))
+                    .to_owned();
+                let mut cells = vec![
+                    ("body", Cell::Text(body)),
+                    (
+                        "eventCount",
+                        Cell::Integer(i64::try_from(total).unwrap_or(i64::MAX)),
+                    ),
+                ];
+                if total >= MAX_BATCH_EVENTS {
+                    cells.push(("dueAt", Cell::Integer(now)));
+                    cells.push(("nextTry", Cell::Text(timestamp_at(now))));
+                } else if let Cell::Integer(due) = row[3] {
+                    open_due = Some(due);
+                }
+                for (path, cell) in &cells {
+                    let field = resource.field_at(path).expect("a declared field");
+                    set_field(&mut update, field, cell);
+                }
+                stamp_update(&mut update, resource, &timestamp_at(now));
+                self.execute(resource.table, &update).await?;
+                let field = resource
+                    .field_at("eventIds")
+                    .expect("webhookDelivery.eventIds");
+                let elements: Vec<(&str, usize, &str)> = added
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (event, _))| (id.as_str(), count + i, event.id.as_str()))
+                    .collect();
+                self.insert_list_elements(field, &elements).await?;
+                rest = later;
+            }
+        }
+        for size in batch_sizes(None, rest.len()).1 {
+            let (chunk, later) = rest.split_at(size);
+            rest = later;
+            let due = if chunk.len() >= MAX_BATCH_EVENTS {
+                now
+            } else {
+                let due = now.saturating_add(wait);
+                open_due = Some(open_due.map_or(due, |d| Ord::min(d, due)));
+                due
+            };
+            deliveries.push(batch_record(hook, chunk, now, due));
+        }
+        Ok(open_due)
+    }
+}
+
+/// How `events` new events of a webhook are grouped: how many go to its open batch, which
+/// holds `open` events (`None`: it has none), and the sizes of the new batches the rest
+/// make, each full but the last.
+fn batch_sizes(open: Option<usize>, events: usize) -> (usize, Vec<usize>) {
+    let into_open = open.map_or(0, |held| MAX_BATCH_EVENTS.saturating_sub(held).min(events));
+    let mut left = events - into_open;
+    let mut sizes = Vec::new();
+    while left > 0 {
+        let size = left.min(MAX_BATCH_EVENTS);
+        sizes.push(size);
+        left -= size;
+    }
+    (into_open, sizes)
+}
+
+/// The body of one event as delivered: `{"id", "type", "createdDate", "data"}`; a batch's
+/// `data` holds these, one per event.
+fn event_body(event: &Event, data: &serde_json::Value) -> String {
+    serde_json::json!({
+        "id": event.id,
+        "type": event.event_type,
+        "createdDate": event.created_date,
+        "data": data,
+    })
+    .to_string()
+}
+
+/// The body of a batch: `{"id", "type": "batch", "createdDate", "data": [<parts>]}`, written
+/// with `data` last, so that [`append_to_batch`] adds events without reading the others.
+fn batch_body<'p>(id: &str, created: &str, parts: impl IntoIterator<Item = &'p str>) -> String {
+    let quoted = |text: &str| serde_json::Value::from(text).to_string();
+    let mut body = format!(
+        "{{\"id\":{},\"type\":{},\"createdDate\":{},\"data\":[]}}",
+        quoted(id),
+        quoted(BATCH_EVENT),
+        quoted(created)
+    );
+    if let Some(with) = append_to_batch(&body, parts) {
+        body = with;
+    }
+    body
+}
+
+/// A batch's body `body` ([`batch_body`]) with `parts` added after its events; `None` when
+/// `body` does not end as a batch's does.
+fn append_to_batch<'p>(body: &str, parts: impl IntoIterator<Item = &'p str>) -> Option<String> {
+    let head = body.strip_suffix("]}")?;
+    let mut out = String::with_capacity(body.len());
+    out.push_str(head);
+    let mut empty = head.ends_with('[');
+    for part in parts {
+        if !empty {
+            out.push(',');
+        }
+        out.push_str(part);
+        empty = false;
+    }
+    out.push_str("]}");
+    Some(out)
+}
+
+/// The event types a batch's body carries, each once; `None` when it does not read as one.
+fn batch_event_types(body: &str) -> Option<Vec<String>> {
+    let batch: serde_json::Value = serde_json::from_str(body).ok()?;
+    let mut types = batch["data"]
+        .as_array()?
+        .iter()
+        .map(|part| part["type"].as_str().map(str::to_string))
+        .collect::<Option<Vec<String>>>()?;
+    types.sort();
+    types.dedup();
+    Some(types)
+}
+
 /// Records as a subscriber sees them, by (resource, id).
 type RecordsSeen = HashMap<(String, String), serde_json::Value>;
 
@@ -910,5 +1153,112 @@ fn delivery_record(hook: &str, event: &Event, body: String, now: i64) -> Record 
     set("dueAt", Cell::Integer(now));
     set("createdDate", Cell::Text(timestamp_at(now)));
     set("body", Cell::Text(body));
+    set("eventCount", Cell::Integer(1));
+    record.lists[layout.list("eventIds")] = vec![event.id.clone()];
     record
+}
+
+/// A new batch delivery of `hook` carrying `parts` (events and their parts of the body),
+/// opened at `now`, due at `due`.
+fn batch_record(hook: &str, parts: &[(&Event, String)], now: i64, due: i64) -> Record {
+    let resource = delivery();
+    let layout = Layout::of(resource);
+    let mut record = Record::empty(resource);
+    let batch = new_id();
+    let body = batch_body(
+        &batch,
+        &timestamp_at(now),
+        parts.iter().map(|(_, part)| part.as_str()),
+    );
+    let mut set = |path: &str, cell: Cell| record.cells[layout.cell(path)] = cell;
+    set("id", Cell::Text(new_id()));
+    set("fk_webhook", Cell::Text(hook.to_string()));
+    set("eventId", Cell::Text(batch));
+    set("eventType", Cell::Text(BATCH_EVENT.to_string()));
+    set("status", DeliveryStatus::Pending.as_str().into());
+    set("attempts", Cell::Integer(0));
+    set("nextTry", Cell::Text(timestamp_at(due)));
+    set("dueAt", Cell::Integer(due));
+    set("createdDate", Cell::Text(timestamp_at(now)));
+    set("body", Cell::Text(body));
+    set(
+        "eventCount",
+        Cell::Integer(i64::try_from(parts.len()).unwrap_or(i64::MAX)),
+    );
+    record.lists[layout.list("eventIds")] = parts.iter().map(|(e, _)| e.id.clone()).collect();
+    record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_fill_the_open_batch_then_new_ones_of_up_to_a_thousand() {
+        assert_eq!(batch_sizes(None, 0), (0, vec![]));
+        assert_eq!(batch_sizes(None, 3), (0, vec![3]));
+        assert_eq!(batch_sizes(None, 1_500), (0, vec![1_000, 500]));
+        assert_eq!(batch_sizes(None, 2_000), (0, vec![1_000, 1_000]));
+        assert_eq!(batch_sizes(Some(3), 3), (3, vec![]));
+        assert_eq!(batch_sizes(Some(800), 200), (200, vec![]));
+        assert_eq!(batch_sizes(Some(800), 1_500), (200, vec![1_000, 300]));
+        assert_eq!(batch_sizes(Some(1_000), 5), (0, vec![5]));
+        for open in [None, Some(0), Some(1), Some(999)] {
+            for events in [0, 1, 999, 1_000, 1_001, 2_500] {
+                let (into_open, sizes) = batch_sizes(open, events);
+                assert_eq!(into_open + sizes.iter().sum::<usize>(), events);
+                assert!(open.unwrap_or(0) + into_open <= MAX_BATCH_EVENTS);
+                assert!(sizes.iter().all(|&n| n > 0 && n <= MAX_BATCH_EVENTS));
+                let full = sizes.len().saturating_sub(1);
+                assert!(sizes[..full].iter().all(|&n| n == MAX_BATCH_EVENTS));
+            }
+        }
+    }
+
+    #[test]
+    fn a_batch_body_holds_its_events_oldest_first_and_takes_more_at_its_end() {
+        let event = |id: &str, n: i64| Event {
+            id: id.to_string(),
+            event_type: "stock.updated".into(),
+            resource: "stock".into(),
+            record_id: format!("R{n}"),
+            created_date: "2026-12-06T10:00:00".into(),
+            removed: None,
+        };
+        let parts: Vec<String> = (0..3)
+            .map(|n| event_body(&event(&format!("E{n}"), n), &serde_json::json!({"id": n})))
+            .collect();
+        let body = batch_body(
+            "B1",
+            "2026-12-06T10:00:01",
+            parts[..2].iter().map(String::as_str),
+        );
+        let more = append_to_batch(&body, [parts[2].as_str()]).unwrap();
+        let read: serde_json::Value = serde_json::from_str(&more).unwrap();
+        assert_eq!(read["id"], "B1");
+        assert_eq!(read["type"], "batch");
+        assert_eq!(read["createdDate"], "2026-12-06T10:00:01");
+        let ids: Vec<&str> = read["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["E0", "E1", "E2"]);
+        assert_eq!(read["data"][2]["data"], serde_json::json!({"id": 2}));
+        assert_eq!(read["data"][0]["type"], "stock.updated");
+        assert_eq!(
+            batch_event_types(&more),
+            Some(vec!["stock.updated".to_string()])
+        );
+        // An empty batch takes its first event without a comma; a body of another shape none.
+        let empty = batch_body("B2", "2026-12-06T10:00:01", []);
+        let first = append_to_batch(&empty, [parts[0].as_str()]).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&first).unwrap()["data"][0]["id"],
+            "E0"
+        );
+        assert_eq!(append_to_batch("{\"id\":\"x\"}", [parts[0].as_str()]), None);
+        assert_eq!(batch_event_types("not json"), None);
+    }
 }

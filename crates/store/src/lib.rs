@@ -50,7 +50,7 @@ pub use accounts::{Caller, NewKey};
 pub use clock::Clock;
 pub use db::{Backend, CallerCheck, Store, StoreOptions, Timing, WriteTx};
 pub use error::{StoreError, StoreResult};
-pub use events::{AttemptResult, DeliveryClaim};
+pub use events::{AttemptResult, DeliveryClaim, FanOut};
 pub use export::{EXPORT_CHUNK, ExportChunk};
 pub use idempotency::KeptAnswer;
 pub use jobs::ClaimedJob;

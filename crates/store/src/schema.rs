@@ -13,7 +13,7 @@
 use crate::db::{Backend, Store, failed, on_pool};
 use crate::error::{StoreError, StoreResult};
 use brandhub_catalog::{
-    Field, FieldType, Generated, Resource, catalog, grouped, naming::folded_column,
+    Field, FieldDefault, FieldType, Generated, Resource, catalog, grouped, naming::folded_column,
     record::stored_fields,
 };
 use sqlx::AssertSqlSafe;
@@ -131,6 +131,19 @@ fn index_column(field: &Field, backend: Backend) -> String {
         format!("{column} NULLS FIRST")
     } else {
         column
+    }
+}
+
+/// The SQL default of the column `column` of `resource` when its field declares a constant one
+/// (a boolean's): what a column added to a filled table holds in every row.
+fn constant_default(resource: &Resource, column: &str) -> Option<&'static str> {
+    let field = stored_fields(resource)
+        .into_iter()
+        .find(|f| f.column == column)?;
+    match field.default {
+        Some(FieldDefault::Boolean(true)) => Some("TRUE"),
+        Some(FieldDefault::Boolean(false)) => Some("FALSE"),
+        _ => None,
     }
 }
 
@@ -658,6 +671,13 @@ impl Store {
                     if existing.contains(&name) {
                         continue;
                     }
+                    // A required column whose field has a constant default is added with it.
+                    let ty = match constant_default(resource, &name) {
+                        Some(default) if !ty.contains("DEFAULT") => {
+                            format!("{ty} DEFAULT {default}")
+                        }
+                        _ => ty,
+                    };
                     if ty.contains("NOT NULL") && !ty.contains("DEFAULT") {
                         return Err(StoreError::Conflict {
                             detail: format!(
@@ -804,6 +824,14 @@ mod tests {
             "UPDATE \"stock\" SET \"fk_scope_brand\" = (SELECT (SELECT \"fk_brand\" FROM \"product\" WHERE \"product\".\"id\" = \"variant\".\"fk_product\") FROM \"variant\" WHERE \"variant\".\"id\" = \"stock\".\"fk_variant\")"
         );
         assert!(derived_fill_statement(stock, "fk_variant").is_none());
+    }
+
+    #[test]
+    fn a_required_boolean_with_a_constant_default_is_added_with_it() {
+        let webhook = catalog().get(brandhub_catalog::Res::Webhook);
+        assert_eq!(constant_default(webhook, "batch"), Some("FALSE"));
+        assert_eq!(constant_default(webhook, "active"), Some("TRUE"));
+        assert_eq!(constant_default(webhook, "url"), None);
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct WebhookSettings {
     pub poll_interval: Duration,
     /// When failed attempts are tried again.
     pub retry: RetrySchedule,
+    /// How long a batch (a webhook's with `batch`) gathers events after its first before it
+    /// is sent, unless it fills up first.
+    pub batch_wait: Duration,
     /// Whether webhook URLs may name this machine's loopback address as written (`127.0.0.1`,
     /// `[::1]`), over plain http too (`--webhook-allow-insecure-localhost`, for tests with a
     /// local receiver); applied to the store by the server.
@@ -42,6 +45,7 @@ impl Default for WebhookSettings {
             timeout: Duration::from_secs(10),
             poll_interval: Duration::from_secs(1),
             retry: RetrySchedule::default(),
+            batch_wait: Duration::from_secs(1),
             allow_insecure_localhost: false,
         }
     }
@@ -188,24 +192,44 @@ async fn idle(wake: &Notify, poll: Duration, stop: &mut watch::Receiver<bool>) -
 }
 
 /// Fans out committed events whenever a write of this process announces some, and every
-/// poll interval for other processes'.
+/// poll interval for other processes'; wakes the senders when a batch it left open falls due.
 async fn fan_out(context: Arc<Context>, mut stop: watch::Receiver<bool>) {
     let written = context.store.events_written();
+    // When the earliest batch this task left open falls due (the store's clock).
+    let mut batch_due: Option<i64> = None;
     loop {
         if *stop.borrow() {
             return;
         }
         loop {
-            match context.store.fan_out_events(FAN_OUT_BATCH).await {
-                Ok(0) => break,
-                Ok(_) => context.fanned_out.notify_waiters(),
+            match context
+                .store
+                .fan_out_events(FAN_OUT_BATCH, context.settings.batch_wait)
+                .await
+            {
+                Ok(fanned) if fanned.events == 0 => break,
+                Ok(fanned) => {
+                    context.fanned_out.notify_waiters();
+                    if let Some(due) = fanned.batch_due {
+                        batch_due = Some(batch_due.map_or(due, |d| d.min(due)));
+                    }
+                }
                 Err(error) => {
                     tracing::warn!(%error, "events could not be fanned out to webhooks");
                     break;
                 }
             }
         }
-        if !idle(&written, context.settings.poll_interval, &mut stop).await {
+        let now = context.store.clock().now_millis();
+        if batch_due.is_some_and(|due| due <= now) {
+            batch_due = None;
+            context.fanned_out.notify_waiters();
+        }
+        let wait = batch_due.map_or(context.settings.poll_interval, |due| {
+            let until = Duration::from_millis(u64::try_from(due - now).unwrap_or(0));
+            until.min(context.settings.poll_interval)
+        });
+        if !idle(&written, wait, &mut stop).await {
             return;
         }
     }

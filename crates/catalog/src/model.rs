@@ -1057,13 +1057,6 @@ pub struct IndexDef {
     pub exact: bool,
 }
 
-impl IndexDef {
-    /// Whether a write that changes `path` may take a value another record holds.
-    pub fn makes_unique(&self, path: &str) -> bool {
-        self.unique && self.paths.contains(&path)
-    }
-}
-
 /// One resource of the API (`/api/<name>`) and the table behind it.
 #[derive(Debug, Clone)]
 pub struct Resource {

@@ -27,8 +27,9 @@ pub(super) async fn update_in(
 /// which answers 404, 403 or 412 as the order of those checks says.
 ///
 /// Only values that change neither a link (derived fields, the write rules), a natural key,
-/// a list, a field another must agree with (`Writes::agreements`), nor a URL that is
-/// checked, of a resource with no policy of its own, and with no problem found by the parse:
+/// a field of a unique rule compared exactly (a value taken is told with its holder), a
+/// list, a field another must agree with (`Writes::agreements`), nor a URL that is checked,
+/// of a resource with no policy of its own, and with no problem found by the parse:
 /// everything else [`update_batch_in`] checks is then about the record as stored.
 pub(super) async fn update_unread_in(
     tx: &mut WriteTx,
@@ -75,9 +76,8 @@ pub(super) fn needs_no_stored_record(resource: &'static Resource, values: &Write
                 && writes.update.contains(&path)
                 && !writes.natural_key.contains(&path)
                 && !resource
-                    .indexes
-                    .iter()
-                    .any(|index| index.makes_unique(path))
+                    .exact_keys()
+                    .any(|index| index.paths.contains(&path))
                 && !writes.agreements.iter().any(|(_, own)| *own == path)
         })
 }

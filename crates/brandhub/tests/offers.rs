@@ -529,13 +529,16 @@ async fn a_hosts_skus_are_set_in_bulk_all_or_nothing(fx) {
     let host = host_key(fx, &w).await;
     let offers = w.offers(fx).await;
     let id = |key: (usize, usize)| text(&offers[&key]["id"]);
-    // By id, by brand store and barcode (any case), by brand store and variant.
+    // By id, by brand store and barcode (any case), by brand store and variant: one plan
+    // through the store's one executor.
+    let runs = brandhub_store::write::runs(brandhub_store::write::EntryPoint::Bulk);
     let answer = as_host(fx, &host, Method::POST, "/api/offer/hostSku", json!([
         {"id": id((0, 0)), "hostSku": "X1"},
         {"fk_brandStore": w.brand_stores[0], "barcode": w.variants[1].1.to_lowercase(), "hostSku": "X2"},
         {"fk_brandStore": w.brand_stores[1], "fk_variant": w.variants[0].0, "hostSku": "X1"}
     ])).await;
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    assert!(brandhub_store::write::runs(brandhub_store::write::EntryPoint::Bulk) > runs);
     let records = answer.records("offer");
     assert_eq!(records.iter().map(|r| text(&r["id"])).collect::<Vec<_>>(), vec![id((0, 0)), id((0, 1)), id((1, 0))]);
     assert_eq!(skus(&w, fx).await, sku_map(&[((0, 0), "X1"), ((0, 1), "X2"), ((1, 0), "X1"), ((1, 1), "")]));

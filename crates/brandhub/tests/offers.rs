@@ -228,6 +228,66 @@ fn v(available: i64, price: f64, status: &str) -> (i64, Option<f64>, String) {
     (available, Some(price), status.to_string())
 }
 
+/// A host user of this world's host with a key: (email, secret).
+async fn host_key(fx: &Fixture, w: &World) -> (String, String) {
+    let email = format!("{}@example.test", unique("sku-host").to_lowercase());
+    let answer = call(
+        fx,
+        Method::POST,
+        "/api/user",
+        "admin",
+        Some(json!({"name": "SKU Host", "email": email, "type": "host", "fk_host": w.host})),
+    )
+    .await;
+    let user = created(&answer, "user");
+    let answer = call(
+        fx,
+        Method::POST,
+        "/api/apiKey",
+        "admin",
+        Some(json!({"fk_user": text(&user["id"])})),
+    )
+    .await;
+    let key = created(&answer, "apiKey");
+    (email, text(&key["secret"]))
+}
+
+/// A request as the host user `(email, secret)`.
+async fn as_host(
+    fx: &Fixture,
+    host: &(String, String),
+    method: Method,
+    path: &str,
+    body: Value,
+) -> common::Response {
+    common::send(
+        fx,
+        &fx.base,
+        method,
+        path,
+        common::As::Key(&host.0, &host.1),
+        &[],
+        Some(&body),
+    )
+    .await
+}
+
+/// The host's SKU of each offer of this world.
+async fn skus(w: &World, fx: &Fixture) -> BTreeMap<(usize, usize), String> {
+    w.offers(fx)
+        .await
+        .into_iter()
+        .map(|(key, offer)| (key, text(&offer["hostSku"])))
+        .collect()
+}
+
+fn sku_map(entries: &[((usize, usize), &str)]) -> BTreeMap<(usize, usize), String> {
+    entries
+        .iter()
+        .map(|(key, sku)| (*key, sku.to_string()))
+        .collect()
+}
+
 on_both_backends! { "offers";
 
 async fn offers_follow_the_rules_of_their_brand_store(fx) {
@@ -421,6 +481,144 @@ async fn a_price_that_starts_in_two_seconds_changes_its_offers_then(fx) {
         assert!(std::time::Instant::now() < deadline, "the price took effect within 15 s");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+
+async fn a_host_or_an_admin_sets_an_offers_sku_unique_in_its_store_letter_case_counting(fx) {
+    let w = World::make(fx).await;
+    let host = host_key(fx, &w).await;
+    let offers = w.offers(fx).await;
+    let id = |key: (usize, usize)| text(&offers[&key]["id"]);
+    // The host, on its store's offer: the answer is the offer with its SKU.
+    let answer = as_host(fx, &host, Method::PATCH, &format!("/api/offer/{}", id((0, 0))), json!({"hostSku": "SKU-A"})).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(answer.records("offer")[0]["hostSku"], "SKU-A");
+    // The same SKU in the other store; an admin.
+    patch(fx, "offer", &id((1, 0)), json!({"hostSku": "SKU-A"})).await;
+    // Taken in its store: 409 naming the offer that has it; nothing written.
+    let taken = as_host(fx, &host, Method::PATCH, &format!("/api/offer/{}", id((0, 1))), json!({"hostSku": "SKU-A"})).await;
+    let problem = taken.assert_problem(409, "conflict");
+    assert!(text(&problem["detail"]).contains(&id((0, 0))), "{problem}");
+    let taken = call(fx, Method::PATCH, &format!("/api/offer/{}", id((0, 1))), "admin", Some(json!({"hostSku": "SKU-A"}))).await;
+    assert!(text(&taken.assert_problem(409, "conflict")["detail"]).contains(&id((0, 0))));
+    // Letter case counts: `sku-a` is another SKU.
+    patch(fx, "offer", &id((0, 1)), json!({"hostSku": "sku-a"})).await;
+    assert_eq!(skus(&w, fx).await, sku_map(&[((0, 0), "SKU-A"), ((0, 1), "sku-a"), ((1, 0), "SKU-A"), ((1, 1), "")]));
+    // Empty is no SKU, as often as wanted; the freed SKU is free again.
+    as_host(fx, &host, Method::PATCH, &format!("/api/offer/{}", id((0, 0))), json!({"hostSku": ""})).await;
+    patch(fx, "offer", &id((0, 1)), json!({"hostSku": ""})).await;
+    patch(fx, "offer", &id((1, 1)), json!({"hostSku": ""})).await;
+    patch(fx, "offer", &id((0, 1)), json!({"hostSku": "SKU-A"})).await;
+    assert_eq!(skus(&w, fx).await, sku_map(&[((0, 0), ""), ((0, 1), "SKU-A"), ((1, 0), "SKU-A"), ((1, 1), "")]));
+    // hostSku is the only field written; a company user may not write offers (one it
+    // sees: the demo's); a warehouse user sees none, and its key may not change them.
+    let other = call(fx, Method::PATCH, &format!("/api/offer/{}", id((0, 0))), "admin", Some(json!({"available": 3}))).await;
+    assert_eq!(other.status, 422, "{}", String::from_utf8_lossy(&other.body));
+    let seen = call(fx, Method::GET, "/api/offer?pageSize=1&fields=id", "company", None).await.records("offer");
+    let demo = text(&seen[0]["id"]);
+    let refused = call(fx, Method::PATCH, &format!("/api/offer/{demo}"), "company", Some(json!({"hostSku": "MINE"}))).await;
+    refused.assert_problem(403, "forbidden");
+    call(fx, Method::GET, &format!("/api/offer/{}", id((0, 0))), "warehouse", None).await.assert_problem(404, "not_found");
+    let refused = call(fx, Method::PATCH, &format!("/api/offer/{}", id((0, 0))), "warehouse", Some(json!({"hostSku": "MINE"}))).await;
+    assert!([403, 404].contains(&refused.status), "{}", String::from_utf8_lossy(&refused.body));
+    assert_eq!(skus(&w, fx).await[&(0, 0)], "");
+}
+
+async fn a_hosts_skus_are_set_in_bulk_all_or_nothing(fx) {
+    let w = World::make(fx).await;
+    let host = host_key(fx, &w).await;
+    let offers = w.offers(fx).await;
+    let id = |key: (usize, usize)| text(&offers[&key]["id"]);
+    // By id, by brand store and barcode (any case), by brand store and variant: one plan
+    // through the store's one executor.
+    let runs = brandhub_store::write::runs(brandhub_store::write::EntryPoint::Bulk);
+    let answer = as_host(fx, &host, Method::POST, "/api/offer/hostSku", json!([
+        {"id": id((0, 0)), "hostSku": "X1"},
+        {"fk_brandStore": w.brand_stores[0], "barcode": w.variants[1].1.to_lowercase(), "hostSku": "X2"},
+        {"fk_brandStore": w.brand_stores[1], "fk_variant": w.variants[0].0, "hostSku": "X1"}
+    ])).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    assert!(brandhub_store::write::runs(brandhub_store::write::EntryPoint::Bulk) > runs);
+    let records = answer.records("offer");
+    assert_eq!(records.iter().map(|r| text(&r["id"])).collect::<Vec<_>>(), vec![id((0, 0)), id((0, 1)), id((1, 0))]);
+    assert_eq!(skus(&w, fx).await, sku_map(&[((0, 0), "X1"), ((0, 1), "X2"), ((1, 0), "X1"), ((1, 1), "")]));
+
+    // A swap: each takes the other's, judged on where the array ends.
+    let answer = call(fx, Method::POST, "/api/offer/hostSku", "admin", Some(json!([
+        {"id": id((0, 0)), "hostSku": "X2"},
+        {"id": id((0, 1)), "hostSku": "X1"}
+    ]))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(skus(&w, fx).await, sku_map(&[((0, 0), "X2"), ((0, 1), "X1"), ((1, 0), "X1"), ((1, 1), "")]));
+
+    // All or nothing, every problem by index: an offer not found, a SKU twice in one store,
+    // a SKU another offer keeps, no way of naming an offer, a value of the wrong type, the
+    // same offer twice.
+    let refused = as_host(fx, &host, Method::POST, "/api/offer/hostSku", json!([
+        {"id": id((0, 0)), "hostSku": "Y1"},
+        {"id": "0123456789ABCDEF0123456789ABCDEF", "hostSku": "Y2"},
+        {"id": id((0, 1)), "hostSku": "Y1"},
+        {"id": id((1, 1)), "hostSku": "X1"},
+        {"fk_brandStore": w.brand_stores[0], "hostSku": "Y3"},
+        {"fk_brandStore": w.brand_stores[1], "barcode": w.variants[0].1, "hostSku": 5},
+        {"fk_brandStore": w.brand_stores[0], "fk_variant": w.variants[0].0, "hostSku": "Y4"}
+    ])).await;
+    let problem = refused.assert_problem(422, "validation_failed");
+    let errors: Vec<(u64, String)> = problem["errors"].as_array().unwrap().iter()
+        .map(|e| (e["index"].as_u64().unwrap(), text(&e["field"]))).collect();
+    for expected in [(1, "id"), (2, "hostSku"), (3, "hostSku"), (4, "id"), (5, "hostSku"), (6, "id")] {
+        assert!(errors.contains(&(expected.0, expected.1.to_string())), "{expected:?} in {problem}");
+    }
+    assert!(errors.iter().all(|(index, _)| *index != 0), "{problem}");
+    assert_eq!(skus(&w, fx).await, sku_map(&[((0, 0), "X2"), ((0, 1), "X1"), ((1, 0), "X1"), ((1, 1), "")]));
+
+    // More than 1,000 elements, or a caller who may not write offers.
+    let many: Vec<Value> = (0..1001).map(|i| json!({"id": id((0, 0)), "hostSku": format!("M{i}")})).collect();
+    let refused = as_host(fx, &host, Method::POST, "/api/offer/hostSku", Value::Array(many)).await;
+    refused.assert_problem(400, "invalid_value");
+    let refused = call(fx, Method::POST, "/api/offer/hostSku", "company", Some(json!([{"id": id((0, 0)), "hostSku": "C"}]))).await;
+    refused.assert_problem(403, "forbidden");
+    assert_eq!(skus(&w, fx).await, sku_map(&[((0, 0), "X2"), ((0, 1), "X1"), ((1, 0), "X1"), ((1, 1), "")]));
+}
+
+async fn an_intake_names_a_variant_by_the_hosts_sku_and_its_line_keeps_it(fx) {
+    let w = World::make(fx).await;
+    let offers = w.offers(fx).await;
+    patch(fx, "offer", &text(&offers[&(0, 1)]["id"]), json!({"hostSku": "Shirt-M"})).await;
+    // The other store's SKU names nothing in this brand store.
+    patch(fx, "offer", &text(&offers[&(1, 0)]["id"]), json!({"hostSku": "Shirt-S"})).await;
+    let intake = |reference: String, items: Value| json!({
+        "fk_brandStore": w.brand_stores[0],
+        "hostOrderRef": reference,
+        "shipAddress": {"forename": "Ada", "surname": "Lovelace", "line1": "1 Analytical Row", "town": "London", "postcode": "N1 1AA", "countryCode": "GB"},
+        "order_orderItem": items
+    });
+    let answer = call(fx, Method::POST, "/api/order", "admin", Some(intake(unique("SKU"), json!([
+        {"hostSku": "Shirt-M", "orderQty": 1, "itemPrice": 10.0},
+        {"fk_variant": w.variants[0].0, "orderQty": 1, "itemPrice": 20.0}
+    ])))).await;
+    let order = text(&created(&answer, "order")["id"]);
+    let items = fx.get(&format!("/api/orderItem?fk_order={order}&fields=fk_variant,hostSku,itemPrice")).await.records("orderItem");
+    let mut lines: Vec<(f64, String, String)> = items.iter().map(|item| (
+        item["itemPrice"].as_f64().unwrap_or_default(),
+        item["fk_variant"]["__KEY"].as_str().or(item["fk_variant"].as_str()).unwrap_or_default().to_string(),
+        text(&item["hostSku"]),
+    )).collect();
+    lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(lines, vec![(10.0, w.variants[1].0.clone(), "Shirt-M".to_string()), (20.0, w.variants[0].0.clone(), String::new())]);
+    // Two of fk_variant, barcode and hostSku, or none, or a SKU of no offer of the brand
+    // store (another store's, another letter case): 422 naming the line.
+    let refused = call(fx, Method::POST, "/api/order", "admin", Some(intake(unique("SKU"), json!([
+        {"hostSku": "Shirt-M", "orderQty": 1, "itemPrice": 10.0},
+        {"hostSku": "Shirt-M", "barcode": w.variants[1].1, "orderQty": 1, "itemPrice": 10.0},
+        {"orderQty": 1, "itemPrice": 10.0},
+        {"hostSku": "Shirt-S", "orderQty": 1, "itemPrice": 20.0},
+        {"hostSku": "shirt-m", "orderQty": 1, "itemPrice": 10.0},
+        {"fk_variant": w.variants[0].0, "barcode": w.variants[0].1, "orderQty": 1, "itemPrice": 20.0}
+    ])))).await;
+    let problem = refused.assert_problem(422, "validation_failed");
+    let indexes: std::collections::BTreeSet<u64> = problem["errors"].as_array().unwrap().iter().filter_map(|e| e["index"].as_u64()).collect();
+    assert_eq!(indexes.into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "{problem}");
 }
 
 }

@@ -15,9 +15,9 @@ pub mod words;
 
 pub use handle::Res;
 pub use model::{
-    Anchor, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef, ListStorage,
-    NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret, SecretKept,
-    UserType, WriteAction, Writes, grouped, is_insecure_loopback_url, lengths, limits,
+    Anchor, BulkSet, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef,
+    ListStorage, NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret,
+    SecretKept, UserType, WriteAction, Writes, grouped, is_insecure_loopback_url, lengths, limits,
     secure_url_problem, web_url_problem, webhook_url_problem,
 };
 pub use record::{Cell, Layout, Record};
@@ -427,6 +427,22 @@ impl Catalog {
                 for path in &index.paths {
                     if resource.field_at(path).is_none_or(|f| !f.has_column()) {
                         return Err(format!("index of {} names {path}", resource.name));
+                    }
+                }
+            }
+            if let Some(bulk) = resource.writes.bulk {
+                if !resource.writes.update.contains(&bulk.field) {
+                    return Err(format!(
+                        "{} is set in bulk, but an update may not change {}",
+                        resource.name, bulk.field
+                    ));
+                }
+                for path in bulk.named_by.iter().flat_map(|way| way.iter()) {
+                    if resource.field_at(path).is_none_or(|f| !f.has_column()) {
+                        return Err(format!(
+                            "{} names its records in bulk by {path}",
+                            resource.name
+                        ));
                     }
                 }
             }

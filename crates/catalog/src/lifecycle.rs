@@ -198,8 +198,9 @@ pub struct Lifecycle {
     pub line_action: &'static [&'static str],
 }
 
-/// The fields of a line an intake may set (besides `barcode`, which names the variant when
-/// `fk_variant` is absent); `orderQty` and `itemPrice` are required.
+/// The fields of a line an intake may set (besides `barcode` and `hostSku`, which name the
+/// variant instead of `fk_variant`: exactly one of the three does); `orderQty` and
+/// `itemPrice` are required.
 pub const LINE_INTAKE: [&str; 9] = [
     "fk_variant",
     "orderQty",

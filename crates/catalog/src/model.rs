@@ -962,6 +962,20 @@ pub struct Writes {
     /// Checks of the resource's own that fields and rules cannot express, run by the write
     /// pipeline with every other check.
     pub policy: Option<Policy>,
+    /// One field set on many records in one request, all or nothing (a host's SKUs).
+    pub bulk: Option<BulkSet>,
+}
+
+/// A field that `POST /api/<resource>/<field>` sets on up to 1,000 records at once, in one
+/// transaction, all or nothing, unique rules judged on the records as they all end up (two
+/// records may swap values); every problem told in one 422, by the element's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkSet {
+    /// The field set, among those an update may change; also the path's last segment.
+    pub field: &'static str,
+    /// The ways besides `id` an element may name its record: each a set of fields whose
+    /// values together name at most one record (text compared folded, as filters do).
+    pub named_by: &'static [&'static [&'static str]],
 }
 
 impl Writes {
@@ -1037,6 +1051,10 @@ fn rule_groups(groups: &[&[(&'static str, Anchor)]]) -> Vec<Vec<ScopeTerm>> {
 pub struct IndexDef {
     pub paths: Vec<&'static str>,
     pub unique: bool,
+    /// Values compared exactly (letter case counts: `ABC` and `abc` differ) rather than by
+    /// their folded copies, among records whose fields are all set (no text empty, no id
+    /// unset): a unique rule over the values as written (a host's SKU within its store).
+    pub exact: bool,
 }
 
 /// One resource of the API (`/api/<name>`) and the table behind it.
@@ -1407,8 +1425,41 @@ impl Resource {
         self.indexes.push(IndexDef {
             paths: paths.to_vec(),
             unique,
+            exact: false,
         });
         self
+    }
+
+    /// Declares that `paths` are unique together as written, letter case counting, among
+    /// records whose fields are all set (see [`IndexDef::exact`]): the database holds it by
+    /// a partial unique index, and a write taking a value another record holds is a
+    /// conflict naming that record.
+    pub fn unique_exactly(mut self, paths: &[&'static str]) -> Self {
+        self.indexes.push(IndexDef {
+            paths: paths.to_vec(),
+            unique: true,
+            exact: true,
+        });
+        self
+    }
+
+    /// Declares that `field` may be set on many records at once, `POST
+    /// /api/<resource>/<field>` (see [`BulkSet`]), each record named by its id or by one of
+    /// `named_by`.
+    pub fn set_in_bulk(
+        mut self,
+        field: &'static str,
+        named_by: &'static [&'static [&'static str]],
+    ) -> Self {
+        self.writes.bulk = Some(BulkSet { field, named_by });
+        self
+    }
+
+    /// The unique rules compared exactly ([`IndexDef::exact`]).
+    pub fn exact_keys(&self) -> impl Iterator<Item = &IndexDef> {
+        self.indexes
+            .iter()
+            .filter(|index| index.unique && index.exact)
     }
 
     /// The top-level field with this API name.

@@ -172,6 +172,13 @@ pub const ADJUST_TYPES: [&str; 2] = ["percent", "fixed"];
 /// is offered no stock), else `outOfStock` (nothing available), else `active`.
 pub const OFFER_STATUSES: [&str; 3] = ["active", "outOfStock", "inactive"];
 
+/// How an element of `POST /api/offer/hostSku` names its offer besides its id: its brand
+/// store and the variant's barcode, or its brand store and variant.
+const OFFER_NAMED_BY: &[&[&str]] = &[
+    &["fk_brandStore", "barcode"],
+    &["fk_brandStore", "fk_variant"],
+];
+
 /// The resources offers are kept from: a write of any of them may change offers.
 const OFFER_SOURCES: &[Res] = &[
     Res::Stock,
@@ -678,6 +685,7 @@ fn declared() -> Vec<Resource> {
                 "brandStore",
             )
             .field(integer("orderQty").domain(Domain::ORDERED))
+            .field(text("hostSku").short().doc("The host's SKU (its store's) the line named its variant by at intake; empty when it named it by id or barcode."))
             .field(number("itemPrice").domain(Domain::MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(number("lineNet").domain(Domain::SIGNED_MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
             .field(number("lineTax").domain(Domain::SIGNED_MONEY).priced_in("currency").hidden_from(WAREHOUSE_CANNOT_SEE_MONEY))
@@ -983,7 +991,9 @@ fn declared() -> Vec<Resource> {
         .field(text("status").indexed().short().domain(Domain::OneOf(&OFFER_STATUSES)))
         .template(&["offer_variant", "offer_store"])
         .index(&["fk_brandStore", "fk_variant"], true)
+        .unique_exactly(&["fk_store", "hostSku"])
         .writable(&[], &[], &["hostSku"], false)
+        .set_in_bulk("hostSku", OFFER_NAMED_BY)
         .scope(COMPANY, &[&[("offer_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("offer_store.fk_host", Host)]])
         .writable_by(WRITE, HOST, &[&[("offer_store.fk_host", Host)]]),

@@ -17,9 +17,15 @@ pub const MAX_LINES: usize = 1_000;
 #[derive(Debug, Clone)]
 pub struct LineIntake {
     pub values: WriteValues,
-    /// The variant named by barcode, when `fk_variant` is absent.
+    /// The variant named by barcode (instead of `fk_variant`).
     pub barcode: Option<String>,
+    /// The variant named by the host's SKU in the brand store's store (instead of
+    /// `fk_variant` or `barcode`); the line keeps it.
+    pub host_sku: Option<String>,
 }
+
+/// The names a line may name its variant by: exactly one of them.
+pub const VARIANT_NAMES: [&str; 3] = ["fk_variant", "barcode", "hostSku"];
 
 /// An order intake, parsed and checked against the catalog (no database yet).
 #[derive(Debug, Clone)]
@@ -41,7 +47,8 @@ fn problem(
 }
 
 /// Parses an intake body: the order's fields (those the catalog lets an intake set) and its
-/// lines in `order_orderItem` (the lifecycle's line fields, plus `barcode`). Unknown names
+/// lines in `order_orderItem` (the lifecycle's line fields, plus `barcode` or `hostSku`:
+/// exactly one of [`VARIANT_NAMES`] names the line's variant). Unknown names
 /// and bodies that are not an object are 400; everything else is left as problems.
 pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> ApiResult<Intake> {
     let lifecycle = order
@@ -77,18 +84,39 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
                     ));
                     continue;
                 };
-                let barcode = match line.remove("barcode") {
+                let mut named_by = |name: &str| match line.remove(name) {
                     None | Some(Value::Null) => None,
                     Some(Value::String(text)) => Some(text),
                     Some(other) => {
                         parsed.problems.push(problem(
-                            "order_orderItem.barcode",
+                            format!("order_orderItem.{name}"),
                             format!("expected text, got {other}"),
                             Some(index),
                         ));
                         None
                     }
                 };
+                let barcode = named_by("barcode");
+                let host_sku = named_by("hostSku");
+                let given: Vec<&str> = VARIANT_NAMES
+                    .into_iter()
+                    .filter(|name| match *name {
+                        "barcode" => barcode.is_some(),
+                        "hostSku" => host_sku.is_some(),
+                        other => line.get(other).is_some_and(|v| !v.is_null()),
+                    })
+                    .collect();
+                if given.len() > 1 {
+                    parsed.problems.push(problem(
+                        "order_orderItem",
+                        format!(
+                            "names its variant by {}: give exactly one of {}",
+                            given.join(" and "),
+                            VARIANT_NAMES.join(", ")
+                        ),
+                        Some(index),
+                    ));
+                }
                 let mut values = parse_fields(
                     item,
                     WriteMode::Create,
@@ -106,7 +134,11 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
                     p.field = format!("order_orderItem.{}", p.field);
                     p.index = Some(index);
                 }
-                lines.push(LineIntake { values, barcode });
+                lines.push(LineIntake {
+                    values,
+                    barcode,
+                    host_sku,
+                });
             }
         }
         Some(_) => parsed.problems.push(problem(

@@ -14,6 +14,7 @@
 //!
 //! Nothing here touches a network or a database, so each stage is tested alone.
 
+pub mod bulk;
 pub mod conditions;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;

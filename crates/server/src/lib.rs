@@ -187,7 +187,7 @@ pub fn router(state: AppState, behind_proxy: bool, body_bounds: bodies::BodyBoun
             get(read::by_id)
                 .patch(write::update)
                 .delete(write::delete)
-                .post(handlers::orders::action),
+                .post(handlers::post_named),
         )
         .route("/api/{resource}/{id}/{sub}", get(files::nested))
         .route(lenient::TOO_LONG_TARGET, any(fallback::uri_too_long))

@@ -231,6 +231,10 @@ pub fn resource_statements(resource: &Resource, backend: Backend) -> Vec<String>
             .map(|f| f.column.as_str())
             .collect::<Vec<_>>()
             .join("_");
+        if index.exact {
+            statements.push(exact_index(resource, &fields, &name));
+            continue;
+        }
         statements.push(format!(
             "CREATE {}INDEX IF NOT EXISTS {} ON {} ({})",
             if index.unique { "UNIQUE " } else { "" },
@@ -249,6 +253,30 @@ pub fn resource_statements(resource: &Resource, backend: Backend) -> Vec<String>
     statements.extend(natural_key_index(resource, backend));
     statements.extend(held_statements(resource, backend));
     statements
+}
+
+/// The partial unique index of a rule compared exactly ([`brandhub_catalog::IndexDef::exact`]):
+/// over the columns as written (not their folded copies, so letter case counts), among rows
+/// whose fields are all set (no text empty).
+fn exact_index(resource: &Resource, fields: &[&Field], name: &str) -> String {
+    let set: Vec<String> = fields
+        .iter()
+        .map(|field| match field.ty {
+            FieldType::Text => format!("{} <> ''", quote(&field.column)),
+            _ => format!("{} IS NOT NULL", quote(&field.column)),
+        })
+        .collect();
+    format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({}) WHERE {}",
+        quote(&format!("ux_{}_{name}", resource.table)),
+        quote(resource.table),
+        fields
+            .iter()
+            .map(|f| quote(&f.column))
+            .collect::<Vec<_>>()
+            .join(", "),
+        set.join(" AND ")
+    )
 }
 
 /// The name of the database rule that holds `field` of `resource` within its range.
@@ -855,6 +883,18 @@ mod tests {
                 "BIGINT NOT NULL DEFAULT 1".to_string()
             )
         );
+    }
+
+    #[test]
+    fn exact_unique_rules_are_partial_indexes_of_the_columns_as_written() {
+        let offer = catalog().get(brandhub_catalog::Res::Offer);
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            let statements = resource_statements(offer, backend);
+            assert!(
+                statements.contains(&"CREATE UNIQUE INDEX IF NOT EXISTS \"ux_offer_fk_store_host_sku\" ON \"offer\" (\"fk_store\", \"host_sku\") WHERE \"fk_store\" IS NOT NULL AND \"host_sku\" <> ''".to_string()),
+                "{statements:?}"
+            );
+        }
     }
 
     #[test]

@@ -38,6 +38,27 @@ async fn drain(body: Body, limit: usize) {
     }
 }
 
+/// `POST /api/<resource>/<name>`: a field set on many records at once where the catalog
+/// declares `name` so ([`brandhub_catalog::Writes::bulk`], [`write::set_in_bulk`]), else
+/// one of the resource's lifecycle actions ([`orders::action`]; 405 when it has none by that
+/// name).
+pub async fn post_named(
+    axum::extract::State(state): axum::extract::State<crate::AppState>,
+    axum::extract::Path((name, action)): axum::extract::Path<(String, String)>,
+    crate::auth::Authenticated { caller, .. }: crate::auth::Authenticated,
+    axum::Extension(timing): axum::Extension<std::sync::Arc<brandhub_store::Timing>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    let resource = resource(&name)?;
+    match resource.writes.bulk {
+        Some(bulk) if bulk.field == action => {
+            write::set_in_bulk(&state, resource, bulk, &caller, &timing, &headers, body).await
+        }
+        _ => orders::action(&state, resource, &action, &caller, &headers, body).await,
+    }
+}
+
 /// The resource named in a URL, or 404 listing the resources there are.
 pub fn resource(name: &str) -> Answer<&'static Resource> {
     catalog().resource(name).ok_or_else(|| {

@@ -632,6 +632,53 @@ fn add_write_paths(
     }
 }
 
+/// `POST /api/<resource>/<field>` of a field the catalog sets in bulk (docs/API.md, "Host
+/// SKUs"): an array of up to 1,000 elements, each naming a record by `id` or by one of the
+/// declared ways, with the field's value; all or nothing.
+fn add_bulk_path(
+    view: View,
+    paths: &mut Map<String, Value>,
+    resource: &Resource,
+    envelope: &Value,
+) {
+    let Some(bulk) = resource.writes.bulk else {
+        return;
+    };
+    let name = resource.name;
+    let Some(set) = resource.field_at(bulk.field) else {
+        return;
+    };
+    let mut ways = vec![json!({"required": ["id", bulk.field]})];
+    let mut properties = Map::new();
+    properties.insert(
+        "id".into(),
+        json!({"type": "string", "pattern": "^[0-9A-Fa-f]{32}$"}),
+    );
+    properties.insert(bulk.field.into(), field_schema(view, resource, set));
+    for way in bulk.named_by {
+        let mut required: Vec<&str> = way.to_vec();
+        required.push(bulk.field);
+        ways.push(json!({"required": required}));
+        for path in *way {
+            if let Some(field) = resource.field_at(path) {
+                let mut schema = field_schema(view, resource, field);
+                schema["type"] = json!("string");
+                properties.insert((*path).into(), schema);
+            }
+        }
+    }
+    let item = json!({"type": "object", "additionalProperties": false,
+        "properties": properties, "oneOf": ways});
+    paths.insert(format!("/api/{name}/{}", bulk.field), json!({"post": {
+        "summary": format!("Set {} on up to 1,000 {name} records, all or nothing", bulk.field),
+        "description": format!("Each element names its {name} by id, or by {}, and gives its {}; one transaction, unique values judged on the records as they all end up (two may swap theirs); every problem in one 422, each with its element's index.",
+            bulk.named_by.iter().map(|way| way.join(" and ")).collect::<Vec<_>>().join(", or by "), bulk.field),
+        "tags": [name],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {
+            "type": "array", "minItems": 1, "maxItems": 1000, "items": item}}}},
+        "responses": responses(envelope.clone())}}));
+}
+
 /// A resource that moves through a lifecycle (orders, docs/API.md, "Orders: intake, lifecycle and stock"): its create is an intake
 /// with lines, its PATCH an action, and each declared action a `POST` of an array of actions.
 fn add_lifecycle_paths(
@@ -663,7 +710,9 @@ fn add_lifecycle_paths(
         &[],
     );
     intake_line["content"]["application/json"]["schema"]["properties"]["barcode"] = json!({
-        "type": "string", "description": "Names the variant (of the brand store's brand) when fk_variant is absent."});
+        "type": "string", "description": "Names the variant (of the brand store's brand) instead of fk_variant or hostSku."});
+    intake_line["content"]["application/json"]["schema"]["properties"]["hostSku"] = json!({
+        "type": "string", "description": "Names the variant by the host's SKU of its offer in the brand store (letter case counts) instead of fk_variant or barcode; the line keeps it."});
     let intake = with_lines(
         write_body(
             view,
@@ -854,6 +903,7 @@ fn document(view: View) -> Value {
         }
         add_write_paths(view, resource, &mut list, &mut by_id, &envelope);
         add_lifecycle_paths(view, &mut paths, resource, &mut list, &mut by_id, &envelope);
+        add_bulk_path(view, &mut paths, resource, &envelope);
         paths.insert(format!("/api/{name}"), list);
         paths.insert(format!("/api/{name}/{{id}}"), by_id);
         paths.insert(format!("/api/{name}/count"), json!({
@@ -1019,6 +1069,24 @@ mod tests {
                 .get("x-brandhub-lifecycle")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_field_set_in_bulk_has_its_path_with_the_ways_its_elements_name_records() {
+        let doc = document(None);
+        let post = &doc["paths"]["/api/offer/hostSku"]["post"];
+        let body = &post["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(body["maxItems"], 1000);
+        assert_eq!(
+            body["items"]["oneOf"],
+            json!([{"required": ["id", "hostSku"]},
+                   {"required": ["fk_brandStore", "barcode", "hostSku"]},
+                   {"required": ["fk_brandStore", "fk_variant", "hostSku"]}])
+        );
+        assert!(doc["paths"].get("/api/stock/hostSku").is_none());
+        let line = &doc["paths"]["/api/order"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["properties"]["order_orderItem"]["items"];
+        assert_eq!(line["properties"]["hostSku"]["type"], "string", "{line}");
     }
 
     #[test]

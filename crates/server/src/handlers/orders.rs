@@ -7,13 +7,10 @@
 
 use super::read::{viewer, with_etag};
 use super::write::{Created, answer, read_one};
-use super::{MAX_QUERY_BODY, read_body, require_grant, resource};
+use super::{MAX_QUERY_BODY, read_body, require_grant};
 use crate::AppState;
-use crate::auth::Authenticated;
 use crate::problem::{Answer, Problem};
-use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use brandhub_catalog::Resource;
@@ -24,10 +21,9 @@ use brandhub_query::intake::parse_intake;
 use brandhub_query::lifecycle::{Ask, read_ask};
 use brandhub_query::plan::Viewer;
 use brandhub_query::write::MAX_WRITE_RECORDS;
-use brandhub_store::Timing;
 use brandhub_store::schema::FIRST_VERSION;
+use brandhub_store::{Caller, Timing};
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 fn not_found(resource: &Resource, id: &str) -> Problem {
     Problem(ApiError::new(
@@ -122,19 +118,18 @@ fn one_object(bytes: &[u8]) -> Answer<serde_json::Map<String, Value>> {
     }
 }
 
-/// `POST /api/<resource>/<action>`: one lifecycle step (the action's) on each element of an
-/// array of up to 1,000, each applied or refused on its own; 200 with one outcome per
-/// element, in the body's order. A key needs PATCH on the resource: each element changes a
-/// record.
+/// `POST /api/<resource>/<action>` ([`super::post_named`]): one lifecycle step (the
+/// action's) on each element of an array of up to 1,000, each applied or refused on its own;
+/// 200 with one outcome per element, in the body's order. A key needs PATCH on the
+/// resource: each element changes a record.
 pub async fn action(
-    State(state): State<AppState>,
-    Path((name, action)): Path<(String, String)>,
-    Authenticated { caller, .. }: Authenticated,
-    Extension(_timing): Extension<Arc<Timing>>,
-    headers: HeaderMap,
+    state: &AppState,
+    resource: &'static Resource,
+    action: &str,
+    caller: &Caller,
+    headers: &HeaderMap,
     body: Body,
 ) -> Answer<Response> {
-    let resource = resource(&name)?;
     let step = resource
         .lifecycle
         .and_then(|l| l.actions.iter().find(|(n, _)| *n == action))
@@ -151,9 +146,9 @@ pub async fn action(
         error.allow = Some(resource.methods(true).join(", "));
         return Err(Problem(error));
     };
-    require_grant(&caller, resource, "PATCH")?;
-    let bytes = read_body(&headers, body, MAX_QUERY_BODY).await?;
-    let viewer = viewer(&caller);
+    require_grant(caller, resource, "PATCH")?;
+    let bytes = read_body(headers, body, MAX_QUERY_BODY).await?;
+    let viewer = viewer(caller);
     let items = match serde_json::from_slice(&bytes) {
         // An element that is not an object with an id makes the body malformed, not a refusal
         // of one order.
@@ -243,7 +238,7 @@ pub async fn action(
         "recordsSent": outcomes.len(),
         "applied": applied,
         "refused": refused,
-        action.as_str(): outcomes,
+        action: outcomes,
     }});
     let bytes = serde_json::to_vec(&body).map_err(|_| Problem(ApiError::internal()))?;
     Ok(answer(StatusCode::OK, bytes, None))

@@ -16,8 +16,9 @@ use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use brandhub_catalog::Resource;
+use brandhub_catalog::{BulkSet, Resource};
 use brandhub_problem::{ApiError, Code};
+use brandhub_query::bulk::parse_bulk;
 use brandhub_query::conditions::{IdempotencyKey, IfMatch, etag};
 use brandhub_query::plan::{ReadPlan, Viewer, plan_by_id, plan_read};
 use brandhub_query::request::ReadRequest;
@@ -571,6 +572,42 @@ async fn update_as(
         answer(StatusCode::OK, page.body.to_vec(), None),
         Some(version),
     ))
+}
+
+/// `POST /api/<resource>/<field>` for a field the catalog sets in bulk
+/// ([`brandhub_catalog::BulkSet`]): up to 1,000 elements, each naming a record and giving the
+/// field's value, written in one transaction or not at all; 200 with the records as they now
+/// are, in the body's order. A key needs PATCH on the resource: each element changes a
+/// record.
+pub async fn set_in_bulk(
+    state: &AppState,
+    resource: &'static Resource,
+    bulk: BulkSet,
+    caller: &Caller,
+    timing: &Timing,
+    headers: &HeaderMap,
+    body: Body,
+) -> Answer<Response> {
+    require_grant(caller, resource, "PATCH")?;
+    let bytes = read_body(headers, body, MAX_QUERY_BODY).await?;
+    let viewer = viewer(caller);
+    let elements = parse_bulk(resource, bulk, &bytes, &viewer)?;
+    let writer = Writer::with_key(&viewer, &caller.key_id, &caller.grants);
+    let ids = state
+        .store
+        .set_in_bulk(resource, &elements, &writer)
+        .await?;
+    let written: Vec<Written> = ids
+        .into_iter()
+        .map(|id| Written {
+            id,
+            created: false,
+            secret: None,
+        })
+        .collect();
+    let template = plan_read(resource, &ReadRequest::default(), &viewer)?;
+    let body = render_written(state, &template, &written, None, &viewer, timing).await?;
+    Ok(answer(StatusCode::OK, body, None))
 }
 
 /// What a `PATCH` or `DELETE` read of its request, or, when that was refused, 404 for a

@@ -118,13 +118,15 @@ impl std::fmt::Display for Grant {
 /// The grants a key gets when none are given, which are also the most a key of a user of
 /// this type may use (docs/API.md, "Transport and authentication"). Admins, sponsors and companies may call everything (what
 /// they may write is bounded by the catalog's write rules, docs/API.md, "Writes: users and keys"); hosts and warehouse
-/// users read, and write what is theirs (their stores or stock, their keys and webhooks).
+/// users read, and write what is theirs (their stores, their offers' SKUs or their stock,
+/// their keys and webhooks).
 pub fn default_grants(user_type: UserType) -> Vec<Grant> {
     let texts: &[&str] = match user_type {
         UserType::Admin | UserType::Sponsor | UserType::Company => &["*:*"],
         UserType::Host => &[
             "*:GET",
             "order:POST,PATCH",
+            "offer:PATCH",
             "store:*",
             "webhook:*",
             "apiKey:*",

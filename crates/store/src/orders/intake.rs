@@ -399,14 +399,20 @@ impl Store {
             .map(|t| t.currency.clone())
             .unwrap_or_default();
 
-        // The variants, by id or barcode, within the brand store's brand.
+        // The variants, by id, barcode or the host's SKU (the offers of the brand store's),
+        // within the brand store's brand.
         let mut variants: Vec<Option<String>> = vec![None; intake.lines.len()];
         let mut stock_ids: HashMap<String, String> = HashMap::new();
         if let Some(brand) = &brand {
+            let skus = match &target {
+                Some(target) => self.variants_by_sku(&target.id, intake).await?,
+                None => HashMap::new(),
+            };
             let ids: Vec<String> = intake
                 .lines
                 .iter()
                 .filter_map(|l| l.values.text("fk_variant"))
+                .chain(skus.values().cloned())
                 .collect();
             let barcodes: Vec<String> = intake
                 .lines
@@ -475,6 +481,20 @@ impl Store {
                 }),
             );
             for (index, line) in intake.lines.iter().enumerate() {
+                if let Some(sku) = &line.host_sku {
+                    let variant = skus
+                        .get(sku)
+                        .filter(|v| found.iter().any(|(id, _)| id == *v));
+                    match variant {
+                        Some(variant) => variants[index] = Some(variant.clone()),
+                        None => problems.push(problem(
+                            "order_orderItem.hostSku",
+                            format!("no offer of the brand store has hostSku '{sku}' (letter case counts)"),
+                            Some(index),
+                        )),
+                    }
+                    continue;
+                }
                 let by_id = line.values.text("fk_variant");
                 let by_barcode = line.barcode.as_deref().map(fold);
                 let id_match = by_id
@@ -488,7 +508,7 @@ impl Store {
                         if !line.values.has_problem("order_orderItem.fk_variant") {
                             problems.push(problem(
                                 "order_orderItem.fk_variant",
-                                "is required (or barcode)",
+                                "is required (or barcode, or hostSku)",
                                 Some(index),
                             ))
                         }
@@ -504,11 +524,6 @@ impl Store {
                             "no variant with barcode '{}' exists in the brand store's brand",
                             line.barcode.as_deref().unwrap_or_default()
                         ),
-                        Some(index),
-                    )),
-                    (Some(_), Some(_), Some(a), Some(b)) if a.0 != b.0 => problems.push(problem(
-                        "order_orderItem.barcode",
-                        "names another variant than fk_variant",
                         Some(index),
                     )),
                     (_, _, a, b) => variants[index] = a.or(b).map(|(v, _)| v.clone()),
@@ -597,6 +612,43 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The variants of the offers of `brand_store` whose host's SKU lines of the intake name
+    /// (compared exactly: SKUs are unique within a store, letter case counting), by SKU.
+    async fn variants_by_sku(
+        &self,
+        brand_store: &str,
+        intake: &Intake,
+    ) -> StoreResult<HashMap<String, String>> {
+        let skus: Vec<&str> = intake
+            .lines
+            .iter()
+            .filter_map(|l| l.host_sku.as_deref())
+            .filter(|sku| !sku.is_empty())
+            .collect();
+        if skus.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let offer = resource(Res::Offer);
+        let rows = self
+            .fetch_in_request(
+                &Query::select()
+                    .expr(column(offer, "hostSku"))
+                    .expr(column(offer, "fk_variant"))
+                    .from(Alias::new(offer.table))
+                    .and_where(column(offer, "fk_brandStore").eq(brand_store))
+                    .and_where(column(offer, "hostSku").is_in(skus))
+                    .to_owned(),
+                &[Kind::Text, Kind::Text],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| Some((r[0].as_text()?.to_string(), r[1].as_text()?.to_string())))
+            .collect())
+    }
+}
+
 /// An intake's order and lines as they will be written, and the stock they demand.
 struct IntakeRecords {
     order: Record,
@@ -657,6 +709,7 @@ fn intake_records(
         let variant = variant.clone().unwrap_or_default();
         r.cells[l.cell("fk_order")] = Cell::Text(order_id.clone());
         r.cells[l.cell("fk_variant")] = Cell::Text(variant.clone());
+        r.cells[l.cell("hostSku")] = Cell::Text(line.host_sku.clone().unwrap_or_default());
         r.cells[l.cell("lineNet")] = Cell::Number(*net);
         r.cells[l.cell("lineTax")] = Cell::Number(*tax);
         r.cells[l.cell("lineGross")] = Cell::Number(*gross);

@@ -33,6 +33,7 @@ use brandhub_query::write::WriteValues;
 use sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Query, SqliteQueryBuilder};
 use std::collections::{HashMap, HashSet};
 
+mod bulk;
 mod checks;
 mod create;
 mod entry;

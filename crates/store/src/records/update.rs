@@ -27,8 +27,9 @@ pub(super) async fn update_in(
 /// which answers 404, 403 or 412 as the order of those checks says.
 ///
 /// Only values that change neither a link (derived fields, the write rules), a natural key,
-/// a list, a field another must agree with (`Writes::agreements`), nor a URL that is
-/// checked, of a resource with no policy of its own, and with no problem found by the parse:
+/// a field of a unique rule compared exactly (a value taken is told with its holder), a
+/// list, a field another must agree with (`Writes::agreements`), nor a URL that is checked,
+/// of a resource with no policy of its own, and with no problem found by the parse:
 /// everything else [`update_batch_in`] checks is then about the record as stored.
 pub(super) async fn update_unread_in(
     tx: &mut WriteTx,
@@ -74,6 +75,9 @@ pub(super) fn needs_no_stored_record(resource: &'static Resource, values: &Write
                 && field.domain != Some(Domain::SecureUrl)
                 && writes.update.contains(&path)
                 && !writes.natural_key.contains(&path)
+                && !resource
+                    .exact_keys()
+                    .any(|index| index.paths.contains(&path))
                 && !writes.agreements.iter().any(|(_, own)| *own == path)
         })
 }
@@ -199,10 +203,27 @@ pub(super) async fn update_batch_in(
             policy::problems(tx, resource, writer, record, Some(before), values, *index).await?,
         );
     }
+    // Unique rules compared exactly, on the batch as it ends up: each taken value is a
+    // problem of its element in an array, a 409 naming its holder for one record.
+    let mut taken_one = None;
+    for taken in exact_keys_taken(tx, resource, &ids, &records, &befores, writer).await? {
+        match updates[taken.at].2 {
+            Some(index) => problems.push(problem(taken.path, taken.message(resource), Some(index))),
+            None => taken_one = taken_one.or(Some(taken)),
+        }
+    }
     if !problems.is_empty() {
         return Err(sorted(problems));
     }
+    if let Some(taken) = taken_one {
+        let detail = format!("The {} {}.", taken.path, taken.message(resource));
+        return Err(StoreError::conflict(detail, taken.path));
+    }
     keys_free(tx, resource, updates, &records, &befores, writer).await?;
+    // A value moving from one record of the batch to another (two swapping theirs) is
+    // first let go by the record that has it, so that no row breaks the unique index on
+    // the way to the end state the checks judged.
+    free_exact_keys(tx, resource, &ids, &records, &befores).await?;
     let mut versions = Vec::with_capacity(updates.len());
     for ((id, _, _), (changes, list_changes)) in updates
         .iter()
@@ -382,4 +403,201 @@ pub(super) fn ids_changed(resource: &'static Resource, record: &Record, before: 
         .iter()
         .zip(record.cells.iter().zip(&before.cells))
         .any(|(field, (now, then))| field.ty == FieldType::Id && now != then)
+}
+
+/// A value of a unique rule compared exactly ([`brandhub_catalog::IndexDef::exact`]) that a
+/// record of a batch would take from another.
+struct Taken {
+    /// The position of the record in the batch.
+    at: usize,
+    /// The field of the rule that names the value (the one the write changed).
+    path: &'static str,
+    /// The value.
+    value: String,
+    /// The record that has it, when the caller sees that record.
+    holder: Option<String>,
+}
+
+impl Taken {
+    fn message(&self, resource: &Resource) -> String {
+        match &self.holder {
+            Some(holder) => format!(
+                "'{}' is taken by the {} '{holder}' (letter case counts): choose another",
+                self.value, resource.name
+            ),
+            None => format!(
+                "'{}' is taken by a record the caller does not see: choose another",
+                self.value
+            ),
+        }
+    }
+}
+
+/// The values of a unique rule compared exactly, of a record as it is: `None` when one of
+/// its fields is unset (empty text), which no such rule counts.
+fn exact_key(resource: &Resource, paths: &[&'static str], record: &Record) -> Option<Vec<String>> {
+    paths
+        .iter()
+        .map(|path| match cell_of(resource, record, path) {
+            Some(Cell::Text(text)) if !text.is_empty() => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The values of unique rules compared exactly that the records of a batch (`ids`, as they
+/// will be, from `befores`) would take: from another record of the batch as it ends up (the
+/// record that keeps its value, else the first that takes it, has it), or from a record
+/// outside the batch. A value another record of the batch lets go of is free.
+async fn exact_keys_taken(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    ids: &[String],
+    records: &[Record],
+    befores: &[Record],
+    writer: &Writer<'_>,
+) -> StoreResult<Vec<Taken>> {
+    let mut taken = Vec::new();
+    for index in resource.exact_keys() {
+        let finals: Vec<Option<Vec<String>>> = records
+            .iter()
+            .map(|record| exact_key(resource, &index.paths, record))
+            .collect();
+        let moved: Vec<usize> = (0..records.len())
+            .filter(|i| {
+                finals[*i].is_some()
+                    && finals[*i] != exact_key(resource, &index.paths, &befores[*i])
+            })
+            .collect();
+        if moved.is_empty() {
+            continue;
+        }
+        let path = |i: usize| {
+            index
+                .paths
+                .iter()
+                .copied()
+                .find(|path| {
+                    cell_of(resource, &records[i], path) != cell_of(resource, &befores[i], path)
+                })
+                .unwrap_or(index.paths[index.paths.len() - 1])
+        };
+        let value = |i: usize| {
+            cell_of(resource, &records[i], path(i))
+                .and_then(Cell::as_text)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut found: Vec<(usize, String)> = Vec::new();
+        // Within the batch.
+        for &i in &moved {
+            let keeper = (0..records.len())
+                .filter(|j| *j != i && finals[*j] == finals[i])
+                .min_by_key(|j| (moved.contains(j), *j));
+            if let Some(j) = keeper
+                && (!moved.contains(&j) || j < i)
+            {
+                found.push((i, ids[j].clone()));
+            }
+        }
+        // Outside it.
+        let mut any = Condition::any();
+        for &i in &moved {
+            let mut all = Condition::all();
+            for (path, value) in index.paths.iter().zip(finals[i].iter().flatten()) {
+                let field = resource
+                    .field_at(path)
+                    .expect("the catalog checks index paths");
+                all = all.add(Expr::col(Alias::new(field.column.as_str())).eq(value.as_str()));
+            }
+            any = any.add(all);
+        }
+        let mut statement = Query::select();
+        statement
+            .column(Alias::new("id"))
+            .from(Alias::new(resource.table))
+            .cond_where(any)
+            .and_where(Expr::col(Alias::new("id")).is_not_in(ids.iter().map(String::as_str)));
+        let mut kinds = vec![Kind::Text];
+        for path in &index.paths {
+            let field = resource
+                .field_at(path)
+                .expect("the catalog checks index paths");
+            statement.column(Alias::new(field.column.as_str()));
+            kinds.push(Kind::Text);
+        }
+        for row in tx.fetch(&statement, &kinds).await? {
+            let key: Option<Vec<String>> = row[1..]
+                .iter()
+                .map(|cell| cell.as_text().map(str::to_string))
+                .collect();
+            let Some(holder) = row[0].as_text() else {
+                continue;
+            };
+            for &i in &moved {
+                if finals[i] == key && !found.iter().any(|(at, _)| *at == i) {
+                    found.push((i, holder.to_string()));
+                }
+            }
+        }
+        let holders: Vec<String> = found.iter().map(|(_, holder)| holder.clone()).collect();
+        let seen = seen_ids(tx, resource, &holders, writer.viewer).await?;
+        for (i, holder) in found {
+            taken.push(Taken {
+                at: i,
+                path: path(i),
+                value: value(i),
+                holder: seen.contains(&holder).then_some(holder),
+            });
+        }
+    }
+    taken.sort_by_key(|t| t.at);
+    Ok(taken)
+}
+
+/// Lets go, before a batch writes them, of the values of unique rules compared exactly that
+/// a record of the batch has and another takes (one statement per rule): their text fields
+/// set to empty, which no such rule counts. Each record is then written with its end value.
+async fn free_exact_keys(
+    tx: &mut WriteTx,
+    resource: &'static Resource,
+    ids: &[String],
+    records: &[Record],
+    befores: &[Record],
+) -> StoreResult<()> {
+    for index in resource.exact_keys() {
+        let finals: Vec<Option<Vec<String>>> = records
+            .iter()
+            .map(|record| exact_key(resource, &index.paths, record))
+            .collect();
+        let freed: Vec<&str> = (0..records.len())
+            .filter(|i| {
+                let before = exact_key(resource, &index.paths, &befores[*i]);
+                before.is_some()
+                    && before != finals[*i]
+                    && finals
+                        .iter()
+                        .enumerate()
+                        .any(|(j, end)| j != *i && *end == before)
+            })
+            .map(|i| ids[i].as_str())
+            .collect();
+        if freed.is_empty() {
+            continue;
+        }
+        let mut update = Query::update();
+        update.table(Alias::new(resource.table));
+        for path in &index.paths {
+            let field = resource
+                .field_at(path)
+                .expect("the catalog checks index paths");
+            if field.ty == FieldType::Text {
+                crate::write::set_field(&mut update, field, &Cell::Text(String::new()));
+            }
+        }
+        update.and_where(Expr::col(Alias::new("id")).is_in(freed.iter().copied()));
+        tx.update_unanswered(resource.table, update, &freed, false)
+            .await?;
+    }
+    Ok(())
 }

@@ -33,6 +33,8 @@ pub enum EntryPoint {
     OrderNumbers,
     /// One lifecycle step of one order.
     Lifecycle,
+    /// One field set on many records in one request (`POST /api/offer/hostSku`).
+    Bulk,
     /// Steps of many orders in one request (`POST /api/order/dispatch`).
     DispatchArray,
     /// A set-up document (`brandhub import`).

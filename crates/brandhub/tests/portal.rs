@@ -1831,10 +1831,65 @@ async fn small_things_hold(fx: &common::Fixture) {
     client.clone().close().await.unwrap();
 }
 
+/// A host reads what its stores can sell in the Offers table: as many rows as the API says,
+/// columns in words, and a record's page.
+async fn host_reads_its_offers(fx: &common::Fixture) {
+    let host = fx
+        .get(&format!(
+            "/api/user/{}?fields=fk_host",
+            fx.credential("host").user_id
+        ))
+        .await
+        .records("user")[0]["fk_host"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let who = english_user(fx, "host", "Olivia Offers", ("fk_host", &host)).await;
+    let Some(browser) = browser_as(fx, &who, 1280, 900).await else {
+        return;
+    };
+    let client = &browser.client;
+    let save = fx.db == common::Db::Sqlite;
+    let expected = fx
+        .get(&format!("/api/offer/count?offer_store.fk_host={host}"))
+        .await
+        .json()["count"]
+        .as_u64()
+        .unwrap();
+    assert!(expected > 0, "the demo host's stores have offers");
+    go(client, &fx.base, "#/browse/offer").await;
+    settled(client).await;
+    wait_for_text(client, &format!("{} records", grouped(expected, "en"))).await;
+    let text = body_text(client).await;
+    for heading in ["Available", "Price in effect", "Status", "Host's SKU"] {
+        assert!(text.contains(heading), "a column {heading}: {text}");
+    }
+    assert!(
+        !text.contains("Share of stock offered"),
+        "no rule of the brand store is shown to a host"
+    );
+    let rows = client.find_all(Locator::Css("tbody tr")).await.unwrap();
+    assert_eq!(rows.len() as u64, expected.min(25));
+    full_screenshot(client, save, "offers").await;
+    find(client, "tbody tr td a").await.click().await.unwrap();
+    find(client, "dl.record").await;
+    settled(client).await;
+    let text = body_text(client).await;
+    assert!(
+        text.contains("Available") && text.contains("Currency"),
+        "{text}"
+    );
+    browser.client.clone().close().await.unwrap();
+}
+
 on_both_backends! { "portal";
 
 async fn each_demo_user_works_in_the_browser(fx) {
     as_each_user(fx).await;
+}
+
+async fn a_host_reads_its_offers_in_a_table(fx) {
+    host_reads_its_offers(fx).await;
 }
 
 

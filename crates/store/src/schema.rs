@@ -455,6 +455,48 @@ pub fn derived_fill_statement(resource: &Resource, column: &str) -> Option<Strin
     ))
 }
 
+/// The statements that repair stored values outside their domain of words
+/// (`Field::repaired_to`: a brand store's unknown `stockType` becomes `live`, an unknown
+/// `adjustType` empty), with their folded copies, stamped fields and record versions, one per
+/// such field. Run on every migration: once repaired, no row matches it again. Words are compared
+/// in any case, as their domain compares them; an empty value is unset, never repaired.
+pub fn repair_statements(resource: &Resource, now: &str) -> Vec<String> {
+    let literal = |text: &str| format!("'{}'", text.replace('\'', "''"));
+    let mut statements = Vec::new();
+    for field in resource.leaf_fields() {
+        let (Some(word), Some(words)) = (
+            field.repaired_to,
+            field.domain.and_then(brandhub_catalog::Domain::words),
+        ) else {
+            continue;
+        };
+        let column = quote(&field.column);
+        let mut set = vec![format!("{column} = {}", literal(word))];
+        if let Some(folded) = field.folded_column() {
+            set.push(format!(
+                "{} = {}",
+                quote(&folded),
+                literal(&brandhub_query::text::fold(word))
+            ));
+        }
+        for stamped in resource.stamped_fields() {
+            set.push(format!("{} = {}", quote(&stamped.column), literal(now)));
+        }
+        set.push(format!("{0} = {0} + 1", quote(ROW_VERSION)));
+        let allowed: Vec<String> = words
+            .iter()
+            .map(|w| literal(&w.to_ascii_lowercase()))
+            .collect();
+        statements.push(format!(
+            "UPDATE {} SET {} WHERE {column} <> '' AND lower({column}) NOT IN ({})",
+            quote(resource.table),
+            set.join(", "),
+            allowed.join(", ")
+        ));
+    }
+    statements
+}
+
 /// For a new stamped column (`updatedDate`), the statement giving every existing row a value:
 /// its `createdDate` where the resource has one, else `now` (the time of the migration).
 pub fn stamped_fill_statement(resource: &Resource, column: &str, now: &str) -> Option<String> {
@@ -493,6 +535,49 @@ pub fn versioned_tables() -> Vec<&'static str> {
 const MIGRATION_LOCK: i64 = 4_242_001;
 
 impl Store {
+    /// Repairs stored values outside their domain ([`repair_statements`]) in one write through
+    /// the executor, which bumps the versions of what it changed: another process's caches
+    /// (and this one's) see the repaired records.
+    async fn repair_values(&self) -> StoreResult<()> {
+        use crate::write::{EntryPoint, Outcome, WritePlan};
+        let now = crate::ids::timestamp_at(self.clock.now_millis());
+        let repairs: Vec<(&'static str, String)> = catalog()
+            .resources()
+            .iter()
+            .flat_map(|r| {
+                repair_statements(r, &now)
+                    .into_iter()
+                    .map(move |sql| (r.table, sql))
+            })
+            .collect();
+        if repairs.is_empty() {
+            return Ok(());
+        }
+        self.execute(
+            WritePlan::locking(EntryPoint::Migration),
+            move |mut tx, _| {
+                let repairs = repairs.clone();
+                Box::pin(async move {
+                    let result = async {
+                        for (table, sql) in repairs {
+                            let statement = crate::offers::clock::Raw {
+                                sql,
+                                values: Vec::new(),
+                            };
+                            if tx.execute_untracked(table, &statement).await? > 0 {
+                                tx.touch(table);
+                            }
+                        }
+                        Ok(Outcome::Commit(()))
+                    }
+                    .await;
+                    (tx, result)
+                })
+            },
+        )
+        .await
+    }
+
     async fn existing_columns(&self, table: &str) -> StoreResult<Vec<String>> {
         let columns: Vec<String> = on_pool!(&self.pool, |pool, _builder| {
             let sql = match self.backend() {
@@ -693,6 +778,8 @@ impl Store {
             self.execute_raw(&statement).await?;
         }
         self.migrate_offers(backend).await?;
+        // After the triggers: a repaired rule changes its offers as any write of it does.
+        self.repair_values().await?;
         if backend == Backend::Sqlite {
             // A database analyzed by an earlier version may still hold samples.
             self.forget_sqlite_samples().await?;
@@ -812,6 +899,27 @@ mod tests {
                 "BIGINT NOT NULL DEFAULT 1".to_string()
             )
         );
+    }
+
+    #[test]
+    fn stored_rules_outside_their_domain_are_repaired_on_migration() {
+        let brand_store = catalog().get(brandhub_catalog::Res::BrandStore);
+        let repairs = repair_statements(brand_store, "2026-12-01T00:00:00");
+        assert_eq!(repairs.len(), 2, "{repairs:?}");
+        assert!(
+            repairs[0].starts_with("UPDATE \"brand_store\" SET \"detail_stock_type\" = 'live', \"detail_stock_type_ci\" = 'live', "),
+            "{}",
+            repairs[0]
+        );
+        assert!(repairs[0].ends_with(
+            "WHERE \"detail_stock_type\" <> '' AND lower(\"detail_stock_type\") NOT IN ('live', 'fixed', 'none')"
+        ));
+        assert!(
+            repairs[1].contains("SET \"detail_adjust_type\" = '', \"detail_adjust_type_ci\" = ''")
+        );
+        assert!(repairs[1].contains("\"row_version\" = \"row_version\" + 1"));
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
+        assert!(repair_statements(stock, "2026-12-01T00:00:00").is_empty());
     }
 
     #[test]

@@ -126,6 +126,25 @@ fn problem(field: &str, message: String, index: Option<usize>) -> FieldError {
     }
 }
 
+/// Problems of the catalog's bounds across fields (`Writes::bounds`) in records about to be
+/// written, as the write leaves them (an update's record merged with what it keeps), without
+/// I/O.
+fn bound_problems(
+    resource: &'static Resource,
+    records: &[Record],
+    indexes: &[Option<usize>],
+) -> Vec<FieldError> {
+    let mut problems = Vec::new();
+    for bound in &resource.writes.bounds {
+        for (record, index) in records.iter().zip(indexes) {
+            if let Some(message) = bound.problem(resource, record) {
+                problems.push(problem(bound.field, message, *index));
+            }
+        }
+    }
+    problems
+}
+
 /// The values of a record's ids, for judging a rule on it (its own id left unset when new).
 fn known_of(resource: &'static Resource, record: &Record, own_id: Option<&str>) -> Known {
     let mut known = Known::new().value("id", own_id.map(str::to_string));

@@ -258,6 +258,14 @@ async fn prices_are_adjusted_and_rounded_half_away_from_zero(fx) {
     for (price, currency, start) in [(15.0, "", "2020-01-01T00:00:00"), (14.0, "EUR", "2020-01-01T00:00:00"), (9.0, "USD", "2021-01-01T00:00:00"), (8.0, "", "2099-01-01T00:00:00")] {
         created(&post(fx, "/api/price", json!({"fk_variant": w.variant, "fk_host": w.host, "price": price, "rrp": 30, "currency": currency, "startDate": start})).await, "price");
     }
+    // A price in any currency has its natural key too: taken (409), or changed by an upsert.
+    let again = json!({"fk_variant": w.variant, "fk_host": w.host, "price": 15.5, "currency": "", "startDate": "2020-01-01T00:00:00"});
+    post(fx, "/api/price", again.clone()).await.assert_problem(409, "conflict");
+    let upserted = post(fx, "/api/price?upsert=true", again).await;
+    assert!(upserted.status == 200 || upserted.status == 201, "{}", body_of(&upserted));
+    let listed = fx.get(&format!("/api/price?fk_variant={}&order_by=startDate&fields=price,currency", w.variant)).await.records("price");
+    let any: Vec<f64> = listed.iter().filter(|p| p["currency"] == "").map(|p| p["price"].as_f64().unwrap()).collect();
+    assert_eq!(any, [15.5, 8.0], "{listed:?}");
     let now = offer(fx, &w).await;
     assert_eq!((now["price"].as_f64(), now["rrp"].as_f64(), now["currency"].as_str(), now["priceStart"].as_str()), (Some(14.0), Some(30.0), Some("EUR"), Some("2020-01-01T00:00:00")), "{now}");
     // 14 × 1.125 = 15.75; 1.05 × 1.5 = 1.575 → 1.58, half away from zero.

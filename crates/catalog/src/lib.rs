@@ -407,6 +407,18 @@ impl Catalog {
                     ));
                 }
             }
+            for path in &writes.key_may_be_empty {
+                if !writes.natural_key.contains(path)
+                    || resource
+                        .field_at(path)
+                        .is_none_or(|f| f.ty != FieldType::Text)
+                {
+                    return Err(format!(
+                        "{}: {path} may be empty in the natural key, but is not a text part of it",
+                        resource.name
+                    ));
+                }
+            }
             for bound in &writes.bounds {
                 let number = resource
                     .field_at(bound.field)

@@ -976,6 +976,10 @@ pub struct Writes {
     /// The fields that name a record besides its id (docs/API.md, "Writes: master data and catalogue", natural keys): a create
     /// whose key is taken is a conflict, or with `?upsert=true` an update of that record.
     pub natural_key: Vec<&'static str>,
+    /// Text parts of the natural key whose empty value is a value of its own (a price's
+    /// `currency`: `""` is any currency), so that a record with them empty still has a key;
+    /// an empty text elsewhere in a key leaves the record without one.
+    pub key_may_be_empty: Vec<&'static str>,
     /// `(path, field)` pairs that must agree when both are set: the value reached through
     /// the path's links equals the record's own field (an image's variant is one of its
     /// product's: `image_variant.fk_product` agrees with `fk_product`).
@@ -1431,6 +1435,13 @@ impl Resource {
     /// Declares the resource's natural key (after [`Resource::writable`]).
     pub fn natural_key(mut self, natural_key: &[&'static str]) -> Self {
         self.writes.natural_key = natural_key.to_vec();
+        self
+    }
+
+    /// Declares the text parts of the natural key whose empty value is a value of its own (see
+    /// [`Writes::key_may_be_empty`]; after [`Resource::natural_key`]).
+    pub fn key_may_be_empty(mut self, paths: &[&'static str]) -> Self {
+        self.writes.key_may_be_empty = paths.to_vec();
         self
     }
 

@@ -789,6 +789,7 @@ fn declared() -> Vec<Resource> {
                 true,
             )
             .natural_key(&["fk_variant", "fk_host", "currency", "startDate"])
+            .key_may_be_empty(&["currency"])
             .scope(COMPANY, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .writable_by(WRITE, OWNERS, &[&[("price_variant.variant_product.product_brand.fk_company", Companies)]])
             .scope(HOST, &[&[("fk_host", Host)]]),

@@ -323,29 +323,48 @@ pub fn natural_key_index(resource: &Resource, backend: Backend) -> Option<String
         .iter()
         .map(|path| resource.field_at(path).expect("natural keys are fields"))
         .collect();
-    let name = fields
-        .iter()
-        .map(|f| f.column.as_str())
-        .collect::<Vec<_>>()
-        .join("_");
     let set: Vec<String> = fields
         .iter()
+        .filter(|field| {
+            !resource
+                .writes
+                .key_may_be_empty
+                .contains(&field.path.as_str())
+        })
         .map(|field| match field.folded_column() {
             Some(folded) => format!("{} <> ''", quote(&folded)),
             None => format!("{} IS NOT NULL", quote(&field.column)),
         })
         .collect();
     Some(format!(
-        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({}) WHERE {}",
-        quote(&format!("nk_{}_{name}", resource.table)),
+        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({}){}",
+        quote(&natural_key_index_name(resource)),
         quote(resource.table),
         fields
             .iter()
             .map(|f| index_column(f, backend))
             .collect::<Vec<_>>()
             .join(", "),
-        set.join(" AND ")
+        if set.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", set.join(" AND "))
+        }
     ))
+}
+
+/// The name of a resource's natural key index (`nk_<table>_<columns>`): a key of other fields
+/// is another index, and the migration drops the one of a key the catalog no longer declares
+/// (a price's before its currency).
+pub fn natural_key_index_name(resource: &Resource) -> String {
+    let columns: Vec<&str> = resource
+        .writes
+        .natural_key
+        .iter()
+        .filter_map(|path| resource.field_at(path))
+        .map(|field| field.column.as_str())
+        .collect();
+    format!("nk_{}_{}", resource.table, columns.join("_"))
 }
 
 /// How full PostgreSQL fills a page of version rows, in percent ([`bookkeeping_statements`]):
@@ -578,6 +597,37 @@ impl Store {
         .await
     }
 
+    /// Drops the natural key indexes of `resource` that name another key than the catalog's
+    /// (made by an earlier version: a price's `(variant, host, startDate)` would refuse a price
+    /// in a second currency).
+    async fn drop_stale_key_indexes(&self, resource: &Resource) -> StoreResult<()> {
+        let prefix = format!("nk_{}_", resource.table);
+        let current =
+            natural_key_index(resource, self.backend()).map(|_| natural_key_index_name(resource));
+        let names: Vec<String> = on_pool!(&self.pool, |pool, _builder| {
+            let sql = match self.backend() {
+                Backend::Sqlite => {
+                    "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = $1"
+                }
+                Backend::Postgres => {
+                    "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1"
+                }
+            };
+            sqlx::query_scalar(sql)
+                .bind(resource.table)
+                .fetch_all(pool)
+                .await
+                .map_err(|e| failed("cannot read the schema", e))?
+        });
+        for name in names {
+            if name.starts_with(&prefix) && Some(&name) != current.as_ref() {
+                self.execute_raw(&format!("DROP INDEX IF EXISTS {}", quote(&name)))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
     async fn existing_columns(&self, table: &str) -> StoreResult<Vec<String>> {
         let columns: Vec<String> = on_pool!(&self.pool, |pool, _builder| {
             let sql = match self.backend() {
@@ -762,6 +812,7 @@ impl Store {
             for statement in resource_statements(resource, backend) {
                 self.execute_raw(&statement).await?;
             }
+            self.drop_stale_key_indexes(resource).await?;
         }
         for statement in queue_statements(backend) {
             self.execute_raw(&statement).await?;
@@ -928,6 +979,12 @@ mod tests {
         assert_eq!(
             natural_key_index(store, Backend::Sqlite).unwrap(),
             "CREATE UNIQUE INDEX IF NOT EXISTS \"nk_store_fk_host_code\" ON \"store\" (\"fk_host\", \"code_ci\") WHERE \"fk_host\" IS NOT NULL AND \"code_ci\" <> ''"
+        );
+        // A price in any currency (`""`) has a key too.
+        let price = catalog().get(brandhub_catalog::Res::Price);
+        assert_eq!(
+            natural_key_index(price, Backend::Sqlite).unwrap(),
+            "CREATE UNIQUE INDEX IF NOT EXISTS \"nk_price_fk_variant_fk_host_currency_start_date\" ON \"price\" (\"fk_variant\", \"fk_host\", \"currency_ci\", \"start_date\") WHERE \"fk_variant\" IS NOT NULL AND \"fk_host\" IS NOT NULL AND \"start_date\" IS NOT NULL"
         );
         // A declared unique index of the same fields serves already.
         let brand_store = catalog().get(brandhub_catalog::Res::BrandStore);

@@ -167,7 +167,8 @@ fn key_of(resource: &'static Resource, record: &Record) -> Option<Vec<String>> {
         .map(|path| {
             let text = cell_of(resource, record, path)?.as_text()?;
             let ty = resource.field_at(path).map(|f| f.ty);
-            (!text.is_empty()).then(|| match ty {
+            let valued = !text.is_empty() || resource.writes.key_may_be_empty.contains(path);
+            valued.then(|| match ty {
                 Some(FieldType::Text) => fold(text),
                 Some(FieldType::Id) => text.to_ascii_uppercase(),
                 _ => text.to_string(),
@@ -387,10 +388,21 @@ mod tests {
             Some(vec![
                 variant.to_ascii_uppercase(),
                 host.to_string(),
+                String::new(),
                 "2026-01-02T03:04:05".to_string()
             ]),
-            "ids upper-cased, timestamps as stored (not folded)"
+            "ids upper-cased, timestamps as stored (not folded), no currency a key part of its own"
         );
+        let body = format!(
+            r#"{{"fk_variant": "{variant}", "fk_host": "{host}", "price": 1, "currency": "Eur", "startDate": "2026-01-02T03:04:05"}}"#
+        );
+        let record = new_record(
+            price,
+            &parsed(price, &body),
+            "2026-01-01T00:00:00",
+            &Writer::of(&Viewer::admin()),
+        );
+        assert_eq!(key_of(price, &record).unwrap()[2], "eur", "text folded");
         let variant = catalog().get(brandhub_catalog::Res::Variant);
         assert_eq!(key_name(variant), "brand and barcode");
         let stock = catalog().get(brandhub_catalog::Res::Stock);

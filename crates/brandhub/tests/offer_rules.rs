@@ -302,6 +302,8 @@ async fn a_rule_outside_its_domain_is_refused_naming_what_it_allows(fx) {
     // percentage, whichever of the two the PATCH names.
     assert_eq!(patch(fx, &path, json!({"detail": {"adjustType": "fixed", "adjustValue": -150}})).await.status, 200);
     refused(&patch(fx, &path, json!({"detail": {"adjustType": "PERCENT"}})).await, "detail.adjustValue", &["at least -100"]);
+    // A value of the wrong type is one problem, not also the bound's.
+    refused(&patch(fx, &path, json!({"detail": {"adjustType": "percent", "adjustValue": "x"}})).await, "detail.adjustValue", &["expected an amount"]);
     assert_eq!(patch(fx, &path, json!({"detail": {"adjustType": "percent", "adjustValue": -100}})).await.status, 200);
     refused(&patch(fx, &path, json!({"detail": {"adjustValue": -100.01}})).await, "detail.adjustValue", &["at least -100"]);
     let kept = rules(fx, &w).await;

@@ -128,15 +128,19 @@ fn problem(field: &str, message: String, index: Option<usize>) -> FieldError {
 
 /// Problems of the catalog's bounds across fields (`Writes::bounds`) in records about to be
 /// written, as the write leaves them (an update's record merged with what it keeps), without
-/// I/O.
+/// I/O; `given` are the writes' values, whose own problems with either field come first.
 fn bound_problems(
     resource: &'static Resource,
     records: &[Record],
+    given: &[&WriteValues],
     indexes: &[Option<usize>],
 ) -> Vec<FieldError> {
     let mut problems = Vec::new();
     for bound in &resource.writes.bounds {
-        for (record, index) in records.iter().zip(indexes) {
+        for ((record, values), index) in records.iter().zip(given).zip(indexes) {
+            if values.has_problem(bound.field) || values.has_problem(bound.when) {
+                continue;
+            }
             if let Some(message) = bound.problem(resource, record) {
                 problems.push(problem(bound.field, message, *index));
             }

@@ -332,12 +332,16 @@ pub(crate) fn brand_stores(world: &mut World, out: &mut Emitter) {
             r.cells[fk_brand] = brand.id.cell();
             r.cells[fk_store] = store.id.cell();
             r.cells[fk_warehouse] = warehouse.cell();
+            // The kind of stock, the kind of adjustment and its size come from the draws of
+            // this stream they always came from, so that the stores chosen after them, and so
+            // the demo's orders, stay as they were; the rest from the rules' own stream.
+            let drawn = weighted(&mut rng, &[("live", 80), ("fixed", 20)]);
             // Every brand's fifth store offers a fixed quantity or (every other brand) none,
             // so that every kind is in the smallest demo; the others mostly live stock.
             let offered = match (k, b % 2) {
                 (4, 0) => "fixed",
                 (4, _) => "none",
-                _ => weighted(&mut rules, &[("live", 85), ("fixed", 15)]),
+                _ => drawn,
             };
             r.cells[stock_type] = offered.into();
             match offered {
@@ -355,16 +359,17 @@ pub(crate) fn brand_stores(world: &mut World, out: &mut Emitter) {
                 "fixed" => r.cells[fixed_quantity] = Cell::Integer(between(&mut rules, 1, 10) * 5),
                 _ => {}
             }
-            let kind = weighted(&mut rules, &[("percent", 40), ("fixed", 20), ("", 40)]);
+            let kind = weighted(&mut rng, &[("percent", 40), ("fixed", 20), ("", 40)]);
             r.cells[adjust_type] = kind.into();
             r.cells[adjust_value] = match kind {
                 "percent" => {
-                    let value = between(&mut rules, -10, 14);
-                    // −10 to +15, never 0.
-                    Cell::Number(if value >= 0 { value + 1 } else { value } as f64)
+                    // 5 to 25 drawn: −10 to +15 in steps of 1.25, never 0.
+                    let value = (between(&mut rng, 5, 25) - 5) as f64 * 1.25 - 10.0;
+                    Cell::Number(if value == 0.0 { 5.0 } else { value })
                 }
                 "fixed" => {
-                    let units = between(&mut rules, 2, 10) * 50;
+                    // 2 to 20 drawn: 1 to 5 units, up or down.
+                    let units = (between(&mut rng, 2, 20) - 2) % 9 * 50 + 100;
                     money(if percent(&mut rules, 50) {
                         -units
                     } else {

@@ -231,6 +231,7 @@ async fn demo(cli: &Cli, args: &DemoArgs) -> Result<(), CommandError> {
         &store,
         DemoOptions {
             scale: args.scale,
+            now: crate::demo_load::now(),
             ..DemoOptions::default()
         },
     )
@@ -274,6 +275,7 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CommandError> {
     if args.demo {
         let options = DemoOptions {
             scale: args.demo_scale,
+            now: crate::demo_load::now(),
             ..DemoOptions::default()
         };
         if is_empty(&store).await? {

@@ -12,6 +12,14 @@ use brandhub_store::write::{EntryPoint, Outcome, WritePlan};
 use brandhub_store::{Store, StoreError, StoreResult, Timing, WriteTx};
 use tokio::sync::mpsc;
 
+/// The moment a demo is loaded at, for [`DemoOptions::now`]: the clock's seconds since the
+/// Unix epoch, so that the demo's prices dated around it start and end while it is shown.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 /// Whether the database holds no users (a fresh database).
 pub async fn is_empty(store: &Store) -> StoreResult<bool> {
     let users = catalog().get(Res::User);

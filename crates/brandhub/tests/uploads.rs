@@ -363,6 +363,47 @@ async fn a_price_file_prices_each_variant_for_the_host_and_dates(fx) {
     assert_eq!(starts, ["2031-03-01T00:00:00", "2031-04-01T00:00:00"], "{prices:?}");
 }
 
+async fn a_price_file_names_each_prices_currency(fx) {
+    let w = world(fx).await;
+    let variants = variants_of(fx, &w.brand, 2).await;
+    let host = text(&records(fx, "/api/host?pageSize=1", "host").await[0]["id"]);
+    // One row per barcode and currency; an empty Currency is any currency; a barcode repeated
+    // in one currency is skipped.
+    let sheet = xlsx(&[
+        row(&["Barcode", "Price", "Currency", "RRP"]),
+        row(&[&variants[0].1, "10", "eur", "20"]),
+        row(&[&variants[0].1, "11", "", ""]),
+        row(&[&variants[0].1, "12", "USD", ""]),
+        row(&[&variants[1].1, "13", "EUR", ""]),
+        row(&[&variants[0].1, "14", "Eur", ""]),
+    ]);
+    let part = format!("price,{},{host},01/05/2032,", w.brand);
+    let file = upload(fx, "admin", &part, "currencies.xlsx", &sheet).await;
+    assert_eq!(file["status"], "processed", "{file}");
+    assert_eq!(detail(&file)["rowsApplied"].as_i64(), Some(4), "{file}");
+    assert_eq!(detail(&file)["error"], format!("Warning: 1 row skipped: row 6 (barcode {} in EUR is already on row 2)", variants[0].1).as_str());
+    let listed = format!("/api/price?price_variant.barcode={}&fk_host={host}&startDate=2032-05-01&order_by=currency&fields=price,rrp,currency", variants[0].1);
+    let prices = records(fx, &listed, "price").await;
+    let got: Vec<(String, f64)> = prices.iter().map(|p| (text(&p["currency"]), p["price"].as_f64().unwrap())).collect();
+    assert_eq!(got, [(String::new(), 11.0), ("EUR".to_string(), 10.0), ("USD".to_string(), 12.0)], "{prices:?}");
+
+    // A file without the column prices in any currency: the records in a currency stay.
+    let plain = xlsx(&[row(&["Barcode", "Price"]), row(&[&variants[0].1, "9.5"])]);
+    let file = upload(fx, "admin", &part, "plain.xlsx", &plain).await;
+    assert_eq!(file["status"], "processed", "{file}");
+    let prices = records(fx, &listed, "price").await;
+    let got: Vec<(String, f64)> = prices.iter().map(|p| (text(&p["currency"]), p["price"].as_f64().unwrap())).collect();
+    assert_eq!(got, [(String::new(), 9.5), ("EUR".to_string(), 10.0), ("USD".to_string(), 12.0)], "{prices:?}");
+
+    // The price export has the column.
+    let exported = fx.get(&format!("/api/price?format=csv&price_variant.barcode={}&fk_host={host}&startDate=2032-05-01&order_by=currency", variants[0].1)).await;
+    assert_eq!(exported.status, 200);
+    let csv = String::from_utf8_lossy(&exported.body).into_owned();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "Barcode,Price,RRP,Currency", "{csv}");
+    assert!(lines[2].ends_with(",EUR"), "{csv}");
+}
+
 async fn an_image_file_adds_images_once(fx) {
     let w = world(fx).await;
     let variants = variants_of(fx, &w.brand, 1).await;

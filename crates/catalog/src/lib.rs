@@ -15,7 +15,7 @@ pub mod words;
 
 pub use handle::Res;
 pub use model::{
-    Anchor, BulkSet, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef,
+    Anchor, Bound, BulkSet, Domain, Events, Field, FieldDefault, FieldType, Generated, IndexDef,
     ListStorage, NoneAs, Policy, Relation, RelationKind, Resource, Scope, ScopeTerm, Secret,
     SecretKept, UserType, WriteAction, Writes, grouped, is_insecure_loopback_url, lengths, limits,
     secure_url_problem, web_url_problem, webhook_url_problem,
@@ -405,6 +405,37 @@ impl Catalog {
                     return Err(format!(
                         "{}: {path} agrees with {field}, not an id",
                         resource.name
+                    ));
+                }
+            }
+            for bound in &writes.bounds {
+                let number = resource
+                    .field_at(bound.field)
+                    .is_some_and(|f| matches!(f.ty, FieldType::Integer | FieldType::Number));
+                let word = resource.field_at(bound.when).is_some_and(|f| {
+                    f.ty == FieldType::Text
+                        && f.domain
+                            .and_then(Domain::words)
+                            .is_some_and(|words| words.contains(&bound.is))
+                });
+                if !number || !word {
+                    return Err(format!(
+                        "{}: {} is bounded while {} is {}, which is not a number bounded by a word of a text field's domain",
+                        resource.name, bound.field, bound.when, bound.is
+                    ));
+                }
+            }
+            for field in resource.leaf_fields() {
+                if let Some(word) = field.repaired_to
+                    && !(word.is_empty()
+                        || field
+                            .domain
+                            .and_then(Domain::words)
+                            .is_some_and(|w| w.contains(&word)))
+                {
+                    return Err(format!(
+                        "{}.{} is repaired to '{word}', which its domain does not allow",
+                        resource.name, field.path
                     ));
                 }
             }

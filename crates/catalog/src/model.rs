@@ -179,6 +179,11 @@ pub struct Field {
     /// For an id (or a list of ids) that is not a foreign key: the resource whose records
     /// it names (a file's `detail.host`), so that clients can show them by label.
     pub refers_to: Option<&'static str>,
+    /// For a text field with a domain of words: what a stored value outside the domain
+    /// becomes when the database is migrated (a brand store's unknown `stockType` becomes
+    /// `live`, an unknown `adjustType` empty), so that a value written before the domain was
+    /// declared, or beside brandhub, reads as one the domain allows.
+    pub repaired_to: Option<&'static str>,
 }
 
 /// Rules on written values beyond their type (docs/API.md, "Writes: master data and catalogue": "a value outside its domain").
@@ -314,6 +319,18 @@ impl Domain {
                 (n * scale).round() / scale + 0.0
             }
             _ => n,
+        }
+    }
+
+    /// The text a word of the domain is kept as: a word of [`Domain::AnyCase`] in the case
+    /// the domain spells it (`LIVE` is kept as `live`); any other text as it is.
+    pub fn kept_word(self, text: String) -> String {
+        match self {
+            Domain::AnyCase(words) => words
+                .iter()
+                .find(|w| w.eq_ignore_ascii_case(&text))
+                .map_or(text, |w| (*w).to_string()),
+            _ => text,
         }
     }
 
@@ -525,6 +542,7 @@ impl Field {
             held: None,
             currency: None,
             refers_to: None,
+            repaired_to: None,
         }
     }
 
@@ -571,6 +589,7 @@ impl Field {
         }
         Ok(match (cell, self.domain) {
             (Cell::Number(n), Some(domain)) => Cell::Number(domain.kept(n)),
+            (Cell::Text(text), Some(domain)) => Cell::Text(domain.kept_word(text)),
             (cell, _) => cell,
         })
     }
@@ -712,6 +731,13 @@ impl Field {
     /// Restricts the values a client may write beyond the field's type.
     pub fn domain(mut self, domain: Domain) -> Self {
         self.domain = Some(domain);
+        self
+    }
+
+    /// Declares what a stored value outside the field's domain of words becomes on migration
+    /// (see [`Field::repaired_to`]).
+    pub fn repaired_to(mut self, word: &'static str) -> Self {
+        self.repaired_to = Some(word);
         self
     }
 
@@ -964,6 +990,9 @@ pub struct Writes {
     pub policy: Option<Policy>,
     /// One field set on many records in one request, all or nothing (a host's SKUs).
     pub bulk: Option<BulkSet>,
+    /// Bounds a number field keeps while another field holds a word (a brand store's
+    /// percentage adjustment is at least −100), judged on the record as the write leaves it.
+    pub bounds: Vec<Bound>,
 }
 
 /// A field that `POST /api/<resource>/<field>` sets on up to 1,000 records at once, in one
@@ -976,6 +1005,54 @@ pub struct BulkSet {
     /// The ways besides `id` an element may name its record: each a set of fields whose
     /// values together name at most one record (text compared folded, as filters do).
     pub named_by: &'static [&'static [&'static str]],
+}
+
+/// A least value a number field takes while another field of the record holds a word, in any
+/// case (`detail.adjustValue` is at least −100 while `detail.adjustType` is `percent`): a
+/// rule across two fields, judged on the record as a write leaves it (an update's merged
+/// record), by every path that writes the resource.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    /// The number field bounded.
+    pub field: &'static str,
+    /// Its least value while the rule holds.
+    pub least: f64,
+    /// The text field whose word makes the rule hold.
+    pub when: &'static str,
+    /// That word (compared in any case).
+    pub is: &'static str,
+}
+
+impl Bound {
+    /// Why a record of `resource` breaks the bound, if it does: the message for the bounded
+    /// field.
+    pub fn problem(&self, resource: &Resource, record: &crate::record::Record) -> Option<String> {
+        use crate::record::Cell;
+        let cell = |path: &str| {
+            crate::record::stored_fields(resource)
+                .iter()
+                .position(|f| f.path == path)
+                .map(|i| &record.cells[i])
+        };
+        let holds = cell(self.when)
+            .and_then(Cell::as_text)
+            .is_some_and(|word| word.eq_ignore_ascii_case(self.is));
+        let value = match cell(self.field)? {
+            Cell::Number(n) => *n,
+            Cell::Integer(n) => *n as f64,
+            _ => return None,
+        };
+        (holds && value < self.least).then(|| self.describe())
+    }
+
+    /// What the bound asks, for messages and the docs (`must be at least -100 while
+    /// detail.adjustType is percent`).
+    pub fn describe(&self) -> String {
+        format!(
+            "must be at least {} while {} is {}",
+            self.least, self.when, self.is
+        )
+    }
 }
 
 impl Writes {
@@ -1341,6 +1418,24 @@ impl Resource {
     /// Declares the resource's own checks (see [`Policy`]).
     pub fn policy(mut self, policy: Policy) -> Self {
         self.writes.policy = Some(policy);
+        self
+    }
+
+    /// Declares that the number `field` is at least `least` while the text field `when` holds
+    /// the word `is`, in any case (see [`Bound`]; after [`Resource::writable`]).
+    pub fn bounded(
+        mut self,
+        field: &'static str,
+        least: f64,
+        when: &'static str,
+        is: &'static str,
+    ) -> Self {
+        self.writes.bounds.push(Bound {
+            field,
+            least,
+            when,
+            is,
+        });
         self
     }
 

@@ -458,6 +458,7 @@ fn declared() -> Vec<Resource> {
                 text("stockType")
                     .short()
                     .domain(Domain::AnyCase(&STOCK_TYPES))
+                    .repaired_to("live")
                     .doc("How stock is offered to the store: live (the default), fixed or none."),
                 integer("stockPercent")
                     .domain(Domain::Units { least: 0, most: 100 })
@@ -478,6 +479,7 @@ fn declared() -> Vec<Resource> {
                 text("adjustType")
                     .short()
                     .domain(Domain::AnyCase(&ADJUST_TYPES))
+                    .repaired_to("")
                     .doc("How prices are adjusted for the store: percent, fixed, or empty for none.")
                     .hidden_from(HOST_CANNOT_SEE_RULES),
                 number("adjustValue")
@@ -494,6 +496,7 @@ fn declared() -> Vec<Resource> {
             true,
         )
         .natural_key(&["fk_brand", "fk_store"])
+        .bounded("detail.adjustValue", -100.0, "detail.adjustType", "percent")
         .scope(COMPANY, &[&[("brandStore_brand.fk_company", Companies)]])
         .writable_by(WRITE, OWNERS, &[&[("brandStore_brand.fk_company", Companies)]])
         .scope(HOST, &[&[("brandStore_store.fk_host", Host)]])

@@ -2,12 +2,13 @@
 //! host prices and product images.
 
 use brandhub_catalog::Cell;
+use std::collections::HashMap;
 
 use crate::barcode::Barcodes;
 use crate::emit::{Emitter, Table, id_or_null, money};
 use crate::names::{self, COLOURS, GARMENTS, MATERIALS, SIZES, TITLE_FIRST};
 use crate::random::{below, between, percent, pick, weighted};
-use crate::time::{self, DAY, END, START};
+use crate::time::{self, DAY, END, HOUR, MINUTE, START};
 use crate::{Product, Stream, Variant, World};
 
 /// 2026-06-01T00:00:00Z: products are created before it.
@@ -234,20 +235,46 @@ pub(crate) fn stock(world: &mut World, out: &mut Emitter, open: &[i64]) {
     }
 }
 
-/// About one price per four variants, each for a host selling the variant's brand, from one
-/// of the brand's price files; half are permanent markdowns (no end date).
+/// A quarter of the variants get one price record each, for a host selling the brand (the
+/// host of one of its price files), in the currency of one of that host's stores selling the
+/// brand (one in five in any currency, `""`). Most are dated in the demo world, half with an
+/// end; one in five around the load moment (`World::now`): running since up to ten days, some
+/// ending within the next half hour, or starting later, some within the next half hour, so
+/// that a demo shows prices, and offers, changing.
 pub(crate) fn prices(world: &mut World, out: &mut Emitter) {
     let mut rng = world.rng(Stream::Prices);
     let t = Table::new("price");
-    let [fk_variant, fk_host, fk_file, price, rrp, start, end] = t.cells([
+    let [
+        fk_variant,
+        fk_host,
+        fk_file,
+        price,
+        rrp,
+        currency,
+        start,
+        end,
+    ] = t.cells([
         "fk_variant",
         "fk_host",
         "fk_file",
         "price",
         "rrp",
+        "currency",
         "startDate",
         "endDate",
     ]);
+    // The currencies each (brand, host) sells in: those of the host's stores with the brand.
+    let mut currencies: HashMap<(usize, usize), Vec<&'static str>> = HashMap::new();
+    for brand_store in &world.brand_stores {
+        let store = &world.stores[brand_store.store];
+        let sold = currencies
+            .entry((brand_store.brand, store.host))
+            .or_default();
+        if !sold.contains(&store.currency) {
+            sold.push(store.currency);
+        }
+    }
+    let now = world.now;
     let count = world.sizes.variants / 4;
     for i in 0..count {
         // One variant out of each block of four.
@@ -258,7 +285,6 @@ pub(crate) fn prices(world: &mut World, out: &mut Emitter) {
         let (file, host) = *pick(&mut rng, &brand.price_files);
         let full = i64::from(product.rrp);
         let off = *pick(&mut rng, &[10, 15, 20, 25, 30, 40, 50]);
-        let from = time::moment(&mut rng, START + 60 * DAY, END - 70 * DAY);
         let id = world.ids.next();
         let mut r = t.record(id);
         r.cells[fk_variant] = variant.id.cell();
@@ -266,9 +292,38 @@ pub(crate) fn prices(world: &mut World, out: &mut Emitter) {
         r.cells[fk_file] = file.cell();
         r.cells[price] = money(full * (100 - off) / 100 / 5 * 5);
         r.cells[rrp] = money(full);
+        let sold = currencies
+            .get(&(product.brand as usize, host))
+            .map_or(&[][..], Vec::as_slice);
+        if !sold.is_empty() && !percent(&mut rng, 20) {
+            r.cells[currency] = (*pick(&mut rng, sold)).into();
+        }
+        let (from, until) = if percent(&mut rng, 80) {
+            let from = time::moment(&mut rng, START + 60 * DAY, END - 70 * DAY);
+            let until = percent(&mut rng, 50).then(|| from + between(&mut rng, 7, 60) * DAY);
+            (from, until)
+        } else if percent(&mut rng, 50) {
+            // Running now: ending within the half hour, within days, or not at all.
+            let from = now - between(&mut rng, HOUR, 10 * DAY);
+            let until = match below(&mut rng, 3) {
+                0 => Some(now + between(&mut rng, MINUTE, 30 * MINUTE)),
+                1 => Some(now + between(&mut rng, HOUR, 5 * DAY)),
+                _ => None,
+            };
+            (from, until)
+        } else {
+            // Starting later: within the half hour, or within days.
+            let from = if percent(&mut rng, 50) {
+                now + between(&mut rng, MINUTE, 30 * MINUTE)
+            } else {
+                now + between(&mut rng, HOUR, 5 * DAY)
+            };
+            let until = percent(&mut rng, 50).then(|| from + between(&mut rng, 1, 7) * DAY);
+            (from, until)
+        };
         r.cells[start] = time::timestamp(from).into();
-        if percent(&mut rng, 50) {
-            r.cells[end] = time::timestamp(from + between(&mut rng, 7, 60) * DAY).into();
+        if let Some(until) = until {
+            r.cells[end] = time::timestamp(until).into();
         }
         out.push(&t, r);
     }

@@ -6,7 +6,9 @@
 //! ids and key secrets on every machine. All randomness comes from ChaCha8 streams derived from
 //! the seed (one stream per phase, so a change in one phase leaves the others' choices alone);
 //! ids are UUIDv7 whose timestamp is 2026-01-01 plus one millisecond per id, so they increase in
-//! generation order. Every date lies between 2025-06-01 and 2026-11-01.
+//! generation order. Every date lies between 2025-06-01 and 2026-11-01, but for the prices
+//! dated around [`DemoOptions::now`], the moment the data set is loaded (some start or end in
+//! the minutes after it, so that a demo shows prices changing).
 //!
 //! Records are streamed in chunks of at most [`MAX_CHUNK_RECORDS`] records, one resource per
 //! chunk, in an order where every foreign key points at a record of an earlier chunk: company
@@ -60,6 +62,10 @@ pub struct DemoOptions {
     pub scale: u64,
     /// The seed of every random choice: the same seed and scale give the same data.
     pub seed: u64,
+    /// The moment the data set is loaded, in seconds since the Unix epoch: a few prices start
+    /// and end around it, some in the minutes after. The loader passes its clock; the
+    /// generator never reads one, so the same options give the same data.
+    pub now: i64,
 }
 
 impl Default for DemoOptions {
@@ -68,6 +74,7 @@ impl Default for DemoOptions {
         DemoOptions {
             scale: 2_000,
             seed: 20_260_101,
+            now: time::DEFAULT_NOW,
         }
     }
 }
@@ -176,6 +183,9 @@ pub(crate) enum Stream {
     Prices,
     Images,
     Webhooks,
+    /// Brand stores' stock rules and price adjustments (a stream of their own, so that the
+    /// choice of stores stays as it was).
+    Rules,
 }
 
 /// The sizes every phase works from, derived from the scale.
@@ -283,6 +293,8 @@ pub(crate) struct Variant {
 /// Everything generated so far that later phases refer to.
 pub(crate) struct World {
     pub seed: u64,
+    /// [`DemoOptions::now`].
+    pub now: i64,
     pub sizes: Sizes,
     pub ids: IdGen,
     pub sponsors: Vec<Id>,
@@ -301,6 +313,7 @@ impl World {
     fn new(options: &DemoOptions) -> World {
         World {
             seed: options.seed,
+            now: options.now,
             sizes: Sizes::of(options.scale),
             ids: IdGen::new(stream(options.seed, Stream::Ids)),
             sponsors: Vec::new(),

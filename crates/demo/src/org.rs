@@ -286,15 +286,23 @@ pub(crate) fn stores(world: &mut World, out: &mut Emitter) {
     }
 }
 
-/// Each brand in five distinct stores, shipped from its company's warehouse.
+/// Each brand in five distinct stores, shipped from its company's warehouse, with the store's
+/// rules (docs/API.md, "Offers"): most offer live stock, many of those a share of it (80 or
+/// 90%), less a buffer of 1 to 3 units, some capped; some a fixed quantity (made to order), a
+/// few none (the fifth store of every other brand); prices adjusted by a few percent (−10 to +15) or a few units (±1 to 5), or not.
 pub(crate) fn brand_stores(world: &mut World, out: &mut Emitter) {
     let mut rng = world.rng(Stream::BrandStores);
+    let mut rules = world.rng(Stream::Rules);
     let t = Table::new("brandStore");
     let [
         fk_brand,
         fk_store,
         fk_warehouse,
         stock_type,
+        stock_percent,
+        stock_buffer,
+        stock_max,
+        fixed_quantity,
         adjust_type,
         adjust_value,
     ] = t.cells([
@@ -302,11 +310,18 @@ pub(crate) fn brand_stores(world: &mut World, out: &mut Emitter) {
         "fk_store",
         "fk_warehouse",
         "detail.stockType",
+        "detail.stockPercent",
+        "detail.stockBuffer",
+        "detail.stockMax",
+        "detail.fixedQuantity",
         "detail.adjustType",
         "detail.adjustValue",
     ]);
     for b in 0..world.brands.len() {
-        for s in distinct(&mut rng, world.stores.len(), 5) {
+        for (k, s) in distinct(&mut rng, world.stores.len(), 5)
+            .into_iter()
+            .enumerate()
+        {
             let id = world.id();
             let brand = &mut world.brands[b];
             let store = &world.stores[s];
@@ -317,12 +332,50 @@ pub(crate) fn brand_stores(world: &mut World, out: &mut Emitter) {
             r.cells[fk_brand] = brand.id.cell();
             r.cells[fk_store] = store.id.cell();
             r.cells[fk_warehouse] = warehouse.cell();
-            r.cells[stock_type] = weighted(&mut rng, &[("live", 80), ("fixed", 20)]).into();
+            // The kind of stock, the kind of adjustment and its size come from the draws of
+            // this stream they always came from, so that the stores chosen after them, and so
+            // the demo's orders, stay as they were; the rest from the rules' own stream.
+            let drawn = weighted(&mut rng, &[("live", 80), ("fixed", 20)]);
+            // Every brand's fifth store offers a fixed quantity or (every other brand) none,
+            // so that every kind is in the smallest demo; the others mostly live stock.
+            let offered = match (k, b % 2) {
+                (4, 0) => "fixed",
+                (4, _) => "none",
+                _ => drawn,
+            };
+            r.cells[stock_type] = offered.into();
+            match offered {
+                "live" => {
+                    r.cells[stock_percent] =
+                        weighted(&mut rules, &[(None, 40), (Some(80i64), 30), (Some(90), 30)])
+                            .into();
+                    if percent(&mut rules, 60) {
+                        r.cells[stock_buffer] = Cell::Integer(between(&mut rules, 1, 3));
+                    }
+                    if percent(&mut rules, 25) {
+                        r.cells[stock_max] = Cell::Integer(*pick(&mut rules, &[5i64, 10, 20, 50]));
+                    }
+                }
+                "fixed" => r.cells[fixed_quantity] = Cell::Integer(between(&mut rules, 1, 10) * 5),
+                _ => {}
+            }
             let kind = weighted(&mut rng, &[("percent", 40), ("fixed", 20), ("", 40)]);
             r.cells[adjust_type] = kind.into();
             r.cells[adjust_value] = match kind {
-                "percent" => Cell::Number(between(&mut rng, 5, 25) as f64),
-                "fixed" => money(between(&mut rng, 2, 20) * 50),
+                "percent" => {
+                    // 5 to 25 drawn: −10 to +15 in steps of 1.25, never 0.
+                    let value = (between(&mut rng, 5, 25) - 5) as f64 * 1.25 - 10.0;
+                    Cell::Number(if value == 0.0 { 5.0 } else { value })
+                }
+                "fixed" => {
+                    // 2 to 20 drawn: 1 to 5 units, up or down.
+                    let units = (between(&mut rng, 2, 20) - 2) % 9 * 50 + 100;
+                    money(if percent(&mut rules, 50) {
+                        -units
+                    } else {
+                        units
+                    })
+                }
                 _ => Cell::Null,
             };
             out.push(&t, r);

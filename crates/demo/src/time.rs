@@ -1,5 +1,6 @@
 //! Timestamps of the demo world: every date lies between 2025-06-01 and 2026-11-01 and comes
-//! from the random stream, never from the clock.
+//! from the random stream, never from the clock; only prices dated around the load moment
+//! (`DemoOptions::now`, which the loader takes from its clock) may lie elsewhere.
 
 use chrono::{DateTime, Datelike, Timelike};
 
@@ -10,6 +11,11 @@ use crate::random::between;
 pub(crate) const START: i64 = 1_748_736_000;
 /// 2026-11-01T00:00:00Z: nothing happens at or after it.
 pub(crate) const END: i64 = 1_793_491_200;
+/// 2026-10-18T12:00:00Z: the load moment of [`crate::DemoOptions::default`], two weeks before
+/// the world's end, so that prices dated around it lie in the world too.
+pub(crate) const DEFAULT_NOW: i64 = END - 13 * DAY - 12 * HOUR;
+/// One minute in seconds.
+pub(crate) const MINUTE: i64 = 60;
 /// One day in seconds.
 pub(crate) const DAY: i64 = 86_400;
 /// One hour in seconds.
@@ -67,5 +73,6 @@ mod tests {
             "2025-06-02T01:01:01.007Z"
         );
         assert_eq!(year_month(END - 1), "2026-10");
+        assert_eq!(timestamp(DEFAULT_NOW), "2026-10-18T12:00:00");
     }
 }

@@ -428,7 +428,11 @@ fn a_million_variants_stream_with_even_barcode_prefix_groups() {
 fn edge_scales_stay_consistent() {
     // Nothing, a lone variant, a short last product, and an odd number of brands (five).
     for scale in [0, 1, 4, 5, 6, 25_003] {
-        let (chunks, summary) = generate_all(&DemoOptions { scale, seed: 1 });
+        let (chunks, summary) = generate_all(&DemoOptions {
+            scale,
+            seed: 1,
+            ..DemoOptions::default()
+        });
         check_references(&chunks);
         assert_eq!(records(&chunks, "variant").count() as u64, scale);
         assert_eq!(records(&chunks, "stock").count() as u64, scale);
@@ -443,7 +447,7 @@ proptest! {
     /// variants, brands without products) still give consistent data.
     #[test]
     fn any_small_scale_and_seed_is_consistent(scale in 0u64..3_000, seed in any::<u64>()) {
-        let options = DemoOptions { scale, seed };
+        let options = DemoOptions { scale, seed, ..DemoOptions::default() };
         let (chunks, summary) = generate_all(&options);
         check_references(&chunks);
         prop_assert_eq!(records(&chunks, "variant").count() as u64, scale);
@@ -503,4 +507,127 @@ fn stock_demand_is_the_open_quantity_of_the_orders() {
             (int(s, &stock, "inStock") - demand).max(0)
         );
     }
+}
+
+/// docs/API.md, "Offers": the brand stores' rules are within what a write of them may hold
+/// (each field's domain and the bounds across fields, as the API judges a write), with every
+/// kind of stock offered and small adjustments; prices name currencies, and some are dated
+/// around the load moment, which moves them and nothing else.
+#[test]
+fn brand_store_rules_and_dated_prices_are_sensible() {
+    let (chunks, _) = &*DEFAULT;
+    let brand_store = catalog().resource("brandStore").unwrap();
+    let l = layout("brandStore");
+    let mut kinds = HashMap::new();
+    let mut shares = HashSet::new();
+    let (mut buffered, mut capped) = (0, 0);
+    for record in records(chunks, "brandStore") {
+        for (field, cell) in stored_fields(brand_store).iter().zip(&record.cells) {
+            assert_eq!(field.value_problem(cell), None, "{} = {cell:?}", field.path);
+        }
+        for bound in &brand_store.writes.bounds {
+            assert_eq!(bound.problem(brand_store, record), None);
+        }
+        let kind = text(record, &l, "detail.stockType");
+        *kinds.entry(kind.to_string()).or_insert(0) += 1;
+        let integer = |path: &str| match record.cells[l.cell(path)] {
+            Cell::Integer(n) => Some(n),
+            Cell::Null => None,
+            ref other => panic!("{path} is {other:?}"),
+        };
+        match kind {
+            "live" => {
+                shares.insert(integer("detail.stockPercent"));
+                buffered += usize::from(integer("detail.stockBuffer").is_some());
+                capped += usize::from(integer("detail.stockMax").is_some());
+                assert_eq!(integer("detail.fixedQuantity"), None);
+            }
+            "fixed" => assert!(integer("detail.fixedQuantity").is_some_and(|q| q > 0)),
+            _ => assert_eq!(kind, "none"),
+        }
+        let value = record.cells[l.cell("detail.adjustValue")].clone();
+        match (text(record, &l, "detail.adjustType"), value) {
+            ("percent", Cell::Number(v)) => assert!((-10.0..=15.0).contains(&v) && v != 0.0),
+            ("fixed", Cell::Number(v)) => assert!((1.0..=5.0).contains(&v.abs()), "{v}"),
+            ("", Cell::Null) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        kinds["live"] > kinds["fixed"] && kinds["fixed"] >= 2 && kinds["none"] >= 2,
+        "{kinds:?}"
+    );
+    assert!(
+        shares.len() >= 2 && buffered > 0 && capped > 0,
+        "{shares:?}"
+    );
+
+    let now = DemoOptions::default().now;
+    let p = layout("price");
+    let stamp = |secs: i64| {
+        chrono::DateTime::from_timestamp(secs, 0)
+            .unwrap()
+            .format("%Y-%m-%dT%H:%M:%S")
+            .to_string()
+    };
+    let (soon, in_half_an_hour) = (stamp(now), stamp(now + 30 * 60));
+    let dates = |record: &Record| {
+        [
+            text(record, &p, "startDate").to_string(),
+            record.cells[p.cell("endDate")]
+                .as_text()
+                .unwrap_or_default()
+                .to_string(),
+        ]
+    };
+    let prices: Vec<&Record> = records(chunks, "price").collect();
+    let starting = prices
+        .iter()
+        .filter(|r| dates(r)[0] > soon && dates(r)[0] <= in_half_an_hour)
+        .count();
+    let ending = prices
+        .iter()
+        .filter(|r| dates(r)[1] > soon && dates(r)[1] <= in_half_an_hour)
+        .count();
+    assert!(starting > 0 && ending > 0, "{starting} {ending}");
+    let any_currency = prices
+        .iter()
+        .filter(|r| text(r, &p, "currency").is_empty())
+        .count();
+    assert!(
+        any_currency > 0 && any_currency < prices.len() / 3,
+        "{any_currency}"
+    );
+
+    // Loaded an hour later: the prices around the load moment move by the hour, and nothing
+    // else changes.
+    let later = generate_all(&DemoOptions {
+        now: now + 3_600,
+        ..DemoOptions::default()
+    });
+    let moved: Vec<&Record> = records(&later.0, "price").collect();
+    let mut shifted = 0;
+    for (before, after) in prices.iter().zip(&moved) {
+        let (a, b) = (dates(before), dates(after));
+        if a == b {
+            continue;
+        }
+        shifted += 1;
+        assert!(a[0] > stamp(now - 11 * 86_400), "{a:?}");
+        assert_eq!(stamp_of(&b[0]) - stamp_of(&a[0]), 3_600);
+    }
+    assert!(shifted > 0);
+    for (a, b) in chunks.iter().zip(&later.0) {
+        if a.resource.name != "price" {
+            assert_eq!(a.records, b.records, "{}", a.resource.name);
+        }
+    }
+}
+
+/// Seconds since the epoch of a record timestamp.
+fn stamp_of(text: &str) -> i64 {
+    chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S")
+        .unwrap()
+        .and_utc()
+        .timestamp()
 }

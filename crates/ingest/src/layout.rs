@@ -63,6 +63,7 @@ pub static PRICE: SheetLayout = SheetLayout {
         (C::Barcode, "price_variant.barcode"),
         (C::Price, "price"),
         (C::Rrp, "rrp"),
+        (C::Currency, "currency"),
     ],
 };
 

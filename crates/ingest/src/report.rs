@@ -275,8 +275,31 @@ impl FirstRows {
         row: u32,
         report: &mut Report,
     ) -> Option<&'a VariantRef> {
+        self.variant_in(barcodes, barcode, "", row, report)
+    }
+
+    /// [`FirstRows::variant`] where a barcode may come once per `also` (a price file's
+    /// currency: one row per barcode and currency); an empty `also` is the barcode alone.
+    pub(crate) fn variant_in<'a>(
+        &mut self,
+        barcodes: &'a HashMap<String, VariantRef>,
+        barcode: &str,
+        also: &str,
+        row: u32,
+        report: &mut Report,
+    ) -> Option<&'a VariantRef> {
         let key = fold(barcode);
-        if !self.claim(&key, barcode, row, report) {
+        let claimed = if also.is_empty() {
+            self.claim(&key, barcode, row, report)
+        } else {
+            self.claim(
+                &format!("{key}\u{0}{}", fold(also)),
+                &format!("{barcode} in {also}"),
+                row,
+                report,
+            )
+        };
+        if !claimed {
             return None;
         }
         let found = barcodes.get(&key);

@@ -102,6 +102,7 @@ columns! {
     Carrier: "Carrier", Text, "Royal Mail";
     TrackingRef: "Tracking Ref", Code, "JD014600003828";
     ShipDate: "Ship Date", Date, "2024-03-15";
+    Currency: "Currency", Code, "EUR";
 }
 
 /// Whether a file type needs a column.
@@ -211,6 +212,7 @@ impl FileType {
                 (C::Barcode, Required),
                 (C::Price, Required),
                 (C::Rrp, Optional),
+                (C::Currency, Optional),
             ],
             FileType::Image => &[
                 (C::ProductCode, OneOf),
@@ -519,6 +521,20 @@ mod tests {
         assert_eq!(row.get(&map, Column::Barcode), &Cell::text("123"));
         assert_eq!(row.get(&map, Column::Price), &Cell::Number(9.5));
         assert_eq!(row.get(&map, Column::Rrp), &Cell::Empty);
+        assert_eq!(row.get(&map, Column::Currency), &Cell::Empty);
+    }
+
+    #[test]
+    fn a_price_file_may_name_each_prices_currency() {
+        let map =
+            ColumnMap::match_headers(FileType::Price, &header(&["Barcode", "Price", "currency"]))
+                .unwrap();
+        assert_eq!(map.index(Column::Currency), Some(2));
+        assert!(map.unknown().is_empty());
+        let stock =
+            ColumnMap::match_headers(FileType::Stock, &header(&["Barcode", "Qty", "Currency"]))
+                .unwrap();
+        assert_eq!(stock.unknown(), &["Currency".to_string()]);
     }
 
     #[test]

@@ -364,11 +364,6 @@ pub fn natural_key_index(resource: &Resource, backend: Backend) -> Option<String
         .iter()
         .map(|path| resource.field_at(path).expect("natural keys are fields"))
         .collect();
-    let name = fields
-        .iter()
-        .map(|f| f.column.as_str())
-        .collect::<Vec<_>>()
-        .join("_");
     // A part with a default is always set (a price's currency: empty for any).
     let set: Vec<String> = fields
         .iter()
@@ -379,16 +374,34 @@ pub fn natural_key_index(resource: &Resource, backend: Backend) -> Option<String
         })
         .collect();
     Some(format!(
-        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({}) WHERE {}",
-        quote(&format!("nk_{}_{name}", resource.table)),
+        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({}){}",
+        quote(&natural_key_index_name(resource)),
         quote(resource.table),
         fields
             .iter()
             .map(|f| index_column(f, backend))
             .collect::<Vec<_>>()
             .join(", "),
-        set.join(" AND ")
+        if set.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", set.join(" AND "))
+        }
     ))
+}
+
+/// The name of a resource's natural key index (`nk_<table>_<columns>`): a key of other fields
+/// is another index, and the migration drops the one of a key the catalog no longer declares
+/// (a price's before its currency).
+pub fn natural_key_index_name(resource: &Resource) -> String {
+    let columns: Vec<&str> = resource
+        .writes
+        .natural_key
+        .iter()
+        .filter_map(|path| resource.field_at(path))
+        .map(|field| field.column.as_str())
+        .collect();
+    format!("nk_{}_{}", resource.table, columns.join("_"))
 }
 
 /// How full PostgreSQL fills a page of version rows, in percent ([`bookkeeping_statements`]):
@@ -498,6 +511,48 @@ pub fn derived_fill_statement(resource: &Resource, column: &str) -> Option<Strin
     ))
 }
 
+/// The statements that repair stored values outside their domain of words
+/// (`Field::repaired_to`: a brand store's unknown `stockType` becomes `live`, an unknown
+/// `adjustType` empty), with their folded copies, stamped fields and record versions, one per
+/// such field. Run on every migration: once repaired, no row matches it again. Words are compared
+/// in any case, as their domain compares them; an empty value is unset, never repaired.
+pub fn repair_statements(resource: &Resource, now: &str) -> Vec<String> {
+    let literal = |text: &str| format!("'{}'", text.replace('\'', "''"));
+    let mut statements = Vec::new();
+    for field in resource.leaf_fields() {
+        let (Some(word), Some(words)) = (
+            field.repaired_to,
+            field.domain.and_then(brandhub_catalog::Domain::words),
+        ) else {
+            continue;
+        };
+        let column = quote(&field.column);
+        let mut set = vec![format!("{column} = {}", literal(word))];
+        if let Some(folded) = field.folded_column() {
+            set.push(format!(
+                "{} = {}",
+                quote(&folded),
+                literal(&brandhub_query::text::fold(word))
+            ));
+        }
+        for stamped in resource.stamped_fields() {
+            set.push(format!("{} = {}", quote(&stamped.column), literal(now)));
+        }
+        set.push(format!("{0} = {0} + 1", quote(ROW_VERSION)));
+        let allowed: Vec<String> = words
+            .iter()
+            .map(|w| literal(&w.to_ascii_lowercase()))
+            .collect();
+        statements.push(format!(
+            "UPDATE {} SET {} WHERE {column} <> '' AND lower({column}) NOT IN ({})",
+            quote(resource.table),
+            set.join(", "),
+            allowed.join(", ")
+        ));
+    }
+    statements
+}
+
 /// For a new stamped column (`updatedDate`), the statement giving every existing row a value:
 /// its `createdDate` where the resource has one, else `now` (the time of the migration).
 pub fn stamped_fill_statement(resource: &Resource, column: &str, now: &str) -> Option<String> {
@@ -536,6 +591,80 @@ pub fn versioned_tables() -> Vec<&'static str> {
 const MIGRATION_LOCK: i64 = 4_242_001;
 
 impl Store {
+    /// Repairs stored values outside their domain ([`repair_statements`]) in one write through
+    /// the executor, which bumps the versions of what it changed: another process's caches
+    /// (and this one's) see the repaired records.
+    async fn repair_values(&self) -> StoreResult<()> {
+        use crate::write::{EntryPoint, Outcome, WritePlan};
+        let now = crate::ids::timestamp_at(self.clock.now_millis());
+        let repairs: Vec<(&'static str, String)> = catalog()
+            .resources()
+            .iter()
+            .flat_map(|r| {
+                repair_statements(r, &now)
+                    .into_iter()
+                    .map(move |sql| (r.table, sql))
+            })
+            .collect();
+        if repairs.is_empty() {
+            return Ok(());
+        }
+        self.execute(
+            WritePlan::locking(EntryPoint::Migration),
+            move |mut tx, _| {
+                let repairs = repairs.clone();
+                Box::pin(async move {
+                    let result = async {
+                        for (table, sql) in repairs {
+                            let statement = crate::offers::clock::Raw {
+                                sql,
+                                values: Vec::new(),
+                            };
+                            if tx.execute_untracked(table, &statement).await? > 0 {
+                                tx.touch(table);
+                            }
+                        }
+                        Ok(Outcome::Commit(()))
+                    }
+                    .await;
+                    (tx, result)
+                })
+            },
+        )
+        .await
+    }
+
+    /// Drops the natural key indexes of `resource` that name another key than the catalog's
+    /// (made by an earlier version: a price's `(variant, host, startDate)` would refuse a price
+    /// in a second currency).
+    async fn drop_stale_key_indexes(&self, resource: &Resource) -> StoreResult<()> {
+        let prefix = format!("nk_{}_", resource.table);
+        let current =
+            natural_key_index(resource, self.backend()).map(|_| natural_key_index_name(resource));
+        let names: Vec<String> = on_pool!(&self.pool, |pool, _builder| {
+            let sql = match self.backend() {
+                Backend::Sqlite => {
+                    "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = $1"
+                }
+                Backend::Postgres => {
+                    "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1"
+                }
+            };
+            sqlx::query_scalar(sql)
+                .bind(resource.table)
+                .fetch_all(pool)
+                .await
+                .map_err(|e| failed("cannot read the schema", e))?
+        });
+        for name in names {
+            if name.starts_with(&prefix) && Some(&name) != current.as_ref() {
+                self.execute_raw(&format!("DROP INDEX IF EXISTS {}", quote(&name)))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
     async fn existing_columns(&self, table: &str) -> StoreResult<Vec<String>> {
         let columns: Vec<String> = on_pool!(&self.pool, |pool, _builder| {
             let sql = match self.backend() {
@@ -740,6 +869,7 @@ impl Store {
             for statement in resource_statements(resource, backend) {
                 self.execute_raw(&statement).await?;
             }
+            self.drop_stale_key_indexes(resource).await?;
         }
         for statement in queue_statements(backend) {
             self.execute_raw(&statement).await?;
@@ -756,6 +886,8 @@ impl Store {
             self.execute_raw(&statement).await?;
         }
         self.migrate_offers(backend).await?;
+        // After the triggers: a repaired rule changes its offers as any write of it does.
+        self.repair_values().await?;
         if backend == Backend::Sqlite {
             // A database analyzed by an earlier version may still hold samples.
             self.forget_sqlite_samples().await?;
@@ -898,11 +1030,38 @@ mod tests {
     }
 
     #[test]
+    fn stored_rules_outside_their_domain_are_repaired_on_migration() {
+        let brand_store = catalog().get(brandhub_catalog::Res::BrandStore);
+        let repairs = repair_statements(brand_store, "2026-12-01T00:00:00");
+        assert_eq!(repairs.len(), 2, "{repairs:?}");
+        assert!(
+            repairs[0].starts_with("UPDATE \"brand_store\" SET \"detail_stock_type\" = 'live', \"detail_stock_type_ci\" = 'live', "),
+            "{}",
+            repairs[0]
+        );
+        assert!(repairs[0].ends_with(
+            "WHERE \"detail_stock_type\" <> '' AND lower(\"detail_stock_type\") NOT IN ('live', 'fixed', 'none')"
+        ));
+        assert!(
+            repairs[1].contains("SET \"detail_adjust_type\" = '', \"detail_adjust_type_ci\" = ''")
+        );
+        assert!(repairs[1].contains("\"row_version\" = \"row_version\" + 1"));
+        let stock = catalog().get(brandhub_catalog::Res::Stock);
+        assert!(repair_statements(stock, "2026-12-01T00:00:00").is_empty());
+    }
+
+    #[test]
     fn natural_keys_are_unique_where_they_are_set() {
         let store = catalog().get(brandhub_catalog::Res::Store);
         assert_eq!(
             natural_key_index(store, Backend::Sqlite).unwrap(),
             "CREATE UNIQUE INDEX IF NOT EXISTS \"nk_store_fk_host_code\" ON \"store\" (\"fk_host\", \"code_ci\") WHERE \"fk_host\" IS NOT NULL AND \"code_ci\" <> ''"
+        );
+        // A price in any currency (`""`) has a key too.
+        let price = catalog().get(brandhub_catalog::Res::Price);
+        assert_eq!(
+            natural_key_index(price, Backend::Sqlite).unwrap(),
+            "CREATE UNIQUE INDEX IF NOT EXISTS \"nk_price_fk_variant_fk_host_currency_start_date\" ON \"price\" (\"fk_variant\", \"fk_host\", \"currency_ci\", \"start_date\") WHERE \"fk_variant\" IS NOT NULL AND \"fk_host\" IS NOT NULL AND \"start_date\" IS NOT NULL"
         );
         // A declared unique index of the same fields serves already.
         let brand_store = catalog().get(brandhub_catalog::Res::BrandStore);

@@ -118,6 +118,8 @@ pub(super) async fn try_create_in(
     let indexes: Vec<Option<usize>> = (0..items.len()).map(index).collect();
     problems.extend(tx.agreement_problems(resource, &records, &indexes).await?);
     problems.extend(tx.insecure_url_problems(resource, &records, &indexes));
+    let bodies: Vec<&WriteValues> = items.iter().collect();
+    problems.extend(bound_problems(resource, &records, &bodies, &indexes));
     // Natural keys: taken by an existing record, or repeated within the write.
     let mut holders: Vec<Option<String>> = vec![None; items.len()];
     let keyed = keys_within(resource, &records, &index, &mut problems);

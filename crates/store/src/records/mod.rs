@@ -127,6 +127,29 @@ fn problem(field: &str, message: String, index: Option<usize>) -> FieldError {
     }
 }
 
+/// Problems of the catalog's bounds across fields (`Writes::bounds`) in records about to be
+/// written, as the write leaves them (an update's record merged with what it keeps), without
+/// I/O; `given` are the writes' values, whose own problems with either field come first.
+fn bound_problems(
+    resource: &'static Resource,
+    records: &[Record],
+    given: &[&WriteValues],
+    indexes: &[Option<usize>],
+) -> Vec<FieldError> {
+    let mut problems = Vec::new();
+    for bound in &resource.writes.bounds {
+        for ((record, values), index) in records.iter().zip(given).zip(indexes) {
+            if values.has_problem(bound.field) || values.has_problem(bound.when) {
+                continue;
+            }
+            if let Some(message) = bound.problem(resource, record) {
+                problems.push(problem(bound.field, message, *index));
+            }
+        }
+    }
+    problems
+}
+
 /// The values of a record's ids, for judging a rule on it (its own id left unset when new).
 fn known_of(resource: &'static Resource, record: &Record, own_id: Option<&str>) -> Known {
     let mut known = Known::new().value("id", own_id.map(str::to_string));
@@ -377,6 +400,16 @@ mod tests {
             ]),
             "ids upper-cased, an unsent currency any (empty), timestamps as stored (not folded)"
         );
+        let body = format!(
+            r#"{{"fk_variant": "{variant}", "fk_host": "{host}", "price": 1, "currency": "Eur", "startDate": "2026-01-02T03:04:05"}}"#
+        );
+        let record = new_record(
+            price,
+            &parsed(price, &body),
+            "2026-01-01T00:00:00",
+            &Writer::of(&Viewer::admin()),
+        );
+        assert_eq!(key_of(price, &record).unwrap()[2], "eur", "text folded");
         let variant = catalog().get(brandhub_catalog::Res::Variant);
         assert_eq!(key_name(variant), "brand and barcode");
         let stock = catalog().get(brandhub_catalog::Res::Stock);

@@ -28,9 +28,10 @@ pub(super) async fn update_in(
 ///
 /// Only values that change neither a link (derived fields, the write rules), a natural key,
 /// a field of a unique rule compared exactly (a value taken is told with its holder), a
-/// list, a field another must agree with (`Writes::agreements`), nor a URL that is checked,
-/// of a resource with no policy of its own, and with no problem found by the parse:
-/// everything else [`update_batch_in`] checks is then about the record as stored.
+/// list, a field another must agree with (`Writes::agreements`), a field of a bound across
+/// fields (`Writes::bounds`), nor a URL that is checked, of a resource with no policy of its
+/// own, and with no problem found by the parse: everything else [`update_batch_in`] checks is
+/// then about the record as stored.
 pub(super) async fn update_unread_in(
     tx: &mut WriteTx,
     resource: &'static Resource,
@@ -79,6 +80,10 @@ pub(super) fn needs_no_stored_record(resource: &'static Resource, values: &Write
                     .exact_keys()
                     .any(|index| index.paths.contains(&path))
                 && !writes.agreements.iter().any(|(_, own)| *own == path)
+                && !writes
+                    .bounds
+                    .iter()
+                    .any(|b| b.field == path || b.when == path)
         })
 }
 
@@ -187,6 +192,8 @@ pub(super) async fn update_batch_in(
     let indexes: Vec<Option<usize>> = updates.iter().map(|(_, _, index)| *index).collect();
     problems.extend(tx.agreement_problems(resource, &records, &indexes).await?);
     problems.extend(tx.insecure_url_problems(resource, &records, &indexes));
+    let bodies: Vec<&WriteValues> = updates.iter().map(|(_, values, _)| *values).collect();
+    problems.extend(bound_problems(resource, &records, &bodies, &indexes));
     for (((id, values, index), record), before) in
         updates.iter().zip(records.iter_mut()).zip(&befores)
     {

@@ -51,6 +51,8 @@ pub enum EntryPoint {
     Deliveries,
     /// Prices that started or ended: their offers derived again (`Store::apply_price_dates`).
     PriceDates,
+    /// Stored values a migration repairs (rules outside their domain, `Field::repaired_to`).
+    Migration,
     /// A write a test makes beside the API.
     Test,
 }

@@ -105,9 +105,7 @@ for backend in $BACKENDS; do
   # P: stock PATCHes as the company user.
   section "P: PATCH /api/stock ($BACKEND_LABEL)"
   export_auth_for company
-  api_get "/api/stock?fields=id&pageSize=1000&stock_variant.variant_scopeBrand.brand_brandStore.fk_store=@" |
-    ids_of | head -n "$STOCK_IDS" >"$WORK/stock_ids" || true
-  [ -s "$WORK/stock_ids" ] || api_get "/api/stock?fields=id&pageSize=1000" | ids_of | head -n "$STOCK_IDS" >"$WORK/stock_ids"
+  api_get "/api/stock?fields=id&pageSize=1000" | ids_of | head -n "$STOCK_IDS" >"$WORK/stock_ids"
   patch_rate
   with_offers=$WPS
   line="$BACKEND_LABEL: PATCH /api/stock with offers: $with_offers/s"
@@ -132,7 +130,7 @@ for backend in $BACKENDS; do
   warehouse=$(api_get "/api/brandStore/$brand_store?fields=fk_warehouse" | grep -o '"fk_warehouse":"[^"]*"' | cut -d'"' -f4)
   host=$(api_get "/api/brandStore/$brand_store?fields=brandStore_store.fk_host" | grep -o '"fk_host":"[^"]*"' | cut -d'"' -f4)
   store=$(api_get "/api/brandStore/$brand_store?fields=fk_store" | grep -o '"fk_store":"[^"]*"' | cut -d'"' -f4)
-  api -o "$WORK/variants.csv" "$BASE/api/variant?fk_scopeBrand=$brand&fields=barcode&format=csv"
+  api -o "$WORK/variants.csv" "$BASE/api/variant?variant_product.fk_brand=$brand&fields=barcode&format=csv"
   variants=$(($(wc -l <"$WORK/variants.csv") - 1))
   say "brand $brand: $variants variants; brand store $brand_store (store $store, host $host)"
 
@@ -154,7 +152,7 @@ for backend in $BACKENDS; do
 
   # D: prices starting at one moment, written ahead as JSON arrays of 1,000.
   section "D: dated prices ($BACKEND_LABEL)"
-  api -o "$WORK/variant_ids.csv" "$BASE/api/variant?fk_scopeBrand=$brand&fields=id&format=csv"
+  api -o "$WORK/variant_ids.csv" "$BASE/api/variant?variant_product.fk_brand=$brand&fields=id&format=csv"
   moment=$(date -u -d "+$PRICE_LEAD seconds" +%Y-%m-%dT%H:%M:%S)
   tail -n +2 "$WORK/variant_ids.csv" | head -n "$PRICE_ROWS" | tr -d '"' | cut -d, -f1 >"$WORK/price_variants"
   prices=$(wc -l <"$WORK/price_variants")

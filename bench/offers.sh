@@ -151,9 +151,10 @@ for backend in $BACKENDS; do
   { echo "Barcode,Qty"; tail -n +2 "$WORK/variants.csv" | head -n "$FILE_ROWS" | awk -F, '{ gsub(/"/, "", $1); print $1 "," (NR % 50) }'; } >"$WORK/stock.csv"
   rows=$(($(wc -l <"$WORK/stock.csv") - 1))
   start=$(date +%s%N)
-  api -o "$WORK/file.json" -F "stock,$brand,$warehouse=@$WORK/stock.csv;filename=stock.csv" "$BASE/api/file?wait=600"
+  api -o "$WORK/file.json" -F "stock,$brand,$warehouse=@$WORK/stock.csv;filename=stock.csv" "$BASE/api/file?wait=600" ||
+    say "the stock file's upload failed (curl $?)"
   took=$(seconds_since "$start")
-  status=$(grep -o '"status":"[^"]*"' "$WORK/file.json" | head -n1)
+  status=$( (grep -o '"status":"[^"]*"' "$WORK/file.json" || true) | head -n1)
   echo "$BACKEND_LABEL: stock file of $rows rows: ${took}s ($status)" >>"$RESULTS"
 
   # B: a rule PATCH of the brand store.
@@ -199,7 +200,7 @@ for backend in $BACKENDS; do
   # X: the store's feed as CSV.
   section "X: the feed as CSV ($BACKEND_LABEL)"
   start=$(date +%s%N)
-  api -o "$WORK/feed.csv" "$BASE/api/offer?fk_store=$store&format=csv"
+  api -o "$WORK/feed.csv" "$BASE/api/offer?fk_store=$store&format=csv" || say "the feed's export failed (curl $?)"
   took=$(seconds_since "$start")
   feed=$(($(wc -l <"$WORK/feed.csv") - 1))
   echo "$BACKEND_LABEL: feed of store $store as CSV: $feed rows in ${took}s ($(awk -v n="$feed" -v s="$took" 'BEGIN { printf "%.0f", n / s }') rows/s; goal >= 200,000)" >>"$RESULTS"

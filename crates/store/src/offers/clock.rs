@@ -8,7 +8,7 @@
 //! a process applies what fell while none ran: one net change per offer, since the
 //! derivation writes only offers whose values differ.
 
-use super::derive::{Dialect, col, refresh_statement, table};
+use super::derive::{Dialect, Drive, col, refresh_statement, table};
 use crate::db::{Backend, Kind, Store};
 use crate::error::StoreResult;
 use crate::write::{EntryPoint, Outcome, WritePlan};
@@ -58,16 +58,20 @@ fn due_refresh(backend: Backend) -> Raw {
     let d = Dialect { backend };
     let start = col(Res::Price, "startDate");
     let end = col(Res::Price, "endDate");
+    // The variants of the prices due (by their dates' indexes), then their hosts' stores.
+    let due = format!(
+        "FROM {price} x WHERE (x.{start} > {{}} AND x.{start} <= {{}}) OR (x.{end} > {{}} AND x.{end} <= {{}})",
+        price = table(Res::Price),
+    );
     let filter = format!(
-        "EXISTS (SELECT 1 FROM {price} x WHERE x.{fk_variant} = v.\"id\" AND x.{fk_host} = s.{store_host} \
-         AND ((x.{start} > {{}} AND x.{start} <= {{}}) OR (x.{end} > {{}} AND x.{end} <= {{}})))",
+        "v.\"id\" IN (SELECT x.{fk_variant} {due}) AND EXISTS (SELECT 1 FROM {price} y WHERE y.{fk_variant} = v.\"id\" AND y.{fk_host} = s.{store_host})",
         price = table(Res::Price),
         fk_variant = col(Res::Price, "fk_variant"),
         fk_host = col(Res::Price, "fk_host"),
         store_host = col(Res::Store, "fk_host"),
     );
     Raw {
-        sql: refresh_statement(&d, &filter),
+        sql: refresh_statement(&d, Drive::Variant, &filter),
         values: Vec::new(),
     }
 }

@@ -218,10 +218,23 @@ fn offer_column(path: &str) -> String {
 /// The fields whose change is announced (`offer.updated`): what a host acts on.
 pub(crate) const ANNOUNCED: [&str; 4] = ["available", "price", "status", "hostSku"];
 
+/// Which table a derivation starts from: the one its filter names by key. SQLite keeps the
+/// order of a `CROSS JOIN` (its planner, without statistics of these joins, would otherwise
+/// start from the brand stores and scan every variant of their brands for one stock row);
+/// PostgreSQL plans `CROSS JOIN … WHERE` as the inner joins they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drive {
+    /// From variants: a stock row's, a price's, a variant's own, a product's.
+    Variant,
+    /// From brand stores: a brand store's own, a store's, every offer.
+    BrandStore,
+}
+
 /// The statement that derives the offers of the (brand store, variant) pairs that `filter`
 /// (SQL over the aliases of [`derived_values`]) admits and writes those that are new or
-/// changed: one upsert. A changed offer gets a new `updatedDate` and record version.
-pub(crate) fn refresh_statement(d: &Dialect, filter: &str) -> String {
+/// changed: one upsert, starting from `drive`. A changed offer gets a new `updatedDate` and
+/// record version.
+pub(crate) fn refresh_statement(d: &Dialect, drive: Drive, filter: &str) -> String {
     let values = derived_values(d);
     let columns: Vec<String> = values.iter().map(|(path, _)| offer_column(path)).collect();
     let exprs: Vec<&str> = values.iter().map(|(_, sql)| sql.as_str()).collect();
@@ -255,27 +268,39 @@ pub(crate) fn refresh_statement(d: &Dialect, filter: &str) -> String {
     format!(
         "INSERT INTO {offer} (\"id\", {columns}, {updated}) \
          SELECT {id}, {exprs}, {now} \
-         FROM {bs_table} bs \
-         JOIN {store} s ON s.\"id\" = bs.{bs_store} \
-         JOIN {variant} v ON v.{v_brand} = bs.{bs_brand} \
-         JOIN {product} p ON p.\"id\" = v.{v_product} \
+         FROM {from} \
          LEFT JOIN {stock} st ON st.{st_warehouse} = bs.{bs_warehouse} AND st.{st_variant} = v.\"id\" \
          LEFT JOIN {price} pr ON pr.\"id\" = ({in_effect}) \
-         WHERE {filter} \
+         WHERE {joined} AND {filter} \
          ON CONFLICT ({key_bs}, {key_v}) DO UPDATE SET {set}, {updated} = {now}, {version} = {offer}.{version} + 1 \
          WHERE {changed}",
+        from = match drive {
+            Drive::Variant => format!(
+                "{variant} v CROSS JOIN {bs_table} bs CROSS JOIN {store} s CROSS JOIN {product} p",
+                variant = table(Res::Variant),
+                bs_table = table(Res::BrandStore),
+                store = table(Res::Store),
+                product = table(Res::Product),
+            ),
+            Drive::BrandStore => format!(
+                "{bs_table} bs CROSS JOIN {store} s CROSS JOIN {variant} v CROSS JOIN {product} p",
+                variant = table(Res::Variant),
+                bs_table = table(Res::BrandStore),
+                store = table(Res::Store),
+                product = table(Res::Product),
+            ),
+        },
+        joined = format!(
+            "s.\"id\" = bs.{bs_store} AND v.{v_brand} = bs.{bs_brand} AND p.\"id\" = v.{v_product}",
+            bs_store = col(Res::BrandStore, "fk_store"),
+            v_brand = col(Res::Variant, "fk_scopeBrand"),
+            bs_brand = col(Res::BrandStore, "fk_brand"),
+            v_product = col(Res::Variant, "fk_product"),
+        ),
         columns = columns.join(", "),
         id = d.new_id(),
         exprs = exprs.join(", "),
         now = d.now(),
-        bs_table = table(Res::BrandStore),
-        store = table(Res::Store),
-        bs_store = col(Res::BrandStore, "fk_store"),
-        variant = table(Res::Variant),
-        v_brand = col(Res::Variant, "fk_scopeBrand"),
-        bs_brand = col(Res::BrandStore, "fk_brand"),
-        product = table(Res::Product),
-        v_product = col(Res::Variant, "fk_product"),
         stock = table(Res::Stock),
         st_warehouse = col(Res::Stock, "fk_warehouse"),
         bs_warehouse = col(Res::BrandStore, "fk_warehouse"),
@@ -295,7 +320,7 @@ mod tests {
     fn the_refresh_names_every_derived_column_of_the_offer_table_once() {
         for backend in [Backend::Sqlite, Backend::Postgres] {
             let d = Dialect { backend };
-            let sql = refresh_statement(&d, "bs.\"id\" = 'X'");
+            let sql = refresh_statement(&d, Drive::BrandStore, "bs.\"id\" = 'X'");
             let table: Vec<String> =
                 crate::schema::table_columns(catalog().get(Res::Offer), backend)
                     .into_iter()

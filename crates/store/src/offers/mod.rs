@@ -42,5 +42,9 @@ pub fn statements(backend: Backend) -> Vec<String> {
 /// The statement that derives every offer (the first migration that makes the offer table
 /// fills it with this).
 pub fn fill_statement(backend: Backend) -> String {
-    derive::refresh_statement(&derive::Dialect { backend }, "1 = 1")
+    derive::refresh_statement(
+        &derive::Dialect { backend },
+        derive::Drive::BrandStore,
+        "1 = 1",
+    )
 }

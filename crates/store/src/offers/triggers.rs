@@ -10,7 +10,7 @@
 //! `UPDATE` in `psql`. PostgreSQL runs one derivation per statement over the rows it changed
 //! (transition tables); SQLite, whose triggers run per row, one per row.
 
-use super::derive::{Dialect, col, refresh_statement, table};
+use super::derive::{Dialect, Drive, col, refresh_statement, table};
 use crate::db::Backend;
 use crate::events::{EVENT_TABLE, REMOVED_COLUMN};
 use brandhub_catalog::{Res, catalog};
@@ -26,6 +26,8 @@ struct Source {
     touches: String,
     /// The events of the source whose rows touch offers.
     events: &'static [Event],
+    /// Where the derivation of the offers a row touches starts.
+    drive: Drive,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -67,6 +69,7 @@ fn sources() -> Vec<Source> {
                 col(Res::Stock, "fk_variant")
             ),
             events: ALL,
+            drive: Drive::Variant,
         },
         Source {
             res: Res::Price,
@@ -77,26 +80,31 @@ fn sources() -> Vec<Source> {
                 col(Res::Price, "fk_host")
             ),
             events: ALL,
+            drive: Drive::Variant,
         },
         Source {
             res: Res::BrandStore,
             touches: "bs.\"id\" = {r}.\"id\"".to_string(),
             events: WRITTEN,
+            drive: Drive::BrandStore,
         },
         Source {
             res: Res::Variant,
             touches: "v.\"id\" = {r}.\"id\"".to_string(),
             events: WRITTEN,
+            drive: Drive::Variant,
         },
         Source {
             res: Res::Product,
             touches: format!("v.{} = {{r}}.\"id\"", col(Res::Variant, "fk_product")),
             events: &[Event::Update],
+            drive: Drive::Variant,
         },
         Source {
             res: Res::Store,
             touches: format!("bs.{} = {{r}}.\"id\"", col(Res::BrandStore, "fk_store")),
             events: &[Event::Update],
+            drive: Drive::BrandStore,
         },
     ]
 }
@@ -238,7 +246,7 @@ fn sqlite() -> Vec<String> {
                     "CREATE TRIGGER \"{name}\" AFTER {} ON {} BEGIN {}; END",
                     event.sql(),
                     table(source.res),
-                    refresh_statement(&d, &filter)
+                    refresh_statement(&d, source.drive, &filter)
                 ),
             );
         }
@@ -325,7 +333,7 @@ fn postgres() -> Vec<String> {
             let filter = format!("EXISTS (SELECT 1 FROM changed c WHERE {touched})");
             function_and_trigger(
                 name,
-                refresh_statement(&d, &filter),
+                refresh_statement(&d, source.drive, &filter),
                 format!("AFTER {}", event.sql()),
                 table(source.res),
                 &format!("REFERENCING {rows} FOR EACH STATEMENT"),

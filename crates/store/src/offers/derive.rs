@@ -265,6 +265,29 @@ pub(crate) fn refresh_statement(d: &Dialect, drive: Drive, filter: &str) -> Stri
         .filter(|c| *c != &col(Res::Offer, "fk_brandStore") && *c != &col(Res::Offer, "fk_variant"))
         .map(|c| format!("{c} = excluded.{c}"))
         .collect();
+    let tables = (
+        table(Res::Variant),
+        table(Res::BrandStore),
+        table(Res::Store),
+        table(Res::Product),
+    );
+    let from = match drive {
+        Drive::Variant => format!(
+            "{} v CROSS JOIN {} bs CROSS JOIN {} s CROSS JOIN {} p",
+            tables.0, tables.1, tables.2, tables.3
+        ),
+        Drive::BrandStore => format!(
+            "{} bs CROSS JOIN {} s CROSS JOIN {} v CROSS JOIN {} p",
+            tables.1, tables.2, tables.0, tables.3
+        ),
+    };
+    let joined = format!(
+        "s.\"id\" = bs.{} AND v.{} = bs.{} AND p.\"id\" = v.{}",
+        col(Res::BrandStore, "fk_store"),
+        col(Res::Variant, "fk_scopeBrand"),
+        col(Res::BrandStore, "fk_brand"),
+        col(Res::Variant, "fk_product"),
+    );
     format!(
         "INSERT INTO {offer} (\"id\", {columns}, {updated}) \
          SELECT {id}, {exprs}, {now} \
@@ -274,29 +297,8 @@ pub(crate) fn refresh_statement(d: &Dialect, drive: Drive, filter: &str) -> Stri
          WHERE {joined} AND {filter} \
          ON CONFLICT ({key_bs}, {key_v}) DO UPDATE SET {set}, {updated} = {now}, {version} = {offer}.{version} + 1 \
          WHERE {changed}",
-        from = match drive {
-            Drive::Variant => format!(
-                "{variant} v CROSS JOIN {bs_table} bs CROSS JOIN {store} s CROSS JOIN {product} p",
-                variant = table(Res::Variant),
-                bs_table = table(Res::BrandStore),
-                store = table(Res::Store),
-                product = table(Res::Product),
-            ),
-            Drive::BrandStore => format!(
-                "{bs_table} bs CROSS JOIN {store} s CROSS JOIN {variant} v CROSS JOIN {product} p",
-                variant = table(Res::Variant),
-                bs_table = table(Res::BrandStore),
-                store = table(Res::Store),
-                product = table(Res::Product),
-            ),
-        },
-        joined = format!(
-            "s.\"id\" = bs.{bs_store} AND v.{v_brand} = bs.{bs_brand} AND p.\"id\" = v.{v_product}",
-            bs_store = col(Res::BrandStore, "fk_store"),
-            v_brand = col(Res::Variant, "fk_scopeBrand"),
-            bs_brand = col(Res::BrandStore, "fk_brand"),
-            v_product = col(Res::Variant, "fk_product"),
-        ),
+        from = from,
+        joined = joined,
         columns = columns.join(", "),
         id = d.new_id(),
         exprs = exprs.join(", "),

@@ -151,7 +151,7 @@ for backend in $BACKENDS; do
   { echo "Barcode,Qty"; tail -n +2 "$WORK/variants.csv" | head -n "$FILE_ROWS" | awk -F, '{ gsub(/"/, "", $1); print $1 "," (NR % 50) }'; } >"$WORK/stock.csv"
   rows=$(($(wc -l <"$WORK/stock.csv") - 1))
   start=$(date +%s%N)
-  api -o "$WORK/file.json" -F "stock,$brand,$warehouse=@$WORK/stock.csv;filename=stock.csv" "$BASE/api/file?wait=600" ||
+  api -o "$WORK/file.json" -F "stock,$brand,$warehouse=@$WORK/stock.csv;filename=stock.csv" "$BASE/api/file?wait=60" ||
     say "the stock file's upload failed (curl $?)"
   took=$(seconds_since "$start")
   status=$( (grep -o '"status":"[^"]*"' "$WORK/file.json" || true) | head -n1)

@@ -1493,7 +1493,7 @@ impl WriteTx {
     pub(crate) fn rows_written(&mut self, table: &'static str, ids: Option<&[&str]>) {
         // What the database keeps from this table (offers) changes with it, by trigger:
         // rows this write cannot name.
-        for kept in crate::offers::kept_from(table) {
+        for &kept in crate::offers::kept_from(table) {
             self.touch(kept);
         }
         self.inserted

@@ -18,19 +18,25 @@ pub(crate) mod triggers;
 
 use crate::db::Backend;
 use brandhub_catalog::catalog;
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
 /// The tables of the resources kept from `table` (`offer`, for `stock`): a write of `table`
-/// is a write of those too, whose versions its commit bumps.
-pub(crate) fn kept_from(table: &str) -> impl Iterator<Item = &'static str> + '_ {
-    catalog()
-        .resources()
-        .iter()
-        .filter(move |kept| {
-            kept.kept_from
-                .iter()
-                .any(|source| catalog().get(*source).table == table)
-        })
-        .map(|kept| kept.table)
+/// is a write of those too, whose versions its commit bumps. Asked by every write of every
+/// table, so read from a map made once from the catalog.
+pub(crate) fn kept_from(table: &str) -> &'static [&'static str] {
+    static KEPT: LazyLock<HashMap<&'static str, Vec<&'static str>>> = LazyLock::new(|| {
+        let mut kept: HashMap<&'static str, Vec<&'static str>> = HashMap::new();
+        for resource in catalog().resources() {
+            for source in resource.kept_from {
+                kept.entry(catalog().get(*source).table)
+                    .or_default()
+                    .push(resource.table);
+            }
+        }
+        kept
+    });
+    KEPT.get(table).map_or(&[], Vec::as_slice)
 }
 
 /// The statements of a migration: the triggers, made again each time so that they follow the
@@ -47,4 +53,26 @@ pub fn fill_statement(backend: Backend) -> String {
         derive::Drive::BrandStore,
         "1 = 1",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_of_a_source_is_a_write_of_the_offers_and_of_nothing_else() {
+        let offer = catalog().get(brandhub_catalog::Res::Offer).table;
+        for source in [
+            "stock",
+            "price",
+            "brand_store",
+            "variant",
+            "product",
+            "store",
+        ] {
+            assert_eq!(kept_from(source), [offer], "{source}");
+        }
+        assert!(kept_from(offer).is_empty());
+        assert!(kept_from("orders").is_empty());
+    }
 }

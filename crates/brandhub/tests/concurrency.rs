@@ -138,47 +138,6 @@ async fn product(fx: &common::Fixture, code: &str) -> (Value, String) {
     (response.records("product")[0].clone(), etag)
 }
 
-/// A second server on the fixture's database with a store (pool, caches) of its own, as
-/// another process would have: its base URL, a client trusting it, and the running server.
-async fn second_server(fx: &common::Fixture) -> (String, reqwest::Client, impl Send) {
-    let url = fx.database_url.clone();
-    let uploads = fx.side_uploads();
-    let dir = tempfile::tempdir().unwrap();
-    let tls = dir.path().join("tls");
-    let (address, certificate, running) = fx
-        .on_server(async move {
-            let store = brandhub_store::Store::connect(&brandhub_store::StoreOptions {
-                url,
-                max_connections: 4,
-                page_cache_bytes: 1 << 20,
-                matches_first_limit: 40,
-                pg_settings: Vec::new(),
-                database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
-            })
-            .await
-            .expect("a second store opens");
-            let settings = brandhub_server::Settings::new(
-                "127.0.0.1:0".parse().unwrap(),
-                Some(brandhub_server::tls::TlsSource::SelfSigned { dir: tls }),
-                uploads,
-            );
-            let running = brandhub_server::start(settings, store)
-                .await
-                .expect("a second server starts");
-            (
-                running.address,
-                running.certificate_pem.clone().unwrap(),
-                running,
-            )
-        })
-        .await;
-    (
-        format!("https://{address}"),
-        common::client_trusting(&certificate),
-        (running, dir),
-    )
-}
-
 /// A POST of a JSON body as the demo admin to `base`, with an optional idempotency key.
 async fn post_at(
     client: &reqwest::Client,
@@ -461,7 +420,7 @@ async fn an_idempotency_key_applies_a_create_once_in_every_server(fx) {
     assert_eq!(again.header("etag"), first.header("etag"));
     assert_eq!(again.header("location"), first.header("location"));
     // Another server process on the same database knows the key too.
-    let (side, side_client, _running) = second_server(fx).await;
+    let (side, side_client, _running) = common::world::second_server(fx).await;
     let there = post_at(&side_client, &side, &admin, "/api/company", Some(&key), &request).await;
     assert_eq!(there.status, 201, "{}", body(&there));
     assert_eq!(there.header("idempotent-replayed").as_deref(), Some("true"));
@@ -482,7 +441,7 @@ async fn concurrent_requests_with_one_idempotency_key_apply_once(fx) {
     let code = format!("IC{}", unique());
     let key = format!("key-{code}");
     let request = json!({"name": "Raced", "code": code});
-    let (side, side_client, _running) = second_server(fx).await;
+    let (side, side_client, _running) = common::world::second_server(fx).await;
     let mut tasks = Vec::new();
     for i in 0..10 {
         let (client, base) = if i % 2 == 0 { (fx.client(), fx.base.clone()) } else { (side_client.clone(), side.clone()) };
@@ -507,7 +466,7 @@ async fn concurrent_requests_with_one_idempotency_key_apply_once(fx) {
 async fn concurrent_upserts_of_one_natural_key_create_one_record(fx) {
     let admin = fx.credential("admin").clone();
     let code = format!("UP{}", unique());
-    let (side, side_client, _running) = second_server(fx).await;
+    let (side, side_client, _running) = common::world::second_server(fx).await;
     let mut tasks = Vec::new();
     for i in 0..10 {
         let (client, base) = if i % 2 == 0 { (fx.client(), fx.base.clone()) } else { (side_client.clone(), side.clone()) };

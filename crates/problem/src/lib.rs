@@ -48,6 +48,8 @@ codes! {
     RequestTimeout       => 408, "request_timeout",        "Request timeout";
     Conflict             => 409, "conflict",               "Conflict";
     InvalidTransition    => 409, "invalid_transition",     "Invalid transition";
+    CursorReset          => 409, "cursor_reset",           "Cursor reset";
+    CursorExpired        => 410, "cursor_expired",         "Cursor expired";
     PreconditionFailed   => 412, "precondition_failed",    "Precondition failed";
     PayloadTooLarge      => 413, "payload_too_large",      "Payload too large";
     UriTooLong           => 414, "uri_too_long",           "URI too long";
@@ -116,6 +118,8 @@ impl Code {
             Code::RequestTimeout => "Zeitüberschreitung der Anfrage",
             Code::Conflict => "Konflikt",
             Code::InvalidTransition => "Unzulässiger Statuswechsel",
+            Code::CursorReset => "Cursor zurückgesetzt",
+            Code::CursorExpired => "Cursor abgelaufen",
             Code::PreconditionFailed => "Vorbedingung nicht erfüllt",
             Code::PayloadTooLarge => "Anfrage zu groß",
             Code::UriTooLong => "Adresse zu lang",

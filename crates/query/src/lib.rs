@@ -15,6 +15,7 @@
 //! Nothing here touches a network or a database, so each stage is tested alone.
 
 pub mod bulk;
+pub mod changes;
 pub mod conditions;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;

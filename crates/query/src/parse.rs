@@ -14,8 +14,14 @@ use crate::text::WILDCARD;
 use brandhub_problem::{ApiError, ApiResult, Code};
 
 /// Parameters with a meaning of their own; every other parameter is a filter.
-pub const RESERVED_PARAMETERS: [&str; 6] = [
-    "page", "pageSize", "order_by", "fields", "exclude", "format",
+pub const RESERVED_PARAMETERS: [&str; 7] = [
+    "page",
+    "pageSize",
+    "order_by",
+    "fields",
+    "exclude",
+    "format",
+    "changedSince",
 ];
 
 /// Parses a whole read request: the raw URL query string and the body (empty when none).
@@ -202,6 +208,8 @@ fn apply_reserved(request: &mut ReadRequest, name: &str, value: &str) -> ApiResu
         "fields" => request.fields = Some(parse_name_list(name, value)?),
         "exclude" => request.exclude = parse_name_list(name, value)?,
         "format" => request.format = Some(parse_format(value)?),
+        // Checked as a cursor where it is used (`changes::Cursor::start`).
+        "changedSince" => request.changed_since = Some(value.to_string()),
         _ => unreachable!("only reserved names reach here"),
     }
     Ok(())

@@ -203,6 +203,8 @@ pub struct ReadRequest {
     pub body: Option<ComplexQuery>,
     /// `format=`, if given.
     pub format: Option<Format>,
+    /// `changedSince=`, if given: `0` or a cursor (docs/API.md, "Sync by cursor").
+    pub changed_since: Option<String>,
 }
 
 impl ReadRequest {

@@ -25,7 +25,7 @@ pub const ROOT: &str = "t0";
 /// Where a column lives: in the aliased root table (with joins around it) or unqualified (the
 /// only table of an uncorrelated subquery).
 #[derive(Clone, Copy)]
-enum Table<'a> {
+pub(crate) enum Table<'a> {
     Aliased(&'a str),
     /// Aliased, and its semi-joins may only be probed, never drive the query (SQLite's
     /// `+column IN (…)`): the page walks the records in order instead.
@@ -110,7 +110,7 @@ fn any(exprs: Vec<Expr>) -> Expr {
 }
 
 /// A predicate as an SQL condition; `negated` pushes NOT down to the leaves.
-fn predicate_expr(predicate: &Predicate, table: Table<'_>, negated: bool) -> Expr {
+pub(crate) fn predicate_expr(predicate: &Predicate, table: Table<'_>, negated: bool) -> Expr {
     match predicate {
         Predicate::All(items) => {
             let parts = items
@@ -519,7 +519,7 @@ fn matches_cte(query: SelectStatement) -> WithClause {
 /// The columns of a resource's own table that a predicate reads: the fields it tests, the
 /// foreign keys of its first to-one hops, and the id for to-many hops and list fields. A
 /// table of matches carrying them can be judged by the predicate without the table itself.
-fn own_columns(predicate: &Predicate) -> BTreeSet<String> {
+pub fn own_columns(predicate: &Predicate) -> BTreeSet<String> {
     predicate
         .leaves()
         .into_iter()

@@ -10,6 +10,7 @@
 //! ([`snapshot`]).
 
 pub mod accounts;
+pub mod changes;
 pub(crate) mod checkpoint;
 pub mod clock;
 pub mod count;

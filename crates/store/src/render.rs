@@ -212,6 +212,60 @@ pub fn render_envelope(
     out.extend_from_slice(b"]}}");
 }
 
+/// Writes a sync's envelope (docs/API.md, "Sync by cursor"): one page holding every entry,
+/// the cursor to send next and whether changes remain; each entry a record as a page shows
+/// it, or `{"id": …, "deleted": true}`.
+pub fn render_changes(
+    out: &mut Vec<u8>,
+    selection: &Selection,
+    data: &PageData,
+    entries: &[crate::changes::Entry],
+    cursor: &str,
+    more: bool,
+) {
+    use crate::changes::Entry;
+    let rows: std::collections::HashMap<&str, &Vec<Cell>> = data
+        .root
+        .rows
+        .iter()
+        .filter_map(|row| Some((row[0].as_text()?, row)))
+        .collect();
+    out.extend_from_slice(b"{\"response\":{\"page\":1,\"pageCount\":1,\"recordsSent\":");
+    serde_json::to_writer(&mut *out, &entries.len()).expect("Vec write");
+    out.extend_from_slice(b",\"recordsFound\":");
+    serde_json::to_writer(&mut *out, &entries.len()).expect("Vec write");
+    out.extend_from_slice(b",\"cursor\":");
+    write_str(out, cursor);
+    out.extend_from_slice(if more {
+        b",\"more\":true,"
+    } else {
+        b",\"more\":false,"
+    });
+    write_key(out, selection.resource.name);
+    out.push(b'[');
+    let mut renderer = Renderer {
+        out,
+        shown: HashSet::new(),
+    };
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            renderer.out.push(b',');
+        }
+        match entry {
+            Entry::Record(id) => match rows.get(id.as_str()) {
+                Some(row) => renderer.record(selection, &data.root, row),
+                None => unreachable!("the store keeps only entries it read"),
+            },
+            Entry::Deleted(id) => {
+                renderer.out.extend_from_slice(b"{\"id\":");
+                write_str(renderer.out, id);
+                renderer.out.extend_from_slice(b",\"deleted\":true}");
+            }
+        }
+    }
+    out.extend_from_slice(b"]}}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

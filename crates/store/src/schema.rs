@@ -96,6 +96,11 @@ pub fn table_columns(resource: &Resource, backend: Backend) -> Vec<(String, Stri
         ROW_VERSION.to_string(),
         format!("BIGINT NOT NULL DEFAULT {FIRST_VERSION}"),
     ));
+    // Set by the database on every write (crate::changes); 0 for rows from before it was.
+    columns.push((
+        brandhub_query::changes::CHANGE_COLUMN.to_string(),
+        "BIGINT NOT NULL DEFAULT 0".to_string(),
+    ));
     columns
 }
 
@@ -885,6 +890,13 @@ impl Store {
         for statement in crate::external::statements(backend) {
             self.execute_raw(&statement).await?;
         }
+        // In one transaction: each schema change rewrites the schema's pages, which SQLite
+        // would otherwise log once per statement.
+        self.execute_raw(&format!(
+            "BEGIN; {}; COMMIT",
+            crate::changes::statements(backend).join("; ")
+        ))
+        .await?;
         self.migrate_offers(backend).await?;
         // After the triggers: a repaired rule changes its offers as any write of it does.
         self.repair_values().await?;
@@ -902,6 +914,8 @@ impl Store {
         // while a table is dropped (SQLite empties it first, and its foreign keys' actions
         // change other tables). The queue refers to files: it goes before them.
         let mut tables: Vec<&str> = vec![
+            brandhub_query::changes::TOMBSTONE_TABLE,
+            crate::changes::CLOCK_TABLE,
             crate::external::MARK_TABLE,
             "bh_table_version",
             crate::row_log::TABLE,
@@ -1009,11 +1023,17 @@ mod tests {
         assert!(stamped_fill_statement(stock, "in_stock", "x").is_none());
         let columns = table_columns(stock, Backend::Sqlite);
         assert_eq!(
-            columns.last().unwrap(),
-            &(
-                ROW_VERSION.to_string(),
-                "BIGINT NOT NULL DEFAULT 1".to_string()
-            )
+            columns[columns.len() - 2..],
+            [
+                (
+                    ROW_VERSION.to_string(),
+                    "BIGINT NOT NULL DEFAULT 1".to_string()
+                ),
+                (
+                    brandhub_query::changes::CHANGE_COLUMN.to_string(),
+                    "BIGINT NOT NULL DEFAULT 0".to_string()
+                )
+            ]
         );
     }
 

@@ -38,6 +38,7 @@ pub fn unique_number() -> u64 {
 pub mod orders;
 pub mod process;
 pub mod scope_reference;
+pub mod world;
 
 use brandhub::demo_load::load_demo;
 use brandhub_demo::{Chunk, DemoCredential, DemoOptions, DemoSummary, generate_all};

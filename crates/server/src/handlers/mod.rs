@@ -2,6 +2,7 @@
 //! stages and answer. What every handler needs (finding the resource, checking the grant,
 //! reading the body, writing JSON) lives here once.
 
+pub mod changes;
 pub mod export;
 pub mod fallback;
 pub mod files;

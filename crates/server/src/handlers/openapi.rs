@@ -481,6 +481,12 @@ fn responses(ok: Value) -> Value {
     responses_with(ok, "200")
 }
 
+/// `changedSince` (lists only): `0` or a cursor an earlier answer gave.
+fn changed_since_parameter() -> Value {
+    json!({"name": "changedSince", "in": "query", "schema": {"type": "string", "pattern": "^(0|([0-9a-f]{2}){1,512})$"},
+        "description": "Sync by cursor: 0 for every record, then the cursor of each answer; the answer holds what changed since (deleted or no longer matching records as {id, deleted: true}), a cursor and more. Not with order_by, page or exports."})
+}
+
 /// The problem responses of every error code, and `ok` under the success status `status`.
 fn responses_with(ok: Value, status: &str) -> Value {
     let mut responses = Map::new();
@@ -884,6 +890,8 @@ fn document(view: View) -> Value {
         let envelope = json!({"description": format!("A page of {name} records."), "content": {"application/json": {"schema": {
             "type": "object", "properties": {"response": {"type": "object", "properties": {
                 "page": {"type": "integer"}, "pageCount": {"type": "integer"}, "recordsSent": {"type": "integer"}, "recordsFound": {"type": "integer"},
+                "cursor": {"type": "string", "description": "With changedSince: the cursor to send next."},
+                "more": {"type": "boolean", "description": "With changedSince: whether changes remain."},
                 name: {"type": "array", "items": {"$ref": format!("#/components/schemas/{schema}")}}}}}}}}});
         let count = json!({"description": "The number of records found.", "content": {"application/json": {"schema": {
             "type": "object", "properties": {"count": {"type": "integer"}}}}}});
@@ -892,8 +900,12 @@ fn document(view: View) -> Value {
             complex_query_schema(view, resource),
         );
         let body = json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}Query")}}}});
+        let mut listed = parameters(view, resource);
+        if let Some(listed) = listed.as_array_mut() {
+            listed.push(changed_since_parameter());
+        }
         let mut list = json!({"get": {
-            "summary": format!("List {name} records"), "tags": [name], "parameters": parameters(view, resource), "responses": responses(envelope.clone())}});
+            "summary": format!("List {name} records"), "tags": [name], "parameters": listed, "responses": responses(envelope.clone())}});
         let mut by_id = json!({"get": {
             "summary": format!("One {name} record"), "tags": [name],
             "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],

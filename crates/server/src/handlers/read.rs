@@ -70,6 +70,12 @@ pub async fn list(
     body: Body,
 ) -> Answer<Response> {
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
+    if let Some(sent) = &request.changed_since {
+        return super::changes::changes(
+            &state, resource, &request, &caller, &versions, &timing, sent,
+        )
+        .await;
+    }
     let format = export::requested_format(&request, &headers);
     if format != Format::Json {
         return export::export(&state, resource, &request, &caller, &timing, format).await;
@@ -95,6 +101,7 @@ pub async fn by_id(
 ) -> Answer<Response> {
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
     export::only_json(&request)?;
+    super::changes::refuse_changed_since(&request, "a record by id")?;
     let viewer = viewer(&caller);
     let plan = plan_by_id(resource, &id, &request, &viewer)?;
     // The record's version first, then the table versions again and the record: its ETag
@@ -137,6 +144,7 @@ pub async fn count(
 ) -> Answer<Response> {
     let (resource, request) = prepare(&name, &caller, query, &headers, body).await?;
     export::only_json(&request)?;
+    super::changes::refuse_changed_since(&request, "a count")?;
     let viewer = viewer(&caller);
     // Everything the plan depends on: callers with the same view key see the same records.
     let identity = format!(

@@ -240,11 +240,15 @@ fn sqlite() -> Vec<String> {
         for event in source.events {
             let name = format!("{PREFIX}_{}_{}", resource.table, event.sql().to_lowercase());
             let filter = source.touches.replace("{r}", event.row());
+            // An update names the table's columns: setting the change mark fires nothing.
+            let on = match event {
+                Event::Update => crate::changes::update_of(resource),
+                Event::Insert | Event::Delete => event.sql().to_string(),
+            };
             trigger(
                 name.clone(),
                 format!(
-                    "CREATE TRIGGER \"{name}\" AFTER {} ON {} BEGIN {}; END",
-                    event.sql(),
+                    "CREATE TRIGGER \"{name}\" AFTER {on} ON {} BEGIN {}; END",
                     table(source.res),
                     refresh_statement(&d, source.drive, &filter)
                 ),
@@ -274,7 +278,8 @@ fn sqlite() -> Vec<String> {
     trigger(
         format!("{PREFIX}_announce_update"),
         format!(
-            "CREATE TRIGGER \"{PREFIX}_announce_update\" AFTER UPDATE ON {offer} BEGIN {}; END",
+            "CREATE TRIGGER \"{PREFIX}_announce_update\" AFTER {} ON {offer} BEGIN {}; END",
+            crate::changes::update_of(catalog().get(Res::Offer)),
             outbox_insert(
                 &d,
                 updated_event(),

@@ -61,17 +61,21 @@ export async function columnsOf(resource, userType) {
           value: async (row, full) => relationLink(target, row[name], full) });
         continue;
       }
-      for (const alternatives of parts) {
+      for (const [index, alternatives] of parts.entries()) {
         const part = alternatives[0];
         const inner = theirs.properties[part];
         if (!inner) continue;
         const innerTarget = relationTarget(inner);
+        // The part that names the related record itself (a store's name) is headed by the
+        // relation's title ("Store"), not the field's ("Name"); a part that is a record of
+        // its own (a variant's product) or a further detail (a colour) keeps its title.
+        const title = index === 0 && !innerTarget ? titleOf(property, name) : titleOf(inner, part);
         let path = null;
         if (innerTarget) {
           const innerFirst = (((await recordSchema(innerTarget))['x-brandhub-label'] || {}).fields || [])[0];
           path = innerFirst ? `${name}.${part}.${innerFirst}` : null;
         } else if (isScalar(inner)) path = `${name}.${part}`;
-        columns.push({ key: `${name}.${part}`, title: titleOf(inner, part), path, shown: true, through: name,
+        columns.push({ key: `${name}.${part}`, title, path, shown: true, through: name,
           value: async (row, full) => {
             const related = full(row[name]);
             if (!related) return '';

@@ -1955,10 +1955,38 @@ async fn offers_world(fx: &common::Fixture) -> OffersWorld {
     }
     // Product, colour, sizes, price, RRP, units in stock per size.
     let catalogue: [(&str, &str, [&str; 3], f64, f64, [i64; 3]); 4] = [
-        ("Merino Crew Jumper", "Navy", ["S", "M", "L"], 89.0, 99.0, [14, 0, 6]),
-        ("Alpine Down Jacket", "Forest Green", ["M", "L", "XL"], 249.0, 279.0, [3, 8, 0]),
-        ("Trail Softshell Trousers", "Charcoal", ["S", "M", "L"], 119.0, 119.0, [1, 22, 9]),
-        ("Ridge Wool Beanie", "Rust", ["One size", "Kids", "XL"], 29.95, 34.95, [40, 0, 1]),
+        (
+            "Merino Crew Jumper",
+            "Navy",
+            ["S", "M", "L"],
+            89.0,
+            99.0,
+            [14, 0, 6],
+        ),
+        (
+            "Alpine Down Jacket",
+            "Forest Green",
+            ["M", "L", "XL"],
+            249.0,
+            279.0,
+            [3, 8, 0],
+        ),
+        (
+            "Trail Softshell Trousers",
+            "Charcoal",
+            ["S", "M", "L"],
+            119.0,
+            119.0,
+            [1, 22, 9],
+        ),
+        (
+            "Ridge Wool Beanie",
+            "Rust",
+            ["One size", "Kids", "XL"],
+            29.95,
+            34.95,
+            [40, 0, 1],
+        ),
     ];
     let mut variants = Vec::new();
     let mut stock = Vec::new();
@@ -2013,21 +2041,17 @@ async fn offers_world(fx: &common::Fixture) -> OffersWorld {
             })
         })
         .collect();
-    let set = fx.post("/api/offer/hostSku", &serde_json::json!(skus)).await;
+    let set = fx
+        .post("/api/offer/hostSku", &serde_json::json!(skus))
+        .await;
     assert_eq!(set.status, 200, "{}", String::from_utf8_lossy(&set.body));
     let user = english_user(fx, "host", "Jana Lindqvist", ("fk_host", &host)).await;
-    OffersWorld {
-        host,
-        stores,
-        user,
-    }
+    OffersWorld { host, stores, user }
 }
 
 /// The count the admin reads for a query of offers.
 async fn offer_count(fx: &common::Fixture, query: &str) -> u64 {
-    fx.get(&format!("/api/offer/count?{query}"))
-        .await
-        .json()["count"]
+    fx.get(&format!("/api/offer/count?{query}")).await.json()["count"]
         .as_u64()
         .unwrap()
 }
@@ -2123,10 +2147,20 @@ async fn host_works_its_offers(fx: &common::Fixture) {
         ],
     );
     let text = body_text(client).await;
-    for words in ["Merino Crew Jumper", "Nordlicht Outlet", "NL-W-1201", "€89.00", "Out of stock", "Active"] {
+    for words in [
+        "Merino Crew Jumper",
+        "Nordlicht Outlet",
+        "NL-W-1201",
+        "€89.00",
+        "Out of stock",
+        "Active",
+    ] {
         assert!(text.contains(words), "{words} in:\n{text}");
     }
-    assert!(!text.contains("outOfStock") && !text.contains("fk_store"), "{text}");
+    assert!(
+        !text.contains("outOfStock") && !text.contains("fk_store"),
+        "{text}"
+    );
     // At 1280 px the table fits its box: no column is cut off, the page never scrolls sideways.
     assert_fits(client, "the offers at 1280 px").await;
     let cut = client
@@ -2137,7 +2171,10 @@ async fn host_works_its_offers(fx: &common::Fixture) {
         )
         .await
         .unwrap();
-    assert!(cut.as_i64().unwrap_or(1) <= 0, "the offers table is cut off by {cut} px");
+    assert!(
+        cut.as_i64().unwrap_or(1) <= 0,
+        "the offers table is cut off by {cut} px"
+    );
 
     // Out of stock: one click, every row out of stock, as many as the API says.
     find(client, "nav.tabs a[data-tab=outOfStock]")
@@ -2150,7 +2187,10 @@ async fn host_works_its_offers(fx: &common::Fixture) {
     wait_for_offers(client, out).await;
     let rows = offer_rows(client).await;
     assert_eq!(rows.len() as u64, out);
-    assert!(rows.iter().all(|(_, status, _)| status == "outOfStock"), "{rows:?}");
+    assert!(
+        rows.iter().all(|(_, status, _)| status == "outOfStock"),
+        "{rows:?}"
+    );
 
     // A store picked: its offers alone, still out of stock only.
     find(client, "form.offer-filters select[name=store]")
@@ -2183,7 +2223,10 @@ async fn host_works_its_offers(fx: &common::Fixture) {
     .await;
     let saved = find(client, &format!("button.sku-edit[data-offer='{first}']")).await;
     assert_eq!(saved.text().await.unwrap(), sku);
-    let offer = fx.get(&format!("/api/offer/{first}")).await.records("offer");
+    let offer = fx
+        .get(&format!("/api/offer/{first}"))
+        .await
+        .records("offer");
     assert_eq!(offer[0]["hostSku"], sku.as_str(), "{offer:?}");
 
     // The same SKU on another offer of the store: refused in place, with the reason.
@@ -2204,7 +2247,10 @@ async fn host_works_its_offers(fx: &common::Fixture) {
         "{}",
         problem.text().await.unwrap()
     );
-    let offer = fx.get(&format!("/api/offer/{second}")).await.records("offer");
+    let offer = fx
+        .get(&format!("/api/offer/{second}"))
+        .await
+        .records("offer");
     assert_ne!(offer[0]["hostSku"], sku.as_str());
     find(client, &format!("input.sku-input[data-offer='{second}']"))
         .await
@@ -2216,7 +2262,12 @@ async fn host_works_its_offers(fx: &common::Fixture) {
     // The feed of what is shown: the link names the filters, the download holds those offers.
     let export = find(client, "button[data-export]").await;
     let url = export.attr("data-export").await.unwrap().unwrap();
-    for part in ["/api/offer?", "status=outOfStock", &format!("fk_store={store}"), "format=csv"] {
+    for part in [
+        "/api/offer?",
+        "status=outOfStock",
+        &format!("fk_store={store}"),
+        "format=csv",
+    ] {
         assert!(url.contains(part), "{part} in {url}");
     }
     export.click().await.unwrap();
@@ -2230,7 +2281,10 @@ async fn host_works_its_offers(fx: &common::Fixture) {
         if let Some(path) = done {
             break std::fs::read_to_string(path).unwrap();
         }
-        assert!(std::time::Instant::now() < deadline, "the feed was not downloaded");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the feed was not downloaded"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(csv.lines().count() as u64, in_store + 1, "{csv}");
@@ -2240,7 +2294,14 @@ async fn host_works_its_offers(fx: &common::Fixture) {
     // tomorrow.
     let today = chrono::Utc::now().date_naive();
     for (day, expected) in [
-        (today, offer_count(fx, &format!("fk_store={store}&status=outOfStock&updatedDate=>={today}")).await),
+        (
+            today,
+            offer_count(
+                fx,
+                &format!("fk_store={store}&status=outOfStock&updatedDate=>={today}"),
+            )
+            .await,
+        ),
         (today.succ_opt().unwrap(), 0),
     ] {
         client
@@ -2250,7 +2311,11 @@ async fn host_works_its_offers(fx: &common::Fixture) {
             )
             .await
             .unwrap();
-        by_text(client, "button", "Apply").await.click().await.unwrap();
+        by_text(client, "button", "Apply")
+            .await
+            .click()
+            .await
+            .unwrap();
         let url = wait_for_export(client, &format!("updatedDate=%3E%3D{day}")).await;
         assert!(url.contains("status=outOfStock"), "{url}");
         if expected == 0 {
@@ -2274,10 +2339,25 @@ async fn host_works_its_offers(fx: &common::Fixture) {
     wait_for_text(client, "Angebote").await;
     settled(client).await;
     let text = body_text(client).await;
-    for words in ["Alle Angebote", "Nicht vorrätig", "Ihre Artikelnummer", "Verfügbar", "Feed exportieren (CSV)", "Alle Shops", "Geändert seit", "Zuletzt geändert"] {
+    for words in [
+        "Alle Angebote",
+        "Nicht vorrätig",
+        "Ihre Artikelnummer",
+        "Verfügbar",
+        "Feed exportieren (CSV)",
+        "Alle Shops",
+        "Geändert seit",
+        "Zuletzt geändert",
+    ] {
         assert!(text.contains(words), "{words} in:\n{text}");
     }
-    for english in ["Out of stock", "Your SKU", "Available", "All stores", "Last changed"] {
+    for english in [
+        "Out of stock",
+        "Your SKU",
+        "Available",
+        "All stores",
+        "Last changed",
+    ] {
         assert!(!text.contains(english), "{english} left in German:\n{text}");
     }
     go(client, &fx.base, "#/offers?status=outOfStock").await;

@@ -49,10 +49,10 @@ function apiFilters(filter, status = filter.status) {
 }
 
 function apiOrder(filter) {
-  if (!filter.sort) return 'title,colour,size,barcode';
+  if (!filter.sort) return 'title;colour;size;barcode';
   const descending = filter.sort.endsWith('-');
   const key = SORTS[filter.sort.replace(/-$/, '')];
-  return `${key}${descending ? '<' : ''},title,barcode`;
+  return `${key}${descending ? '<' : ''};title;barcode`;
 }
 
 /** Goes to a list's address; the same address again is drawn again. */
@@ -214,7 +214,7 @@ export async function render(main, context) {
       el('td', { 'data-label': t('colour') }, o.colour || ''),
       el('td', { 'data-label': t('size') }, o.size || ''),
       el('td', { class: 'mono', 'data-label': t('barcode') }, o.barcode || ''),
-      el('td', { class: 'store', 'data-label': t('store') }, store.name || '', showHost && host ? el('div', { class: 'muted' }, host) : null),
+      el('td', { class: 'store', 'data-label': t('store'), title: [store.name, host].filter(Boolean).join(' · ') }, store.name || '', showHost && host ? el('div', { class: 'muted' }, host) : null),
       skuCell(o, editable, skuTitle),
       el('td', { class: 'num', 'data-label': t('available') }, number(o.available ?? 0)),
       el('td', { class: 'num', 'data-label': t('price'), 'data-money': '' }, o.price === null || o.price === undefined ? el('span', { class: 'muted' }, t('noPrice')) : money(o.price, o.currency),

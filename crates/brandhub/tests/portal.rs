@@ -611,7 +611,15 @@ async fn as_each_user(fx: &common::Fixture) {
         .await;
         let sections = nav_sections(&client).await;
         let mut named = Vec::new();
-        for english in ["Dashboard", "Browse", "Admin", "Files", "Upload", "Orders"] {
+        for english in [
+            "Dashboard",
+            "Browse",
+            "Admin",
+            "Files",
+            "Upload",
+            "Orders",
+            "Offers",
+        ] {
             named.push(in_page_language(&client, english).await);
         }
         assert!(
@@ -624,6 +632,11 @@ async fn as_each_user(fx: &common::Fixture) {
             sections.contains(&named[3]),
             user_type != "host",
             "{user_type}: {sections:?}"
+        );
+        assert_eq!(
+            sections.contains(&named[6]),
+            user_type != "warehouse",
+            "Offers for all but warehouses: {user_type}: {sections:?}"
         );
         let first = user_type == "admin" && save;
         screenshot(&client, first, "dashboard").await;
@@ -2119,7 +2132,14 @@ async fn host_works_its_offers(fx: &common::Fixture) {
     let host = &world.host;
     let (store, store_name) = world.stores[0].clone();
 
-    // The section from the menu: every offer of the host's stores, columns in words.
+    // The dashboard counts the offers out of stock; the section is in the menu.
+    let out = offer_count(fx, &format!("offer_store.fk_host={host}&status=outOfStock")).await;
+    let tile = tile_value(client, "offersOut").await;
+    assert_eq!(
+        tile,
+        Some(out as i64),
+        "the dashboard's offers out of stock"
+    );
     let sections = nav_sections(client).await;
     assert!(sections.contains(&"Offers".to_string()), "{sections:?}");
     click_to_page(client, by_text(client, "a", "Offers").await).await;
@@ -2182,7 +2202,6 @@ async fn host_works_its_offers(fx: &common::Fixture) {
         .click()
         .await
         .unwrap();
-    let out = offer_count(fx, &format!("offer_store.fk_host={host}&status=outOfStock")).await;
     assert!(out > 0 && out < all);
     wait_for_offers(client, out).await;
     let rows = offer_rows(client).await;

@@ -326,6 +326,7 @@ export default {
   noOffers: 'Keine passenden Angebote.',
   offersFound: '{count} Angebote',
   offerFound: '{count} Angebot',
+  offersOutOfStock: 'Angebote nicht vorrätig',
   exportFeed: 'Feed exportieren (CSV)',
   // Warnungen zu einer Datei, wie der Server sie schreibt (views/files.js, warningText).
   warnNotFound: 'Warnung: {what} nicht gefunden: {list}',

@@ -326,6 +326,7 @@ export default {
   noOffers: 'No offers match.',
   offersFound: '{count} offers',
   offerFound: '{count} offer',
+  offersOutOfStock: 'Offers out of stock',
   exportFeed: 'Export feed (CSV)',
   // A file's warnings, as the server words them (views/files.js, warningText).
   warnNotFound: 'Warning: {what} not found: {list}',

@@ -1925,6 +1925,17 @@ async fn created(fx: &common::Fixture, resource: &str, body: serde_json::Value) 
     answer.ids(resource)
 }
 
+/// A product of the offers' brand: its title, colour, three sizes, price, RRP and the units
+/// in stock of each size.
+type Article = (
+    &'static str,
+    &'static str,
+    [&'static str; 3],
+    f64,
+    f64,
+    [i64; 3],
+);
+
 async fn offers_world(fx: &common::Fixture) -> OffersWorld {
     let tag = common::unique_number();
     let company = created(
@@ -1966,8 +1977,7 @@ async fn offers_world(fx: &common::Fixture) -> OffersWorld {
         .remove(0);
         stores.push((id, name.to_string()));
     }
-    // Product, colour, sizes, price, RRP, units in stock per size.
-    let catalogue: [(&str, &str, [&str; 3], f64, f64, [i64; 3]); 4] = [
+    let catalogue: [Article; 4] = [
         (
             "Merino Crew Jumper",
             "Navy",

@@ -611,7 +611,15 @@ async fn as_each_user(fx: &common::Fixture) {
         .await;
         let sections = nav_sections(&client).await;
         let mut named = Vec::new();
-        for english in ["Dashboard", "Browse", "Admin", "Files", "Upload", "Orders"] {
+        for english in [
+            "Dashboard",
+            "Browse",
+            "Admin",
+            "Files",
+            "Upload",
+            "Orders",
+            "Offers",
+        ] {
             named.push(in_page_language(&client, english).await);
         }
         assert!(
@@ -624,6 +632,11 @@ async fn as_each_user(fx: &common::Fixture) {
             sections.contains(&named[3]),
             user_type != "host",
             "{user_type}: {sections:?}"
+        );
+        assert_eq!(
+            sections.contains(&named[6]),
+            user_type != "warehouse",
+            "Offers for all but warehouses: {user_type}: {sections:?}"
         );
         let first = user_type == "admin" && save;
         screenshot(&client, first, "dashboard").await;
@@ -1864,6 +1877,14 @@ async fn host_reads_its_offers(fx: &common::Fixture) {
     for heading in ["Available", "Price in effect", "Status", "Host's SKU"] {
         assert!(text.contains(heading), "a column {heading}: {text}");
     }
+    // The store is headed as what it is, not by its field ("Name").
+    let headings = texts_of(client, "thead th").await;
+    assert!(
+        headings.iter().any(|h| h == "Store") && !headings.iter().any(|h| h == "Name"),
+        "{headings:?}"
+    );
+    // At 1280 px the table fits or scrolls in its own box: the page never scrolls sideways.
+    assert_fits(client, "the offers table at 1280 px").await;
     assert!(
         !text.contains("Share of stock offered"),
         "no rule of the brand store is shown to a host"
@@ -1882,6 +1903,498 @@ async fn host_reads_its_offers(fx: &common::Fixture) {
     browser.client.clone().close().await.unwrap();
 }
 
+/// A host of its own with two stores selling one brand of its own, made by the admin through
+/// the API: four products of three variants each, some out of stock, a few offers with the
+/// host's SKUs already set. Answers the host, its stores (id and name) and the host user's
+/// credentials.
+struct OffersWorld {
+    host: String,
+    stores: Vec<(String, String)>,
+    user: (String, String),
+}
+
+/// An id of a record the admin has just created.
+async fn created(fx: &common::Fixture, resource: &str, body: serde_json::Value) -> Vec<String> {
+    let answer = fx.post(&format!("/api/{resource}"), &body).await;
+    assert_eq!(
+        answer.status,
+        201,
+        "{resource}: {}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    answer.ids(resource)
+}
+
+/// A product of the offers' brand: its title, colour, three sizes, price, RRP and the units
+/// in stock of each size.
+type Article = (
+    &'static str,
+    &'static str,
+    [&'static str; 3],
+    f64,
+    f64,
+    [i64; 3],
+);
+
+async fn offers_world(fx: &common::Fixture) -> OffersWorld {
+    let tag = common::unique_number();
+    let company = created(
+        fx,
+        "company",
+        serde_json::json!({"name": "Fjellwerk Outdoor GmbH", "code": format!("FJ{tag}")}),
+    )
+    .await
+    .remove(0);
+    let brand = created(
+        fx,
+        "brand",
+        serde_json::json!({"fk_company": company, "name": "Fjellwerk", "code": format!("FJB{tag}")}),
+    )
+    .await
+    .remove(0);
+    let warehouse = created(
+        fx,
+        "warehouse",
+        serde_json::json!({"fk_company": company, "name": "Fjellwerk Hamburg", "code": format!("FJW{tag}")}),
+    )
+    .await
+    .remove(0);
+    let host = created(
+        fx,
+        "host",
+        serde_json::json!({"name": "Nordlicht Handel", "code": format!("NL{tag}")}),
+    )
+    .await
+    .remove(0);
+    let mut stores = Vec::new();
+    for (name, code) in [("Nordlicht Online", "WEB"), ("Nordlicht Outlet", "OUT")] {
+        let id = created(
+            fx,
+            "store",
+            serde_json::json!({"fk_host": host, "name": name, "code": code, "currency": "EUR"}),
+        )
+        .await
+        .remove(0);
+        stores.push((id, name.to_string()));
+    }
+    let catalogue: [Article; 4] = [
+        (
+            "Merino Crew Jumper",
+            "Navy",
+            ["S", "M", "L"],
+            89.0,
+            99.0,
+            [14, 0, 6],
+        ),
+        (
+            "Alpine Down Jacket",
+            "Forest Green",
+            ["M", "L", "XL"],
+            249.0,
+            279.0,
+            [3, 8, 0],
+        ),
+        (
+            "Trail Softshell Trousers",
+            "Charcoal",
+            ["S", "M", "L"],
+            119.0,
+            119.0,
+            [1, 22, 9],
+        ),
+        (
+            "Ridge Wool Beanie",
+            "Rust",
+            ["One size", "Kids", "XL"],
+            29.95,
+            34.95,
+            [40, 0, 1],
+        ),
+    ];
+    let mut variants = Vec::new();
+    let mut stock = Vec::new();
+    for (p, (title, colour, sizes, price, rrp, units)) in catalogue.iter().enumerate() {
+        let product = created(
+            fx,
+            "product",
+            serde_json::json!({"fk_brand": brand, "code": format!("FJ-{p}"), "title": title, "status": "active"}),
+        )
+        .await
+        .remove(0);
+        for (s, size) in sizes.iter().enumerate() {
+            variants.push(serde_json::json!({
+                "fk_product": product, "barcode": format!("40{:011}", (tag + (p * 3 + s) as u64) % 100_000_000_000),
+                "colour": colour, "size": size, "detail": {"price": price, "rrp": rrp},
+            }));
+            stock.push(units[s]);
+        }
+    }
+    let variant_ids = created(fx, "variant", serde_json::json!(variants)).await;
+    let rows: Vec<serde_json::Value> = variant_ids
+        .iter()
+        .zip(&stock)
+        .map(|(v, n)| serde_json::json!({"fk_warehouse": warehouse, "fk_variant": v, "inStock": n}))
+        .collect();
+    created(fx, "stock", serde_json::json!(rows)).await;
+    // The outlet is offered half of what the warehouse has.
+    let mut brand_stores = Vec::new();
+    for ((store, _), detail) in stores.iter().zip([
+        serde_json::json!({"stockType": "live"}),
+        serde_json::json!({"stockType": "live", "stockPercent": 50}),
+    ]) {
+        brand_stores.push(
+            created(
+                fx,
+                "brandStore",
+                serde_json::json!({"fk_brand": brand, "fk_store": store, "fk_warehouse": warehouse, "detail": detail}),
+            )
+            .await
+            .remove(0),
+        );
+    }
+    // Some SKUs the host has given already, in both stores.
+    let skus: Vec<serde_json::Value> = variants
+        .iter()
+        .take(4)
+        .enumerate()
+        .flat_map(|(i, v)| {
+            let barcode = v["barcode"].clone();
+            brand_stores.iter().enumerate().map(move |(s, bs)| {
+                serde_json::json!({"fk_brandStore": bs, "barcode": barcode, "hostSku": format!("NL-{}-{:04}", ["W", "O"][s], 1201 + i)})
+            })
+        })
+        .collect();
+    let set = fx
+        .post("/api/offer/hostSku", &serde_json::json!(skus))
+        .await;
+    assert_eq!(set.status, 200, "{}", String::from_utf8_lossy(&set.body));
+    let user = english_user(fx, "host", "Jana Lindqvist", ("fk_host", &host)).await;
+    OffersWorld { host, stores, user }
+}
+
+/// The count the admin reads for a query of offers.
+async fn offer_count(fx: &common::Fixture, query: &str) -> u64 {
+    fx.get(&format!("/api/offer/count?{query}")).await.json()["count"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Waits until the offers table says it shows `count` offers and every row has drawn.
+async fn wait_for_offers(client: &Client, count: u64) {
+    let words = if count == 1 {
+        "1 offer".to_string()
+    } else {
+        format!("{} offers", grouped(count, "en"))
+    };
+    wait_for_text(client, &format!("{words} · Page")).await;
+    settled(client).await;
+}
+
+/// Waits until the export of the offers shown names `needle` (the page drawn for the filters
+/// asked); answers its URL.
+async fn wait_for_export(client: &Client, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let url = client
+            .execute(
+                "const b = document.querySelector('button[data-export]'); return b ? b.dataset.export : ''",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let url = url.as_str().unwrap_or_default().to_string();
+        if url.contains(needle) {
+            settled(client).await;
+            return url;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the export never named {needle}: {url}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The data of each row of the offers table: (offer id, status, store cell's text).
+async fn offer_rows(client: &Client) -> Vec<(String, String, String)> {
+    let rows = client
+        .execute(
+            "return [...document.querySelectorAll('table.offers tbody tr[data-offer]')].map((r) =>
+               [r.dataset.offer, r.dataset.status, r.querySelector('td.store').innerText])",
+            vec![],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(rows).unwrap()
+}
+
+/// A host works its offers in the Offers view: the table in words, the out-of-stock shortcut,
+/// a store picked, a SKU set by clicking and typing (and read back through the API), a SKU
+/// another offer of the store has refused in place, changed since a day, the feed exported as
+/// CSV for the filters shown, and the view in German.
+async fn host_works_its_offers(fx: &common::Fixture) {
+    let world = offers_world(fx).await;
+    let Some(browser) = browser_as(fx, &world.user, 1280, 900).await else {
+        return;
+    };
+    let client = &browser.client;
+    let save = fx.db == common::Db::Sqlite;
+    let host = &world.host;
+    let (store, store_name) = world.stores[0].clone();
+
+    // The dashboard counts the offers out of stock; the section is in the menu.
+    let out = offer_count(fx, &format!("offer_store.fk_host={host}&status=outOfStock")).await;
+    let tile = tile_value(client, "offersOut").await;
+    assert_eq!(
+        tile,
+        Some(out as i64),
+        "the dashboard's offers out of stock"
+    );
+    let sections = nav_sections(client).await;
+    assert!(sections.contains(&"Offers".to_string()), "{sections:?}");
+    click_to_page(client, by_text(client, "a", "Offers").await).await;
+    let all = offer_count(fx, &format!("offer_store.fk_host={host}")).await;
+    assert_eq!(all, 24, "two stores of twelve variants");
+    wait_for_offers(client, all).await;
+    let headings = texts_of(client, "table.offers thead th").await;
+    let headings: Vec<String> = headings
+        .iter()
+        .map(|h| h.trim_end_matches([' ', '▲', '▼']).to_string())
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "Product",
+            "Colour",
+            "Size",
+            "Barcode",
+            "Store",
+            "Your SKU",
+            "Available",
+            "Price",
+            "Status",
+            "Last changed"
+        ],
+    );
+    let text = body_text(client).await;
+    for words in [
+        "Merino Crew Jumper",
+        "Nordlicht Outlet",
+        "NL-W-1201",
+        "€89.00",
+        "Out of stock",
+        "Active",
+    ] {
+        assert!(text.contains(words), "{words} in:\n{text}");
+    }
+    assert!(
+        !text.contains("outOfStock") && !text.contains("fk_store"),
+        "{text}"
+    );
+    // At 1280 px the table fits its box: no column is cut off, the page never scrolls sideways.
+    assert_fits(client, "the offers at 1280 px").await;
+    let cut = client
+        .execute(
+            "const wrap = document.querySelector('.table-wrap');
+             return wrap.scrollWidth - wrap.clientWidth",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        cut.as_i64().unwrap_or(1) <= 0,
+        "the offers table is cut off by {cut} px"
+    );
+
+    // Out of stock: one click, every row out of stock, as many as the API says.
+    find(client, "nav.tabs a[data-tab=outOfStock]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    assert!(out > 0 && out < all);
+    wait_for_offers(client, out).await;
+    let rows = offer_rows(client).await;
+    assert_eq!(rows.len() as u64, out);
+    assert!(
+        rows.iter().all(|(_, status, _)| status == "outOfStock"),
+        "{rows:?}"
+    );
+
+    // A store picked: its offers alone, still out of stock only.
+    find(client, "form.offer-filters select[name=store]")
+        .await
+        .select_by_value(&store)
+        .await
+        .unwrap();
+    let in_store = offer_count(fx, &format!("fk_store={store}&status=outOfStock")).await;
+    assert!(in_store >= 2, "two offers to set SKUs on");
+    wait_for_offers(client, in_store).await;
+    let rows = offer_rows(client).await;
+    assert!(
+        rows.iter()
+            .all(|(_, status, name)| status == "outOfStock" && name.starts_with(&store_name)),
+        "{rows:?}"
+    );
+
+    // A SKU set in place: click it, type, Enter; the API reads it back.
+    let sku = format!("NL-W-{}", common::unique_number() % 100_000);
+    let (first, second) = (rows[0].0.clone(), rows[1].0.clone());
+    find(client, &format!("button.sku-edit[data-offer='{first}']"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    type_into(
+        find(client, &format!("input.sku-input[data-offer='{first}']")).await,
+        &format!("{sku}\u{E007}"),
+    )
+    .await;
+    let saved = find(client, &format!("button.sku-edit[data-offer='{first}']")).await;
+    assert_eq!(saved.text().await.unwrap(), sku);
+    let offer = fx
+        .get(&format!("/api/offer/{first}"))
+        .await
+        .records("offer");
+    assert_eq!(offer[0]["hostSku"], sku.as_str(), "{offer:?}");
+
+    // The same SKU on another offer of the store: refused in place, with the reason.
+    find(client, &format!("button.sku-edit[data-offer='{second}']"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let input = find(client, &format!("input.sku-input[data-offer='{second}']")).await;
+    type_into(input, &format!("{sku}\u{E007}")).await;
+    let problem = find(client, "td.sku .problem[data-problem='409']").await;
+    assert!(
+        problem
+            .text()
+            .await
+            .unwrap()
+            .contains("Another offer of this store already has this SKU."),
+        "{}",
+        problem.text().await.unwrap()
+    );
+    let offer = fx
+        .get(&format!("/api/offer/{second}"))
+        .await
+        .records("offer");
+    assert_ne!(offer[0]["hostSku"], sku.as_str());
+    find(client, &format!("input.sku-input[data-offer='{second}']"))
+        .await
+        .send_keys("\u{E00C}")
+        .await
+        .unwrap();
+    find(client, &format!("button.sku-edit[data-offer='{second}']")).await;
+
+    // The feed of what is shown: the link names the filters, the download holds those offers.
+    let export = find(client, "button[data-export]").await;
+    let url = export.attr("data-export").await.unwrap().unwrap();
+    for part in [
+        "/api/offer?",
+        "status=outOfStock",
+        &format!("fk_store={store}"),
+        "format=csv",
+    ] {
+        assert!(url.contains(part), "{part} in {url}");
+    }
+    export.click().await.unwrap();
+    let downloads = browser._downloads.path();
+    let deadline = std::time::Instant::now() + WAIT;
+    let csv = loop {
+        let done = std::fs::read_dir(downloads)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "csv"));
+        if let Some(path) = done {
+            break std::fs::read_to_string(path).unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the feed was not downloaded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(csv.lines().count() as u64, in_store + 1, "{csv}");
+    assert!(csv.contains(&sku), "{csv}");
+
+    // Changed since a day: today's changes are all of the store's (made today); none since
+    // tomorrow.
+    let today = chrono::Utc::now().date_naive();
+    for (day, expected) in [
+        (
+            today,
+            offer_count(
+                fx,
+                &format!("fk_store={store}&status=outOfStock&updatedDate=>={today}"),
+            )
+            .await,
+        ),
+        (today.succ_opt().unwrap(), 0),
+    ] {
+        client
+            .execute(
+                "document.querySelector('form.offer-filters input[name=since]').value = arguments[0]",
+                vec![serde_json::json!(day.to_string())],
+            )
+            .await
+            .unwrap();
+        by_text(client, "button", "Apply")
+            .await
+            .click()
+            .await
+            .unwrap();
+        let url = wait_for_export(client, &format!("updatedDate=%3E%3D{day}")).await;
+        assert!(url.contains("status=outOfStock"), "{url}");
+        if expected == 0 {
+            wait_for_text(client, "No offers match.").await;
+        } else {
+            wait_for_offers(client, expected).await;
+        }
+    }
+
+    // The picture: every offer of the host's stores.
+    go(client, &fx.base, "#/offers").await;
+    wait_for_offers(client, all).await;
+    full_screenshot(client, save, "offers").await;
+
+    // In German: the section, the shortcuts, the columns and the status words.
+    find(client, "select#language")
+        .await
+        .select_by_value("de")
+        .await
+        .unwrap();
+    wait_for_text(client, "Angebote").await;
+    settled(client).await;
+    let text = body_text(client).await;
+    for words in [
+        "Alle Angebote",
+        "Nicht vorrätig",
+        "Ihre Artikelnummer",
+        "Verfügbar",
+        "Feed exportieren (CSV)",
+        "Alle Shops",
+        "Geändert seit",
+        "Zuletzt geändert",
+    ] {
+        assert!(text.contains(words), "{words} in:\n{text}");
+    }
+    for english in [
+        "Out of stock",
+        "Your SKU",
+        "Available",
+        "All stores",
+        "Last changed",
+    ] {
+        assert!(!text.contains(english), "{english} left in German:\n{text}");
+    }
+    go(client, &fx.base, "#/offers?status=outOfStock").await;
+    wait_for_text(client, &format!("{out} Angebote")).await;
+    screenshot(client, save, "offers-de").await;
+    browser.client.clone().close().await.unwrap();
+}
+
 on_both_backends! { "portal";
 
 async fn each_demo_user_works_in_the_browser(fx) {
@@ -1890,6 +2403,10 @@ async fn each_demo_user_works_in_the_browser(fx) {
 
 async fn a_host_reads_its_offers_in_a_table(fx) {
     host_reads_its_offers(fx).await;
+}
+
+async fn a_host_filters_its_offers_sets_a_sku_in_place_and_exports_the_feed(fx) {
+    host_works_its_offers(fx).await;
 }
 
 

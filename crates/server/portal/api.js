@@ -1,7 +1,7 @@
 // The portal's only way to data: /api with the session key as Basic authentication.
 // The key lives in sessionStorage (gone with the tab); no cookie is ever set.
 
-import { language } from './i18n.js';
+import { language, t } from './i18n.js';
 
 const STORE = 'brandhub.session';
 
@@ -49,7 +49,7 @@ export async function api(path, { method = 'GET', json, body, raw = false, auth 
   try {
     response = await fetch('/api' + path, { method, headers, body });
   } catch (e) {
-    throw new ApiError(0, { title: 'Network error', detail: 'The server cannot be reached.' });
+    throw new ApiError(0, { title: t('failed'), detail: t('noConnection') });
   }
   if (!response.ok) {
     let problem;

@@ -7,6 +7,7 @@ import * as dashboard from './views/dashboard.js';
 import * as browse from './views/browse.js';
 import * as files from './views/files.js';
 import * as orders from './views/orders.js';
+import * as offers from './views/offers.js';
 import * as admin from './views/admin.js';
 
 const root = document.getElementById('app');
@@ -24,6 +25,7 @@ const SECTIONS = [
   { id: 'browse', view: browse, shown: (me) => me.grants.some((g) => /:(\*|.*GET)/.test(g)) },
   { id: 'files', view: files, shown: (me) => may(me, 'file', 'POST') && me.uploads.length > 0 },
   { id: 'orders', view: orders, shown: (me) => may(me, 'order', 'GET') },
+  { id: 'offers', view: offers, shown: (me) => offers.offersFor(me, (r, m) => may(me, r, m)) },
   { id: 'admin', view: admin, shown: (me) => may(me, 'apiKey', 'GET') },
 ];
 

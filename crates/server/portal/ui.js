@@ -29,7 +29,7 @@ export function field(label, control, hint) {
 export function problemBox(error) {
   const problem = error.problem || { detail: String(error.message || error) };
   const box = el('div', { class: 'problem', role: 'alert' },
-    el('strong', {}, problem.title || 'Error'),
+    el('strong', {}, problem.title || t('failed')),
     problem.detail ? el('p', {}, problem.detail) : null);
   if (problem.errors && problem.errors.length) {
     box.append(el('ul', {}, problem.errors.map((e) => el('li', {}, `${e.field}: ${e.message}`))));

@@ -57,21 +57,25 @@ export async function columnsOf(resource, userType) {
       const first = ((theirs['x-brandhub-label'] || {}).fields || [])[0];
       const sortPath = first ? `${name}.${first}` : null;
       if (parts.length < 2) {
-        columns.push({ key: name, title: titleOf(property, name), path: sortPath, relation: target, shown: true,
+        columns.push({ key: name, title: titleOf(property, name), path: sortPath, relation: target, shown: true, through: name,
           value: async (row, full) => relationLink(target, row[name], full) });
         continue;
       }
-      for (const alternatives of parts) {
+      for (const [index, alternatives] of parts.entries()) {
         const part = alternatives[0];
         const inner = theirs.properties[part];
         if (!inner) continue;
         const innerTarget = relationTarget(inner);
+        // The part that names the related record itself (a store's name) is headed by the
+        // relation's title ("Store"), not the field's ("Name"); a part that is a record of
+        // its own (a variant's product) or a further detail (a colour) keeps its title.
+        const title = index === 0 && !innerTarget ? titleOf(property, name) : titleOf(inner, part);
         let path = null;
         if (innerTarget) {
           const innerFirst = (((await recordSchema(innerTarget))['x-brandhub-label'] || {}).fields || [])[0];
           path = innerFirst ? `${name}.${part}.${innerFirst}` : null;
         } else if (isScalar(inner)) path = `${name}.${part}`;
-        columns.push({ key: `${name}.${part}`, title: titleOf(inner, part), path, shown: true, through: name,
+        columns.push({ key: `${name}.${part}`, title, path, shown: true, through: name, relationTitle: titleOf(property, name),
           value: async (row, full) => {
             const related = full(row[name]);
             if (!related) return '';
@@ -99,10 +103,31 @@ export async function columnsOf(resource, userType) {
   for (const c of columns) {
     if (c.parentTitle && columns.some((o) => o !== c && o.title === c.title)) c.title = `${c.parentTitle} · ${c.title}`;
   }
-  // The record's own label first: the columns that name it.
+  // The record's own label first: the columns that name it; then its codes in words (a
+  // status), which people scan for, so that they show without scrolling.
   const named = labelParts(own).map((alternatives) => alternatives[0]);
-  const rank = (c) => { const i = named.indexOf(c.through || c.key); return i < 0 ? 99 : i; };
-  return columns.map((c, i) => ({ ...c, order: i })).sort((a, b) => rank(a) - rank(b) || a.order - b.order);
+  const rank = (c) => {
+    const i = named.indexOf(c.through || c.key);
+    if (i >= 0) return i;
+    return c.property && c.property['x-brandhub-words'] && !c.parentTitle ? 50 : 99;
+  };
+  const sorted = columns.map((c, i) => ({ ...c, order: i })).sort((a, b) => rank(a) - rank(b) || a.order - b.order);
+  // What the row already shows is not shown twice at first (an offer's colour and its
+  // variant's, its store and its brand store's): the chooser offers it, named by whose it
+  // is. Nor is a currency that the amounts show with them.
+  const currencies = new Set(columns.map((c) => c.property && c.property['x-brandhub-money'] && c.property['x-brandhub-money'].currency).filter(Boolean));
+  const seen = new Set();
+  for (const c of sorted) {
+    if (c.relationTitle !== undefined || c.relation) {
+      if (seen.has(c.title) && c.shown) {
+        c.shown = false;
+        if (c.relationTitle && c.relationTitle !== c.title) c.title = `${c.relationTitle} · ${c.title}`;
+      }
+    }
+    if (c.shown) seen.add(c.title);
+    if (currencies.has(c.key) && !c.through) c.shown = false;
+  }
+  return sorted;
 }
 
 /** Labels of records named by ids that are not foreign keys (x-brandhub-refers-to), fetched

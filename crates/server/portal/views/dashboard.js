@@ -6,6 +6,7 @@ import { t, number, dateTime, locale } from '../i18n.js';
 import { el, heading } from '../ui.js';
 import { orderLifecycle, statusWord, step, notYetDispatched } from '../lifecycle.js';
 import { statusBadge } from './orders.js';
+import { offersFor } from './offers.js';
 import { recordSchema, wordOf } from '../describe.js';
 
 /** Days the chart covers, today included. */
@@ -107,6 +108,10 @@ export async function render(main, { may, me }) {
   if (lc && me.type === 'host') {
     const open = notYetDispatched(lc);
     tiles.push(tile(t('openOrders'), await count(`/order/count?${statusQuery(open)}`), '#/orders', 'open'));
+  }
+  // A host's stores' offers that sell nothing now, one click from the Offers view.
+  if (me.type === 'host' && offersFor(me, may)) {
+    tiles.push(tile(t('offersOutOfStock'), await count('/offer/count?status=outOfStock'), '#/offers?status=outOfStock', 'offersOut'));
   }
   // Files are for those who upload them (hosts upload nothing).
   const filesShown = may('file', 'GET') && me.uploads.length > 0;

@@ -3,7 +3,7 @@
 // error report of skipped rows and the templates to download. The file types and their arguments come from the description
 // of POST /api/file.
 import { api, records, schema, download } from '../api.js';
-import { t, has, number, dateTime } from '../i18n.js';
+import { t, has, number, dateTime, language } from '../i18n.js';
 import { recordLabel } from './setup.js';
 import { el, field, heading, errorSlot, busy, problemBox } from '../ui.js';
 
@@ -34,6 +34,33 @@ async function options(resource) {
 /** A file type's word in the user's language. */
 export const typeWord = (type) => (has(`fileType_${type}`) ? t(`fileType_${type}`) : type);
 
+/** The kinds of things a file's warning says were not found, as the server names them. */
+const NOUNS = { barcode: 'barcode', barcodes: 'barcode', 'product code': 'productCode', 'product codes': 'productCode',
+  order: 'order', orders: 'order', 'order item': 'orderItem', 'order items': 'orderItem' };
+
+/** A count with its noun in the user's language ("3 Barcodes", "1 Zeile"). */
+const counted = (count, noun) => `${number(Number(count))} ${t(`noun_${noun}_${Number(count) === 1 ? 'one' : 'many'}`)}`;
+
+/** A list the server cut short ("…, … and 4 more") in the user's language. */
+const listWords = (list) => list.replace(/, … and (\d+) more$/, (_, n) => `, ${t('andMore', { count: number(Number(n)) })}`);
+
+/**
+ * A line of a file's warnings (`detail.error`, written by the server in English) in the user's
+ * language where the portal knows its form: what was not found, which rows were skipped,
+ * which columns ignored. What the file itself says (barcodes, column names) stays as it is;
+ * a line of another form is shown as written.
+ */
+export function warningText(line) {
+  if (language() === 'en') return line;
+  let m = /^Warning: (\d+) (barcodes?|product codes?|orders?|order items?) not found: (.*)$/.exec(line);
+  if (m) return t('warnNotFound', { what: counted(m[1], NOUNS[m[2]]), list: listWords(m[3]) });
+  m = /^Warning: (\d+) rows? skipped: (.*)$/.exec(line);
+  if (m) return t('warnSkipped', { what: counted(m[1], 'row'), list: listWords(m[2]).replace(/(^|, )row (\d+) \(/g, `$1${t('noun_row_one')} $2 (`) });
+  m = /^Warning: (\d+) unknown columns? ignored: (.*)$/.exec(line);
+  if (m) return t('warnIgnored', { what: counted(m[1], 'unknownColumn'), list: listWords(m[2]) });
+  return line;
+}
+
 /** DD/MM/YYYY from a date input's YYYY-MM-DD. */
 const contractDate = (value) => value.split('-').reverse().join('/');
 
@@ -61,7 +88,7 @@ function statusBlock(file) {
       el('dt', {}, t('rowsRead')), el('dd', { 'data-count': 'rowsRead' }, number(d.rowsRead ?? 0)),
       el('dt', {}, t('rowsApplied')), el('dd', { 'data-count': 'rowsApplied' }, number(d.rowsApplied ?? 0)),
       el('dt', {}, t('rowsSkipped')), el('dd', { 'data-count': 'rowsSkipped' }, number(d.rowsSkipped ?? 0))),
-    warnings.length ? el('div', { class: 'warnings' }, el('h3', {}, t('warnings')), el('ul', {}, warnings.map((w) => el('li', {}, w)))) : null,
+    warnings.length ? el('div', { class: 'warnings' }, el('h3', {}, t('warnings')), el('ul', {}, warnings.map((w) => el('li', {}, warningText(w))))) : null,
     reportButton(file, slot), slot);
 }
 
@@ -93,7 +120,10 @@ export async function render(main, { me, may }) {
   typeSelect.addEventListener('change', drawArgs);
   drawArgs();
 
-  const fileInput = el('input', { type: 'file', accept: '.xlsx,.xlsm,.xls,.ods,.csv', id: 'file-input' });
+  // The browser's own file control speaks the browser's language, not the page's: it is
+  // hidden from sight (kept for keyboards and screen readers) and the drop zone, a label of
+  // it, is what one clicks.
+  const fileInput = el('input', { type: 'file', accept: '.xlsx,.xlsm,.xls,.ods,.csv', id: 'file-input', class: 'file-input' });
   const chosen = el('span', { class: 'muted' });
   const drop = el('label', { class: 'dropzone', for: 'file-input' }, el('span', {}, t('dropHere')), chosen);
   let file = null;
@@ -148,7 +178,7 @@ export async function render(main, { me, may }) {
         original.addEventListener('click', () => busy(original, s, () => download(`/file/${f.id}/content`, f.fileName)));
         const report = reportButton(f, s);
         return el('tr', {},
-          el('td', {}, el('a', { href: `#/browse/file/${f.id}` }, f.fileName), d.error ? el('div', { class: 'warn-text' }, d.error.split('\n')[0]) : null),
+          el('td', {}, el('a', { href: `#/browse/file/${f.id}` }, f.fileName), d.error ? el('div', { class: 'warn-text' }, warningText(d.error.split('\n')[0])) : null),
           el('td', {}, typeWord(f.fileType)), el('td', {}, el('span', { class: `badge badge-${f.status}` }, t(`fileStatus_${f.status}`))),
           el('td', { class: 'num' }, number(d.rowsRead ?? 0)), el('td', { class: 'num' }, number(d.rowsApplied ?? 0)), el('td', { class: 'num' }, number(d.rowsSkipped ?? 0)),
           el('td', {}, dateTime(f.createdDate)), el('td', { class: 'actions' }, original, report, s));

@@ -551,7 +551,9 @@ function addressBlock(address) {
     [a.title, a.forename, a.surname].filter(Boolean).join(' '),
     a.company, a.line1, a.line2,
     [a.postcode, a.town].filter(Boolean).join(' '),
-    a.county, a.country || countryName(a.countryCode),
+    // The country in the reader's language where its code says which (a country's name in the
+    // address is the host's words, in the host's language).
+    a.county, (a.countryCode && countryName(a.countryCode)) || a.country,
   ].filter(Boolean);
   return el('div', {},
     el('address', { class: 'ship-to' }, lines.map((l, i) => [i ? el('br') : null, l])),

@@ -12,6 +12,9 @@
 #       ahead): seconds from that moment until every offer shows them; goal ≤ 10 s
 #   X   the store's whole feed as CSV (GET /api/offer?fk_store=…&format=csv): rows/s; goal
 #       ≥ 200,000
+#   S   sync by cursor: the store's offers from changedSince=0 in pages of 1,000 (offers/s;
+#       goal ≥ 50,000), then one answer of 1,000 changes (host SKUs set in one array; wrk p50
+#       of that call; goal ≤ 50 ms)
 #   and the demo load's time with offers.
 #
 #   bash bench/offers.sh                                  # from the repo root
@@ -19,7 +22,7 @@
 #
 # Knobs (environment): SCALE (demo variants, default 1000000), BACKENDS ("sqlite postgres"),
 # DURATION (seconds per wrk run, default 10), CONNECTIONS (8), THREADS (2), STOCK_IDS (1000),
-# FILE_ROWS (100000), PRICE_ROWS (100000), PRICE_LEAD (seconds between the price file's
+# ONLY (letters of the parts to run, e.g. ONLY=RS; default all), FILE_ROWS (100000), PRICE_ROWS (100000), PRICE_LEAD (seconds between the price file's
 # upload and its start, default 20), BEFORE_BIN (optional, see P), PORT, BENCH_WORK_DIR,
 # BENCH_KEEP; PostgreSQL at BRANDHUB_BENCH_DATABASE_URL (default
 # postgres://root@127.0.0.1:5432/test), in a database brandhub_bench_offers it drops at the end.
@@ -60,6 +63,8 @@ ensure_wrk
 say "SCALE $SCALE; BACKENDS $BACKENDS; DURATION ${DURATION}s; wrk -t$THREADS -c$CONNECTIONS"
 say "machine: $CPU_MODEL, $NPROC cores; commit $COMMIT; $(date -u +%Y-%m-%dT%H:%MZ)"
 
+# Whether part $1 (a letter) runs: every part unless ONLY names some.
+wanted() { [ -z "${ONLY:-}" ] || [[ $ONLY == *"$1"* ]]; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 seconds_since() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'; }
 
@@ -84,6 +89,7 @@ for backend in $BACKENDS; do
   start_server "$dir/data" "$url" "$WORK/$backend.server"
   export_auth_for() { use_demo_user "$dir/demo.out" "$1"; export_auth; }
 
+  if wanted R; then
   # R: a host's page of 1,000 offers against 1,000 stock records, cached and not.
   section "R: pages of 1,000 ($BACKEND_LABEL)"
   export_auth_for host
@@ -101,7 +107,9 @@ for backend in $BACKENDS; do
   done
   stop_server
   start_server "$dir/data" "$url" "$WORK/$backend.server"
+  fi
 
+  if wanted P; then
   # P: stock PATCHes as the company user.
   section "P: PATCH /api/stock ($BACKEND_LABEL)"
   export_auth_for company
@@ -134,6 +142,7 @@ for backend in $BACKENDS; do
   fi
   say "$line"
   echo "$line" >>"$RESULTS"
+  fi
 
   # The largest brand, its brand stores and a warehouse of its company (as the admin).
   export_auth_for admin
@@ -146,6 +155,7 @@ for backend in $BACKENDS; do
   variants=$(($(wc -l <"$WORK/variants.csv") - 1))
   say "brand $brand: $variants variants; brand store $brand_store (store $store, host $host)"
 
+  if wanted F; then
   # F: a stock file of the brand's variants.
   section "F: stock file ($BACKEND_LABEL)"
   { echo "Barcode,Qty"; tail -n +2 "$WORK/variants.csv" | head -n "$FILE_ROWS" | awk -F, '{ gsub(/"/, "", $1); print $1 "," (NR % 50) }'; } >"$WORK/stock.csv"
@@ -156,13 +166,17 @@ for backend in $BACKENDS; do
   took=$(seconds_since "$start")
   status=$( (grep -o '"status":"[^"]*"' "$WORK/file.json" || true) | head -n1)
   echo "$BACKEND_LABEL: stock file of $rows rows: ${took}s ($status)" >>"$RESULTS"
+  fi
 
+  if wanted B; then
   # B: a rule PATCH of the brand store.
   section "B: rule PATCH ($BACKEND_LABEL)"
   printf '{"detail":{"stockPercent":90,"stockBuffer":1}}' >"$WORK/rule.json"
   request PATCH "/api/brandStore/$brand_store" "$WORK/rule.json"
   echo "$BACKEND_LABEL: rule PATCH of a brand store of $variants variants: $R_CODE in $R_MS ms" >>"$RESULTS"
+  fi
 
+  if wanted D; then
   # D: prices starting at one moment, written ahead as JSON arrays of 1,000.
   section "D: dated prices ($BACKEND_LABEL)"
   api -o "$WORK/variant_ids.csv" "$BASE/api/variant?variant_product.fk_brand=$brand&fields=id&format=csv"
@@ -196,7 +210,9 @@ for backend in $BACKENDS; do
     sleep 0.2
   done
   echo "$BACKEND_LABEL: $prices prices starting at one moment: $last offers changed, all of them $(awk -v a="$at_ns" -v b="$reached" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s after it (goal <= 10 s)" >>"$RESULTS"
+  fi
 
+  if wanted X; then
   # X: the store's feed as CSV.
   section "X: the feed as CSV ($BACKEND_LABEL)"
   start=$(date +%s%N)
@@ -204,6 +220,31 @@ for backend in $BACKENDS; do
   took=$(seconds_since "$start")
   feed=$(($(wc -l <"$WORK/feed.csv") - 1))
   echo "$BACKEND_LABEL: feed of store $store as CSV: $feed rows in ${took}s ($(awk -v n="$feed" -v s="$took" 'BEGIN { printf "%.0f", n / s }') rows/s; goal >= 200,000)" >>"$RESULTS"
+  fi
+
+  # S: sync by cursor: the store's offers from 0, then one answer of 1,000 changes.
+  if wanted S; then
+    section "S: sync by cursor ($BACKEND_LABEL)"
+    sync_query="fk_store=$store&fields=id,available,price,status,hostSku"
+    cursor=0 synced=0 start=$(date +%s%N)
+    while :; do
+      api_get "/api/offer?$sync_query&pageSize=1000&changedSince=$cursor" >"$WORK/sync.json"
+      synced=$((synced + $(grep -o '"id":' "$WORK/sync.json" | wc -l)))
+      cursor=$(grep -o '"cursor":"[0-9a-f]*"' "$WORK/sync.json" | cut -d'"' -f4)
+      grep -q '"more":true' "$WORK/sync.json" || break
+    done
+    took=$(seconds_since "$start")
+    echo "$BACKEND_LABEL: full sync of store $store by cursor pages of 1,000: $synced offers in ${took}s ($(awk -v n="$synced" -v s="$took" 'BEGIN { printf "%.0f", n / s }') offers/s; goal >= 50,000)" >>"$RESULTS"
+    api_get "/api/offer?fk_store=$store&fields=id&pageSize=1000" | ids_of >"$WORK/sync_ids"
+    awk -v tag="$RANDOM" 'BEGIN { printf "[" } { printf "%s{\"id\":\"%s\",\"hostSku\":\"S%s-%d\"}", (NR > 1 ? "," : ""), $1, tag, NR } END { printf "]" }' \
+      "$WORK/sync_ids" >"$WORK/skus.json"
+    request POST /api/offer/hostSku "$WORK/skus.json"
+    [ "$R_CODE" = 200 ] || say "the SKU array answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
+    api_get "/api/offer?$sync_query&pageSize=1000&changedSince=$cursor" >"$WORK/sync.json"
+    changes=$(grep -o '"id":' "$WORK/sync.json" | wc -l)
+    p50_of "/api/offer?$sync_query&pageSize=1000&changedSince=$cursor"
+    echo "$BACKEND_LABEL: incremental sync answering $changes changes in one request: p50 $P50 ms (goal <= 50)" >>"$RESULTS"
+  fi
 
   stop_server
   drop_database "$backend"

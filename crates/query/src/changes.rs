@@ -214,8 +214,20 @@ pub fn full_statement(plan: &ReadPlan, after: &str, limit: u64) -> SelectStateme
     select
 }
 
+/// Whether the request's filter reads only columns a tombstone keeps ([`scope_columns`]):
+/// then a row that stopped matching it left a tombstone with the values it matched with, and
+/// rows that do not match now need not be told.
+fn judged_on_tombstones(plan: &ReadPlan) -> bool {
+    let kept = scope_columns(plan.resource);
+    own_columns(&plan.filter)
+        .iter()
+        .all(|c| c == "id" || kept.contains(c))
+}
+
 /// The changes phase, rows: id, mark, and whether the row matches the request's filter (1 or
-/// 0) of at most `limit` rows in scope changed after (`change`, `after`), below `horizon`.
+/// 0) of at most `limit` rows in scope changed after (`change`, `after`), below `horizon`. A
+/// row that does not match is told as deleted (it may have matched before), unless the
+/// filter is [judged on tombstones](judged_on_tombstones): then only matching rows come.
 pub fn changed_statement(
     plan: &ReadPlan,
     change: i64,
@@ -224,8 +236,9 @@ pub fn changed_statement(
     limit: u64,
 ) -> SelectStatement {
     let mut select = Query::select();
+    let filtered = !plan.filter.is_always() && judged_on_tombstones(plan);
     // Bound as 64-bit integers, so that both backends answer a BIGINT.
-    let matches: Expr = if plan.filter.is_always() {
+    let matches: Expr = if plan.filter.is_always() || filtered {
         Expr::val(1i64)
     } else {
         Expr::case(
@@ -241,6 +254,9 @@ pub fn changed_statement(
         .expr(col(CHANGE_COLUMN))
         .expr(matches);
     scoped(&mut select, &plan.scope);
+    if filtered {
+        select.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+    }
     after_mark(&mut select, change, after, horizon);
     select.limit(limit);
     select
@@ -248,8 +264,10 @@ pub fn changed_statement(
 
 /// The changes phase, tombstones: id and mark of at most `limit` tombstones of the plan's
 /// resource after (`change`, `after`), below `horizon`, that the caller could see: its scope
-/// judged over the scope columns each tombstone kept (`extract` reads one of them from the
-/// tombstone's JSON, in the database's own dialect).
+/// judged over the columns each tombstone kept ([`scope_columns`]; `extract` reads one of them
+/// from the tombstone's JSON, in the database's own dialect), and so is the request's filter
+/// when it reads only those (a filter by warehouse, brand or store: a sync of one warehouse's
+/// stock hears of that warehouse's deletions only).
 pub fn tombstone_statement(
     plan: &ReadPlan,
     change: i64,
@@ -263,10 +281,9 @@ pub fn tombstone_statement(
         .column(Alias::new("id"))
         .expr_as(Expr::col(Alias::new("change")), Alias::new(CHANGE_COLUMN))
         .and_where(Expr::col(Alias::new("table_name")).eq(plan.resource.table));
-    for column in own_columns(&plan.scope) {
-        if column != "id" {
-            kept.expr_as(extract(&column), Alias::new(column.as_str()));
-        }
+    let columns = scope_columns(plan.resource);
+    for column in &columns {
+        kept.expr_as(extract(column), Alias::new(column.as_str()));
     }
     let mut select = Query::select();
     select
@@ -274,6 +291,9 @@ pub fn tombstone_statement(
         .expr(col("id"))
         .expr(col(CHANGE_COLUMN));
     scoped(&mut select, &plan.scope);
+    if judged_on_tombstones(plan) && !plan.filter.is_always() {
+        select.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+    }
     after_mark(&mut select, change, after, horizon);
     select.limit(limit);
     select

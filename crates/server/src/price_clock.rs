@@ -2,6 +2,8 @@
 //! offers at that moment. Each second, just after the second turns (record timestamps count
 //! whole seconds), the task asks the store to apply what fell due
 //! (`Store::apply_price_dates`); the store makes sure that one process applies each moment.
+//! Once an hour (and at start) the same task removes the tombstones of sync by cursor that are
+//! older than they are kept (`Store::prune_tombstones`).
 
 use brandhub_store::Store;
 use std::sync::Arc;
@@ -42,8 +44,21 @@ fn until_the_next_second() -> Duration {
     Duration::from_millis(1000 - millis % 1000 + AFTER_THE_SECOND)
 }
 
+/// Ticks between two prunes of tombstones: an hour.
+const TICKS_PER_PRUNE: u64 = 3_600;
+
 async fn tick(store: Store, stop: Arc<Notify>) {
+    let mut ticks: u64 = 0;
     loop {
+        if ticks.is_multiple_of(TICKS_PER_PRUNE) {
+            let now = store.clock().now_millis();
+            match store.prune_tombstones(now).await {
+                Ok(0) => {}
+                Ok(removed) => tracing::info!(removed, "old tombstones removed"),
+                Err(error) => tracing::warn!(%error, "old tombstones could not be removed"),
+            }
+        }
+        ticks += 1;
         match store.apply_price_dates().await {
             Ok(0) => {}
             Ok(changed) => tracing::info!(changed, "dated prices took effect"),

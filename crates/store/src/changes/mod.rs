@@ -377,6 +377,34 @@ mod tests {
         assert!(!more);
     }
 
+    #[tokio::test]
+    async fn tombstones_older_than_they_are_kept_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::db::migrated_sqlite(&dir.path().join("prune.db"), 2).await;
+        let now = 1_800_000_000_000_i64;
+        for (id, age) in [("OLD", KEPT_MILLIS + 1), ("KEPT", KEPT_MILLIS - 1)] {
+            store
+                .execute_raw(&format!(
+                    "INSERT INTO \"{TOMBSTONE_TABLE}\" (\"table_name\", \"id\", \"change\", \"deleted_millis\", \"scope\") \
+                     VALUES ('stock', '{id}', 1, {}, '{{}}')",
+                    now - age
+                ))
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.prune_tombstones(now).await.unwrap(), 1);
+        let left = Query::select()
+            .column(Alias::new("id"))
+            .from(Alias::new(TOMBSTONE_TABLE))
+            .to_owned();
+        let rows = store
+            .fetch(&left, &[Kind::Text], &Timing::default())
+            .await
+            .unwrap();
+        assert_eq!(rows, vec![vec![Cell::Text("KEPT".into())]]);
+        store.close().await;
+    }
+
     #[test]
     fn each_record_comes_once_as_it_is_last() {
         let entries = vec![

@@ -2365,7 +2365,8 @@ async fn host_works_its_offers(fx: &common::Fixture) {
         .select_by_value("de")
         .await
         .unwrap();
-    wait_for_text(client, "Angebote").await;
+    // The menu changes first; the view's shortcuts when it is drawn again.
+    wait_for_text(client, "Alle Angebote").await;
     settled(client).await;
     let text = body_text(client).await;
     for words in [

@@ -319,7 +319,7 @@ mod tests {
                 "{code}"
             );
         }
-        assert_eq!(Code::ALL.len(), 21);
+        assert_eq!(Code::ALL.len(), 23);
     }
 
     #[test]

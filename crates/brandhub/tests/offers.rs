@@ -161,6 +161,43 @@ async fn each_write_changes_exactly_the_offers_it_should(fx) {
     assert!(changed(&w, fx, &before).await.is_empty());
 }
 
+async fn files_of_products_and_dispatches_change_exactly_their_offers(fx) {
+    let w = World::make(fx).await;
+    let code = text(&fx.get(&format!("/api/product/{}?fields=code", w.product)).await.records("product")[0]["code"]);
+
+    // A product file giving variant 1 a new base price: its offers in both brand stores.
+    let before = w.versions(fx).await;
+    upload(fx, &format!("product,{}", w.brand), &[
+        row(&["Product Code", "Title", "Barcode", "Price"]),
+        row(&[&code, "Offer shirt", &w.variants[1].1, "12.00"]),
+    ]).await;
+    assert_eq!(changed(&w, fx, &before).await, vec![(0, 1), (1, 1)]);
+    let values = w.values(fx).await;
+    assert_eq!((values[&(0, 1)].1, values[&(1, 1)].1), (Some(12.0), Some(13.2)));
+
+    // A dispatch file: stock and demand fall together, so no offer changes.
+    let intake = json!({
+        "fk_brandStore": w.brand_stores[0],
+        "hostOrderRef": unique("FILE"),
+        "shipAddress": {"forename": "Ada", "surname": "Lovelace", "line1": "1 Analytical Row", "town": "London", "postcode": "N1 1AA", "countryCode": "GB"},
+        "order_orderItem": [{"fk_variant": w.variants[0].0, "orderQty": 2, "itemPrice": 20.0, "hostItemRef": "L1"}]
+    });
+    let order = created(&call(fx, Method::POST, "/api/order", "admin", Some(intake)).await, "order");
+    let id = text(&order["id"]);
+    let answer = call(fx, Method::PATCH, &format!("/api/order/{id}"), "admin", Some(json!({"status": "accepted"}))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let before = w.versions(fx).await;
+    let file = upload(fx, &format!("orderDispatch,{}", w.brand), &[
+        row(&["Order Ref", "Barcode", "Ship Qty"]),
+        row(&[&text(&order["brandOrderRef"]), &w.variants[0].1, "2"]),
+    ]).await;
+    assert_eq!(file["detail"]["error"], "", "{file}");
+    let status = fx.get(&format!("/api/order/{id}?fields=status")).await.records("order")[0]["status"].clone();
+    assert_eq!(status, "dispatched");
+    assert!(changed(&w, fx, &before).await.is_empty());
+    assert_eq!(w.values(fx).await[&(0, 0)].0, 8);
+}
+
 async fn orders_move_offers_through_their_stock(fx) {
     let w = World::make(fx).await;
     let intake = |reference: String| json!({

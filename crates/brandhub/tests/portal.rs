@@ -741,11 +741,22 @@ async fn english_user(
     name: &str,
     link: (&str, &str),
 ) -> (String, String) {
+    user_reading(fx, user_type, name, link, "en").await
+}
+
+/// As [`english_user`], for a user whose `detail.lang` is `lang`.
+async fn user_reading(
+    fx: &common::Fixture,
+    user_type: &str,
+    name: &str,
+    link: (&str, &str),
+    lang: &str,
+) -> (String, String) {
     let email = format!(
         "{}@portal.brandhub.test",
         common::orders::unique(&format!("portal-{user_type}"))
     );
-    let mut body = serde_json::json!({"name": name, "email": email, "type": user_type, "detail": {"lang": "en"}});
+    let mut body = serde_json::json!({"name": name, "email": email, "type": user_type, "detail": {"lang": lang}});
     body[link.0] = serde_json::json!(link.1);
     let created = fx.post("/api/user", &body).await;
     assert_eq!(
@@ -2846,6 +2857,182 @@ async fn switches_language(fx: &common::Fixture) {
         .await
         .records("user");
     assert_eq!(lang_of(stored), "en");
+}
+
+/// The English texts of the portal whose German differs: from the language files (every
+/// key whose German text is another), each cut at its `{placeholders}` into the pieces a
+/// page can show, less pieces that are German words too (a word spelled the same in both
+/// languages, "Status", is no sign of English) and the language switch's own names.
+fn english_only() -> Vec<String> {
+    const EN: &str = include_str!("../../server/portal/lang/en.js");
+    const DE: &str = include_str!("../../server/portal/lang/de.js");
+    let german = texts(DE);
+    let pieces = |text: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        loop {
+            let (piece, after) = match rest.split_once('{') {
+                Some((piece, after)) => (piece, after.split_once('}').map_or("", |(_, a)| a)),
+                None => (rest, ""),
+            };
+            let piece = piece.trim_matches(|c: char| !c.is_alphanumeric());
+            if piece.chars().filter(|c| c.is_alphabetic()).count() >= 3 {
+                out.push(piece.to_string());
+            }
+            if after.is_empty() {
+                return out;
+            }
+            rest = after;
+        }
+    };
+    let german_pieces: std::collections::BTreeSet<String> =
+        german.iter().flat_map(|(_, text)| pieces(text)).collect();
+    let german_words: std::collections::BTreeSet<&str> = german
+        .iter()
+        .flat_map(|(_, text)| text.split(|c: char| !c.is_alphanumeric()))
+        .collect();
+    let mut english = std::collections::BTreeSet::new();
+    for (key, text) in texts(EN) {
+        if ["locale", "languageName"].contains(&key) {
+            continue;
+        }
+        match german.iter().find(|(k, _)| *k == key) {
+            Some((_, german)) if *german != text => {}
+            _ => continue,
+        }
+        for piece in pieces(&text) {
+            let one_word = !piece.contains(|c: char| !c.is_alphanumeric());
+            if !german_pieces.contains(&piece) && !(one_word && german_words.contains(&*piece)) {
+                english.insert(piece);
+            }
+        }
+    }
+    english.into_iter().collect()
+}
+
+/// Where `needle` stands in `text` as words of their own (no letter or digit on either side).
+fn as_words(text: &str, needle: &str) -> bool {
+    text.match_indices(needle).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + needle.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// What the page says: its text, and the labels, hints and titles its controls carry.
+async fn everything_said(client: &Client) -> String {
+    client
+        .execute(
+            "const said = [document.body.innerText];
+             for (const e of document.querySelectorAll('[aria-label], [placeholder], [title], [alt]')) {
+               for (const name of ['aria-label', 'placeholder', 'title', 'alt']) {
+                 if (e.hasAttribute(name)) said.push(e.getAttribute(name));
+               }
+             }
+             return said.join('\\n');",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Fails when the page shows any of `english` (see [`english_only`]) outside of `data` (what
+/// records say, in whatever language they were written).
+async fn assert_no_english(client: &Client, english: &[String], data: &[&str], page: &str) {
+    let mut said = everything_said(client).await;
+    for value in data {
+        said = said.replace(value, "");
+    }
+    let found: Vec<&String> = english.iter().filter(|e| as_words(&said, e)).collect();
+    assert!(
+        found.is_empty(),
+        "{page} shows English {found:?} in:\n{said}"
+    );
+}
+
+/// A German warehouse user (`detail.lang` `de`) reads an order's page, has a write refused
+/// by the server (the order was cancelled meanwhile), and reads the files page: none shows
+/// an English text of the portal whose German differs.
+async fn german_pages_read_german(fx: &common::Fixture) {
+    let english = english_only();
+    assert!(
+        english.iter().any(|e| e == "Dashboard"),
+        "the dictionaries' English: {english:?}"
+    );
+    let place = common::orders::place(fx, 0).await;
+    let order = push_order(fx, &place, &common::orders::unique("DE-PAGE"), None).await;
+    let id = common::orders::text(&order["id"]);
+    accept(fx, &id).await;
+    let user = user_reading(
+        fx,
+        "warehouse",
+        "Jonas Packer",
+        ("fk_warehouse", &place.warehouse),
+        "de",
+    )
+    .await;
+    let Some(b) = browser_as(fx, &user, 1280, 900).await else {
+        return;
+    };
+    let client = &b.client;
+    assert_eq!(page_language(client).await, "de");
+    let data = [user.0.as_str()];
+
+    // The order's page, with its form to ship.
+    let reference = common::orders::text(&order["brandOrderRef"]);
+    go(client, &fx.base, &format!("#/orders/o/{id}")).await;
+    wait_for_text(client, &reference).await;
+    for (_, barcode) in &place.variants {
+        wait_for_text(client, barcode).await;
+    }
+    labelled(client, "Carrier").await;
+    assert_no_english(client, &english, &data, "the order's page").await;
+
+    // A write the server refuses: the company cancels the order meanwhile, then the warehouse
+    // ships it from the page it still has open.
+    let cancelled = common::orders::patch(
+        fx,
+        "company",
+        &id,
+        serde_json::json!({"status": "cancelled"}),
+    )
+    .await;
+    common::orders::ok(&cancelled, 200);
+    type_into(labelled(client, "Carrier").await, "DHL").await;
+    type_into(labelled(client, "Tracking number").await, "JD014600006282").await;
+    by_text(client, "button", "Ship")
+        .await
+        .click()
+        .await
+        .unwrap();
+    let problem = find(client, ".problem[role=alert] strong").await;
+    let title = problem.text().await.unwrap();
+    assert_ne!(title, "", "the refusal's title");
+    // The server's own English words are folded away under a German summary.
+    find(client, ".problem details.server-words[lang=en]").await;
+    assert_no_english(client, &english, &data, "a refused write").await;
+
+    // The files page: the upload form, the templates, the recent files.
+    go(client, &fx.base, "#/files").await;
+    labelled(client, "File type").await;
+    assert_no_english(client, &english, &data, "the files page").await;
+    b.client.clone().close().await.unwrap();
+}
+
+/// The portal in German, on a fixture of its own (it pushes and cancels an order).
+mod german {
+    use super::*;
+
+    on_both_backends! { "portal-german";
+
+    async fn a_german_user_reads_no_english_on_an_order_a_refusal_and_the_files_page(fx) {
+        german_pages_read_german(fx).await;
+    }
+
+    }
 }
 
 /// The portal's timings for bench/portal.sh (README, "The portal" goals; a benchmark, so ignored by

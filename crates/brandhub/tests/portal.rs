@@ -1408,6 +1408,24 @@ async fn fill(client: &Client, fields: &[(&str, &str)]) {
     }
 }
 
+/// The options of the form's Language list: (value, text).
+async fn language_choices(client: &Client) -> Vec<(String, String)> {
+    let id = labelled_in(client, "//form", "Language")
+        .await
+        .attr("id")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    let options = client
+        .execute(
+            "return [...document.getElementById(arguments[0]).options].map((o) => [o.value, o.text]);",
+            vec![serde_json::json!(id)],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(options).unwrap()
+}
+
 /// Opens the Admin section's form for a new record by its link ("New company"), from the
 /// Admin page.
 async fn open_new(client: &Client, base: &str, link: &str) {
@@ -1661,13 +1679,82 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
         .select_by_value("company")
         .await
         .unwrap();
-    fill(client, &[("Language", "en")]).await;
+    // The language from the list of those the portal speaks, the page's chosen at first.
+    let language = labelled_in(client, "//form", "Language").await;
+    assert_eq!(
+        language_choices(client).await,
+        [("en", "English"), ("de", "Deutsch")].map(|(v, w)| (v.to_string(), w.to_string()))
+    );
+    assert_eq!(language.prop("value").await.unwrap().as_deref(), Some("en"));
+    language.select_by_value("de").await.unwrap();
     pick(client, "Company", &company_name, &company_label).await;
     full_screenshot(client, save, "setup-user").await;
     create(client, "Create user", "User Lena Vogt is created.").await;
     let user = one(fx, "user", &format!("email={email}")).await;
     assert_eq!(text(&user["fk_company"]), company_id);
     assert_eq!(user["type"], "company");
+    assert_eq!(user["detail"]["lang"], "de");
+    // Back to English through the form that changes the user, so that the steps below read
+    // as they are written.
+    go(
+        client,
+        &fx.base,
+        &format!("#/admin/edit/user/{}", text(&user["id"])),
+    )
+    .await;
+    labelled_in(client, "//form", "Language")
+        .await
+        .select_by_value("en")
+        .await
+        .unwrap();
+    by_text(client, "button", "Save changes")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(client, "is saved.").await;
+    assert_eq!(
+        one(fx, "user", &format!("email={email}")).await["detail"]["lang"],
+        "en"
+    );
+
+    // A user whose language the portal does not speak (demo data may hold others) keeps it:
+    // shown as it is in the list, and left as it is by a change of another field.
+    let other = format!("pierre.{n}@nordlicht.example");
+    let created = fx
+        .post(
+            "/api/user",
+            &serde_json::json!({"name": "Pierre Roux", "email": other, "type": "company",
+                                "fk_company": company_id, "detail": {"lang": "fr"}}),
+        )
+        .await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let pierre = created.ids("user").remove(0);
+    go(client, &fx.base, &format!("#/admin/edit/user/{pierre}")).await;
+    let language = labelled_in(client, "//form", "Language").await;
+    assert_eq!(language.prop("value").await.unwrap().as_deref(), Some("fr"));
+    assert!(
+        language_choices(client)
+            .await
+            .contains(&("fr".to_string(), "fr".to_string()))
+    );
+    fill(client, &[("Name", "Pierre Roux-Vogt")]).await;
+    by_text(client, "button", "Save changes")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(client, "is saved.").await;
+    let pierre = one(fx, "user", &format!("email={other}")).await;
+    assert_eq!(
+        (pierre["name"].as_str(), pierre["detail"]["lang"].as_str()),
+        (Some("Pierre Roux-Vogt"), Some("fr"))
+    );
     go(client, &fx.base, "#/admin").await;
     by_text(client, "button", &format!("Invite {email}"))
         .await

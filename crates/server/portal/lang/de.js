@@ -280,7 +280,6 @@ export default {
   'hint_brandStore.detail.adjustType': 'percent (Prozent) oder fixed (fester Betrag); leer für keine.',
   'hint_brandStore.detail.adjustValue': 'Der Betrag der Anpassung, z. B. 5 oder -2,50.',
   'hint_store.currency': 'Drei Buchstaben, z. B. EUR oder GBP.',
-  'hint_user.detail.lang': 'en oder de',
   val_type_admin: 'Administrator',
   val_type_sponsor: 'Sponsor',
   val_type_company: 'Firma',

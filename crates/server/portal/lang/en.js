@@ -280,7 +280,6 @@ export default {
   'hint_brandStore.detail.adjustType': 'percent or fixed; empty for none.',
   'hint_brandStore.detail.adjustValue': 'The amount of the adjustment, e.g. 5 or -2.50.',
   'hint_store.currency': 'Three letters, e.g. EUR or GBP.',
-  'hint_user.detail.lang': 'en or de',
   val_type_admin: 'Administrator',
   val_type_sponsor: 'Sponsor',
   val_type_company: 'Company',

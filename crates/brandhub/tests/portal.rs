@@ -3172,11 +3172,63 @@ mod german {
     }
 }
 
+/// A navigation of the signed-in page to `hash`, timed in the page: from setting the address
+/// to the frame after the User Timing mark `drawn` (the page whole in the document) was
+/// painted, and the time the API calls it made took (the union of their spans, from each
+/// request's start to its answer's end: calls made together count once). Answers (drawn ms,
+/// API ms).
+async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> (f64, f64) {
+    let timed = client
+        .execute_async(
+            "const [hash, drawn, done] = arguments;
+             performance.clearResourceTimings();
+             performance.clearMarks(drawn);
+             const start = performance.now();
+             const observer = new PerformanceObserver((list) => {
+               if (!list.getEntriesByName(drawn).length) return;
+               observer.disconnect();
+               // The frame that shows it, painted: the task after its animation frame.
+               requestAnimationFrame(() => setTimeout(() => {
+                 const end = performance.now();
+                 const calls = performance.getEntriesByType('resource')
+                   .filter((r) => r.name.includes('/api/') && r.startTime >= start)
+                   .map((r) => [r.startTime, r.responseEnd])
+                   .sort((a, b) => a[0] - b[0]);
+                 let api = 0, reach = start;
+                 for (const [from, to] of calls) {
+                   if (to > reach) { api += to - Math.max(from, reach); reach = to; }
+                 }
+                 done({ drawn: end - start, api, calls: calls.length });
+               }));
+             });
+             observer.observe({ type: 'mark' });
+             location.hash = hash;",
+            vec![serde_json::json!(hash), serde_json::json!(drawn)],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{hash} was never drawn: {e}"));
+    assert!(
+        timed["calls"].as_u64().unwrap_or(0) > 0,
+        "{hash}: no API call timed: {timed}"
+    );
+    (
+        timed["drawn"].as_f64().unwrap_or(f64::NAN),
+        timed["api"].as_f64().unwrap_or(f64::NAN),
+    )
+}
+
+/// The median of a few figures.
+fn median(mut figures: Vec<f64>) -> f64 {
+    figures.sort_by(f64::total_cmp);
+    figures[figures.len() / 2]
+}
+
 /// The portal's timings for bench/portal.sh (README, "The portal" goals; a benchmark, so ignored by
 /// `cargo test`): the first load's bytes (uncompressed, every asset) and time on loopback, a
-/// browse table of 100 stock rows from the API's answer to the table in the page, and a
-/// 10,000-row product file from choosing it to `processed` in the page. Prints one `PORTAL`
-/// line of figures.
+/// browse table of 100 stock rows from the API's answer to the table in the page, an order's
+/// page and the table of 100 rows from navigation to drawn against the time of the API calls
+/// each makes (five of each after one to warm up; medians), and a 10,000-row product file
+/// from choosing it to `processed` in the page. Prints one `PORTAL` line of figures.
 #[tokio::test]
 #[ignore = "a benchmark: bash bench/portal.sh"]
 async fn portal_timings() {
@@ -3235,6 +3287,34 @@ async fn portal_timings() {
         browse.push(ms.as_f64().unwrap_or(f64::NAN));
     }
     browse.sort_by(f64::total_cmp);
+    // From navigation to drawn, against the API calls made: an order's page (another order
+    // each time) and the table of 100 stock rows (another page each time); one of each first
+    // to warm up (the view's code, the API's description).
+    let orders = fx
+        .get("/api/order?pageSize=6&fields=id&order_by=id")
+        .await
+        .records("order");
+    assert_eq!(orders.len(), 6, "the demo data has orders");
+    let mut order_pages = Vec::new();
+    for order in &orders {
+        let hash = format!("#/orders/o/{}", common::orders::text(&order["id"]));
+        order_pages.push(timed_navigation(&client, &hash, "order:drawn").await);
+    }
+    let mut tables = Vec::new();
+    for n in 0..6 {
+        let hash = format!("#/browse/stock?pageSize=100&page={}", n + 10);
+        tables.push(timed_navigation(&client, &hash, "browse:rendered").await);
+    }
+    let figures = |timed: &[(f64, f64)]| {
+        let timed = &timed[1..];
+        (
+            median(timed.iter().map(|t| t.0).collect()),
+            median(timed.iter().map(|t| t.1).collect()),
+            median(timed.iter().map(|t| t.0 / t.1).collect()),
+        )
+    };
+    let (order_drawn, order_api, order_ratio) = figures(&order_pages);
+    let (table_drawn, table_api, table_ratio) = figures(&tables);
     // A 10,000-row product file, from choosing it to processed.
     let code = format!("PB{}", std::process::id());
     let mut rows = vec![common::row(&["Product Code", "Title", "Barcode", "Size"])];
@@ -3261,7 +3341,7 @@ async fn portal_timings() {
     let upload_ms = started.elapsed().as_secs_f64() * 1000.0;
     client.close().await.unwrap();
     println!(
-        "PORTAL first_load_bytes={} first_load_files={} first_load_ms={:.0} browse100_median_ms={:.1} browse100_max_ms={:.1} upload10000_ms={:.0} file_bytes={}",
+        "PORTAL first_load_bytes={} first_load_files={} first_load_ms={:.0} browse100_median_ms={:.1} browse100_max_ms={:.1} order_drawn_ms={order_drawn:.1} order_api_ms={order_api:.1} order_ratio={order_ratio:.2} table100_drawn_ms={table_drawn:.1} table100_api_ms={table_api:.1} table100_ratio={table_ratio:.2} upload10000_ms={:.0} file_bytes={}",
         first["bytes"],
         first["files"],
         first["ms"].as_f64().unwrap_or(f64::NAN),

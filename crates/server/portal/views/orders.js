@@ -660,6 +660,8 @@ async function renderOrder(main, id, context, notice) {
           [t('shipping'), money(d.shippingGross, currency), { 'data-money': '' }],
         ] : []),
       ])))].filter(Boolean));
+  // A User Timing mark: the order's page is whole (bench/portal.sh).
+  performance.mark('order:drawn');
   // After a step, its outcome is where the eye (and a screen reader) goes.
   if (notice) main.querySelector('.notice').focus();
 }

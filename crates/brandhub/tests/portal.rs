@@ -3028,7 +3028,9 @@ fn english_only(description: &serde_json::Value) -> Vec<String> {
         }
         for piece in pieces(en) {
             let one_word = !piece.contains(|c: char| !c.is_alphanumeric());
-            if !german_pieces.contains(&piece) && !(one_word && german_words.contains(&*piece)) {
+            let german_too =
+                german_pieces.contains(&piece) || (one_word && german_words.contains(&*piece));
+            if !german_too {
                 english.insert(piece);
             }
         }

@@ -3153,11 +3153,13 @@ async fn german_pages_read_german(fx: &common::Fixture) {
     // The server's own English words are folded away under a German summary.
     find(client, ".problem details.server-words [lang=en]").await;
     assert_no_english(client, &english, &data, "a refused write").await;
+    full_screenshot(client, fx.db == common::Db::Sqlite, "order-refused-de").await;
 
     // The files page: the upload form, the templates, the recent files.
     go(client, &fx.base, "#/files").await;
     labelled(client, "File type").await;
     assert_no_english(client, &english, &data, "the files page").await;
+    screenshot(client, fx.db == common::Db::Sqlite, "files-de").await;
     b.client.clone().close().await.unwrap();
 }
 

@@ -181,6 +181,54 @@ async fn a_problems_title_is_in_the_language_the_client_accepts(fx) {
     }
 }
 
+async fn without_accept_language_a_problems_title_is_in_the_users_language(fx) {
+    // A user of its own reading German, with a key.
+    let email = format!("{}@errors.brandhub.test", common::orders::unique("lang"));
+    let created = fx.post("/api/user", &json!({"name": "Greta Fehler", "email": email, "type": "admin", "detail": {"lang": "de"}})).await;
+    assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
+    let id = created.ids("user").remove(0);
+    let store = fx.store.clone();
+    let user = email.clone();
+    let key = fx.on_server(async move { store.create_key(&user, Some("languages"), None).await }).await.expect("the key is created");
+    let ask = |method: reqwest::Method, path: &str, accept: Option<&'static str>, body: Option<serde_json::Value>| {
+        let (email, secret, path) = (email.clone(), key.secret.clone(), path.to_string());
+        async move {
+            let headers: Vec<(&str, &str)> = accept.map(|a| ("accept-language", a)).into_iter().collect();
+            common::send(fx, &fx.base, method, &path, common::As::Key(&email, &secret), &headers, body.as_ref()).await
+        }
+    };
+    let title_of = |response: &common::Response, code: &str| {
+        let body = response.json();
+        assert_eq!(body["code"], code, "{body}");
+        (body["title"].as_str().unwrap_or_default().to_string(), response.header("content-language").unwrap_or_default())
+    };
+    let german = |title: &str| (title.to_string(), "de".to_string());
+    let english = |title: &str| (title.to_string(), "en".to_string());
+
+    // A read's problem, and a write's (twice: the second takes the remembered caller).
+    let missing = ask(reqwest::Method::GET, "/api/stocks", None, None).await;
+    assert_eq!(title_of(&missing, "not_found"), german("Nicht gefunden"));
+    for _ in 0..2 {
+        let refused = ask(reqwest::Method::POST, "/api/brand", None, Some(json!({}))).await;
+        assert_eq!(title_of(&refused, "validation_failed"), german("Prüfung fehlgeschlagen"));
+    }
+    // Accept-Language wins over the user's language, whatever it names.
+    let asked = ask(reqwest::Method::GET, "/api/stocks", Some("en"), None).await;
+    assert_eq!(title_of(&asked, "not_found"), english("Not found"));
+    let other = ask(reqwest::Method::GET, "/api/stocks", Some("fr"), None).await;
+    assert_eq!(title_of(&other, "not_found"), english("Not found"));
+    // The user's language as it is now: English, then a language the API does not speak.
+    for lang in ["en", "fr"] {
+        let changed = common::send(fx, &fx.base, reqwest::Method::PATCH, &format!("/api/user/{id}"), common::As::Demo("admin"), &[], Some(&json!({"detail": {"lang": lang}}))).await;
+        assert_eq!(changed.status, 200, "{}", String::from_utf8_lossy(&changed.body));
+        let missing = ask(reqwest::Method::GET, "/api/stocks", None, None).await;
+        assert_eq!(title_of(&missing, "not_found"), english("Not found"), "{lang}");
+    }
+    // Without a known caller there is no user's language.
+    let nobody = common::send(fx, &fx.base, reqwest::Method::GET, "/api/stock", common::As::Nobody, &[], None).await;
+    assert_eq!(title_of(&nobody, "unauthenticated"), english("Authentication required"));
+}
+
 async fn methods_a_path_does_not_take_are_method_not_allowed(fx) {
     for (method, path) in [
         (reqwest::Method::DELETE, "/api/stock"),

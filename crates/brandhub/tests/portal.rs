@@ -741,11 +741,22 @@ async fn english_user(
     name: &str,
     link: (&str, &str),
 ) -> (String, String) {
+    user_reading(fx, user_type, name, link, "en").await
+}
+
+/// As [`english_user`], for a user whose `detail.lang` is `lang`.
+async fn user_reading(
+    fx: &common::Fixture,
+    user_type: &str,
+    name: &str,
+    link: (&str, &str),
+    lang: &str,
+) -> (String, String) {
     let email = format!(
         "{}@portal.brandhub.test",
         common::orders::unique(&format!("portal-{user_type}"))
     );
-    let mut body = serde_json::json!({"name": name, "email": email, "type": user_type, "detail": {"lang": "en"}});
+    let mut body = serde_json::json!({"name": name, "email": email, "type": user_type, "detail": {"lang": lang}});
     body[link.0] = serde_json::json!(link.1);
     let created = fx.post("/api/user", &body).await;
     assert_eq!(
@@ -1397,6 +1408,24 @@ async fn fill(client: &Client, fields: &[(&str, &str)]) {
     }
 }
 
+/// The options of the form's Language list: (value, text).
+async fn language_choices(client: &Client) -> Vec<(String, String)> {
+    let id = labelled_in(client, "//form", "Language")
+        .await
+        .attr("id")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    let options = client
+        .execute(
+            "return [...document.getElementById(arguments[0]).options].map((o) => [o.value, o.text]);",
+            vec![serde_json::json!(id)],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(options).unwrap()
+}
+
 /// Opens the Admin section's form for a new record by its link ("New company"), from the
 /// Admin page.
 async fn open_new(client: &Client, base: &str, link: &str) {
@@ -1650,13 +1679,82 @@ async fn admin_sets_up_a_customer(fx: &common::Fixture) {
         .select_by_value("company")
         .await
         .unwrap();
-    fill(client, &[("Language", "en")]).await;
+    // The language from the list of those the portal speaks, the page's chosen at first.
+    let language = labelled_in(client, "//form", "Language").await;
+    assert_eq!(
+        language_choices(client).await,
+        [("en", "English"), ("de", "Deutsch")].map(|(v, w)| (v.to_string(), w.to_string()))
+    );
+    assert_eq!(language.prop("value").await.unwrap().as_deref(), Some("en"));
+    language.select_by_value("de").await.unwrap();
     pick(client, "Company", &company_name, &company_label).await;
     full_screenshot(client, save, "setup-user").await;
     create(client, "Create user", "User Lena Vogt is created.").await;
     let user = one(fx, "user", &format!("email={email}")).await;
     assert_eq!(text(&user["fk_company"]), company_id);
     assert_eq!(user["type"], "company");
+    assert_eq!(user["detail"]["lang"], "de");
+    // Back to English through the form that changes the user, so that the steps below read
+    // as they are written.
+    go(
+        client,
+        &fx.base,
+        &format!("#/admin/edit/user/{}", text(&user["id"])),
+    )
+    .await;
+    labelled_in(client, "//form", "Language")
+        .await
+        .select_by_value("en")
+        .await
+        .unwrap();
+    by_text(client, "button", "Save changes")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(client, "is saved.").await;
+    assert_eq!(
+        one(fx, "user", &format!("email={email}")).await["detail"]["lang"],
+        "en"
+    );
+
+    // A user whose language the portal does not speak (demo data may hold others) keeps it:
+    // shown as it is in the list, and left as it is by a change of another field.
+    let other = format!("pierre.{n}@nordlicht.example");
+    let created = fx
+        .post(
+            "/api/user",
+            &serde_json::json!({"name": "Pierre Roux", "email": other, "type": "company",
+                                "fk_company": company_id, "detail": {"lang": "fr"}}),
+        )
+        .await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let pierre = created.ids("user").remove(0);
+    go(client, &fx.base, &format!("#/admin/edit/user/{pierre}")).await;
+    let language = labelled_in(client, "//form", "Language").await;
+    assert_eq!(language.prop("value").await.unwrap().as_deref(), Some("fr"));
+    assert!(
+        language_choices(client)
+            .await
+            .contains(&("fr".to_string(), "fr".to_string()))
+    );
+    fill(client, &[("Name", "Pierre Roux-Vogt")]).await;
+    by_text(client, "button", "Save changes")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(client, "is saved.").await;
+    let pierre = one(fx, "user", &format!("email={other}")).await;
+    assert_eq!(
+        (pierre["name"].as_str(), pierre["detail"]["lang"].as_str()),
+        (Some("Pierre Roux-Vogt"), Some("fr"))
+    );
     go(client, &fx.base, "#/admin").await;
     by_text(client, "button", &format!("Invite {email}"))
         .await
@@ -2849,11 +2947,293 @@ async fn switches_language(fx: &common::Fixture) {
     assert_eq!(lang_of(stored), "en");
 }
 
+/// Pairs of (English, German) texts of the API's description: fields' titles
+/// (`x-brandhub-titles`), codes' words (`x-brandhub-words`) and what records are called
+/// (`x-brandhub-names`), which the portal shows in the page's language.
+fn described_pairs(node: &serde_json::Value, pairs: &mut Vec<(String, String)>) {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    match node {
+        serde_json::Value::Object(map) => {
+            for (name, value) in map {
+                match name.as_str() {
+                    "x-brandhub-titles" => pairs.push((text(&value["en"]), text(&value["de"]))),
+                    "x-brandhub-words" => {
+                        for word in value.as_object().into_iter().flat_map(|m| m.values()) {
+                            pairs.push((text(&word["en"]), text(&word["de"])));
+                        }
+                    }
+                    "x-brandhub-names" => {
+                        for n in ["one", "many"] {
+                            pairs.push((text(&value["en"][n]), text(&value["de"][n])));
+                        }
+                    }
+                    _ => described_pairs(value, pairs),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                described_pairs(item, pairs);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The English texts of the portal whose German differs: from the language files (every
+/// key whose German text is another) and the API's description (titles, codes' words and
+/// records' names), each cut at its `{placeholders}` into the pieces a page can show, less
+/// pieces that are German words too (a word spelled the same in both languages, "Status",
+/// is no sign of English) and the language switch's own names.
+fn english_only(description: &serde_json::Value) -> Vec<String> {
+    const EN: &str = include_str!("../../server/portal/lang/en.js");
+    const DE: &str = include_str!("../../server/portal/lang/de.js");
+    let german = texts(DE);
+    let mut pairs: Vec<(String, String)> = texts(EN)
+        .into_iter()
+        .filter(|(key, _)| !["locale", "languageName"].contains(key))
+        .filter_map(|(key, text)| {
+            let (_, de) = german.iter().find(|(k, _)| *k == key)?;
+            Some((text, de.clone()))
+        })
+        .collect();
+    described_pairs(description, &mut pairs);
+    let pieces = |text: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        loop {
+            let (piece, after) = match rest.split_once('{') {
+                Some((piece, after)) => (piece, after.split_once('}').map_or("", |(_, a)| a)),
+                None => (rest, ""),
+            };
+            let piece = piece.trim_matches(|c: char| !c.is_alphanumeric());
+            if piece.chars().filter(|c| c.is_alphabetic()).count() >= 3 {
+                out.push(piece.to_string());
+            }
+            if after.is_empty() {
+                return out;
+            }
+            rest = after;
+        }
+    };
+    let german_pieces: std::collections::BTreeSet<String> =
+        pairs.iter().flat_map(|(_, de)| pieces(de)).collect();
+    let german_words: std::collections::BTreeSet<&str> = pairs
+        .iter()
+        .flat_map(|(_, de)| de.split(|c: char| !c.is_alphanumeric()))
+        .collect();
+    let mut english = std::collections::BTreeSet::new();
+    for (en, de) in &pairs {
+        if en == de || de.is_empty() {
+            continue;
+        }
+        for piece in pieces(en) {
+            let one_word = !piece.contains(|c: char| !c.is_alphanumeric());
+            let german_too =
+                german_pieces.contains(&piece) || (one_word && german_words.contains(&*piece));
+            if !german_too {
+                english.insert(piece);
+            }
+        }
+    }
+    english.into_iter().collect()
+}
+
+/// Where `needle` stands in `text` as words of their own (no letter or digit on either side).
+fn as_words(text: &str, needle: &str) -> bool {
+    text.match_indices(needle).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + needle.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// What the page says: its text, and the labels, hints and titles its controls carry.
+async fn everything_said(client: &Client) -> String {
+    client
+        .execute(
+            "const said = [document.body.innerText];
+             for (const e of document.querySelectorAll('[aria-label], [placeholder], [title], [alt]')) {
+               for (const name of ['aria-label', 'placeholder', 'title', 'alt']) {
+                 if (e.hasAttribute(name)) said.push(e.getAttribute(name));
+               }
+             }
+             return said.join('\\n');",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Fails when the page shows any of `english` (see [`english_only`]) outside of `data` (what
+/// records say, in whatever language they were written).
+async fn assert_no_english(client: &Client, english: &[String], data: &[&str], page: &str) {
+    let mut said = everything_said(client).await;
+    for value in data {
+        said = said.replace(value, "");
+    }
+    let found: Vec<&String> = english.iter().filter(|e| as_words(&said, e)).collect();
+    assert!(
+        found.is_empty(),
+        "{page} shows English {found:?} in:\n{said}"
+    );
+}
+
+/// A German warehouse user (`detail.lang` `de`) reads an order's page, has a write refused
+/// by the server (the order was cancelled meanwhile), and reads the files page: none shows
+/// an English text of the portal whose German differs.
+async fn german_pages_read_german(fx: &common::Fixture) {
+    let description: serde_json::Value = fx
+        .client()
+        .get(format!("{}/api/openapi.json", fx.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let english = english_only(&description);
+    for word in ["Dashboard", "Dispatched", "Order lines"] {
+        assert!(
+            english.iter().any(|e| e == word),
+            "{word} is not among the English texts: {english:?}"
+        );
+    }
+    let place = common::orders::place(fx, 0).await;
+    let order = push_order(fx, &place, &common::orders::unique("DE-PAGE"), None).await;
+    let id = common::orders::text(&order["id"]);
+    accept(fx, &id).await;
+    let user = user_reading(
+        fx,
+        "warehouse",
+        "Jonas Packer",
+        ("fk_warehouse", &place.warehouse),
+        "de",
+    )
+    .await;
+    let Some(b) = browser_as(fx, &user, 1280, 900).await else {
+        return;
+    };
+    let client = &b.client;
+    assert_eq!(page_language(client).await, "de");
+    let data = [user.0.as_str()];
+
+    // The order's page, with its form to ship.
+    let reference = common::orders::text(&order["brandOrderRef"]);
+    go(client, &fx.base, &format!("#/orders/o/{id}")).await;
+    wait_for_text(client, &reference).await;
+    for (_, barcode) in &place.variants {
+        wait_for_text(client, barcode).await;
+    }
+    labelled(client, "Carrier").await;
+    assert_no_english(client, &english, &data, "the order's page").await;
+
+    // A write the server refuses: the company cancels the order meanwhile, then the warehouse
+    // ships it from the page it still has open.
+    let cancelled = common::orders::patch(
+        fx,
+        "company",
+        &id,
+        serde_json::json!({"status": "cancelled"}),
+    )
+    .await;
+    common::orders::ok(&cancelled, 200);
+    type_into(labelled(client, "Carrier").await, "DHL").await;
+    type_into(labelled(client, "Tracking number").await, "JD014600006282").await;
+    by_text(client, "button", "Ship")
+        .await
+        .click()
+        .await
+        .unwrap();
+    let problem = find(client, ".problem[role=alert] strong").await;
+    let title = problem.text().await.unwrap();
+    assert_ne!(title, "", "the refusal's title");
+    // The server's own English words are folded away under a German summary.
+    find(client, ".problem details.server-words [lang=en]").await;
+    assert_no_english(client, &english, &data, "a refused write").await;
+    full_screenshot(client, fx.db == common::Db::Sqlite, "order-refused-de").await;
+
+    // The files page: the upload form, the templates, the recent files.
+    go(client, &fx.base, "#/files").await;
+    labelled(client, "File type").await;
+    assert_no_english(client, &english, &data, "the files page").await;
+    screenshot(client, fx.db == common::Db::Sqlite, "files-de").await;
+    b.client.clone().close().await.unwrap();
+}
+
+/// The portal in German, on a fixture of its own (it pushes and cancels an order).
+mod german {
+    use super::*;
+
+    on_both_backends! { "portal-german";
+
+    async fn a_german_user_reads_no_english_on_an_order_a_refusal_and_the_files_page(fx) {
+        german_pages_read_german(fx).await;
+    }
+
+    }
+}
+
+/// A navigation of the signed-in page to `hash`, timed in the page: from setting the address
+/// to the frame after the User Timing mark `drawn` (the page whole in the document) was
+/// painted, and the time the API calls it made took (the union of their spans, from each
+/// request's start to its answer's end: calls made together count once). Answers (drawn ms,
+/// API ms).
+async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> (f64, f64) {
+    let timed = client
+        .execute_async(
+            "const [hash, drawn, done] = arguments;
+             performance.clearResourceTimings();
+             performance.clearMarks(drawn);
+             const start = performance.now();
+             const observer = new PerformanceObserver((list) => {
+               if (!list.getEntriesByName(drawn).length) return;
+               observer.disconnect();
+               // The frame that shows it, painted: the task after its animation frame.
+               requestAnimationFrame(() => setTimeout(() => {
+                 const end = performance.now();
+                 const calls = performance.getEntriesByType('resource')
+                   .filter((r) => r.name.includes('/api/') && r.startTime >= start)
+                   .map((r) => [r.startTime, r.responseEnd])
+                   .sort((a, b) => a[0] - b[0]);
+                 let api = 0, reach = start;
+                 for (const [from, to] of calls) {
+                   if (to > reach) { api += to - Math.max(from, reach); reach = to; }
+                 }
+                 done({ drawn: end - start, api, calls: calls.length });
+               }));
+             });
+             observer.observe({ type: 'mark' });
+             location.hash = hash;",
+            vec![serde_json::json!(hash), serde_json::json!(drawn)],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{hash} was never drawn: {e}"));
+    assert!(
+        timed["calls"].as_u64().unwrap_or(0) > 0,
+        "{hash}: no API call timed: {timed}"
+    );
+    (
+        timed["drawn"].as_f64().unwrap_or(f64::NAN),
+        timed["api"].as_f64().unwrap_or(f64::NAN),
+    )
+}
+
+/// The median of a few figures.
+fn median(mut figures: Vec<f64>) -> f64 {
+    figures.sort_by(f64::total_cmp);
+    figures[figures.len() / 2]
+}
+
 /// The portal's timings for bench/portal.sh (README, "The portal" goals; a benchmark, so ignored by
 /// `cargo test`): the first load's bytes (uncompressed, every asset) and time on loopback, a
-/// browse table of 100 stock rows from the API's answer to the table in the page, and a
-/// 10,000-row product file from choosing it to `processed` in the page. Prints one `PORTAL`
-/// line of figures.
+/// browse table of 100 stock rows from the API's answer to the table in the page, an order's
+/// page and the table of 100 rows from navigation to drawn against the time of the API calls
+/// each makes (five of each after one to warm up; medians), and a 10,000-row product file
+/// from choosing it to `processed` in the page. Prints one `PORTAL` line of figures.
 #[tokio::test]
 #[ignore = "a benchmark: bash bench/portal.sh"]
 async fn portal_timings() {
@@ -2912,6 +3292,34 @@ async fn portal_timings() {
         browse.push(ms.as_f64().unwrap_or(f64::NAN));
     }
     browse.sort_by(f64::total_cmp);
+    // From navigation to drawn, against the API calls made: an order's page (another order
+    // each time) and the table of 100 stock rows (another page each time); one of each first
+    // to warm up (the view's code, the API's description).
+    let orders = fx
+        .get("/api/order?pageSize=6&fields=id&order_by=id")
+        .await
+        .records("order");
+    assert_eq!(orders.len(), 6, "the demo data has orders");
+    let mut order_pages = Vec::new();
+    for order in &orders {
+        let hash = format!("#/orders/o/{}", common::orders::text(&order["id"]));
+        order_pages.push(timed_navigation(&client, &hash, "order:drawn").await);
+    }
+    let mut tables = Vec::new();
+    for n in 0..6 {
+        let hash = format!("#/browse/stock?pageSize=100&page={}", n + 10);
+        tables.push(timed_navigation(&client, &hash, "browse:rendered").await);
+    }
+    let figures = |timed: &[(f64, f64)]| {
+        let timed = &timed[1..];
+        (
+            median(timed.iter().map(|t| t.0).collect()),
+            median(timed.iter().map(|t| t.1).collect()),
+            median(timed.iter().map(|t| t.0 / t.1).collect()),
+        )
+    };
+    let (order_drawn, order_api, order_ratio) = figures(&order_pages);
+    let (table_drawn, table_api, table_ratio) = figures(&tables);
     // A 10,000-row product file, from choosing it to processed.
     let code = format!("PB{}", std::process::id());
     let mut rows = vec![common::row(&["Product Code", "Title", "Barcode", "Size"])];
@@ -2938,7 +3346,7 @@ async fn portal_timings() {
     let upload_ms = started.elapsed().as_secs_f64() * 1000.0;
     client.close().await.unwrap();
     println!(
-        "PORTAL first_load_bytes={} first_load_files={} first_load_ms={:.0} browse100_median_ms={:.1} browse100_max_ms={:.1} upload10000_ms={:.0} file_bytes={}",
+        "PORTAL first_load_bytes={} first_load_files={} first_load_ms={:.0} browse100_median_ms={:.1} browse100_max_ms={:.1} order_drawn_ms={order_drawn:.1} order_api_ms={order_api:.1} order_ratio={order_ratio:.2} table100_drawn_ms={table_drawn:.1} table100_api_ms={table_api:.1} table100_ratio={table_ratio:.2} upload10000_ms={:.0} file_bytes={}",
         first["bytes"],
         first["files"],
         first["ms"].as_f64().unwrap_or(f64::NAN),

@@ -38,16 +38,30 @@ export function locale() {
   return current.locale;
 }
 
+/** A formatter of the language's locale (`Intl.NumberFormat`, `Intl.DateTimeFormat`), made
+ * once for each kind and options: making one costs far more than using it, and a table
+ * formats every cell. */
+const formats = new Map();
+function format(kind, options) {
+  const key = `${current.locale}|${kind}|${JSON.stringify(options)}`;
+  let made = formats.get(key);
+  if (!made) {
+    made = new Intl[kind](current.locale, options);
+    formats.set(key, made);
+  }
+  return made;
+}
+
 /** An amount with two decimals and its currency (an ISO 4217 code, shown as the language
  * shows it), or with the code after it when it is none. */
 export function money(value, currency) {
   if (value === null || value === undefined || value === '') return '';
   if (/^[A-Z]{3}$/.test(currency || '')) {
     try {
-      return new Intl.NumberFormat(current.locale, { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value);
+      return format('NumberFormat', { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value);
     } catch { /* a code the browser does not know: as below */ }
   }
-  const amount = new Intl.NumberFormat(current.locale, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value);
+  const amount = format('NumberFormat', { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value);
   return currency ? `${amount} ${currency}` : amount;
 }
 
@@ -56,12 +70,12 @@ export function date(value) {
   if (!value) return '';
   const day = new Date(value + 'Z');
   if (Number.isNaN(day.getTime())) return value;
-  return new Intl.DateTimeFormat(current.locale, { dateStyle: 'medium', timeZone: 'UTC' }).format(day);
+  return format('DateTimeFormat', { dateStyle: 'medium', timeZone: 'UTC' }).format(day);
 }
 
 export function number(value) {
   if (value === null || value === undefined || value === '') return '';
-  return new Intl.NumberFormat(current.locale).format(value);
+  return format('NumberFormat', {}).format(value);
 }
 
 /** A contract timestamp (YYYY-MM-DDTHH:MM:SS, UTC) in the user's format. */
@@ -69,7 +83,7 @@ export function dateTime(value) {
   if (!value) return '';
   const date = new Date(value + 'Z');
   if (Number.isNaN(date.getTime())) return value;
-  return new Intl.DateTimeFormat(current.locale, { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }).format(date);
+  return format('DateTimeFormat', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }).format(date);
 }
 
 /** A value of any field, formatted for display. */

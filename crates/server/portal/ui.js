@@ -1,5 +1,5 @@
 // Small DOM helpers: elements, error messages next to what caused them, busy buttons.
-import { t } from './i18n.js';
+import { t, language } from './i18n.js';
 
 /** Creates an element: el('button', {class: 'x', onclick}, 'text', child…). */
 export function el(tag, attributes = {}, ...children) {
@@ -25,14 +25,29 @@ export function field(label, control, hint) {
   return el('div', { class: 'field' }, el('label', { for: id }, label), control, hint ? el('small', { class: 'hint' }, hint) : null);
 }
 
-/** An error box for an API error, naming the fields it blames. */
+/** What the server says in its own words (a problem's detail, a field's message), which it
+ * writes in English: shown as it is on an English page; on a page in another language
+ * folded away under a summary in that language and marked as English, so that the page
+ * reads in its language and the server's words are still one click away. */
+export function serverWords(node) {
+  if (language() === 'en') return node;
+  node.setAttribute('lang', 'en');
+  return el('details', { class: 'server-words' }, el('summary', {}, t('serverWords')), node);
+}
+
+/** Whether an error is the server's answer (a problem it sent), not the portal's own. */
+export const fromServer = (error) => Boolean(error && error.status > 0);
+
+/** An error box for an API error, naming the fields it blames. Its title is in the page's
+ * language (the server's problems follow the page's Accept-Language). */
 export function problemBox(error) {
   const problem = error.problem || { detail: String(error.message || error) };
+  const said = (node) => (fromServer(error) ? serverWords(node) : node);
   const box = el('div', { class: 'problem', role: 'alert' },
     el('strong', {}, problem.title || t('failed')),
-    problem.detail ? el('p', {}, problem.detail) : null);
+    problem.detail ? said(el('p', {}, problem.detail)) : null);
   if (problem.errors && problem.errors.length) {
-    box.append(el('ul', {}, problem.errors.map((e) => el('li', {}, `${e.field}: ${e.message}`))));
+    box.append(said(el('ul', {}, problem.errors.map((e) => el('li', {}, `${e.field}: ${e.message}`)))));
   }
   return box;
 }

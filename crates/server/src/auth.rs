@@ -308,6 +308,7 @@ async fn checked(
     };
     match attempt.await {
         Ok(authenticated) => {
+            crate::problem::caller_known(&authenticated.caller.user_id);
             if counted {
                 auth.per_key
                     .take(&authenticated.caller.key_id, Instant::now())
@@ -365,6 +366,7 @@ impl FromRequestParts<AppState> for WriteCaller {
             let address = client_address(parts, &state.trusted_proxies);
             // Its credentials are those of a caller checked before: it is known.
             crate::bodies::caller_known(&parts.extensions);
+            crate::problem::caller_known(&caller.user_id);
             return Ok(WriteCaller {
                 caller,
                 unchecked: Some(Unchecked {

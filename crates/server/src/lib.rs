@@ -219,7 +219,10 @@ pub fn router(state: AppState, behind_proxy: bool, body_bounds: bodies::BodyBoun
             behind_proxy,
             strict_transport_security,
         ))
-        .layer(middleware::from_fn(problem::in_the_clients_language))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            problem::in_the_clients_language,
+        ))
         .with_state(state)
 }
 

@@ -1,30 +1,113 @@
 //! The one way errors leave the server: `application/problem+json` with the code's status and
 //! the headers some codes carry (`WWW-Authenticate`, `Retry-After`, `Allow`).
 
+use crate::AppState;
+use axum::body::Body;
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use brandhub_catalog::{Res, catalog};
 use brandhub_problem::{ApiError, Code, Lang};
-use brandhub_store::StoreError;
+use brandhub_query::parse::parse_request;
+use brandhub_query::plan::{Viewer, plan_by_id};
+use brandhub_store::{StoreError, Timing};
+use std::sync::Mutex;
 
 tokio::task_local! {
-    /// The language the request being answered asked for (`Accept-Language`), set by
+    /// The language the request being answered asked for, set by
     /// [`in_the_clients_language`] around every request.
-    static LANGUAGE: Lang;
+    static LANGUAGE: Asked;
 }
 
+/// What a request says of the language of its problems.
+struct Asked {
+    /// The language of its `Accept-Language`, if it has one.
+    header: Option<Lang>,
+    /// Its authenticated caller's user id, once known ([`caller_known`]), when it has none.
+    caller: Mutex<Option<String>>,
+}
+
+/// A problem answered in English because its request gave no `Accept-Language`: the
+/// caller's own language may still title it ([`in_the_clients_language`]).
+#[derive(Clone)]
+struct Untitled(ApiError);
+
 /// Answers the request's problems with titles in the first language of its
-/// `Accept-Language` that the API speaks (English otherwise).
+/// `Accept-Language` that the API speaks (English if it names none). A request without the
+/// header has them in its authenticated user's `detail.lang` (`en`, `de`; English for any
+/// other, and for a caller not known): looked up only when a problem is answered.
 pub async fn in_the_clients_language(
+    State(state): State<AppState>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let lang = request
+    let header = request
         .headers()
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|value| value.to_str().ok())
-        .map(Lang::from_accept_language)
-        .unwrap_or_default();
-    LANGUAGE.scope(lang, next.run(request)).await
+        .map(Lang::from_accept_language);
+    let asked = Asked {
+        header,
+        caller: Mutex::new(None),
+    };
+    let (mut response, caller) = LANGUAGE
+        .scope(asked, async {
+            let response = next.run(request).await;
+            let caller = LANGUAGE.with(|asked| asked.caller.lock().expect("lock").take());
+            (response, caller)
+        })
+        .await;
+    let Some(Untitled(error)) = response.extensions_mut().remove::<Untitled>() else {
+        return response;
+    };
+    let Some(user) = caller else {
+        return response;
+    };
+    match users_language(&state, &user).await {
+        Some(lang) if lang != Lang::default() => {
+            let body = serde_json::to_vec(&error.body_in(lang)).unwrap_or_default();
+            let headers = response.headers_mut();
+            headers.remove(header::CONTENT_LENGTH);
+            headers.insert(
+                header::CONTENT_LANGUAGE,
+                HeaderValue::from_static(lang.tag()),
+            );
+            *response.body_mut() = Body::from(body);
+            response
+        }
+        _ => response,
+    }
+}
+
+/// Notes the request's authenticated caller (`auth`): its language titles the request's
+/// problems if the request names none.
+pub(crate) fn caller_known(user_id: &str) {
+    let _ = LANGUAGE.try_with(|asked| {
+        if asked.header.is_none() {
+            *asked.caller.lock().expect("lock") = Some(user_id.to_string());
+        }
+    });
+}
+
+/// A user's `detail.lang`, if it is a language the API speaks: read as the admin reads it
+/// (through the page cache, so a user's errors cost one read while its record is unchanged).
+async fn users_language(state: &AppState, user: &str) -> Option<Lang> {
+    let request = parse_request("fields=detail.lang", &[]).ok()?;
+    let viewer = Viewer::admin();
+    let plan = plan_by_id(catalog().get(Res::User), user, &request, &viewer).ok()?;
+    let timing = Timing::default();
+    let versions = state.store.versions(&timing).await.ok()?;
+    let page = state
+        .store
+        .render_page(&plan, &viewer, &versions, &timing)
+        .await
+        .ok()?;
+    let answer: serde_json::Value = serde_json::from_slice(&page.body).ok()?;
+    match answer["response"]["user"][0]["detail"]["lang"].as_str()? {
+        "de" => Some(Lang::De),
+        "en" => Some(Lang::En),
+        _ => None,
+    }
 }
 
 /// An [`ApiError`] on its way to the client.
@@ -42,7 +125,9 @@ impl IntoResponse for Problem {
         let error = self.0;
         let status =
             StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let lang = LANGUAGE.try_with(|lang| *lang).unwrap_or_default();
+        // No header: English for now, the caller's language later ([`in_the_clients_language`]).
+        let header = LANGUAGE.try_with(|asked| asked.header);
+        let lang = header.ok().flatten().unwrap_or_default();
         let body = serde_json::to_vec(&error.body_in(lang)).unwrap_or_default();
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
@@ -69,6 +154,9 @@ impl IntoResponse for Problem {
             .and_then(|a| HeaderValue::from_str(a).ok())
         {
             headers.insert(header::ALLOW, allow);
+        }
+        if matches!(header, Ok(None)) {
+            response.extensions_mut().insert(Untitled(error));
         }
         response
     }

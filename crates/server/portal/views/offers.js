@@ -5,7 +5,7 @@
 // shown exported as CSV. Status words come from the API's description of the field.
 import { api, records, download } from '../api.js';
 import { t, number, money, dateTime } from '../i18n.js';
-import { el, field, heading, errorSlot, busy } from '../ui.js';
+import { el, field, heading, errorSlot, busy, serverWords, fromServer } from '../ui.js';
 import { recordSchema, wordOf, keyed, titleOf } from '../describe.js';
 
 const PAGE_SIZE = 25;
@@ -82,7 +82,9 @@ function skuProblem(error) {
   const details = (problem.errors || []).map((e) => e.message).filter(Boolean);
   return el('div', { class: 'problem', role: 'alert', 'data-problem': String(error.status) },
     el('strong', {}, lead || problem.title || t('failed')),
-    details.length ? el('p', {}, details.join(' ')) : (error.status !== 409 && problem.detail ? el('p', {}, problem.detail) : null));
+    details.length || (error.status !== 409 && problem.detail)
+      ? (fromServer(error) ? serverWords : (node) => node)(el('p', {}, details.length ? details.join(' ') : problem.detail))
+      : null);
 }
 
 /** The SKU cell: the SKU as a button that turns into a field; Enter saves it, Escape leaves

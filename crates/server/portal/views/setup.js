@@ -4,7 +4,7 @@
 // gets the control its type asks for; a link to another record (x-brandhub-link) is chosen
 // from a searchable list of that resource's records, shown by name.
 import { api, records, schema } from '../api.js';
-import { t, has } from '../i18n.js';
+import { t, has, languages, language } from '../i18n.js';
 import { el, field, heading, errorSlot, busy } from '../ui.js';
 import { labelOf, keyed, recordSchema } from '../describe.js';
 
@@ -193,6 +193,13 @@ function linkPicker(target, label, required) {
   };
 }
 
+/** Fields whose values the portal itself knows (`<resource>.<path>` → [value, word] pairs),
+ * offered as a list: a user's language, from the languages the portal speaks. A stored value
+ * not among them is shown as it is. */
+const CHOICES = {
+  'user.detail.lang': () => languages(),
+};
+
 /** One control for a leaf of the body schema: {path, wrap, read() → value or undefined for
  * "leave it", problem() → a message or null, fill(value)}. */
 function control(resource, leaf, editing) {
@@ -219,7 +226,11 @@ function control(resource, leaf, editing) {
     };
   }
   let input;
-  if (s.enum) {
+  const choices = CHOICES[`${resource}.${path}`];
+  if (choices) {
+    input = el('select', {}, choices().map(([value, word]) => el('option', { value, lang: value }, word)));
+    if (!editing) input.value = language();
+  } else if (s.enum) {
     const words = s.enum.filter((v) => v !== null);
     input = el('select', {}, el('option', { value: '' }, leaf.required && !editing ? t('choose') : t('none')),
       words.map((v) => el('option', { value: v }, valueWord(path, v, s))));
@@ -258,7 +269,13 @@ function control(resource, leaf, editing) {
     },
     fill: (value) => {
       if (input.type === 'checkbox') input.checked = Boolean(value);
-      else input.value = value === null || value === undefined ? '' : (Array.isArray(value) ? value.join(', ') : String(value));
+      else if (choices) {
+        // A new record starts in the page's language; a stored value the list lacks is
+        // added to it as it is, so that it stays unless changed.
+        const text = value === null || value === undefined || value === '' ? (editing ? '' : language()) : String(value);
+        if (![...input.options].some((o) => o.value === text)) input.append(el('option', { value: text }, text));
+        input.value = text;
+      } else input.value = value === null || value === undefined ? '' : (Array.isArray(value) ? value.join(', ') : String(value));
       initial = raw();
     },
   };

@@ -161,6 +161,18 @@ async fn each_write_changes_exactly_the_offers_it_should(fx) {
     assert!(changed(&w, fx, &before).await.is_empty());
 }
 
+async fn a_host_sets_a_thousand_skus_in_one_array(fx) {
+    // The demo host's offers: 1,000 of them, named by brand store and barcode.
+    let offers = call(fx, Method::GET, "/api/offer?fields=id,fk_brandStore,barcode&pageSize=1000", "host", None).await.records("offer");
+    assert_eq!(offers.len(), 1000, "the demo host has 1,000 offers");
+    let tag = unique("K");
+    let array: Vec<Value> = offers.iter().enumerate().map(|(i, o)| json!({"fk_brandStore": o["fk_brandStore"], "barcode": o["barcode"], "hostSku": format!("{tag}-{i}")})).collect();
+    let answer = call(fx, Method::POST, "/api/offer/hostSku", "host", Some(Value::Array(array))).await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let count = call(fx, Method::GET, &format!("/api/offer/count?hostSku={tag}-@"), "host", None).await;
+    assert_eq!(count.json()["count"], 1000);
+}
+
 async fn files_of_products_and_dispatches_change_exactly_their_offers(fx) {
     let w = World::make(fx).await;
     let code = text(&fx.get(&format!("/api/product/{}?fields=code", w.product)).await.records("product")[0]["code"]);

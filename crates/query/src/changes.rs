@@ -196,13 +196,15 @@ fn after_mark(select: &mut SelectStatement, change: i64, after: &str, horizon: i
         .order_by_expr(col("id"), Order::Asc);
 }
 
-/// The full phase: the ids of at most `limit` records in scope and matching, after `after`,
-/// by id.
+/// The full phase: at most `limit` records in scope and matching, after `after`, by id, with
+/// the columns of the plan's page (`node_columns`, the id first), so that a full page needs no
+/// second statement.
 pub fn full_statement(plan: &ReadPlan, after: &str, limit: u64) -> SelectStatement {
     let mut select = Query::select();
-    select
-        .from_as(Alias::new(plan.resource.table), Alias::new(ROOT))
-        .expr(col("id"));
+    select.from_as(Alias::new(plan.resource.table), Alias::new(ROOT));
+    for field in crate::sql::node_columns(&plan.selection, None) {
+        select.expr(col(field.column.as_str()));
+    }
     scoped(&mut select, &plan.scope);
     if !plan.filter.is_always() {
         select.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));

@@ -160,21 +160,31 @@ impl Store {
             } else {
                 *horizon
             };
-            let rows = self
+            let columns = brandhub_query::sql::node_columns(&plan.selection, None);
+            let mut rows = self
                 .fetch(
                     &full_statement(plan, after, limit as u64 + 1),
-                    &[Kind::Text],
+                    &crate::read::kinds(&columns),
                     timing,
                 )
                 .await?;
-            let mut ids: Vec<String> = rows.iter().map(|r| text(&r[0])).collect();
-            if ids.len() > limit {
-                ids.truncate(limit);
-                more = true;
-                next = Position::Full {
+            let ids: Vec<String> = rows.iter().take(limit).map(|r| text(&r[0])).collect();
+            if rows.len() > limit {
+                // A full page of the full phase: its rows are the answer's records.
+                rows.truncate(limit);
+                let next = Position::Full {
                     horizon,
                     after: ids.last().cloned().unwrap_or_default(),
                 };
+                let data = self
+                    .page_of_rows(plan, rows, viewer, versions, timing)
+                    .await?;
+                return Ok(Changes {
+                    data,
+                    entries: ids.into_iter().map(Entry::Record).collect(),
+                    next,
+                    more: true,
+                });
             } else {
                 next = Position::Changes {
                     change: horizon,

@@ -3,9 +3,9 @@
 //!
 //! Every resource table has a change column ([`CHANGE_COLUMN`]) that the database sets on each
 //! insert and update (PostgreSQL: the writing transaction's id; SQLite, whose writers take
-//! turns: a number per write transaction). A deleted row, or one whose scope columns
-//! changed, leaves a tombstone ([`TOMBSTONE_TABLE`]) with the same mark and the scope columns
-//! it had. A sync reads in two phases:
+//! turns: a counter). A deleted row, or one whose scope columns changed, leaves a tombstone
+//! ([`TOMBSTONE_TABLE`]) with the same mark and the scope columns it had. A sync reads in two
+//! phases:
 //! - **full** (`changedSince=0`): every record in scope and matching, by id, after noting the
 //!   *horizon*: every change below it was committed before the first page was read;
 //! - **changes**: rows and tombstones whose mark is at or past the horizon, in the order of

@@ -6,8 +6,7 @@
 //! The mark: on PostgreSQL the writing transaction's id (`txid_current()`, 64 bits, never
 //! wrapping); a reader only takes marks below the oldest transaction still running, so a
 //! transaction that commits late is never passed. On SQLite, whose writers take turns, a
-//! counter bumped once per brandhub write transaction ([`BUMP_SQL`]) and per row for a write
-//! from outside.
+//! counter bumped per row.
 
 use crate::db::Backend;
 use brandhub_catalog::{Resource, catalog};

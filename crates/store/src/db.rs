@@ -1365,8 +1365,6 @@ impl WriteTx {
             // brandhub's, held until just before the commit (`crate::external`).
             batch.push(ours(BEGIN_SQL));
             batch.push(ours(crate::external::MARK_SQL));
-            // The change mark of every row this transaction writes (`crate::changes`).
-            batch.push(ours(crate::changes::BUMP_SQL));
         }
         batch.append(&mut self.unanswered);
         batch.extend(own.into_iter().map(|(sql, values)| Batched {
@@ -1379,9 +1377,9 @@ impl WriteTx {
             batch.push(ours("COMMIT"));
         }
         let parts: Vec<Part> = batch.iter().map(|b| b.part).collect();
-        // Counted as statements, as sqlx's transactions were: all but the `BEGIN`, the
-        // mark's two and the change mark's bump.
-        let counted = (batch.len() - 3 * usize::from(begins) - usize::from(commit)) as u64;
+        // Counted as statements, as sqlx's transactions were: all but the `BEGIN` and the
+        // mark's two.
+        let counted = (batch.len() - 2 * usize::from(begins) - usize::from(commit)) as u64;
         let mut sql = String::new();
         let mut values = Vec::new();
         for statement in batch {

@@ -4,7 +4,7 @@
 
 mod triggers;
 
-pub use triggers::{BUMP_SQL, CLOCK_TABLE, statements, update_of};
+pub use triggers::{CLOCK_TABLE, statements, update_of};
 
 use crate::db::{Backend, Kind, Store, Timing};
 use crate::error::StoreResult;

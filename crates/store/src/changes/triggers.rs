@@ -18,12 +18,6 @@ pub const CLOCK_TABLE: &str = "bh_change_clock";
 /// The prefix of the triggers' (and PostgreSQL's functions') names.
 const PREFIX: &str = "bh_change";
 
-/// SQLite: what each of brandhub's write transactions sends after its mark
-/// ([`crate::external::MARK_SQL`]): the change mark of every row it writes. Writers take
-/// turns from `BEGIN IMMEDIATE`, so marks follow the order of commits; a write from outside
-/// brandhub (no mark row) bumps the counter for each row instead.
-pub const BUMP_SQL: &str = "UPDATE \"bh_change_clock\" SET \"n\" = \"n\" + 1";
-
 fn quote(name: &str) -> String {
     format!("\"{name}\"")
 }
@@ -191,27 +185,15 @@ fn sqlite(resource: &'static Resource, statements: &mut Vec<String>) {
             scope_json(Backend::Sqlite, &scope, row)
         )
     };
-    // Two triggers per event: brandhub's own writes (the writer's mark row exists) take the
-    // transaction's mark; a write from outside bumps the counter for each row.
-    let own = format!(
-        "EXISTS (SELECT 1 FROM {})",
-        quote(crate::external::MARK_TABLE)
-    );
     let mut trigger = |event: &str, on: String, body: String| {
-        for (whose, when, bumped) in [
-            ("own", own.clone(), String::new()),
-            ("outside", format!("NOT {own}"), format!("{bump}; ")),
-        ] {
-            let trigger = format!("{PREFIX}_{name}_{event}_{whose}");
-            // Dropped and made in one go, on one connection: another connection of the pool
-            // could still hold the schema from before the drop.
-            statements.push(format!(
-                "DROP TRIGGER IF EXISTS \"{PREFIX}_{name}_{event}\"; DROP TRIGGER IF EXISTS \"{trigger}\"; \
-                 CREATE TRIGGER \"{trigger}\" AFTER {on} ON {table} WHEN {when} BEGIN {bumped}{body}; END"
-            ));
-        }
+        let trigger = format!("{PREFIX}_{name}_{event}");
+        // Dropped and made in one go, on one connection: another connection of the pool
+        // could still hold the schema from before the drop.
+        statements.push(format!(
+            "DROP TRIGGER IF EXISTS \"{trigger}\"; CREATE TRIGGER \"{trigger}\" AFTER {on} ON {table} BEGIN {body}; END"
+        ));
     };
-    trigger("insert", "INSERT".into(), stamp.clone());
+    trigger("insert", "INSERT".into(), format!("{bump}; {stamp}"));
     let moved_scope = if scope.is_empty() {
         String::new()
     } else {
@@ -220,9 +202,13 @@ fn sqlite(resource: &'static Resource, statements: &mut Vec<String>) {
     trigger(
         "update",
         update_of(resource),
-        format!("{moved_scope}{stamp}"),
+        format!("{bump}; {moved_scope}{stamp}"),
     );
-    trigger("delete", "DELETE".into(), tombstone("OLD", "1 = 1"));
+    trigger(
+        "delete",
+        "DELETE".into(),
+        format!("{bump}; {}", tombstone("OLD", "1 = 1")),
+    );
 }
 
 #[cfg(test)]
@@ -238,7 +224,7 @@ mod tests {
                 .iter()
                 .filter(|s| s.contains("CREATE TRIGGER"))
                 .count(),
-            6 * tables
+            3 * tables
         );
         let postgres = statements(Backend::Postgres);
         assert_eq!(

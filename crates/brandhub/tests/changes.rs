@@ -38,6 +38,18 @@ async fn send_with(
     Response::read(request.send().await.expect("the server answers")).await
 }
 
+/// A GET that must answer 200: its JSON.
+async fn read(client: &reqwest::Client, base: &str, who: &Who, path: &str) -> Value {
+    let answer = send_with(client, base, who, Method::GET, path, None).await;
+    assert_eq!(
+        answer.status,
+        200,
+        "{path}: {}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    answer.json()
+}
+
 /// A client's copy of one resource, kept by following a cursor.
 struct Copy {
     resource: &'static str,
@@ -71,14 +83,7 @@ impl Copy {
             "/api/{}?{}&pageSize={}&changedSince={}",
             self.resource, self.query, self.page_size, self.cursor
         );
-        let answer = send_with(client, base, who, Method::GET, &path, None).await;
-        assert_eq!(
-            answer.status,
-            200,
-            "{path}: {}",
-            String::from_utf8_lossy(&answer.body)
-        );
-        let envelope = answer.json()["response"].clone();
+        let envelope = read(client, base, who, &path).await["response"].clone();
         let entries = envelope[self.resource]
             .as_array()
             .cloned()
@@ -141,15 +146,10 @@ impl Copy {
         who: &Who,
     ) -> BTreeMap<String, Value> {
         let path = format!("/api/{}?{}&pageSize=1000", self.resource, self.query);
-        let answer = send_with(client, base, who, Method::GET, &path, None).await;
-        assert_eq!(
-            answer.status,
-            200,
-            "{path}: {}",
-            String::from_utf8_lossy(&answer.body)
-        );
-        answer
-            .records(self.resource)
+        read(client, base, who, &path).await["response"][self.resource]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
             .into_iter()
             .map(|r| (text(&r["id"]), r))
             .collect()

@@ -262,16 +262,11 @@ async fn orders_move_offers_through_their_stock(fx) {
 async fn offers_are_seen_by_their_brands_and_hosts_and_never_block_a_delete(fx) {
     let w = World::make(fx).await;
     // A host sees the offers of its stores only, without the rules; a warehouse none.
-    let email = format!("{}@example.test", unique("offer-host").to_lowercase());
-    let answer = call(fx, Method::POST, "/api/user", "admin", Some(json!({"name": "Offer Host", "email": email, "type": "host", "fk_host": w.host}))).await;
-    let user = created(&answer, "user");
-    let answer = call(fx, Method::POST, "/api/apiKey", "admin", Some(json!({"fk_user": text(&user["id"])}))).await;
-    let key = created(&answer, "apiKey");
-    let secret = text(&key["secret"]);
-    let as_host = common::send(fx, &fx.base, Method::GET, "/api/offer?pageSize=100", common::As::Key(&email, &secret), &[], None).await;
+    let host = host_key(fx, &w).await;
+    let as_host = common::send(fx, &fx.base, Method::GET, "/api/offer?pageSize=100", common::As::Key(&host.0, &host.1), &[], None).await;
     assert_eq!(as_host.status, 200, "{}", String::from_utf8_lossy(&as_host.body));
     assert_eq!(as_host.records("offer").len(), 4);
-    let as_host = common::send(fx, &fx.base, Method::GET, &format!("/api/brandStore/{}", w.brand_stores[1]), common::As::Key(&email, &secret), &[], None).await;
+    let as_host = common::send(fx, &fx.base, Method::GET, &format!("/api/brandStore/{}", w.brand_stores[1]), common::As::Key(&host.0, &host.1), &[], None).await;
     let detail = as_host.records("brandStore")[0]["detail"].clone();
     assert!(detail.get("stockPercent").is_none() && detail.get("adjustValue").is_none(), "{detail}");
     let as_warehouse = call(fx, Method::GET, "/api/offer/count", "warehouse", None).await;
@@ -489,33 +484,6 @@ mod dated_prices_with_two_servers {
         (url, got)
     }
 
-    /// A second server on the fixture's database, with a store and a price clock of its own.
-    async fn second_server(fx: &Fixture) -> impl Send {
-        let url = fx.database_url.clone();
-        let uploads = fx.side_uploads();
-        fx.on_server(async move {
-            let store = brandhub_store::Store::connect(&brandhub_store::StoreOptions {
-                url,
-                max_connections: 4,
-                page_cache_bytes: 1 << 20,
-                matches_first_limit: 40,
-                pg_settings: Vec::new(),
-                database_wait: brandhub_store::db::DEFAULT_DATABASE_WAIT,
-            })
-            .await
-            .expect("a second store opens")
-            .allowing_insecure_loopback_urls();
-            let mut settings =
-                brandhub_server::Settings::new("127.0.0.1:0".parse().unwrap(), None, uploads);
-            // Its senders may take deliveries too, to the receiver on 127.0.0.1.
-            settings.webhooks.allow_insecure_localhost = true;
-            brandhub_server::start(settings, store)
-                .await
-                .expect("a second server starts")
-        })
-        .await
-    }
-
     /// The events about `offer` that `got` holds.
     fn about(got: &Arc<Mutex<Vec<Value>>>, offer: &str) -> Vec<Value> {
         got.lock()
@@ -528,7 +496,8 @@ mod dated_prices_with_two_servers {
 
     async fn one_event_per_offer(fx: &'static Fixture) {
         let w = World::make(fx).await;
-        let _second = second_server(fx).await;
+        // A second server with a store and a price clock of its own.
+        let _second = common::world::second_server_with(fx, true).await;
         let (url, got) = receiver().await;
         create(
             fx,

@@ -23,6 +23,14 @@ impl Cell {
         }
     }
 
+    /// The integer inside, if any.
+    pub fn as_integer(&self) -> Option<i64> {
+        match self {
+            Cell::Integer(n) => Some(*n),
+            _ => None,
+        }
+    }
+
     /// Whether the value is unset: null, or empty text.
     pub fn is_unset(&self) -> bool {
         match self {

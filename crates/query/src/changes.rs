@@ -177,9 +177,10 @@ fn col(name: &str) -> Expr {
     Expr::col((Alias::new(ROOT), Alias::new(name)))
 }
 
-fn scoped(select: &mut SelectStatement, scope: &Predicate) {
-    if !scope.is_always() {
-        select.and_where(predicate_expr(scope, Table::Aliased(ROOT), false));
+/// Narrows the statement over the aliased root to what `predicate` admits.
+fn narrowed(select: &mut SelectStatement, predicate: &Predicate) {
+    if !predicate.is_always() {
+        select.and_where(predicate_expr(predicate, Table::Aliased(ROOT), false));
     }
 }
 
@@ -205,10 +206,8 @@ pub fn full_statement(plan: &ReadPlan, after: &str, limit: u64) -> SelectStateme
     for field in crate::sql::node_columns(&plan.selection, None) {
         select.expr(col(field.column.as_str()));
     }
-    scoped(&mut select, &plan.scope);
-    if !plan.filter.is_always() {
-        select.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
-    }
+    narrowed(&mut select, &plan.scope);
+    narrowed(&mut select, &plan.filter);
     select
         .and_where(col("id").gt(after))
         .order_by_expr(col("id"), Order::Asc)
@@ -238,7 +237,7 @@ pub fn changed_statement(
     limit: u64,
 ) -> SelectStatement {
     let mut select = Query::select();
-    let filtered = !plan.filter.is_always() && judged_on_tombstones(plan);
+    let filtered = judged_on_tombstones(plan);
     // Bound as 64-bit integers, so that both backends answer a BIGINT.
     let matches: Expr = if plan.filter.is_always() || filtered {
         Expr::val(1i64)
@@ -255,9 +254,9 @@ pub fn changed_statement(
         .expr(col("id"))
         .expr(col(CHANGE_COLUMN))
         .expr(matches);
-    scoped(&mut select, &plan.scope);
+    narrowed(&mut select, &plan.scope);
     if filtered {
-        select.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+        narrowed(&mut select, &plan.filter);
     }
     after_mark(&mut select, change, after, horizon);
     select.limit(limit);
@@ -283,8 +282,7 @@ pub fn tombstone_statement(
         .column(Alias::new("id"))
         .expr_as(Expr::col(Alias::new("change")), Alias::new(CHANGE_COLUMN))
         .and_where(Expr::col(Alias::new("table_name")).eq(plan.resource.table));
-    let columns = scope_columns(plan.resource);
-    for column in &columns {
+    for column in scope_columns(plan.resource) {
         kept.expr_as(extract(column), Alias::new(column.as_str()));
     }
     let mut select = Query::select();
@@ -292,9 +290,9 @@ pub fn tombstone_statement(
         .from_subquery(kept, Alias::new(ROOT))
         .expr(col("id"))
         .expr(col(CHANGE_COLUMN));
-    scoped(&mut select, &plan.scope);
-    if judged_on_tombstones(plan) && !plan.filter.is_always() {
-        select.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+    narrowed(&mut select, &plan.scope);
+    if judged_on_tombstones(plan) {
+        narrowed(&mut select, &plan.filter);
     }
     after_mark(&mut select, change, after, horizon);
     select.limit(limit);
@@ -302,24 +300,36 @@ pub fn tombstone_statement(
 }
 
 /// The columns of a resource's own table that a tombstone keeps so that every caller's scope
-/// can be judged over it later: those the scope rules of every user type read.
-pub fn scope_columns(resource: &'static brandhub_catalog::Resource) -> Vec<String> {
-    use brandhub_catalog::UserType;
-    let mut columns = std::collections::BTreeSet::new();
-    for user_type in UserType::ALL {
-        // Any ids will do: which columns a rule reads does not depend on them.
-        let viewer = crate::plan::Viewer::new(
-            user_type,
-            "X",
-            vec!["X".to_string()],
-            Some("X".to_string()),
-            Some("X".to_string()),
-        )
-        .with_sponsor(Some("X".to_string()));
-        columns.extend(own_columns(&viewer.scope(resource)));
-    }
-    columns.remove("id");
-    columns.into_iter().collect()
+/// can be judged over it later: those the scope rules of every user type read. Worked out once
+/// per resource from the catalog (every sync call asks).
+pub fn scope_columns(resource: &'static brandhub_catalog::Resource) -> &'static [String] {
+    use brandhub_catalog::{UserType, catalog};
+    use std::collections::HashMap;
+    use std::sync::LazyLock;
+    static KEPT: LazyLock<HashMap<&'static str, Vec<String>>> = LazyLock::new(|| {
+        catalog()
+            .resources()
+            .iter()
+            .map(|resource| {
+                let mut columns = std::collections::BTreeSet::new();
+                for user_type in UserType::ALL {
+                    // Any ids will do: which columns a rule reads does not depend on them.
+                    let viewer = crate::plan::Viewer::new(
+                        user_type,
+                        "X",
+                        vec!["X".to_string()],
+                        Some("X".to_string()),
+                        Some("X".to_string()),
+                    )
+                    .with_sponsor(Some("X".to_string()));
+                    columns.extend(own_columns(&viewer.scope(resource)));
+                }
+                columns.remove("id");
+                (resource.table, columns.into_iter().collect())
+            })
+            .collect()
+    });
+    KEPT.get(resource.table).map_or(&[], Vec::as_slice)
 }
 
 #[cfg(test)]

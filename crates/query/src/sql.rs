@@ -101,11 +101,14 @@ fn balanced(mut exprs: Vec<Expr>, join: fn(Expr, Expr) -> Expr) -> Option<Expr> 
     exprs.pop()
 }
 
-fn all(exprs: Vec<Expr>) -> Expr {
+/// Every condition ([`balanced`]; true when there is none).
+pub fn all(exprs: Vec<Expr>) -> Expr {
     balanced(exprs, Expr::and).unwrap_or_else(|| always(true))
 }
 
-fn any(exprs: Vec<Expr>) -> Expr {
+/// Any of the conditions ([`balanced`]; false when there is none): what a statement that
+/// looks up many keys at once ORs them with.
+pub fn any(exprs: Vec<Expr>) -> Expr {
     balanced(exprs, Expr::or).unwrap_or_else(|| always(false))
 }
 

@@ -6,11 +6,9 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use brandhub_catalog::{Res, catalog};
+use brandhub_catalog::Res;
 use brandhub_problem::{ApiError, Code, Lang};
-use brandhub_query::parse::parse_request;
-use brandhub_query::plan::{Viewer, plan_by_id};
-use brandhub_store::{StoreError, Timing};
+use brandhub_store::StoreError;
 use std::sync::Mutex;
 
 tokio::task_local! {
@@ -89,21 +87,15 @@ pub(crate) fn caller_known(user_id: &str) {
     });
 }
 
-/// A user's `detail.lang`, if it is a language the API speaks: read as the admin reads it
-/// (through the page cache, so a user's errors cost one read while its record is unchanged).
+/// A user's `detail.lang`, if it is a language the API speaks: one read of that field, made
+/// only when a problem is answered to a request that named no language.
 async fn users_language(state: &AppState, user: &str) -> Option<Lang> {
-    let request = parse_request("fields=detail.lang", &[]).ok()?;
-    let viewer = Viewer::admin();
-    let plan = plan_by_id(catalog().get(Res::User), user, &request, &viewer).ok()?;
-    let timing = Timing::default();
-    let versions = state.store.versions(&timing).await.ok()?;
-    let page = state
+    let lang = state
         .store
-        .render_page(&plan, &viewer, &versions, &timing)
+        .text_field_of(Res::User, "detail.lang", user)
         .await
-        .ok()?;
-    let answer: serde_json::Value = serde_json::from_slice(&page.body).ok()?;
-    match answer["response"]["user"][0]["detail"]["lang"].as_str()? {
+        .ok()??;
+    match lang?.as_str() {
         "de" => Some(Lang::De),
         "en" => Some(Lang::En),
         _ => None,

@@ -235,6 +235,15 @@ pub async fn as_host(
 /// A second server on the fixture's database with a store (pool, caches) of its own, as
 /// another process would have: its base URL, a client trusting it, and the running server.
 pub async fn second_server(fx: &Fixture) -> (String, reqwest::Client, impl Send) {
+    second_server_with(fx, false).await
+}
+
+/// [`second_server`], whose webhook senders may deliver to a receiver on 127.0.0.1 when
+/// `to_loopback`.
+pub async fn second_server_with(
+    fx: &Fixture,
+    to_loopback: bool,
+) -> (String, reqwest::Client, impl Send) {
     let url = fx.database_url.clone();
     let uploads = fx.side_uploads();
     let dir = tempfile::tempdir().unwrap();
@@ -251,11 +260,16 @@ pub async fn second_server(fx: &Fixture) -> (String, reqwest::Client, impl Send)
             })
             .await
             .expect("a second store opens");
-            let settings = brandhub_server::Settings::new(
+            let store = match to_loopback {
+                true => store.allowing_insecure_loopback_urls(),
+                false => store,
+            };
+            let mut settings = brandhub_server::Settings::new(
                 "127.0.0.1:0".parse().unwrap(),
                 Some(brandhub_server::tls::TlsSource::SelfSigned { dir: tls }),
                 uploads,
             );
+            settings.webhooks.allow_insecure_localhost = to_loopback;
             let running = brandhub_server::start(settings, store)
                 .await
                 .expect("a second server starts");

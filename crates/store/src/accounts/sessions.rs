@@ -177,13 +177,6 @@ fn text(cell: &Cell) -> String {
     cell.as_text().unwrap_or_default().to_string()
 }
 
-fn integer(cell: &Cell) -> i64 {
-    match cell {
-        Cell::Integer(n) => *n,
-        _ => 0,
-    }
-}
-
 impl Store {
     /// Sets (or replaces) a user's password (by email or id); 404 without such a user, 422 for
     /// a password too short or too long. Hashing runs off the async threads.
@@ -359,7 +352,7 @@ impl Store {
         if !user.active {
             return Ok(None);
         }
-        if now - integer(&row[3]) >= SESSION_TOUCH_MILLIS {
+        if now - row[3].as_integer().unwrap_or(0) >= SESSION_TOUCH_MILLIS {
             self.touch_session(&session_id).await?;
         }
         let grants = default_grants(user.user_type);

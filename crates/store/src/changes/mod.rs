@@ -63,10 +63,7 @@ fn text(cell: &Cell) -> String {
 }
 
 fn integer(cell: &Cell) -> i64 {
-    match cell {
-        Cell::Integer(n) => *n,
-        _ => 0,
-    }
+    cell.as_integer().unwrap_or(0)
 }
 
 /// A tombstone's scope column, read from its JSON in the database's dialect.
@@ -117,8 +114,7 @@ impl Store {
                 let select = Query::select()
                     .expr(Expr::cust("txid_snapshot_xmin(txid_current_snapshot())"))
                     .to_owned();
-                let rows = self.fetch(&select, &[Kind::Integer], timing).await?;
-                Ok(rows.first().map(|r| integer(&r[0])).unwrap_or(0))
+                self.fetch_integer(&select, timing).await
             }
             Backend::Sqlite => Ok(i64::MAX),
         }
@@ -133,8 +129,7 @@ impl Store {
                     .column(Alias::new("n"))
                     .from(Alias::new(CLOCK_TABLE))
                     .to_owned();
-                let rows = self.fetch(&select, &[Kind::Integer], timing).await?;
-                Ok(rows.first().map(|r| integer(&r[0])).unwrap_or(0) + 1)
+                Ok(self.fetch_integer(&select, timing).await? + 1)
             }
         }
     }
@@ -151,108 +146,132 @@ impl Store {
         timing: &Timing,
     ) -> StoreResult<Changes> {
         let limit = Ord::max(plan.page_size, 1) as usize;
-        let mut entries = Vec::new();
-        let mut next = from;
-        let mut more = false;
-        if let Position::Full { horizon, after } = &next {
-            let horizon = if *horizon == 0 {
-                self.start_of_full(timing).await?
-            } else {
-                *horizon
-            };
-            let columns = brandhub_query::sql::node_columns(&plan.selection, None);
-            let mut rows = self
-                .fetch(
-                    &full_statement(plan, after, limit as u64 + 1),
-                    &crate::read::kinds(&columns),
-                    timing,
-                )
-                .await?;
-            let ids: Vec<String> = rows.iter().take(limit).map(|r| text(&r[0])).collect();
-            if rows.len() > limit {
-                // A full page of the full phase: its rows are the answer's records.
-                rows.truncate(limit);
-                let next = Position::Full {
-                    horizon,
-                    after: ids.last().cloned().unwrap_or_default(),
+        let (mut entries, change, after) = match from {
+            Position::Full { horizon, after } => {
+                let horizon = match horizon {
+                    0 => self.start_of_full(timing).await?,
+                    noted => noted,
                 };
-                let data = self
-                    .page_of_rows(plan, rows, viewer, versions, timing)
-                    .await?;
-                return Ok(Changes {
-                    data,
-                    entries: ids.into_iter().map(Entry::Record).collect(),
-                    next,
-                    more: true,
-                });
-            } else {
-                next = Position::Changes {
-                    change: horizon,
-                    after: String::new(),
-                };
-            }
-            entries.extend(ids.into_iter().map(Entry::Record));
-        }
-        let room = limit - entries.len();
-        if let Position::Changes { change, after } = &next
-            && !more
-        {
-            if room == 0 {
-                more = true;
-            } else {
-                let horizon = self.horizon(timing).await?;
-                let wanted = room as u64 + 1;
-                let rows = self
+                let columns = brandhub_query::sql::node_columns(&plan.selection, None);
+                let mut rows = self
                     .fetch(
-                        &changed_statement(plan, *change, after, horizon, wanted),
-                        &[Kind::Text, Kind::Integer, Kind::Integer],
+                        &full_statement(plan, &after, limit as u64 + 1),
+                        &crate::read::kinds(&columns),
                         timing,
                     )
                     .await?;
-                let extract = match self.backend() {
-                    Backend::Postgres => pg_extract,
-                    Backend::Sqlite => sqlite_extract,
-                };
-                let tombstones = self
-                    .fetch(
-                        &tombstone_statement(plan, *change, after, horizon, wanted, extract),
-                        &[Kind::Text, Kind::Integer],
-                        timing,
-                    )
-                    .await?;
-                let found: Vec<Found> = rows
-                    .iter()
-                    .map(|r| Found {
-                        change: integer(&r[1]),
-                        row: true,
-                        id: text(&r[0]),
-                        matches: integer(&r[2]) == 1,
-                    })
-                    .chain(tombstones.iter().map(|r| Found {
-                        change: integer(&r[1]),
-                        row: false,
-                        id: text(&r[0]),
-                        matches: false,
-                    }))
-                    .collect();
-                let (found, rest) = first_changes(found, room);
-                more = rest;
-                if let Some(last) = found.last() {
-                    next = Position::Changes {
-                        change: last.change,
-                        after: last.id.clone(),
+                if rows.len() > limit {
+                    // A full page of the full phase: its rows are the answer's records.
+                    rows.truncate(limit);
+                    let ids: Vec<String> = rows.iter().map(|r| text(&r[0])).collect();
+                    let next = Position::Full {
+                        horizon,
+                        after: ids.last().cloned().unwrap_or_default(),
                     };
+                    let data = self
+                        .page_of_rows(plan, rows, viewer, versions, timing)
+                        .await?;
+                    return Ok(Changes {
+                        data,
+                        entries: ids.into_iter().map(Entry::Record).collect(),
+                        next,
+                        more: true,
+                    });
                 }
-                entries.extend(found.into_iter().map(|f| {
-                    if f.row && f.matches {
-                        Entry::Record(f.id)
-                    } else {
-                        Entry::Deleted(f.id)
-                    }
-                }));
+                let ids = rows.iter().map(|r| Entry::Record(text(&r[0])));
+                (ids.collect::<Vec<_>>(), horizon, String::new())
             }
-        }
-        let mut entries = last_of_each(entries);
+            Position::Changes { change, after } => (Vec::new(), change, after),
+        };
+        let room = limit - entries.len();
+        let (found, more) = match room {
+            0 => (Vec::new(), true),
+            _ => {
+                self.changes_after(plan, change, &after, room, timing)
+                    .await?
+            }
+        };
+        let next = match found.last() {
+            Some(last) => Position::Changes {
+                change: last.change,
+                after: last.id.clone(),
+            },
+            None => Position::Changes { change, after },
+        };
+        entries.extend(found.into_iter().map(|f| match f.row && f.matches {
+            true => Entry::Record(f.id),
+            false => Entry::Deleted(f.id),
+        }));
+        let (data, entries) = self
+            .records_of(plan, last_of_each(entries), viewer, versions, timing)
+            .await?;
+        Ok(Changes {
+            data,
+            entries,
+            next,
+            more,
+        })
+    }
+
+    /// The first `room` rows and tombstones changed after (`change`, `after`), below the
+    /// horizon, and whether more remain.
+    async fn changes_after(
+        &self,
+        plan: &ReadPlan,
+        change: i64,
+        after: &str,
+        room: usize,
+        timing: &Timing,
+    ) -> StoreResult<(Vec<Found>, bool)> {
+        let horizon = self.horizon(timing).await?;
+        let wanted = room as u64 + 1;
+        let rows = self
+            .fetch(
+                &changed_statement(plan, change, after, horizon, wanted),
+                &[Kind::Text, Kind::Integer, Kind::Integer],
+                timing,
+            )
+            .await?;
+        let extract = match self.backend() {
+            Backend::Postgres => pg_extract,
+            Backend::Sqlite => sqlite_extract,
+        };
+        let tombstones = self
+            .fetch(
+                &tombstone_statement(plan, change, after, horizon, wanted, extract),
+                &[Kind::Text, Kind::Integer],
+                timing,
+            )
+            .await?;
+        let found: Vec<Found> = rows
+            .iter()
+            .map(|r| Found {
+                change: integer(&r[1]),
+                row: true,
+                id: text(&r[0]),
+                matches: integer(&r[2]) == 1,
+            })
+            .chain(tombstones.iter().map(|r| Found {
+                change: integer(&r[1]),
+                row: false,
+                id: text(&r[0]),
+                matches: false,
+            }))
+            .collect();
+        Ok(first_changes(found, room))
+    }
+
+    /// The records of the entries, read as a by-id page of the plan, and the entries without
+    /// a record changed again (or gone) since its mark was read: that change has a later mark,
+    /// and comes with it.
+    async fn records_of(
+        &self,
+        plan: &ReadPlan,
+        mut entries: Vec<Entry>,
+        viewer: &Viewer,
+        versions: &Versions,
+        timing: &Timing,
+    ) -> StoreResult<(PageData, Vec<Entry>)> {
         let ids: Vec<String> = entries
             .iter()
             .filter_map(|e| match e {
@@ -260,17 +279,16 @@ impl Store {
                 Entry::Deleted(_) => None,
             })
             .collect();
-        let data = if ids.is_empty() {
-            PageData {
+        if ids.is_empty() {
+            let none = PageData {
                 root: Default::default(),
                 found: 0,
-            }
-        } else {
-            self.read_page(&plan.narrowed_to(&ids), viewer, versions, timing)
-                .await?
-        };
-        // A record changed again (or gone) since its mark was read is left out here: that
-        // change has a later mark, and comes with it.
+            };
+            return Ok((none, entries));
+        }
+        let data = self
+            .read_page(&plan.narrowed_to(&ids), viewer, versions, timing)
+            .await?;
         let read: HashSet<&str> = data
             .root
             .rows
@@ -281,12 +299,7 @@ impl Store {
             Entry::Record(id) => read.contains(id.as_str()),
             Entry::Deleted(_) => true,
         });
-        Ok(Changes {
-            data,
-            entries,
-            next,
-            more,
-        })
+        Ok((data, entries))
     }
 
     /// What the caller's scope is made of, as a digest: its own ids (user, companies, host,

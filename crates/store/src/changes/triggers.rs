@@ -139,7 +139,7 @@ fn postgres(resource: &'static Resource, statements: &mut Vec<String>) {
          INSERT INTO {} ({TOMBSTONE_COLUMNS}) SELECT '{name}', gone.\"id\", txid_current(), {now}, {} FROM gone; \
          RETURN NULL; END $$",
         quote(TOMBSTONE_TABLE),
-        scope_json(Backend::Postgres, &scope, "gone")
+        scope_json(Backend::Postgres, scope, "gone")
     ));
     statements.push(format!(
         "CREATE OR REPLACE TRIGGER \"{delete}\" AFTER DELETE ON {table} \
@@ -155,14 +155,14 @@ fn postgres(resource: &'static Resource, statements: &mut Vec<String>) {
          INSERT INTO {} ({TOMBSTONE_COLUMNS}) VALUES ('{name}', OLD.\"id\", txid_current(), {now}, {}); \
          RETURN NULL; END $$",
         quote(TOMBSTONE_TABLE),
-        scope_json(Backend::Postgres, &scope, "OLD")
+        scope_json(Backend::Postgres, scope, "OLD")
     ));
     let columns: Vec<String> = scope.iter().map(|c| quote(c)).collect();
     statements.push(format!(
         "CREATE OR REPLACE TRIGGER \"{moves}\" AFTER UPDATE OF {} ON {table} \
          FOR EACH ROW WHEN ({}) EXECUTE FUNCTION \"{moves}\"()",
         columns.join(", "),
-        moved(Backend::Postgres, &scope)
+        moved(Backend::Postgres, scope)
     ));
 }
 
@@ -182,7 +182,7 @@ fn sqlite(resource: &'static Resource, statements: &mut Vec<String>) {
         format!(
             "INSERT INTO {} ({TOMBSTONE_COLUMNS}) SELECT '{name}', {row}.\"id\", {mark}, {now}, {} WHERE {when}",
             quote(TOMBSTONE_TABLE),
-            scope_json(Backend::Sqlite, &scope, row)
+            scope_json(Backend::Sqlite, scope, row)
         )
     };
     let mut trigger = |event: &str, on: String, body: String| {
@@ -197,7 +197,7 @@ fn sqlite(resource: &'static Resource, statements: &mut Vec<String>) {
     let moved_scope = if scope.is_empty() {
         String::new()
     } else {
-        format!("{}; ", tombstone("OLD", &moved(Backend::Sqlite, &scope)))
+        format!("{}; ", tombstone("OLD", &moved(Backend::Sqlite, scope)))
     };
     trigger(
         "update",

@@ -158,33 +158,33 @@ async fn resolve(
             }
         }
     }
+    // One statement, its keys ORed as a balanced tree (a flat `a OR b OR …` of 1,000 keys
+    // nests deeper than SQLite parses).
+    let keys = named
+        .iter()
+        .map(|(_, by)| {
+            brandhub_query::sql::all(
+                by.iter()
+                    .map(|(field, value)| Expr::col(Alias::new(column(field))).eq(value.as_str()))
+                    .collect(),
+            )
+        })
+        .collect();
+    let mut statement = Query::select();
+    statement
+        .column(Alias::new("id"))
+        .from(Alias::new(resource.table))
+        .and_where(brandhub_query::sql::any(keys));
     let scope = writer.viewer.scope(resource);
-    let mut kinds = vec![Kind::Text];
-    kinds.extend(fields.iter().map(|_| Kind::Text));
-    let mut rows = Vec::new();
-    // In chunks: no statement's OR of keys nests deeper than SQLite parses.
-    for chunk in named.chunks(KEYS_PER_LOOKUP) {
-        let mut any = Condition::any();
-        for (_, by) in chunk {
-            let mut all = Condition::all();
-            for (field, value) in by {
-                all = all.add(Expr::col(Alias::new(column(field))).eq(value.as_str()));
-            }
-            any = any.add(all);
-        }
-        let mut statement = Query::select();
-        statement
-            .column(Alias::new("id"))
-            .from(Alias::new(resource.table))
-            .cond_where(any);
-        if !scope.is_always() {
-            statement.and_where(condition(&scope));
-        }
-        for field in &fields {
-            statement.column(Alias::new(column(field)));
-        }
-        rows.extend(tx.fetch(&statement, &kinds).await?);
+    if !scope.is_always() {
+        statement.and_where(condition(&scope));
     }
+    let mut kinds = vec![Kind::Text];
+    for field in &fields {
+        statement.column(Alias::new(column(field)));
+        kinds.push(Kind::Text);
+    }
+    let rows = tx.fetch(&statement, &kinds).await?;
     for (index, by) in named {
         let found = rows.iter().find(|row| {
             by.iter().all(|(field, value)| {

@@ -43,10 +43,6 @@ pub use create::create_in;
 use create::*;
 use update::*;
 
-/// How many keys one lookup ORs together: SQLite parses at most 1,000 levels of nesting,
-/// and `a OR b OR …` nests one level per key.
-const KEYS_PER_LOOKUP: usize = 200;
-
 /// What a create did with one record of its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {

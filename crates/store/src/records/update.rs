@@ -507,46 +507,51 @@ async fn exact_keys_taken(
                 found.push((i, ids[j].clone()));
             }
         }
-        // Outside it: in chunks, so that no statement's OR of keys nests deeper than SQLite
-        // parses (1,000 levels).
+        // Outside it: one statement, its keys ORed as a balanced tree (a flat `a OR b OR …`
+        // of 1,000 keys nests deeper than SQLite parses).
+        let keys = moved
+            .iter()
+            .map(|&i| {
+                brandhub_query::sql::all(
+                    index
+                        .paths
+                        .iter()
+                        .zip(finals[i].iter().flatten())
+                        .map(|(path, value)| {
+                            let field = resource
+                                .field_at(path)
+                                .expect("the catalog checks index paths");
+                            Expr::col(Alias::new(field.column.as_str())).eq(value.as_str())
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let mut statement = Query::select();
+        statement
+            .column(Alias::new("id"))
+            .from(Alias::new(resource.table))
+            .and_where(brandhub_query::sql::any(keys))
+            .and_where(Expr::col(Alias::new("id")).is_not_in(ids.iter().map(String::as_str)));
         let mut kinds = vec![Kind::Text];
-        kinds.extend(index.paths.iter().map(|_| Kind::Text));
-        for chunk in moved.chunks(KEYS_PER_LOOKUP) {
-            let mut any = Condition::any();
-            for &i in chunk {
-                let mut all = Condition::all();
-                for (path, value) in index.paths.iter().zip(finals[i].iter().flatten()) {
-                    let field = resource
-                        .field_at(path)
-                        .expect("the catalog checks index paths");
-                    all = all.add(Expr::col(Alias::new(field.column.as_str())).eq(value.as_str()));
-                }
-                any = any.add(all);
-            }
-            let mut statement = Query::select();
-            statement
-                .column(Alias::new("id"))
-                .from(Alias::new(resource.table))
-                .cond_where(any)
-                .and_where(Expr::col(Alias::new("id")).is_not_in(ids.iter().map(String::as_str)));
-            for path in &index.paths {
-                let field = resource
-                    .field_at(path)
-                    .expect("the catalog checks index paths");
-                statement.column(Alias::new(field.column.as_str()));
-            }
-            for row in tx.fetch(&statement, &kinds).await? {
-                let key: Option<Vec<String>> = row[1..]
-                    .iter()
-                    .map(|cell| cell.as_text().map(str::to_string))
-                    .collect();
-                let Some(holder) = row[0].as_text() else {
-                    continue;
-                };
-                for &i in chunk {
-                    if finals[i] == key && !found.iter().any(|(at, _)| *at == i) {
-                        found.push((i, holder.to_string()));
-                    }
+        for path in &index.paths {
+            let field = resource
+                .field_at(path)
+                .expect("the catalog checks index paths");
+            statement.column(Alias::new(field.column.as_str()));
+            kinds.push(Kind::Text);
+        }
+        for row in tx.fetch(&statement, &kinds).await? {
+            let key: Option<Vec<String>> = row[1..]
+                .iter()
+                .map(|cell| cell.as_text().map(str::to_string))
+                .collect();
+            let Some(holder) = row[0].as_text() else {
+                continue;
+            };
+            for &i in &moved {
+                if finals[i] == key && !found.iter().any(|(at, _)| *at == i) {
+                    found.push((i, holder.to_string()));
                 }
             }
         }

@@ -1989,7 +1989,7 @@ async fn host_reads_its_offers(fx: &common::Fixture) {
     );
     let rows = client.find_all(Locator::Css("tbody tr")).await.unwrap();
     assert_eq!(rows.len() as u64, expected.min(25));
-    full_screenshot(client, save, "offers").await;
+    full_screenshot(client, save, "browse-offers").await;
     find(client, "tbody tr td a").await.click().await.unwrap();
     find(client, "dl.record").await;
     settled(client).await;

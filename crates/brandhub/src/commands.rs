@@ -33,7 +33,7 @@ impl fmt::Display for CommandError {
 
 impl From<ApiError> for CommandError {
     fn from(error: ApiError) -> CommandError {
-        let mut text = error.detail.clone();
+        let mut text = error.detail.to_string();
         for problem in &error.errors {
             let at = problem.index.map(|i| format!("[{i}] ")).unwrap_or_default();
             text.push_str(&format!("\n  {at}{}: {}", problem.field, problem.message));

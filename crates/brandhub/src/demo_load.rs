@@ -33,7 +33,7 @@ pub async fn is_empty(store: &Store) -> StoreResult<bool> {
 pub async fn load_demo(store: &Store, options: DemoOptions) -> StoreResult<DemoSummary> {
     if !is_empty(store).await? {
         return Err(StoreError::Conflict {
-            detail: "The database is not empty; the demo data set loads into an empty database only (brandhub demo --replace starts over).".to_string(),
+            detail: "The database is not empty; the demo data set loads into an empty database only (brandhub demo --replace starts over).".into(),
             field: None,
         });
     }

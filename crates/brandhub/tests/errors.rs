@@ -179,6 +179,38 @@ async fn a_problems_title_is_in_the_language_the_client_accepts(fx) {
         assert_eq!(body["title"], title, "{accept:?}");
         assert_eq!(body["code"], "not_found", "the code stays the same: {accept:?}");
     }
+    // The detail too: a record that is not there, and a refused write's every message.
+    let missing = fx
+        .client()
+        .get(format!("{}/api/stock/0123456789ABCDEF0123456789ABCDEF", fx.base))
+        .basic_auth(&admin.email, Some(&admin.secret))
+        .header("accept-language", "de")
+        .send()
+        .await
+        .unwrap();
+    let body: serde_json::Value = missing.json().await.unwrap();
+    assert_eq!(
+        body["detail"], "Es gibt kein stock mit der Kennung '0123456789ABCDEF0123456789ABCDEF'.",
+        "{body}"
+    );
+    for (accept, detail, message) in [
+        ("de", "Der Schreibvorgang wurde abgelehnt: name ist Pflicht.", "ist Pflicht"),
+        ("en", "The write was refused: name is required.", "is required"),
+    ] {
+        let refused = fx
+            .client()
+            .post(format!("{}/api/company", fx.base))
+            .basic_auth(&admin.email, Some(&admin.secret))
+            .header("accept-language", accept)
+            .json(&json!({"code": common::orders::unique("LANG")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 422);
+        let body: serde_json::Value = refused.json().await.unwrap();
+        assert_eq!(body["detail"], detail, "{body}");
+        assert_eq!(body["errors"][0]["message"], message, "{body}");
+    }
 }
 
 async fn without_accept_language_a_problems_title_is_in_the_users_language(fx) {
@@ -211,6 +243,11 @@ async fn without_accept_language_a_problems_title_is_in_the_users_language(fx) {
     for _ in 0..2 {
         let refused = ask(reqwest::Method::POST, "/api/brand", None, Some(json!({}))).await;
         assert_eq!(title_of(&refused, "validation_failed"), german("Prüfung fehlgeschlagen"));
+        let said = refused.json();
+        assert!(
+            said["detail"].as_str().unwrap_or_default().starts_with("Der Schreibvorgang wurde abgelehnt: "),
+            "{said}"
+        );
     }
     // Accept-Language wins over the user's language, whatever it names.
     let asked = ask(reqwest::Method::GET, "/api/stocks", Some("en"), None).await;

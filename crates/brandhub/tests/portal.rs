@@ -3151,8 +3151,16 @@ async fn german_pages_read_german(fx: &common::Fixture) {
     let problem = find(client, ".problem[role=alert] strong").await;
     let title = problem.text().await.unwrap();
     assert_ne!(title, "", "the refusal's title");
-    // The server's own English words are folded away under a German summary.
-    find(client, ".problem details.server-words [lang=en]").await;
+    // The server's own words are German too (it answers in the page's language).
+    let detail = find(client, ".problem[role=alert] p[lang=de]")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        detail.contains("Bestellung") && detail.contains("kann nicht"),
+        "the refusal's detail is German: {detail}"
+    );
     assert_no_english(client, &english, &data, "a refused write").await;
     full_screenshot(client, fx.db == common::Db::Sqlite, "order-refused-de").await;
 

@@ -3,6 +3,7 @@
 
 use crate::address::{is_loopback_literal, non_public};
 use crate::naming::{folded_column, snake_case};
+use brandhub_problem::{Words, words};
 use std::net::IpAddr;
 
 /// The kinds of user a key can belong to; they decide scope and restricted properties.
@@ -93,6 +94,22 @@ impl FieldType {
             FieldType::Object => "object",
             FieldType::List => "array",
         }
+    }
+
+    /// What a value of the type is, as messages refusing another say it.
+    pub fn described(self) -> Words {
+        let german = match self {
+            FieldType::Id => "eine Kennung (id)",
+            FieldType::Text => "ein Text",
+            FieldType::Integer => "eine ganze Zahl",
+            FieldType::Number => "eine Zahl",
+            FieldType::Boolean => "true oder false",
+            FieldType::Timestamp => "ein Zeitpunkt",
+            FieldType::PreciseTimestamp => "ein Zeitpunkt (ms)",
+            FieldType::Object => "ein Objekt",
+            FieldType::List => "eine Liste",
+        };
+        Words::new(self.describe(), german)
     }
 
     /// Whether the field has a stored column of its own (objects and lists do not).
@@ -221,6 +238,11 @@ pub mod limits {
 
 /// A whole number with thousands separators (`1,000,000`), as limits are written.
 pub fn grouped(n: i64) -> String {
+    grouped_by(n, ',')
+}
+
+/// A whole number with its thousands grouped by `separator` (German groups by `.`).
+fn grouped_by(n: i64, separator: char) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
     if n < 0 {
@@ -228,7 +250,7 @@ pub fn grouped(n: i64) -> String {
     }
     for (i, digit) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
+            out.push(separator);
         }
         out.push(digit);
     }
@@ -253,16 +275,21 @@ impl Domain {
 
     /// Why `text` is outside the domain, if it is (an empty text is unset, always allowed).
     /// Number domains hold numbers, never texts: a text is outside them.
-    pub fn problem(self, text: &str) -> Option<String> {
+    pub fn problem(self, text: &str) -> Option<Words> {
         match self {
             _ if text.is_empty() => None,
-            Domain::WebUrl => web_url_problem(text).map(str::to_string),
-            Domain::SecureUrl => secure_url_problem(text),
+            Domain::WebUrl => web_url_problem(text),
+            Domain::SecureUrl => secure_url_problem(text).map(Words::english),
             Domain::OneOf(words) if words.contains(&text) => None,
-            Domain::OneOf(words) => Some(format!("'{text}' is not one of {}", words.join(", "))),
+            Domain::OneOf(words) => Some(words!(
+                "'{text}' is not one of {}",
+                "'{text}' ist keiner der Werte {}",
+                words.join(", ")
+            )),
             Domain::AnyCase(words) if words.iter().any(|w| w.eq_ignore_ascii_case(text)) => None,
-            Domain::AnyCase(words) => Some(format!(
+            Domain::AnyCase(words) => Some(words!(
                 "'{text}' is not one of {} (in any case)",
+                "'{text}' ist keiner der Werte {} (Groß- und Kleinschreibung egal)",
                 words.join(", ")
             )),
             Domain::Units { .. } | Domain::Money { .. } => Some(self.must()),
@@ -271,7 +298,7 @@ impl Domain {
 
     /// Why the number `n` is outside the domain, if it is: not finite, past its range, or
     /// (for units) not whole. Text domains hold no numbers.
-    pub fn number_problem(self, n: f64) -> Option<String> {
+    pub fn number_problem(self, n: f64) -> Option<Words> {
         let (least, most) = self.bounds()?;
         let whole = !matches!(self, Domain::Units { .. }) || n.fract() == 0.0;
         (!(n.is_finite() && whole && n >= least && n <= most)).then(|| self.must())
@@ -292,20 +319,36 @@ impl Domain {
     /// What a value of a number domain is, for messages and the docs (`a whole number from 1
     /// to 1,000,000`); `None` for text domains.
     pub fn describe(self) -> Option<String> {
+        self.described().map(|words| words.to_string())
+    }
+
+    /// [`Domain::describe`] in each language.
+    pub fn described(self) -> Option<Words> {
         let (least, most) = self.bounds()?;
-        let (least, most) = (grouped(least as i64), grouped(most as i64));
+        let (least, most) = (least as i64, most as i64);
+        let (least_en, most_en) = (grouped(least), grouped(most));
+        let (least_de, most_de) = (grouped_by(least, '.'), grouped_by(most, '.'));
+        let decimals = limits::MONEY_DECIMALS;
         Some(match self {
-            Domain::Units { .. } => format!("a whole number from {least} to {most}"),
-            _ => format!(
-                "an amount from {least} to {most}, kept to {} decimals",
-                limits::MONEY_DECIMALS
+            Domain::Units { .. } => Words::new(
+                format!("a whole number from {least_en} to {most_en}"),
+                format!("eine ganze Zahl von {least_de} bis {most_de}"),
+            ),
+            _ => Words::new(
+                format!("an amount from {least_en} to {most_en}, kept to {decimals} decimals"),
+                format!(
+                    "ein Betrag von {least_de} bis {most_de} mit höchstens {decimals} Nachkommastellen"
+                ),
             ),
         })
     }
 
     /// The message of a value outside a number domain.
-    fn must(self) -> String {
-        format!("must be {}", self.describe().unwrap_or_default())
+    fn must(self) -> Words {
+        self.described()
+            .unwrap_or_default()
+            .led_by(words!("must be ", "muss "))
+            .then(&words!("", " sein"))
     }
 
     /// The value a number of the domain is kept as: an amount rounded to
@@ -364,20 +407,23 @@ pub enum FieldDefault {
 
 /// Why a URL is not one a client can fetch, if it is not: only absolute http and https URLs
 /// with a host and without spaces (image URLs, from JSON or from files).
-pub fn web_url_problem(url: &str) -> Option<&'static str> {
+pub fn web_url_problem(url: &str) -> Option<Words> {
     let lower = url.to_ascii_lowercase();
     let rest = lower
         .strip_prefix("https://")
         .or_else(|| lower.strip_prefix("http://"));
     let Some(rest) = rest else {
-        return Some("is not an http or https URL");
+        return Some(words!(
+            "is not an http or https URL",
+            "ist keine http- oder https-Adresse"
+        ));
     };
     let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if host.is_empty() || host.starts_with(':') || host.starts_with('@') {
-        return Some("has no host");
+        return Some(words!("has no host", "nennt keinen Server"));
     }
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Some("contains spaces");
+        return Some(words!("contains spaces", "enthält Leerzeichen"));
     }
     None
 }
@@ -555,20 +601,25 @@ impl Field {
 
     /// Whether a text (or list element) of this many characters is too long for the field:
     /// the problem to report when it is.
-    pub fn length_problem(&self, text: &str) -> Option<String> {
+    pub fn length_problem(&self, text: &str) -> Option<Words> {
         let max = self.max_chars?;
         // Bytes bound characters from above: most texts are settled without counting.
         if text.len() <= max {
             return None;
         }
         let chars = text.chars().count();
-        (chars > max).then(|| format!("has {chars} characters; at most {max} are allowed"))
+        (chars > max).then(|| {
+            words!(
+                "has {chars} characters; at most {max} are allowed",
+                "hat {chars} Zeichen; erlaubt sind höchstens {max}"
+            )
+        })
     }
 
     /// Why a value of the field's type may not be written to it, if it may not: a text too
     /// long or outside the field's domain, a number outside its domain (docs/API.md, "Quantities and amounts"). JSON
     /// writes and spreadsheet rows are checked by this one rule.
-    pub fn value_problem(&self, cell: &crate::record::Cell) -> Option<String> {
+    pub fn value_problem(&self, cell: &crate::record::Cell) -> Option<Words> {
         use crate::record::Cell;
         match cell {
             Cell::Text(text) => self
@@ -582,7 +633,7 @@ impl Field {
 
     /// The value as the field keeps it ([`Domain::kept`]: an amount to two decimals), or why
     /// it may not be written ([`Field::value_problem`]).
-    pub fn admit(&self, cell: crate::record::Cell) -> Result<crate::record::Cell, String> {
+    pub fn admit(&self, cell: crate::record::Cell) -> Result<crate::record::Cell, Words> {
         use crate::record::Cell;
         if let Some(problem) = self.value_problem(&cell) {
             return Err(problem);
@@ -597,12 +648,12 @@ impl Field {
     /// What a written value of the field must be, for messages that refuse a value of the
     /// wrong type: its domain's description for numbers (`a whole number from 0 to
     /// 1,000,000,000`), else its type's.
-    pub fn expected(&self) -> String {
-        match (self.domain.and_then(Domain::describe), self.ty) {
+    pub fn expected(&self) -> Words {
+        match (self.domain.and_then(Domain::described), self.ty) {
             (Some(described), _) => described,
-            (None, FieldType::Integer) => "a whole number".into(),
-            (None, FieldType::Number) => "a number".into(),
-            (None, ty) => ty.describe().into(),
+            (None, FieldType::Integer) => words!("a whole number", "eine ganze Zahl"),
+            (None, FieldType::Number) => words!("a number", "eine Zahl"),
+            (None, ty) => ty.described(),
         }
     }
 
@@ -1026,7 +1077,7 @@ pub struct Bound {
 impl Bound {
     /// Why a record of `resource` breaks the bound, if it does: the message for the bounded
     /// field.
-    pub fn problem(&self, resource: &Resource, record: &crate::record::Record) -> Option<String> {
+    pub fn problem(&self, resource: &Resource, record: &crate::record::Record) -> Option<Words> {
         use crate::record::Cell;
         let cell = |path: &str| {
             crate::record::stored_fields(resource)
@@ -1042,7 +1093,15 @@ impl Bound {
             Cell::Integer(n) => *n as f64,
             _ => return None,
         };
-        (holds && value < self.least).then(|| self.describe())
+        (holds && value < self.least).then(|| {
+            words!(
+                "must be at least {} while {} is {}",
+                "muss mindestens {} sein, solange {} {} ist",
+                self.least,
+                self.when,
+                self.is
+            )
+        })
     }
 
     /// What the bound asks, for messages and the docs (`must be at least -100 while

@@ -9,6 +9,7 @@
 //! the rule of a JSON write's links ([`Target::unseen`]).
 
 use brandhub_catalog::{Res, Resource, Scope, UserType, WriteAction, catalog};
+use brandhub_problem::Words;
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::FileType;
@@ -164,7 +165,7 @@ impl<'a> Target<'a> {
 
     /// Why a refused file is refused, for its uploader's type; `label` names the
     /// [`Target::refused_record`] (by [`label_of`]).
-    pub fn refusal(&self, viewer: &Viewer, label: &str) -> String {
+    pub fn refusal(&self, viewer: &Viewer, label: &str) -> Words {
         let names: Vec<&str> = writes(self.file_type)
             .iter()
             .map(|(res, _)| res.name())
@@ -173,11 +174,16 @@ impl<'a> Target<'a> {
             .first()
             .map_or("write", |(_, action)| action.as_str());
         let of = format!("{} {label}", self.refused_record().0.name());
-        format!(
-            "a {} user may not {action} {} records of {of}, which a {} file does",
-            viewer.user_type().as_str(),
-            names.join(" and "),
-            self.file_type.as_str()
+        let (kind, file) = (viewer.user_type().as_str(), self.file_type.as_str());
+        Words::new(
+            format!(
+                "a {kind} user may not {action} {} records of {of}, which a {file} file does",
+                names.join(" and ")
+            ),
+            format!(
+                "ein Benutzer vom Typ {kind} darf keine Datensätze {} von {of} schreiben, was eine Datei vom Typ {file} tut",
+                names.join(" und ")
+            ),
         )
     }
 }

@@ -21,6 +21,7 @@ use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Layout, Record, WriteAction};
+use brandhub_problem::{FieldError, Words, words};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::{condition as sql_condition, satisfying_ids};
 use brandhub_query::text::fold;
@@ -44,7 +45,7 @@ struct Line {
     ship_date: Option<String>,
 }
 
-fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String> {
+fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, Words> {
     let order_ref = required_text(row, map, C::OrderRef)?;
     let (item_ref, barcode) = either_text(row, map, C::ItemRef, C::Barcode)?;
     let ship_qty = required_integer(row, map, C::ShipQty, resource(Res::OrderItem), "shipQty")?;
@@ -53,8 +54,9 @@ fn read_line(row: &brandhub_sheet::Row, map: &ColumnMap) -> Result<Line, String>
         None
     } else {
         let date = date_cell.as_date().ok_or_else(|| {
-            format!(
+            words!(
                 "{} \"{}\" is not a date",
+                "{} \"{}\" ist kein Datum",
                 C::ShipDate.label(),
                 text_of(date_cell)
             )
@@ -206,8 +208,9 @@ pub(crate) async fn apply(
                 match elsewhere.get(&fold(&line.order_ref)) {
                     Some(brand) => report.skip(
                         row.number(),
-                        format!(
+                        words!(
                             "order {} belongs to the brand {brand}, not to {}; upload it as a file of {brand}",
+                            "Bestellung {} gehört zur Marke {brand}, nicht zu {}; als Datei von {brand} hochladen",
                             line.order_ref, own_brand
                         ),
                     ),
@@ -218,8 +221,9 @@ pub(crate) async fn apply(
             Some(found) if found.len() > 1 => {
                 report.skip(
                     row.number(),
-                    format!(
+                    words!(
                         "order ref {} matches {} orders; use the order id",
+                        "Bestellreferenz {} passt zu {} Bestellungen; die Kennung der Bestellung verwenden",
                         line.order_ref,
                         found.len()
                     ),
@@ -231,8 +235,9 @@ pub(crate) async fn apply(
         if !dispatchable.contains(orders[oi].id()) {
             report.skip(
                 row.number(),
-                format!(
+                words!(
                     "order {} may not be dispatched by a {} user",
+                    "Bestellung {} darf nicht von einem Benutzer vom Typ {} versendet werden",
                     line.order_ref,
                     uploader.user_type().as_str()
                 ),
@@ -269,7 +274,13 @@ pub(crate) async fn apply(
             continue;
         };
         if let Some(first) = rows_of_items.get(item.id()) {
-            report.skip(row.number(), format!("the item is already on row {first}"));
+            report.skip(
+                row.number(),
+                words!(
+                    "the item is already on row {first}",
+                    "die Position steht schon in Zeile {first}"
+                ),
+            );
             continue;
         }
         rows_of_items.insert(item.id().to_string(), row.number());
@@ -319,12 +330,12 @@ pub(crate) async fn apply(
                     let own: BTreeSet<usize> = problems.iter().filter_map(|e| e.index).collect();
                     if !own.is_empty() {
                         for &at in own.iter().rev() {
-                            let why: Vec<String> = problems
+                            let why: Vec<Words> = problems
                                 .iter()
                                 .filter(|e| e.index == Some(at))
-                                .map(|e| format!("{} {}", e.field, e.message))
+                                .map(FieldError::said)
                                 .collect();
-                            report.skip(rows[at], format!("order {reference}: {}", why.join("; ")));
+                            report.skip(rows[at], of_order(&reference, &Words::join(&why, "; ")));
                             rows.remove(at);
                             ask.lines.remove(at);
                         }
@@ -334,16 +345,13 @@ pub(crate) async fn apply(
                         continue;
                     }
                     let why = if problems.is_empty() {
-                        error.to_string()
+                        error.words()
                     } else {
-                        problems
-                            .iter()
-                            .map(|e| format!("{} {}", e.field, e.message))
-                            .collect::<Vec<_>>()
-                            .join("; ")
+                        let said: Vec<Words> = problems.iter().map(FieldError::said).collect();
+                        Words::join(&said, "; ")
                     };
                     for &row in &rows {
-                        report.skip(row, format!("order {reference}: {why}"));
+                        report.skip(row, of_order(&reference, &why));
                     }
                     break;
                 }
@@ -371,7 +379,7 @@ pub(crate) async fn apply(
             }
             Some(why) => {
                 for &row in rows {
-                    report.skip(row, format!("order {reference}: {why}"));
+                    report.skip(row, of_order(reference, &Words::english(why.as_str())));
                 }
             }
         }
@@ -480,4 +488,10 @@ async fn other_brands(
         }
     }
     Ok(named)
+}
+
+/// A skipped row's reason about its order: `order BO-0000012: <why>`.
+fn of_order(reference: &str, why: &Words) -> Words {
+    why.clone()
+        .led_by(words!("order {reference}: ", "Bestellung {reference}: "))
 }

@@ -12,6 +12,7 @@ use crate::process::{FileJob, ProcessError};
 use crate::report::{Missing, Report};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_problem::{Words, words};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Table};
 use brandhub_store::WriteTx;
@@ -62,7 +63,7 @@ pub(crate) async fn apply(
     }
     let mut changed = std::collections::BTreeSet::new();
     for row in table.rows() {
-        let line = (|| -> Result<_, String> {
+        let line = (|| -> Result<_, Words> {
             let url = fitting(
                 resource(Res::Image),
                 "url",
@@ -86,7 +87,10 @@ pub(crate) async fn apply(
             if !code.is_empty() && codes.get(&fold(&code)) != Some(&found.product) {
                 report.skip(
                     row.number(),
-                    format!("barcode {barcode} is not a variant of product {code}"),
+                    words!(
+                        "barcode {barcode} is not a variant of product {code}",
+                        "Barcode {barcode} ist keine Variante von Produkt {code}"
+                    ),
                 );
                 continue;
             }

@@ -3,6 +3,7 @@
 
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Record, Resource, catalog};
+use brandhub_problem::{Words, words};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Cell as SheetCell, Column, ColumnMap, Row};
 use brandhub_store::StoreResult;
@@ -86,14 +87,17 @@ pub(crate) fn fitting(
     path: &str,
     column: Column,
     text: String,
-) -> Result<String, String> {
+) -> Result<String, Words> {
     let field = field_of(resource, path);
     if let Some(problem) = field.length_problem(&text) {
-        return Err(format!(
-            "{} {problem} (the {} {path} it sets)",
-            column.label(),
-            resource.name
-        ));
+        let label = column.label();
+        let name = resource.name;
+        return Err(Words::english(format!("{label} "))
+            .then(&problem)
+            .then(&words!(
+                " (the {name} {path} it sets)",
+                " (das Feld {path} von {name}, das sie setzt)"
+            )));
     }
     let cell = Cell::Text(text);
     match field.value_problem(&cell) {
@@ -101,11 +105,12 @@ pub(crate) fn fitting(
             Cell::Text(text) => text,
             _ => String::new(),
         }),
-        Some(problem) => Err(format!(
-            "{} {} {problem}",
+        Some(problem) => Err(Words::english(format!(
+            "{} {} ",
             column.label(),
             quoted(cell.as_text().unwrap_or_default())
-        )),
+        ))
+        .then(&problem)),
     }
 }
 
@@ -123,7 +128,7 @@ pub(crate) fn optional_text(
     column: Column,
     resource: &Resource,
     path: &str,
-) -> Result<Option<Cell>, String> {
+) -> Result<Option<Cell>, Words> {
     if !map.has(column) {
         return Ok(None);
     }
@@ -139,22 +144,30 @@ pub(crate) fn optional_integer(
     column: Column,
     resource: &Resource,
     path: &str,
-) -> Result<Option<Cell>, String> {
+) -> Result<Option<Cell>, Words> {
     let field = field_of(resource, path);
     optional(row, map, column, |cell| {
-        let not_whole = || format!("{} {} is not a whole number", column.label(), shown(cell));
+        let not_whole = || {
+            words!(
+                "{} {} is not a whole number",
+                "{} {} ist keine ganze Zahl",
+                column.label(),
+                shown(cell)
+            )
+        };
         let Some(n) = cell.as_number() else {
             return Err(not_whole());
         };
         match cell.as_integer() {
             Some(whole) => within(field, column, Cell::Integer(whole)),
             // A whole number past what an integer holds is outside any domain of units.
-            None if n.fract() == 0.0 => Err(format!(
-                "{} {} must be {}",
-                column.label(),
-                text_of(cell),
-                field.expected()
-            )),
+            None if n.fract() == 0.0 => {
+                Err(
+                    Words::english(format!("{} {} ", column.label(), text_of(cell)))
+                        .then(&field.expected().led_by(words!("must be ", "muss ")))
+                        .then(&words!("", " sein")),
+                )
+            }
             None => Err(not_whole()),
         }
     })
@@ -168,20 +181,24 @@ pub(crate) fn optional_amount(
     column: Column,
     resource: &Resource,
     path: &str,
-) -> Result<Option<Cell>, String> {
+) -> Result<Option<Cell>, Words> {
     let field = field_of(resource, path);
     optional(row, map, column, |cell| {
-        let value = cell
-            .as_number()
-            .map(Cell::Number)
-            .ok_or_else(|| format!("{} {} is not a number", column.label(), shown(cell)))?;
+        let value = cell.as_number().map(Cell::Number).ok_or_else(|| {
+            words!(
+                "{} {} is not a number",
+                "{} {} ist keine Zahl",
+                column.label(),
+                shown(cell)
+            )
+        })?;
         within(field, column, value)
     })
 }
 
 /// A number as the field keeps it, or the reason the field's rules refuse it
 /// (`Field::admit`, the rule JSON writes are checked by).
-fn within(field: &brandhub_catalog::Field, column: Column, value: Cell) -> Result<Cell, String> {
+fn within(field: &brandhub_catalog::Field, column: Column, value: Cell) -> Result<Cell, Words> {
     let shown = match &value {
         Cell::Integer(n) => n.to_string(),
         Cell::Number(n) => n.to_string(),
@@ -189,7 +206,7 @@ fn within(field: &brandhub_catalog::Field, column: Column, value: Cell) -> Resul
     };
     field
         .admit(value)
-        .map_err(|problem| format!("{} {shown} {problem}", column.label()))
+        .map_err(|problem| Words::english(format!("{} {shown} ", column.label())).then(&problem))
 }
 
 /// An optional yes/no column: `None` when the file lacks it, `Null` for an empty cell, or the
@@ -198,11 +215,16 @@ pub(crate) fn optional_bool(
     row: &Row,
     map: &ColumnMap,
     column: Column,
-) -> Result<Option<Cell>, String> {
+) -> Result<Option<Cell>, Words> {
     optional(row, map, column, |cell| {
-        cell.as_bool()
-            .map(Cell::Boolean)
-            .ok_or_else(|| format!("{} {} is not yes or no", column.label(), shown(cell)))
+        cell.as_bool().map(Cell::Boolean).ok_or_else(|| {
+            words!(
+                "{} {} is not yes or no",
+                "{} {} ist weder ja noch nein (yes/no)",
+                column.label(),
+                shown(cell)
+            )
+        })
     })
 }
 
@@ -213,8 +235,8 @@ fn optional(
     row: &Row,
     map: &ColumnMap,
     column: Column,
-    parse: impl FnOnce(&brandhub_sheet::Cell) -> Result<Cell, String>,
-) -> Result<Option<Cell>, String> {
+    parse: impl FnOnce(&brandhub_sheet::Cell) -> Result<Cell, Words>,
+) -> Result<Option<Cell>, Words> {
     if !map.has(column) {
         return Ok(None);
     }
@@ -226,10 +248,10 @@ fn optional(
 }
 
 /// A required text column's value, or the reason the row is skipped.
-pub(crate) fn required_text(row: &Row, map: &ColumnMap, column: Column) -> Result<String, String> {
+pub(crate) fn required_text(row: &Row, map: &ColumnMap, column: Column) -> Result<String, Words> {
     let text = text_of(row.get(map, column));
     if text.is_empty() {
-        Err(format!("{} is empty", column.label()))
+        Err(empty(column))
     } else {
         Ok(text)
     }
@@ -243,11 +265,16 @@ pub(crate) fn required_integer(
     column: Column,
     resource: &Resource,
     path: &str,
-) -> Result<i64, String> {
+) -> Result<i64, Words> {
     match optional_integer(row, map, column, resource, path)? {
         Some(Cell::Integer(n)) => Ok(n),
-        _ => Err(format!("{} is empty", column.label())),
+        _ => Err(empty(column)),
     }
+}
+
+/// The reason of a row whose required cell is empty.
+fn empty(column: Column) -> Words {
+    words!("{} is empty", "{} ist leer", column.label())
 }
 
 /// A required amount column for the field at `path` of `resource`: the reason when the cell
@@ -258,10 +285,10 @@ pub(crate) fn required_amount(
     column: Column,
     resource: &Resource,
     path: &str,
-) -> Result<f64, String> {
+) -> Result<f64, Words> {
     match optional_amount(row, map, column, resource, path)? {
         Some(Cell::Number(n)) => Ok(n),
-        _ => Err(format!("{} is empty", column.label())),
+        _ => Err(empty(column)),
     }
 }
 
@@ -272,13 +299,18 @@ pub(crate) fn either_text(
     map: &ColumnMap,
     first: Column,
     second: Column,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), Words> {
     let texts = (text_of(row.get(map, first)), text_of(row.get(map, second)));
     if texts.0.is_empty() && texts.1.is_empty() {
         return Err(match (map.has(first), map.has(second)) {
-            (true, true) => format!("{} and {} are empty", first.label(), second.label()),
-            (false, true) => format!("{} is empty", second.label()),
-            _ => format!("{} is empty", first.label()),
+            (true, true) => words!(
+                "{} and {} are empty",
+                "{} und {} sind leer",
+                first.label(),
+                second.label()
+            ),
+            (false, true) => empty(second),
+            _ => empty(first),
         });
     }
     Ok(texts)
@@ -410,7 +442,7 @@ mod tests {
             Ok("ü".repeat(500))
         );
         assert_eq!(
-            fitting(product, "title", Column::Title, "x".repeat(501)),
+            fitting(product, "title", Column::Title, "x".repeat(501)).map_err(|e| e.to_string()),
             Err(
                 "Title has 501 characters; at most 500 are allowed (the product title it sets)"
                     .to_string()

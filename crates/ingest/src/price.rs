@@ -13,6 +13,7 @@ use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_problem::{Words, words};
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, FileType, Table};
 use brandhub_store::WriteTx;
@@ -29,8 +30,9 @@ pub(crate) async fn apply(
     report: &mut Report,
 ) -> Result<(), ProcessError> {
     let (Some(host), Some(start)) = (job.host.clone(), job.start.clone()) else {
-        return Err(ProcessError::Fail(format!(
+        return Err(ProcessError::Fail(words!(
             "the file names no host or start date; upload it as {}",
+            "die Datei nennt keinen Verkaufskanal oder kein Startdatum; als {} hochladen",
             FileType::Price.part_usage()
         )));
     };
@@ -65,7 +67,7 @@ pub(crate) async fn apply(
     let mut first_rows = FirstRows::default();
     let mut written = Vec::new();
     for row in table.rows() {
-        let line = (|| -> Result<_, String> {
+        let line = (|| -> Result<_, Words> {
             let barcode = required_text(row, map, C::Barcode)?;
             let amount = required_amount(row, map, C::Price, resource(Res::Price), "price")?;
             let rrp = optional_amount(row, map, C::Rrp, resource(Res::Price), "rrp")?;

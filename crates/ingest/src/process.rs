@@ -11,6 +11,7 @@ use crate::{dispatch, image, price, product, stock};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, FileStatus, Layout, Record, catalog, file_paths};
 use brandhub_filestore::StoreError;
+use brandhub_problem::{Lang, Words, words};
 use brandhub_query::judge::Verdict;
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::{ColumnMap, FileType, Format, Table};
@@ -30,7 +31,7 @@ pub const MAX_ATTEMPTS: i64 = 3;
 pub(crate) enum ProcessError {
     /// The file itself is at fault (unreadable, a required column missing): it is `failed`
     /// with this reason, and nothing is applied.
-    Fail(String),
+    Fail(Words),
     /// Something passing went wrong (the database, the file store): retried later; the
     /// text is for the log.
     Retry(String),
@@ -48,7 +49,7 @@ impl From<brandhub_store::StoreError> for ProcessError {
             | StoreError::Unavailable
             | StoreError::Config(_)
             | StoreError::Unreadable(_) => ProcessError::Retry(error.to_string()),
-            refused => ProcessError::Fail(refused.to_string()),
+            refused => ProcessError::Fail(refused.words()),
         }
     }
 }
@@ -180,8 +181,9 @@ pub(crate) async fn run(context: Arc<Context>, job: ClaimedJob) {
             fail(
                 &context,
                 &job.file_id,
-                &format!(
+                &words!(
                     "the file could not be processed in {} attempts; the server log has the cause",
+                    "die Datei konnte in {} Versuchen nicht verarbeitet werden; das Serverprotokoll nennt die Ursache",
                     job.attempts
                 ),
                 rows,
@@ -212,8 +214,9 @@ pub(crate) async fn run(context: Arc<Context>, job: ClaimedJob) {
 /// Reads the file record and bytes, parses the sheet and matches its header.
 async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, ProcessError> {
     if job.attempts > MAX_ATTEMPTS {
-        return Err(ProcessError::Fail(format!(
+        return Err(ProcessError::Fail(words!(
             "processing was interrupted {} times; the file is too much for the server to process",
+            "die Verarbeitung wurde {} Mal unterbrochen; die Datei ist zu groß für den Server",
             job.attempts - 1
         )));
     }
@@ -221,20 +224,27 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
         .store
         .file_record(&job.file_id)
         .await?
-        .ok_or_else(|| ProcessError::Fail("the file record is gone".into()))?;
-    let file = FileJob::from_record(&record).map_err(ProcessError::Fail)?;
+        .ok_or_else(|| {
+            ProcessError::Fail(words!(
+                "the file record is gone",
+                "der Datensatz der Datei ist nicht mehr da"
+            ))
+        })?;
+    let file = FileJob::from_record(&record).map_err(|e| ProcessError::Fail(e.into()))?;
     let format = Format::from_file_name(&file.file_name).ok_or_else(|| {
-        ProcessError::Fail(format!(
+        ProcessError::Fail(words!(
             "\"{}\" is not a spreadsheet name (.xlsx, .xlsm, .xls, .ods or .csv)",
+            "\"{}\" ist kein Tabellenname (.xlsx, .xlsm, .xls, .ods oder .csv)",
             file.file_name
         ))
     })?;
     let bytes = match context.files.get_bytes(&file.id).await {
         Ok(bytes) => bytes,
         Err(StoreError::NotFound { .. }) => {
-            return Err(ProcessError::Fail(
-                "the uploaded bytes are missing from the file store".into(),
-            ));
+            return Err(ProcessError::Fail(words!(
+                "the uploaded bytes are missing from the file store",
+                "die hochgeladenen Bytes fehlen im Dateispeicher"
+            )));
         }
         Err(error) => {
             return Err(ProcessError::Retry(format!(
@@ -247,9 +257,9 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
     let table = tokio::task::spawn_blocking(move || brandhub_sheet::read(&bytes, format, &limits))
         .await
         .map_err(|error| ProcessError::Retry(format!("the sheet reader stopped: {error}")))?
-        .map_err(|error| ProcessError::Fail(error.to_string()))?;
+        .map_err(|error| ProcessError::Fail(error.to_string().into()))?;
     let map = ColumnMap::match_headers(file.file_type, table.header())
-        .map_err(|error| ProcessError::Fail(error.to_string()))?;
+        .map_err(|error| ProcessError::Fail(error.words()))?;
     // Progress: the rows found, while the file is applied.
     let rows = rows_read(&table) as i64;
     let plan = WritePlan::locking(EntryPoint::FileStatus);
@@ -271,6 +281,7 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
 /// Applies a prepared file and records its outcome, in one transaction.
 async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError> {
     let Prepared { file, table, map } = prepared;
+    let lang = language_of(&context.store, &file.user).await;
     let mut report = Report::new(rows_read(&table), map.unknown());
     // Rows the reader skipped (a cell longer than a cell may be) are reported like bad rows.
     for skipped in table.skipped() {
@@ -283,8 +294,15 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
         .execute(plan, |mut tx, _| {
             let mut report = report.clone();
             Box::pin(async move {
-                let applied =
-                    apply_in(&mut tx, context, file_ref, table_ref, map_ref, &mut report).await;
+                let applied = apply_in(
+                    &mut tx,
+                    context,
+                    (file_ref, lang),
+                    table_ref,
+                    map_ref,
+                    &mut report,
+                )
+                .await;
                 let outcome = match applied {
                     Ok(()) => WriteOutcome::Commit(Ok(report)),
                     Err(error) => WriteOutcome::RollBack(Err(error)),
@@ -309,7 +327,7 @@ async fn apply(context: &Context, prepared: Prepared) -> Result<(), ProcessError
 async fn apply_in(
     tx: &mut WriteTx,
     context: &Context,
-    file: &FileJob,
+    (file, lang): (&FileJob, Lang),
     table: &Table,
     map: &ColumnMap,
     report: &mut Report,
@@ -319,9 +337,10 @@ async fn apply_in(
     }
     let brand_table = catalog().get(Res::Brand).table;
     if !tx.lock_record(brand_table, &file.brand).await? {
-        return Err(ProcessError::Fail(
-            "the file's brand no longer exists".into(),
-        ));
+        return Err(ProcessError::Fail(words!(
+            "the file's brand no longer exists",
+            "die Marke der Datei existiert nicht mehr"
+        )));
     }
     let uploader = uploader_rights(tx, file).await?;
     match file.file_type {
@@ -331,9 +350,9 @@ async fn apply_in(
         FileType::Image => image::apply(tx, file, table, map, report).await?,
         FileType::OrderDispatch => dispatch::apply(tx, file, table, map, report, &uploader).await?,
     }
-    tx.record_skipped_rows(&file.id, report.skipped_rows())
+    tx.record_skipped_rows(&file.id, &report.skipped_rows_in(lang))
         .await?;
-    let (status, error) = outcome(file.file_type, report);
+    let (status, error) = outcome(file.file_type, report, lang);
     tx.update_file(
         &file.id,
         &[
@@ -361,10 +380,10 @@ async fn apply_in(
 /// that a dispatch file of which no row applied is `failed` (nothing was shipped, which a
 /// green "processed" would hide), its warnings after a sentence saying so. Its skipped rows
 /// stay downloadable as its error report.
-fn outcome(file_type: FileType, report: &Report) -> (FileStatus, String) {
-    let text = report.text();
+fn outcome(file_type: FileType, report: &Report, lang: Lang) -> (FileStatus, String) {
+    let text = report.text_in(lang);
     if file_type == FileType::OrderDispatch && report.rows_applied == 0 {
-        let mut error = NOTHING_SHIPPED.to_string();
+        let mut error = nothing_shipped().in_lang(lang).to_string();
         if !text.is_empty() {
             error.push('\n');
             error.push_str(&text);
@@ -375,21 +394,58 @@ fn outcome(file_type: FileType, report: &Report) -> (FileStatus, String) {
 }
 
 /// The first line of `detail.error` of a dispatch file of which no row applied.
-pub(crate) const NOTHING_SHIPPED: &str = "No row of the file was applied, so nothing was shipped.";
+pub(crate) fn nothing_shipped() -> Words {
+    words!(
+        "No row of the file was applied, so nothing was shipped.",
+        "Keine Zeile der Datei wurde übernommen, daher wurde nichts versendet."
+    )
+}
+
+/// The language of a user's `detail.lang` if the API speaks it, else English: the language
+/// a file's `detail.error` and error report are kept in (its uploader's).
+async fn language_of(store: &brandhub_store::Store, user: &str) -> Lang {
+    store
+        .text_field_of(Res::User, "detail.lang", user)
+        .await
+        .ok()
+        .flatten()
+        .flatten()
+        .and_then(|tag| Lang::from_tag(&tag))
+        .unwrap_or_default()
+}
+
+/// The language of the uploader of file `file_id` ([`language_of`]).
+async fn uploaders_language(store: &brandhub_store::Store, file_id: &str) -> Lang {
+    let user = store
+        .text_field_of(Res::File, file_paths::USER, file_id)
+        .await
+        .ok()
+        .flatten()
+        .flatten();
+    match user {
+        Some(user) => language_of(store, &user).await,
+        None => Lang::default(),
+    }
+}
 
 /// The uploader as it is now, if it may still write what the file writes (rights can change
 /// between upload and processing); otherwise the file fails with the reason, nothing applied.
 async fn uploader_rights(tx: &mut WriteTx, file: &FileJob) -> Result<Viewer, ProcessError> {
-    let changed = "the uploader's rights changed after the upload, so nothing was applied";
+    let changed = words!(
+        ": the uploader's rights changed after the upload, so nothing was applied",
+        ": die Rechte des Hochladenden haben sich nach dem Upload geändert, daher wurde nichts übernommen"
+    );
     let Some(user) = principal(tx, &file.user).await? else {
-        return Err(ProcessError::Fail(format!(
+        return Err(ProcessError::Fail(words!(
             "the uploader (user '{}') no longer exists; nothing was applied",
+            "der Hochladende (Benutzer '{}') existiert nicht mehr; nichts wurde übernommen",
             file.user
         )));
     };
     if !user.active {
-        return Err(ProcessError::Fail(format!(
+        return Err(ProcessError::Fail(words!(
             "the uploader ({}) is disabled; nothing was applied",
+            "der Hochladende ({}) ist gesperrt; nichts wurde übernommen",
             user.email
         )));
     }
@@ -410,15 +466,15 @@ async fn uploader_rights(tx: &mut WriteTx, file: &FileJob) -> Result<Viewer, Pro
                     .await?
                     .remove(&id.to_ascii_uppercase())
                     .unwrap_or_else(|| id.to_string());
-            return Err(ProcessError::Fail(format!(
-                "{}: {changed}",
-                target.refusal(&viewer, &label)
-            )));
+            return Err(ProcessError::Fail(
+                target.refusal(&viewer, &label).then(&changed),
+            ));
         }
     }
     if let Some((resource, id)) = target.unseen(tx, &viewer).await? {
-        return Err(ProcessError::Fail(format!(
-            "the uploader does not see the {resource} '{id}' the file names (it is gone, or the uploader's rights changed after the upload), so nothing was applied"
+        return Err(ProcessError::Fail(words!(
+            "the uploader does not see the {resource} '{id}' the file names (it is gone, or the uploader's rights changed after the upload), so nothing was applied",
+            "der Hochladende sieht {resource} '{id}' nicht, das die Datei nennt (es ist weg, oder seine Rechte haben sich nach dem Upload geändert), daher wurde nichts übernommen"
         )));
     }
     Ok(viewer)
@@ -434,7 +490,7 @@ fn reason_sentence(reason: &str) -> String {
     let mut chars = reason.trim().chars();
     let mut sentence: String = match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => "The file could not be processed".to_string(),
+        None => return "The file could not be processed.".to_string(),
     };
     if !sentence.ends_with('.') {
         sentence.push('.');
@@ -446,10 +502,11 @@ fn reason_sentence(reason: &str) -> String {
 async fn fail(
     context: &Context,
     file_id: &str,
-    reason: &str,
+    reason: &Words,
     rows: usize,
 ) -> brandhub_store::StoreResult<()> {
-    let error = reason_sentence(reason);
+    let lang = uploaders_language(&context.store, file_id).await;
+    let error = reason_sentence(reason.in_lang(lang));
     let plan = WritePlan::locking(EntryPoint::FileStatus);
     let failed = context
         .store

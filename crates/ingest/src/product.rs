@@ -12,6 +12,7 @@ use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_problem::Words;
 use brandhub_query::text::fold;
 use brandhub_sheet::{Column as C, ColumnMap, Row, Table};
 use brandhub_store::WriteTx;
@@ -51,7 +52,7 @@ struct Line {
     variant_texts: Vec<(&'static str, Cell)>,
 }
 
-fn read_line(row: &Row, map: &ColumnMap) -> Result<Line, String> {
+fn read_line(row: &Row, map: &ColumnMap) -> Result<Line, Words> {
     let product = resource(Res::Product);
     let variant = resource(Res::Variant);
     let texts = |resource, columns: &[(C, &'static str)]| {
@@ -61,7 +62,7 @@ fn read_line(row: &Row, map: &ColumnMap) -> Result<Line, String> {
                 texts.push((path, cell));
             }
         }
-        Ok::<_, String>(texts)
+        Ok::<_, Words>(texts)
     };
     Ok(Line {
         code: fitting(

@@ -4,6 +4,7 @@
 //! there was nothing to report. Long lists name the first few and count the rest.
 
 use crate::lookup::VariantRef;
+use brandhub_problem::{Lang, Words, words};
 use brandhub_query::text::fold;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -26,11 +27,20 @@ impl Missing {
     }
 
     fn nouns(self) -> (&'static str, &'static str) {
-        match self {
-            Missing::Barcode => ("barcode", "barcodes"),
-            Missing::ProductCode => ("product code", "product codes"),
-            Missing::Order => ("order", "orders"),
-            Missing::OrderItem => ("order item", "order items"),
+        self.nouns_in(Lang::En)
+    }
+
+    /// The nouns of one and of several missing values in `lang`.
+    fn nouns_in(self, lang: Lang) -> (&'static str, &'static str) {
+        match (self, lang) {
+            (Missing::Barcode, Lang::En) => ("barcode", "barcodes"),
+            (Missing::ProductCode, Lang::En) => ("product code", "product codes"),
+            (Missing::Order, Lang::En) => ("order", "orders"),
+            (Missing::OrderItem, Lang::En) => ("order item", "order items"),
+            (Missing::Barcode, Lang::De) => ("Barcode", "Barcodes"),
+            (Missing::ProductCode, Lang::De) => ("Produktcode", "Produktcodes"),
+            (Missing::Order, Lang::De) => ("Bestellung", "Bestellungen"),
+            (Missing::OrderItem, Lang::De) => ("Bestellposition", "Bestellpositionen"),
         }
     }
 }
@@ -42,13 +52,13 @@ pub struct Report {
     pub rows_applied: usize,
     pub rows_skipped: usize,
     /// The first [`LISTED`] bad rows by row number, with their reasons, and how many in all.
-    bad_rows: BTreeMap<u32, String>,
+    bad_rows: BTreeMap<u32, Words>,
     bad_row_count: usize,
     missing: BTreeMap<Missing, Named>,
     unknown_columns: Vec<String>,
     /// Every skipped row with its reason, in the order they were skipped: kept with the file
     /// for its error report (`GET /api/file/<id>/report`).
-    every_skipped: Vec<(u32, String)>,
+    every_skipped: Vec<(u32, Words)>,
 }
 
 /// The distinct values of one kind that rows named and the brand lacks: counted, and the
@@ -72,6 +82,20 @@ fn listed(items: &[String], total: usize) -> String {
     text
 }
 
+/// [`listed`] in `lang`.
+fn listed_in(lang: Lang, items: &[String], total: usize) -> String {
+    match lang {
+        Lang::En => listed(items, total),
+        Lang::De => {
+            let mut text = items.join(", ");
+            if total > items.len() {
+                text.push_str(&format!(", … und {} weitere", total - items.len()));
+            }
+            text
+        }
+    }
+}
+
 impl Report {
     /// A report for a file of `rows_read` data rows whose header had these unknown columns.
     pub fn new(rows_read: usize, unknown_columns: &[String]) -> Report {
@@ -88,7 +112,7 @@ impl Report {
     }
 
     /// A row skipped because it is not valid; `reason` names the column and the value.
-    pub fn skip(&mut self, row: u32, reason: impl Into<String>) {
+    pub fn skip(&mut self, row: u32, reason: impl Into<Words>) {
         let reason = reason.into();
         self.rows_skipped += 1;
         self.bad_row_count += 1;
@@ -100,7 +124,7 @@ impl Report {
     }
 
     /// A row's checked values, or `None` with the row skipped for the reason it is not valid.
-    pub(crate) fn checked<T>(&mut self, row: u32, line: Result<T, String>) -> Option<T> {
+    pub(crate) fn checked<T>(&mut self, row: u32, line: Result<T, Words>) -> Option<T> {
         line.map_err(|reason| self.skip(row, reason)).ok()
     }
 
@@ -108,51 +132,75 @@ impl Report {
     /// listed once however many rows name it.
     pub fn not_found(&mut self, row: u32, what: Missing, value: &str) {
         self.rows_skipped += 1;
-        self.every_skipped
-            .push((row, format!("{} {value} not found", what.noun())));
+        let (en, de) = (what.noun(), what.nouns_in(Lang::De).0);
+        self.every_skipped.push((
+            row,
+            words!("{en} {value} not found", "{de} {value} nicht gefunden"),
+        ));
         let named = self.missing.entry(what).or_default();
         if named.seen.insert(value.to_string()) && named.first.len() < LISTED {
             named.first.push(value.to_string());
         }
     }
 
-    /// Every skipped row (its number in the sheet) with its reason.
-    pub fn skipped_rows(&self) -> &[(u32, String)] {
-        &self.every_skipped
+    /// Every skipped row with its reason in `lang`, as the file's error report keeps them.
+    pub fn skipped_rows_in(&self, lang: Lang) -> Vec<(u32, String)> {
+        self.every_skipped
+            .iter()
+            .map(|(row, reason)| (*row, reason.in_lang(lang).to_string()))
+            .collect()
     }
 
-    /// The text for `detail.error`: one `Warning:` line per kind of problem, or `""`.
+    /// The text for `detail.error` in English: one `Warning:` line per kind of problem, or `""`.
+    #[cfg(test)]
     pub fn text(&self) -> String {
+        self.text_in(Lang::En)
+    }
+
+    /// The text for `detail.error` in `lang` (the uploader's): one warning line per kind of
+    /// problem (`Warning:`, in German `Warnung:`), or `""`.
+    pub fn text_in(&self, lang: Lang) -> String {
+        let de = lang == Lang::De;
+        let warning = if de { "Warnung" } else { "Warning" };
         let mut lines = Vec::new();
         for (what, named) in &self.missing {
-            let (one, many) = what.nouns();
+            let (one, many) = what.nouns_in(lang);
+            let not_found = if de { "nicht gefunden" } else { "not found" };
             lines.push(format!(
-                "Warning: {} not found: {}",
+                "{warning}: {} {not_found}: {}",
                 plural(named.seen.len(), one, many),
-                listed(&named.first, named.seen.len())
+                listed_in(lang, &named.first, named.seen.len())
             ));
         }
         if self.bad_row_count > 0 {
+            let row_word = if de { "Zeile" } else { "row" };
             let items: Vec<String> = self
                 .bad_rows
                 .iter()
-                .map(|(row, reason)| format!("row {row} ({reason})"))
+                .map(|(row, reason)| format!("{row_word} {row} ({})", reason.in_lang(lang)))
                 .collect();
+            let (one, many, skipped) = if de {
+                ("Zeile", "Zeilen", "übersprungen")
+            } else {
+                ("row", "rows", "skipped")
+            };
             lines.push(format!(
-                "Warning: {} skipped: {}",
-                plural(self.bad_row_count, "row", "rows"),
-                listed(&items, self.bad_row_count)
+                "{warning}: {} {skipped}: {}",
+                plural(self.bad_row_count, one, many),
+                listed_in(lang, &items, self.bad_row_count)
             ));
         }
         if !self.unknown_columns.is_empty() {
+            let (one, many, ignored) = if de {
+                ("unbekannte Spalte", "unbekannte Spalten", "ignoriert")
+            } else {
+                ("unknown column", "unknown columns", "ignored")
+            };
             lines.push(format!(
-                "Warning: {} ignored: {}",
-                plural(
-                    self.unknown_columns.len(),
-                    "unknown column",
-                    "unknown columns"
-                ),
-                listed(
+                "{warning}: {} {ignored}: {}",
+                plural(self.unknown_columns.len(), one, many),
+                listed_in(
+                    lang,
                     &self.unknown_columns[..self.unknown_columns.len().min(LISTED)],
                     self.unknown_columns.len()
                 )
@@ -178,8 +226,14 @@ mod tests {
     #[test]
     fn warnings_follow_the_contract() {
         let mut report = Report::new(6, &["Launch Date".to_string()]);
-        report.skip(9, "Price \"abc\" is not a number");
-        report.skip(7, "Barcode is empty");
+        report.skip(
+            9,
+            words!(
+                "Price \"abc\" is not a number",
+                "Price \"abc\" ist keine Zahl"
+            ),
+        );
+        report.skip(7, words!("Barcode is empty", "Barcode ist leer"));
         for (row, barcode) in [
             (2, "5012345678900"),
             (3, "5012345678901"),
@@ -191,7 +245,21 @@ mod tests {
         assert_eq!(report.rows_skipped, 6);
         // Every skipped row is kept, in the order skipped, for the error report.
         assert_eq!(
-            report.skipped_rows(),
+            report.skipped_rows_in(Lang::De)[..2],
+            [
+                (9, "Price \"abc\" ist keine Zahl".to_string()),
+                (7, "Barcode ist leer".to_string()),
+            ]
+        );
+        assert!(
+            report.text_in(Lang::De).starts_with(
+                "Warnung: 3 Barcodes nicht gefunden: 5012345678900, 5012345678901, 5012345678902"
+            ),
+            "{}",
+            report.text_in(Lang::De)
+        );
+        assert_eq!(
+            report.skipped_rows_in(Lang::En),
             [
                 (9, "Price \"abc\" is not a number".to_string()),
                 (7, "Barcode is empty".to_string()),

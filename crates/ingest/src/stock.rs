@@ -9,6 +9,7 @@ use crate::process::{FileJob, ProcessError};
 use crate::report::{FirstRows, Report};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record};
+use brandhub_problem::{Words, words};
 use brandhub_sheet::{Column as C, ColumnMap, FileType, Table};
 use brandhub_store::WriteTx;
 use brandhub_store::ids::{new_id, now_timestamp};
@@ -24,8 +25,9 @@ pub(crate) async fn apply(
     report: &mut Report,
 ) -> Result<(), ProcessError> {
     let Some(warehouse) = job.warehouse.clone() else {
-        return Err(ProcessError::Fail(format!(
+        return Err(ProcessError::Fail(words!(
             "the file names no warehouse; upload it as {}",
+            "die Datei nennt kein Lager; als {} hochladen",
             FileType::Stock.part_usage()
         )));
     };
@@ -65,7 +67,7 @@ pub(crate) async fn apply(
     let mut first_rows = FirstRows::default();
     let mut written = Vec::new();
     for row in table.rows() {
-        let line = (|| -> Result<_, String> {
+        let line = (|| -> Result<_, Words> {
             let barcode = required_text(row, map, C::Barcode)?;
             let in_stock = required_integer(row, map, C::InStock, stock, "inStock")?;
             let demand = optional_integer(row, map, C::Demand, stock, "demand")?;

@@ -6,6 +6,9 @@
 use serde::Serialize;
 use std::fmt;
 
+mod words;
+pub use words::Words;
+
 macro_rules! codes {
     ($($variant:ident => $status:literal, $code:literal, $title:literal;)*) => {
         /// A stable, machine-readable error code (docs/API.md, "Errors"). Clients branch on these.
@@ -85,7 +88,16 @@ impl Lang {
             .unwrap_or_default()
     }
 
-    /// The language's tag, as `Content-Language` gives it.
+    /// The language a `detail.lang` names, if the API speaks it.
+    pub fn from_tag(tag: &str) -> Option<Lang> {
+        match tag {
+            "en" => Some(Lang::En),
+            "de" => Some(Lang::De),
+            _ => None,
+        }
+    }
+
+    /// The language's tag (`en`, `de`), as `Content-Language` and `detail.lang` name it.
     pub fn tag(self) -> &'static str {
         match self {
             Lang::En => "en",
@@ -142,7 +154,7 @@ impl fmt::Display for Code {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldError {
     pub field: String,
-    pub message: String,
+    pub message: Words,
     /// The position of the record at fault in an array write (docs/API.md, "Writes: master data and catalogue"), absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<usize>,
@@ -150,12 +162,29 @@ pub struct FieldError {
 
 impl FieldError {
     /// A problem with one field of a single-record write.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(field: impl Into<String>, message: impl Into<Words>) -> Self {
         FieldError {
             field: field.into(),
             message: message.into(),
             index: None,
         }
+    }
+
+    /// The problem as `errors` lists it, its message in `lang`.
+    pub fn body_in(&self, lang: Lang) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "field": self.field,
+            "message": self.message.in_lang(lang),
+        });
+        if let Some(index) = self.index {
+            body["index"] = index.into();
+        }
+        body
+    }
+
+    /// The problem as a part of a sentence: `email is required`.
+    pub fn said(&self) -> Words {
+        Words::english(format!("{} ", self.field)).then(&self.message)
     }
 
     /// The same problem, of the record at `index` of an array write.
@@ -170,7 +199,7 @@ impl FieldError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub code: Code,
-    pub detail: String,
+    pub detail: Words,
     pub field: Option<String>,
     pub errors: Vec<FieldError>,
     /// Seconds a client should wait before retrying (sent as `Retry-After`).
@@ -182,7 +211,7 @@ pub struct ApiError {
 impl ApiError {
     /// An error with a message; the message must name what was wrong and, where it helps, what
     /// would be right.
-    pub fn new(code: Code, detail: impl Into<String>) -> Self {
+    pub fn new(code: Code, detail: impl Into<Words>) -> Self {
         ApiError {
             code,
             detail: detail.into(),
@@ -227,7 +256,10 @@ impl ApiError {
     pub fn internal() -> Self {
         ApiError::new(
             Code::Internal,
-            "The server failed to answer this request. The request id identifies it in the log.",
+            words!(
+                "The server failed to answer this request. The request id identifies it in the log.",
+                "Der Server konnte diese Anfrage nicht beantworten. Die Kennung der Anfrage findet sie im Protokoll."
+            ),
         )
     }
 
@@ -237,10 +269,24 @@ impl ApiError {
     pub fn unavailable(retry_after: u64) -> Self {
         let mut error = ApiError::new(
             Code::Unavailable,
-            format!("The database cannot be reached now; retry in {retry_after} s."),
+            words!(
+                "The database cannot be reached now; retry in {retry_after} s.",
+                "Die Datenbank ist gerade nicht erreichbar; bitte in {retry_after} s erneut versuchen."
+            ),
         );
         error.retry_after = Some(retry_after);
         error
+    }
+
+    /// The detail of a refused write: every problem, by field.
+    pub fn refusal(problems: &[FieldError]) -> Words {
+        let said: Vec<Words> = problems.iter().map(FieldError::said).collect();
+        words!(
+            "The write was refused: ",
+            "Der Schreibvorgang wurde abgelehnt: "
+        )
+        .then(&Words::join(&said, "; "))
+        .then(&Words::english("."))
     }
 
     /// The HTTP status of this error's code.
@@ -253,20 +299,20 @@ impl ApiError {
         self.body_in(Lang::En)
     }
 
-    /// The problem+json body with its title in `lang`.
+    /// The problem+json body with its title, detail and field messages in `lang`.
     pub fn body_in(&self, lang: Lang) -> serde_json::Value {
         let mut body = serde_json::json!({
             "type": "about:blank",
             "title": self.code.title_in(lang),
             "status": self.code.status(),
-            "detail": self.detail,
+            "detail": self.detail.in_lang(lang),
             "code": self.code.as_str(),
         });
         if let Some(field) = &self.field {
             body["field"] = serde_json::Value::String(field.clone());
         }
         if !self.errors.is_empty() {
-            body["errors"] = serde_json::to_value(&self.errors).unwrap_or_default();
+            body["errors"] = self.errors.iter().map(|e| e.body_in(lang)).collect();
         }
         body
     }

@@ -9,7 +9,7 @@
 use crate::plan::Viewer;
 use crate::write::{MAX_WRITE_RECORDS, WriteMode, WriteValues, parse_fields};
 use brandhub_catalog::{BulkSet, Field, Resource};
-use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_problem::{ApiError, ApiResult, Code, FieldError, Words, words};
 use serde_json::Value;
 
 /// How an element names its record.
@@ -78,7 +78,7 @@ pub fn parse_bulk(
             return Err(error);
         }
         let mut problems = Vec::new();
-        let at = |field: &str, message: String| FieldError {
+        let at = |field: &str, message: Words| FieldError {
             field: field.to_string(),
             message,
             index: Some(index),
@@ -98,7 +98,7 @@ pub fn parse_bulk(
                 )?
             }
             None => {
-                problems.push(at(bulk.field, "is required".to_string()));
+                problems.push(at(bulk.field, words!("is required", "ist Pflicht")));
                 WriteValues::default()
             }
         };
@@ -109,8 +109,9 @@ pub fn parse_bulk(
             other => {
                 problems.push(at(
                     key,
-                    format!(
+                    words!(
                         "must be a non-empty text, not {}",
+                        "muss ein nicht leerer Text sein, nicht {}",
                         other.cloned().unwrap_or(Value::Null)
                     ),
                 ));
@@ -136,7 +137,12 @@ pub fn parse_bulk(
         } else {
             problems.push(at(
                 "id",
-                format!("names no {}: give {}", resource.name, ways(bulk)),
+                words!(
+                    "names no {}: give {}",
+                    "nennt kein {}: {} angeben",
+                    resource.name,
+                    ways(bulk)
+                ),
             ));
             None
         };

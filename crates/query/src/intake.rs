@@ -5,9 +5,9 @@
 //! checked what needs the database.
 
 use crate::plan::Viewer;
-use crate::write::{WriteMode, WriteValues, parse_fields, parse_object};
+use crate::write::{WriteMode, WriteValues, expected_got, parse_fields, parse_object};
 use brandhub_catalog::{Resource, catalog};
-use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_problem::{ApiError, ApiResult, Code, FieldError, Words, words};
 use serde_json::Value;
 
 /// The most lines one order may have.
@@ -36,7 +36,7 @@ pub struct Intake {
 
 fn problem(
     field: impl Into<String>,
-    message: impl Into<String>,
+    message: impl Into<Words>,
     index: Option<usize>,
 ) -> FieldError {
     FieldError {
@@ -79,7 +79,10 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
                 let Value::Object(mut line) = line else {
                     parsed.problems.push(problem(
                         "order_orderItem",
-                        "each line must be a JSON object",
+                        words!(
+                            "each line must be a JSON object",
+                            "jede Position muss ein JSON-Objekt sein"
+                        ),
                         Some(index),
                     ));
                     continue;
@@ -90,7 +93,7 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
                     Some(other) => {
                         parsed.problems.push(problem(
                             format!("order_orderItem.{name}"),
-                            format!("expected text, got {other}"),
+                            expected_got(&words!("text", "ein Text"), &other),
                             Some(index),
                         ));
                         None
@@ -109,10 +112,17 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
                 if given.len() > 1 {
                     parsed.problems.push(problem(
                         "order_orderItem",
-                        format!(
-                            "names its variant by {}: give exactly one of {}",
-                            given.join(" and "),
-                            VARIANT_NAMES.join(", ")
+                        Words::new(
+                            format!(
+                                "names its variant by {}: give exactly one of {}",
+                                given.join(" and "),
+                                VARIANT_NAMES.join(", ")
+                            ),
+                            format!(
+                                "nennt seine Variante durch {}: genau eines von {} angeben",
+                                given.join(" und "),
+                                VARIANT_NAMES.join(", ")
+                            ),
                         ),
                         Some(index),
                     ));
@@ -126,7 +136,9 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
                     viewer,
                 )
                 .map_err(|mut error| {
-                    error.detail = format!("Line {index}: {}", error.detail);
+                    error.detail = error
+                        .detail
+                        .led_by(words!("Line {index}: ", "Position {index}: "));
                     error.field = error.field.map(|f| format!("order_orderItem.{f}"));
                     error
                 })?;
@@ -143,12 +155,18 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
         }
         Some(_) => parsed.problems.push(problem(
             "order_orderItem",
-            format!("must be an array of 1 to {MAX_LINES} lines"),
+            words!(
+                "must be an array of 1 to {MAX_LINES} lines",
+                "muss eine Liste von 1 bis {MAX_LINES} Positionen sein"
+            ),
             None,
         )),
         None => parsed.problems.push(problem(
             "order_orderItem",
-            "is required: an order has at least one line",
+            words!(
+                "is required: an order has at least one line",
+                "ist Pflicht: eine Bestellung hat mindestens eine Position"
+            ),
             None,
         )),
     }
@@ -157,9 +175,11 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
         .iter()
         .any(|(f, c)| f.path.starts_with("shipAddress.") && !c.is_unset());
     if !ship_given && !parsed.has_problem("shipAddress") {
-        parsed
-            .problems
-            .push(problem("shipAddress", "is required", None));
+        parsed.problems.push(problem(
+            "shipAddress",
+            words!("is required", "ist Pflicht"),
+            None,
+        ));
     }
     Ok(Intake {
         order: parsed,

@@ -4,11 +4,11 @@
 //! A name the action does not know is 400 `unknown_field`; every wrong value is gathered into
 //! one 422.
 
-use crate::write::{validation_failed, whole_number};
+use crate::write::{expected_got, must_be_not, validation_failed, whole_number};
 use brandhub_catalog::Res;
 use brandhub_catalog::lifecycle::ORDER_LIFECYCLE;
 use brandhub_catalog::{Cell, Resource, catalog};
-use brandhub_problem::{ApiError, ApiResult, FieldError};
+use brandhub_problem::{ApiError, ApiResult, FieldError, Words, words};
 use chrono::NaiveDateTime;
 use serde_json::{Map, Value};
 
@@ -54,7 +54,7 @@ struct Reader {
 }
 
 impl Reader {
-    fn problem(&mut self, field: &str, message: String) {
+    fn problem(&mut self, field: &str, message: Words) {
         self.problems.push(FieldError {
             field: field.to_string(),
             message,
@@ -84,7 +84,7 @@ impl Reader {
                 Some(text.clone())
             }
             other => {
-                self.problem(field, format!("expected text, got {other}"));
+                self.problem(field, expected_got(&words!("text", "ein Text"), other));
                 None
             }
         }
@@ -103,14 +103,23 @@ impl Reader {
                     Err(_) => {
                         self.problem(
                             field,
-                            format!("expected a timestamp YYYY-MM-DDTHH:MM:SS, got {value}"),
+                            expected_got(
+                                &words!(
+                                    "a timestamp YYYY-MM-DDTHH:MM:SS",
+                                    "ein Zeitpunkt JJJJ-MM-TTTHH:MM:SS"
+                                ),
+                                value,
+                            ),
                         );
                         None
                     }
                 }
             }
             other => {
-                self.problem(field, format!("expected a timestamp, got {other}"));
+                self.problem(
+                    field,
+                    expected_got(&words!("a timestamp", "ein Zeitpunkt"), other),
+                );
                 None
             }
         }
@@ -128,7 +137,7 @@ impl Reader {
         };
         let problem = match whole {
             Some(n) => declared.value_problem(&Cell::Integer(n)),
-            None => Some(format!("must be {}, not {value}", declared.expected())),
+            None => Some(must_be_not(&declared.expected(), value)),
         };
         match problem {
             None => whole,
@@ -184,7 +193,10 @@ pub fn read_ask(
                 let Value::Array(lines) = value else {
                     reader.problem(
                         "order_orderItem",
-                        format!("expected an array of lines, got {value}"),
+                        expected_got(
+                            &words!("an array of lines", "eine Liste von Positionen"),
+                            value,
+                        ),
                     );
                     continue;
                 };
@@ -192,7 +204,10 @@ pub fn read_ask(
                     let Value::Object(line) = line else {
                         reader.problem(
                             "order_orderItem",
-                            format!("line {i} must be an object, not {line}"),
+                            words!(
+                                "line {i} must be an object, not {line}",
+                                "Position {i} muss ein Objekt sein, nicht {line}"
+                            ),
                         );
                         continue;
                     };
@@ -231,7 +246,7 @@ pub fn read_ask(
                                 }
                                 other => reader.problem(
                                     "order_orderItem.detail",
-                                    format!("expected an object, got {other}"),
+                                    expected_got(&words!("an object", "ein Objekt"), other),
                                 ),
                             },
                             _ => {
@@ -246,7 +261,13 @@ pub fn read_ask(
                         }
                     }
                     if asked.id.is_empty() {
-                        reader.problem("order_orderItem.id", format!("line {i} names no line id"));
+                        reader.problem(
+                            "order_orderItem.id",
+                            words!(
+                                "line {i} names no line id",
+                                "Position {i} nennt keine Positionskennung"
+                            ),
+                        );
                     }
                     ask.lines.push(asked);
                 }
@@ -257,7 +278,13 @@ pub fn read_ask(
     if ask.status.is_empty() {
         match default_status {
             Some(status) => ask.status = status.to_string(),
-            None => reader.problem("status", "is required: it names the lifecycle step".into()),
+            None => reader.problem(
+                "status",
+                words!(
+                    "is required: it names the lifecycle step",
+                    "ist Pflicht: er nennt den Schritt im Ablauf"
+                ),
+            ),
         }
     }
     if !reader.problems.is_empty() {

@@ -6,7 +6,7 @@
 
 use crate::plan::Viewer;
 use brandhub_catalog::{Cell, Field, FieldType, Resource};
-use brandhub_problem::{ApiError, ApiResult, Code, FieldError};
+use brandhub_problem::{ApiError, ApiResult, Code, FieldError, Lang, Words, words};
 use chrono::NaiveDateTime;
 use serde_json::Value;
 
@@ -84,12 +84,28 @@ fn flatten<'a>(
     }
 }
 
-fn kind_error(field: &Field, expected: &str, value: &Value) -> FieldError {
+fn kind_error(field: &Field, expected: &Words, value: &Value) -> FieldError {
     FieldError {
         field: field.path.clone(),
-        message: format!("expected {expected}, got {value}"),
+        message: expected_got(expected, value),
         index: None,
     }
+}
+
+/// A value of the wrong kind: `expected a text, got 5`.
+pub(crate) fn expected_got(expected: &Words, value: &Value) -> Words {
+    Words::new(
+        format!("expected {expected}, got {value}"),
+        format!("erwartet {}, erhalten {value}", expected.in_lang(Lang::De)),
+    )
+}
+
+/// A number outside what a field takes: `must be a whole number from 1 to 10, not 0.5`.
+pub(crate) fn must_be_not(expected: &Words, value: impl std::fmt::Display) -> Words {
+    Words::new(
+        format!("must be {expected}, not {value}"),
+        format!("muss {} sein, nicht {value}", expected.in_lang(Lang::De)),
+    )
 }
 
 fn id_value(field: &Field, value: &Value) -> Result<Option<String>, FieldError> {
@@ -101,7 +117,10 @@ fn id_value(field: &Field, value: &Value) -> Result<Option<String>, FieldError> 
         }
         other => Err(kind_error(
             field,
-            "an id (32 hexadecimal characters) or null",
+            &words!(
+                "an id (32 hexadecimal characters) or null",
+                "eine Kennung (32 Hexadezimalzeichen) oder null"
+            ),
             other,
         )),
     }
@@ -111,7 +130,10 @@ fn id_value(field: &Field, value: &Value) -> Result<Option<String>, FieldError> 
 fn nul_error(field: &Field) -> FieldError {
     FieldError {
         field: field.path.clone(),
-        message: "contains the NUL character (U+0000), which no field can hold".into(),
+        message: words!(
+            "contains the NUL character (U+0000), which no field can hold",
+            "enthält das Zeichen NUL (U+0000), das kein Feld halten kann"
+        ),
         index: None,
     }
 }
@@ -145,7 +167,7 @@ fn whole_number_of(field: &Field, value: &Value) -> Result<i64, FieldError> {
     match value {
         Value::Number(n) => whole_number(n).ok_or_else(|| FieldError {
             field: field.path.clone(),
-            message: format!("must be {}, not {n}", field.expected()),
+            message: must_be_not(&field.expected(), n),
             index: None,
         }),
         other => Err(kind_error(field, &field.expected(), other)),
@@ -158,7 +180,7 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
             Value::Null => Cell::Text(String::new()),
             Value::String(text) if text.contains('\0') => return Err(nul_error(field)),
             Value::String(text) => Cell::Text(text.clone()),
-            other => return Err(kind_error(field, "text", other)),
+            other => return Err(kind_error(field, &words!("text", "ein Text"), other)),
         },
         FieldType::Id => id_value(field, value)?.map_or(Cell::Null, Cell::Text),
         FieldType::Integer => match value {
@@ -177,7 +199,13 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
         FieldType::Boolean => match value {
             Value::Null => Cell::Null,
             Value::Bool(b) => Cell::Boolean(*b),
-            other => return Err(kind_error(field, "true or false", other)),
+            other => {
+                return Err(kind_error(
+                    field,
+                    &words!("true or false", "true oder false"),
+                    other,
+                ));
+            }
         },
         FieldType::Timestamp | FieldType::PreciseTimestamp => match value {
             Value::Null => Cell::Null,
@@ -187,13 +215,28 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
                     text.trim_end_matches('Z'),
                     "%Y-%m-%dT%H:%M:%S%.f",
                 )
-                .map_err(|_| kind_error(field, "a timestamp YYYY-MM-DDTHH:MM:SS", value))?;
+                .map_err(|_| {
+                    kind_error(
+                        field,
+                        &words!(
+                            "a timestamp YYYY-MM-DDTHH:MM:SS",
+                            "ein Zeitpunkt JJJJ-MM-TTTHH:MM:SS"
+                        ),
+                        value,
+                    )
+                })?;
                 Cell::Text(crate::plan::value::format_stamp(
                     instant,
                     field.ty == FieldType::PreciseTimestamp,
                 ))
             }
-            other => return Err(kind_error(field, "a timestamp", other)),
+            other => {
+                return Err(kind_error(
+                    field,
+                    &words!("a timestamp", "ein Zeitpunkt"),
+                    other,
+                ));
+            }
         },
         FieldType::Object | FieldType::List => unreachable!("handled by the caller"),
     })
@@ -202,14 +245,20 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
 fn list_values(field: &'static Field, value: &Value) -> Result<Vec<String>, FieldError> {
     let element = field.list.as_ref().map_or(FieldType::Text, |l| l.element);
     let Value::Array(items) = value else {
-        return Err(kind_error(field, "an array", value));
+        return Err(kind_error(field, &words!("an array", "eine Liste"), value));
     };
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         match (element, item) {
             (FieldType::Id, _) => match id_value(field, item)? {
                 Some(id) => out.push(id),
-                None => return Err(kind_error(field, "an array of ids", value)),
+                None => {
+                    return Err(kind_error(
+                        field,
+                        &words!("an array of ids", "eine Liste von Kennungen"),
+                        value,
+                    ));
+                }
             },
             (_, Value::String(text)) if text.contains('\0') => return Err(nul_error(field)),
             (_, Value::String(text)) => {
@@ -219,13 +268,19 @@ fn list_values(field: &'static Field, value: &Value) -> Result<Vec<String>, Fiel
                 if let Some(problem) = problem {
                     return Err(FieldError {
                         field: field.path.clone(),
-                        message: format!("element {} {problem}", out.len()),
+                        message: words!("element {} ", "Element {} ", out.len()).then(&problem),
                         index: None,
                     });
                 }
                 out.push(text.clone())
             }
-            _ => return Err(kind_error(field, "an array of texts", value)),
+            _ => {
+                return Err(kind_error(
+                    field,
+                    &words!("an array of texts", "eine Liste von Texten"),
+                    value,
+                ));
+            }
         }
     }
     Ok(out)
@@ -243,8 +298,9 @@ pub fn parse_write(
     let value: Value = serde_json::from_slice(body).map_err(|error| {
         ApiError::new(
             Code::InvalidValue,
-            format!(
+            words!(
                 "The body must be a JSON object of {} fields: {error}.",
+                "Der Inhalt muss ein JSON-Objekt mit Feldern von {} sein: {error}.",
                 resource.name
             ),
         )
@@ -252,8 +308,9 @@ pub fn parse_write(
     let Value::Object(object) = &value else {
         return Err(ApiError::new(
             Code::InvalidValue,
-            format!(
+            words!(
                 "The body must be a JSON object of {} fields, not {value}.",
+                "Der Inhalt muss ein JSON-Objekt mit Feldern von {} sein, nicht {value}.",
                 resource.name
             ),
         ));
@@ -275,8 +332,9 @@ pub fn parse_writes(
     let value: Value = serde_json::from_slice(body).map_err(|error| {
         ApiError::new(
             Code::InvalidValue,
-            format!(
+            words!(
                 "The body must be a JSON object of {} fields or an array of them: {error}.",
+                "Der Inhalt muss ein JSON-Objekt mit Feldern von {} oder eine Liste davon sein: {error}.",
                 resource.name
             ),
         )
@@ -292,15 +350,18 @@ pub fn parse_writes(
                 let Value::Object(object) = item else {
                     return Err(ApiError::new(
                         Code::InvalidValue,
-                        format!(
+                        words!(
                             "Element {index} of the array must be a JSON object of {} fields, not {item}.",
+                            "Element {index} der Liste muss ein JSON-Objekt mit Feldern von {} sein, nicht {item}.",
                             resource.name
                         ),
                     ));
                 };
                 let mut values = parse_object(resource, WriteMode::Create, object, viewer)
                     .map_err(|mut error| {
-                        error.detail = format!("Element {index}: {}", error.detail);
+                        error.detail = error
+                            .detail
+                            .led_by(words!("Element {index}: ", "Element {index}: "));
                         error
                     })?;
                 for problem in &mut values.problems {
@@ -312,8 +373,9 @@ pub fn parse_writes(
         }
         _ => Err(ApiError::new(
             Code::InvalidValue,
-            format!(
+            words!(
                 "The body must be a JSON object of {} fields or an array of 1 to {MAX_WRITE_RECORDS} of them.",
+                "Der Inhalt muss ein JSON-Objekt mit Feldern von {} oder eine Liste von 1 bis {MAX_WRITE_RECORDS} davon sein.",
                 resource.name
             ),
         )),
@@ -340,7 +402,10 @@ pub fn parse_object(
             if emptied && !values.problems.iter().any(|e| e.field == *path) {
                 values.problems.push(FieldError {
                     field: path.to_string(),
-                    message: "is required: it can be changed but not emptied".into(),
+                    message: words!(
+                        "is required: it can be changed but not emptied",
+                        "ist Pflicht: es kann geändert, aber nicht geleert werden"
+                    ),
                     index: None,
                 });
             }
@@ -380,18 +445,21 @@ pub fn parse_fields(
         if field.ty == FieldType::Object {
             match value {
                 Value::Object(inner) => flatten(&path, inner, &mut pending),
-                other => errors.push(kind_error(field, "an object", other)),
+                other => errors.push(kind_error(field, &words!("an object", "ein Objekt"), other)),
             }
             continue;
         }
         if !writable.contains(&field.path.as_str()) {
             let message = match mode {
-                WriteMode::Create => "is set by the server and cannot be given",
-                WriteMode::Update => "cannot be changed",
+                WriteMode::Create => words!(
+                    "is set by the server and cannot be given",
+                    "wird vom Server gesetzt und kann nicht angegeben werden"
+                ),
+                WriteMode::Update => words!("cannot be changed", "kann nicht geändert werden"),
             };
             errors.push(FieldError {
                 field: field.path.clone(),
-                message: message.into(),
+                message,
                 index: None,
             });
             continue;
@@ -408,7 +476,7 @@ pub fn parse_fields(
             Ok(Cell::Null) if field.required && field.ty != FieldType::Text => {
                 errors.push(FieldError {
                     field: field.path.clone(),
-                    message: "must not be null".into(),
+                    message: words!("must not be null", "darf nicht null sein"),
                     index: None,
                 })
             }
@@ -423,7 +491,7 @@ pub fn parse_fields(
             if !given && !errors.iter().any(|e| e.field == *path) {
                 errors.push(FieldError {
                     field: path.to_string(),
-                    message: "is required".into(),
+                    message: words!("is required", "ist Pflicht"),
                     index: None,
                 });
             }
@@ -441,14 +509,7 @@ pub fn validation_failed(mut errors: Vec<FieldError>) -> ApiError {
     // By record, then field: the same body always lists its problems in the same order,
     // whatever order its keys came in.
     errors.sort_by(|a, b| (a.index, &a.field).cmp(&(b.index, &b.field)));
-    let summary: Vec<String> = errors
-        .iter()
-        .map(|e| format!("{} {}", e.field, e.message))
-        .collect();
-    let mut error = ApiError::new(
-        Code::ValidationFailed,
-        format!("The write was refused: {}.", summary.join("; ")),
-    );
+    let mut error = ApiError::new(Code::ValidationFailed, ApiError::refusal(&errors));
     error.errors = errors;
     error
 }

@@ -25,14 +25,12 @@ export function field(label, control, hint) {
   return el('div', { class: 'field' }, el('label', { for: id }, label), control, hint ? el('small', { class: 'hint' }, hint) : null);
 }
 
-/** What the server says in its own words (a problem's detail, a field's message), which it
- * writes in English: shown as it is on an English page; on a page in another language
- * folded away under a summary in that language and marked as English, so that the page
- * reads in its language and the server's words are still one click away. */
+/** What the server says in its own words (a problem's detail, a field's message): the API
+ * answers in the page's language (its Accept-Language), so the words are shown as they
+ * come, marked as that language. */
 export function serverWords(node) {
-  if (language() === 'en') return node;
-  node.setAttribute('lang', 'en');
-  return el('details', { class: 'server-words' }, el('summary', {}, t('serverWords')), node);
+  node.setAttribute('lang', language());
+  return node;
 }
 
 /** Whether an error is the server's answer (a problem it sent), not the portal's own. */

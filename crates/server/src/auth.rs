@@ -12,14 +12,14 @@
 use crate::AppState;
 use crate::problem::{Answer, Problem};
 use crate::proxies::TrustedProxies;
-use crate::ratelimit::{Buckets, Limit, too_many};
+use crate::ratelimit::{Buckets, Limit, failed_from_this_address, for_this_key, too_many};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use brandhub_problem::{ApiError, ApiResult, Code};
+use brandhub_problem::{ApiError, ApiResult, Code, words};
 use brandhub_store::accounts::auth_stamp;
 use brandhub_store::accounts::sessions::{SESSION_IDLE_MILLIS, session_of};
 use brandhub_store::{Caller, CallerCheck, Store, Timing, Versions};
@@ -164,7 +164,10 @@ impl Authenticator {
         {
             return Err(ApiError::new(
                 Code::Unauthenticated,
-                "Too many failed authentications from this address to check another key now.",
+                words!(
+                    "Too many failed authentications from this address to check another key now.",
+                    "Zu viele fehlgeschlagene Anmeldungen von dieser Adresse, um jetzt einen weiteren Schlüssel zu prüfen."
+                ),
             ));
         }
         let caller = match known {
@@ -177,7 +180,7 @@ impl Authenticator {
                     .ok_or_else(|| {
                         ApiError::new(
                             Code::Unauthenticated,
-                            "The user name and API key do not identify an active user's valid key.",
+                            words!("The user name and API key do not identify an active user's valid key.", "Benutzername und API-Schlüssel nennen keinen gültigen Schlüssel eines aktiven Benutzers."),
                         )
                     })?;
                 let caller = Arc::new(caller);
@@ -312,17 +315,14 @@ async fn checked(
             if counted {
                 auth.per_key
                     .take(&authenticated.caller.key_id, Instant::now())
-                    .map_err(|wait| Problem(too_many(wait, "requests for this key")))?;
+                    .map_err(|wait| Problem(too_many(wait, for_this_key())))?;
             }
             Ok(authenticated)
         }
         Err(problem) if problem.0.code == Code::Unauthenticated => {
             let _ = auth.failures.take(&address, Instant::now());
             match blocked {
-                Some(wait) => Err(Problem(too_many(
-                    wait,
-                    "failed authentications from this address",
-                ))),
+                Some(wait) => Err(Problem(too_many(wait, failed_from_this_address()))),
                 None => Err(problem),
             }
         }
@@ -362,7 +362,7 @@ impl FromRequestParts<AppState> for WriteCaller {
         {
             auth.per_key
                 .take(&caller.key_id, Instant::now())
-                .map_err(|wait| Problem(too_many(wait, "requests for this key")))?;
+                .map_err(|wait| Problem(too_many(wait, for_this_key())))?;
             let address = client_address(parts, &state.trusted_proxies);
             // Its credentials are those of a caller checked before: it is known.
             crate::bodies::caller_known(&parts.extensions);

@@ -77,6 +77,16 @@ pub async fn in_the_clients_language(
     }
 }
 
+/// The language of the request being answered, as its `Accept-Language` names it (English
+/// without one): for words answered inside a successful response (a bulk step's refusals).
+pub(crate) fn asked_language() -> Lang {
+    LANGUAGE
+        .try_with(|asked| asked.header)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
 /// Notes the request's authenticated caller (`auth`): its language titles the request's
 /// problems if the request names none.
 pub(crate) fn caller_known(user_id: &str) {
@@ -95,11 +105,7 @@ async fn users_language(state: &AppState, user: &str) -> Option<Lang> {
         .text_field_of(Res::User, "detail.lang", user)
         .await
         .ok()??;
-    match lang?.as_str() {
-        "de" => Some(Lang::De),
-        "en" => Some(Lang::En),
-        _ => None,
-    }
+    Lang::from_tag(&lang?)
 }
 
 /// An [`ApiError`] on its way to the client.
@@ -171,7 +177,7 @@ impl From<StoreError> for Problem {
 
 /// The problem a store error is answered with.
 pub(crate) fn from_store(error: StoreError) -> ApiError {
-    let detail = error.to_string();
+    let detail = error.words();
     {
         match error {
             StoreError::Request(error) => error,

@@ -2,7 +2,7 @@
 //! and each client address may fail authentication only so often (so keys cannot be guessed
 //! at speed). An empty bucket answers 429 `rate_limited` with `Retry-After`.
 
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, Words, words};
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
@@ -123,12 +123,28 @@ impl<K: Hash + Eq + Clone> Buckets<K> {
     }
 }
 
+/// What a key's requests are limited by, as a 429 says it.
+pub fn for_this_key() -> Words {
+    words!("requests for this key", "Anfragen mit diesem Schlüssel")
+}
+
+/// What an address's failed sign-ins are limited by, as a 429 says it.
+pub fn failed_from_this_address() -> Words {
+    words!(
+        "failed authentications from this address",
+        "fehlgeschlagene Anmeldungen von dieser Adresse"
+    )
+}
+
 /// The 429 for a wait.
-pub fn too_many(wait: Duration, what: &str) -> ApiError {
+pub fn too_many(wait: Duration, what: Words) -> ApiError {
     let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
     let mut error = ApiError::new(
         Code::RateLimited,
-        format!("Too many {what}; retry in {seconds} s."),
+        what.led_by(words!("Too many ", "Zu viele ")).then(&words!(
+            "; retry in {seconds} s.",
+            "; bitte in {seconds} s erneut versuchen."
+        )),
     );
     error.retry_after = Some(seconds);
     error
@@ -173,7 +189,7 @@ mod tests {
 
     #[test]
     fn the_answer_carries_whole_seconds() {
-        let error = too_many(Duration::from_millis(1200), "requests for this key");
+        let error = too_many(Duration::from_millis(1200), for_this_key());
         assert_eq!(error.code, Code::RateLimited);
         assert_eq!(error.retry_after, Some(2));
     }

@@ -2,6 +2,7 @@
 //! file, because the server stores it as the file's `detail.error`.
 
 use crate::format::Format;
+use brandhub_problem::Words;
 
 /// Why a spreadsheet could not be turned into rows, or its header did not fit its file type.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -69,6 +70,43 @@ impl SheetError {
             format,
             reason: reason.to_string(),
         }
+    }
+}
+
+impl SheetError {
+    /// The message in each language the API speaks (the uploader's is stored); the
+    /// English is [`std::fmt::Display`]'s.
+    pub fn words(&self) -> Words {
+        let english = self.to_string();
+        let german = match self {
+            SheetError::Unreadable { format, reason } => {
+                format!(
+                    "die Datei ist keine lesbare Datei {}: {reason}",
+                    format.noun()
+                )
+            }
+            SheetError::TooLarge { reason } => {
+                format!("die Datei ist zu groß zum Lesen: {reason}")
+            }
+            SheetError::TooManyRows { max } => {
+                format!("das Blatt hat mehr als {max} Datenzeilen")
+            }
+            SheetError::Empty => "das Blatt ist leer: keine Kopfzeile gefunden".to_string(),
+            SheetError::LongHeader { cell, chars, max } => format!(
+                "die Kopfzeile hat eine Zelle ({cell}) mit {chars} Zeichen; eine Zelle darf höchstens {max} halten"
+            ),
+            SheetError::MissingColumns(columns) => {
+                let plural = if columns.len() == 1 { "" } else { "n" };
+                format!("fehlende Pflichtspalte{plural}: {}", columns.join(", "))
+            }
+            SheetError::DuplicateColumn {
+                column,
+                first,
+                second,
+            } => format!("Spalte {column} kommt zweimal vor: {first} und {second}"),
+            SheetError::UnknownFileType(name) => format!("unbekannter Dateityp \"{name}\""),
+        };
+        Words::new(english, german)
     }
 }
 

@@ -6,6 +6,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::events::EVENT_TABLE;
 use crate::versions::Versions;
 use brandhub_catalog::{Cell, FieldType};
+use brandhub_problem::words;
 use sea_query::{
     Alias, Asterisk, CommonTableExpression, Expr, ExprTrait, Func, InsertStatement,
     PostgresQueryBuilder, Query, SqliteQueryBuilder, WithClause,
@@ -2136,7 +2137,10 @@ fn batch_error(
 fn caller_changed() -> StoreError {
     Timing::note_caller_check(CallerCheck::Changed);
     StoreError::Conflict {
-        detail: "The API key or its user changed while this write was made, so nothing was written; send the request again.".to_string(),
+        detail: words!(
+            "The API key or its user changed while this write was made, so nothing was written; send the request again.",
+            "Der API-Schlüssel oder sein Benutzer hat sich während dieses Schreibvorgangs geändert, daher wurde nichts geschrieben; bitte die Anfrage erneut senden."
+        ),
         field: None,
     }
 }
@@ -2149,14 +2153,18 @@ fn write_error(table: &str, error: sqlx::Error) -> StoreError {
         }
         if db.is_unique_violation() {
             return StoreError::Conflict {
-                detail: format!("A {table} record with the same unique values exists already."),
+                detail: words!(
+                    "A {table} record with the same unique values exists already.",
+                    "Ein Datensatz {table} mit denselben eindeutigen Werten existiert schon."
+                ),
                 field: None,
             };
         }
         if db.is_foreign_key_violation() {
             return StoreError::Conflict {
-                detail: format!(
-                    "The {table} change refers to a record that does not exist, or is still referred to."
+                detail: words!(
+                    "The {table} change refers to a record that does not exist, or is still referred to.",
+                    "Die Änderung an {table} verweist auf einen Datensatz, der nicht existiert, oder wird noch verwendet."
                 ),
                 field: None,
             };

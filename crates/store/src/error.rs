@@ -2,7 +2,7 @@
 //! record not found, a key taken, a version that moved on); the server decides how each is
 //! answered (`server::problem`), so no HTTP status is chosen down here.
 
-use brandhub_problem::{ApiError, FieldError};
+use brandhub_problem::{ApiError, FieldError, Words, words};
 use std::fmt;
 
 /// A store operation that did not happen, and why.
@@ -18,19 +18,19 @@ pub enum StoreError {
         about: Option<String>,
     },
     /// No such record, or none the caller sees: the same to the caller.
-    NotFound(String),
+    NotFound(Words),
     /// The caller sees the record but may not do this to it.
-    Refused(String),
+    Refused(Words),
     /// The write conflicts with what is stored: a key taken, a record still referred to, a
     /// limit reached, a race lost.
     Conflict {
-        detail: String,
+        detail: Words,
         field: Option<String>,
     },
     /// The record changed since the version the caller named (`If-Match`).
-    Stale(String),
+    Stale(Words),
     /// A lifecycle step the transition table does not allow from the record's status.
-    Transition(String),
+    Transition(Words),
     /// The store cannot be opened as configured (a database URL of an unknown kind).
     Config(String),
     /// The database cannot be reached now (a connection refused, reset or ended by its
@@ -49,12 +49,15 @@ pub enum StoreError {
 /// [`StoreError::raced`]'s detail.
 const RACED: &str = "The record changed while this write was being checked; send it again.";
 
+/// [`RACED`] in German.
+const RACED_DE: &str = "Der Datensatz hat sich geändert, während dieser Schreibvorgang geprüft wurde; bitte erneut senden.";
+
 /// Shorthand for store results.
 pub type StoreResult<T> = Result<T, StoreError>;
 
 impl StoreError {
     /// A conflict, with the field (or fields) it is about.
-    pub fn conflict(detail: impl Into<String>, field: impl Into<String>) -> StoreError {
+    pub fn conflict(detail: impl Into<Words>, field: impl Into<String>) -> StoreError {
         StoreError::Conflict {
             detail: detail.into(),
             field: Some(field.into()),
@@ -66,14 +69,14 @@ impl StoreError {
     /// the write is done again. Told as a conflict should it ever reach a caller.
     pub fn raced() -> StoreError {
         StoreError::Conflict {
-            detail: RACED.into(),
+            detail: Words::new(RACED, RACED_DE),
             field: None,
         }
     }
 
     /// Whether this is [`StoreError::raced`].
     pub fn is_raced(&self) -> bool {
-        matches!(self, StoreError::Conflict { detail, field: None } if detail == RACED)
+        matches!(self, StoreError::Conflict { detail, field: None } if *detail == RACED)
     }
 
     /// Every problem of a write, listed by record then field.
@@ -88,7 +91,8 @@ impl StoreError {
     /// The same error, about element `index` of an array write: its message says so and its
     /// problems carry the index.
     pub fn at_element(self, index: usize) -> StoreError {
-        let prefix = |detail: String| format!("Element {index}: {detail}");
+        let prefix =
+            |detail: Words| detail.led_by(words!("Element {index}: ", "Element {index}: "));
         match self {
             StoreError::Invalid { problems, about } => StoreError::Invalid {
                 problems: problems
@@ -114,7 +118,7 @@ impl StoreError {
 
     /// The same error, its message led by `what` (`company: …` in an import).
     pub fn about(self, what: &str) -> StoreError {
-        let lead = |detail: String| format!("{what}: {detail}");
+        let lead = |detail: Words| detail.led_by(Words::english(format!("{what}: ")));
         match self {
             StoreError::Request(mut error) => {
                 error.detail = lead(error.detail);
@@ -143,32 +147,37 @@ impl From<ApiError> for StoreError {
     }
 }
 
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl StoreError {
+    /// What the error says, in each language the API speaks.
+    pub fn words(&self) -> Words {
         match self {
-            StoreError::Request(error) => write!(f, "{}", error.detail),
+            StoreError::Request(error) => error.detail.clone(),
             StoreError::Invalid { problems, about } => {
-                let listed: Vec<String> = problems
-                    .iter()
-                    .map(|p| format!("{} {}", p.field, p.message))
-                    .collect();
-                if let Some(about) = about {
-                    write!(f, "{about}: ")?;
+                let refusal = ApiError::refusal(problems);
+                match about {
+                    Some(about) => refusal.led_by(Words::english(format!("{about}: "))),
+                    None => refusal,
                 }
-                write!(f, "The write was refused: {}.", listed.join("; "))
             }
             StoreError::NotFound(detail)
             | StoreError::Refused(detail)
             | StoreError::Stale(detail)
             | StoreError::Transition(detail)
-            | StoreError::Config(detail)
-            | StoreError::Unreadable(detail)
-            | StoreError::Conflict { detail, .. } => f.write_str(detail),
-            StoreError::Unavailable => {
-                f.write_str("the database cannot be reached now; the log has the cause")
+            | StoreError::Conflict { detail, .. } => detail.clone(),
+            StoreError::Config(detail) | StoreError::Unreadable(detail) => {
+                Words::english(detail.as_str())
             }
-            StoreError::Internal => f.write_str("the store failed; the log has the cause"),
+            StoreError::Unavailable => {
+                Words::english("the database cannot be reached now; the log has the cause")
+            }
+            StoreError::Internal => Words::english("the store failed; the log has the cause"),
         }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.words())
     }
 }
 

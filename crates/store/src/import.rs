@@ -10,7 +10,7 @@ use crate::ids::looks_like_id;
 use crate::records::{Writer, create_in};
 use crate::write::{EntryPoint, Outcome, WritePlan};
 use brandhub_catalog::{FieldType, RelationKind, Resource, catalog};
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, Words, words};
 use brandhub_query::import::{Sections, parse_document};
 use brandhub_query::plan::Viewer;
 use brandhub_query::text::fold;
@@ -136,8 +136,9 @@ async fn import_in(tx: &mut WriteTx, sections: Sections) -> StoreResult<Vec<Impo
                     Some(id) => *value = Value::String(id),
                     None => problems.push(FieldError {
                         field: name.clone(),
-                        message: format!(
+                        message: words!(
                             "no {} has the {} '{text}'",
+                            "kein {} hat {} '{text}'",
                             target.name,
                             target.natural_key_names().join("/")
                         ),
@@ -147,7 +148,9 @@ async fn import_in(tx: &mut WriteTx, sections: Sections) -> StoreResult<Vec<Impo
             }
             let mut parsed = parse_object(resource, WriteMode::Create, &object, &admin).map_err(
                 |mut error| {
-                    error.detail = format!("{}[{index}]: {}", resource.name, error.detail);
+                    error.detail = error
+                        .detail
+                        .led_by(Words::english(format!("{}[{index}]: ", resource.name)));
                     error
                 },
             )?;

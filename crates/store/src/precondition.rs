@@ -11,6 +11,7 @@ use crate::db::{Kind, Store, Timing, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use crate::schema::ROW_VERSION;
 use brandhub_catalog::{Cell, Resource};
+use brandhub_problem::words;
 use brandhub_query::conditions::{IfMatch, etag};
 use sea_query::{Alias, Expr, ExprTrait, LockType, Query, SelectStatement};
 
@@ -32,8 +33,9 @@ fn version_in(rows: Vec<Vec<Cell>>) -> Option<i64> {
 
 /// 412: the record changed since the client read it.
 pub fn precondition_failed(resource: &Resource, id: &str, current: i64) -> StoreError {
-    StoreError::Stale(format!(
+    StoreError::Stale(words!(
         "The {} '{id}' has changed since its ETag was read (it is now {}); read it again and send the new ETag in If-Match.",
+        "{} '{id}' hat sich geändert, seit sein ETag gelesen wurde (jetzt {}); neu lesen und den neuen ETag in If-Match senden.",
         resource.name,
         etag(current)
     ))

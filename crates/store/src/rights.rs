@@ -6,7 +6,7 @@
 use crate::db::{Kind, Store, Timing, WriteTx};
 use crate::error::{StoreError, StoreResult};
 use brandhub_catalog::{Cell, Resource, UserType, WriteAction};
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, Words};
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
@@ -193,14 +193,14 @@ fn refusal(resource: &Resource, judgement: &Judgement, outcomes: &[bool], why: &
         .filter(|term| term.path != "id")
         .map(|term| FieldError {
             field: term.path.split('.').next().unwrap_or(term.path).to_string(),
-            message: format!("is not {}: {why}", term.anchor.describe()),
+            message: Words::english(format!("is not {}: {why}", term.anchor.describe())),
             index: None,
         })
         .collect();
     if errors.is_empty() {
         errors.push(FieldError {
             field: resource.name.to_string(),
-            message: why.to_string(),
+            message: why.into(),
             index: None,
         });
     }

@@ -16,6 +16,7 @@ use brandhub_catalog::{
     Field, FieldDefault, FieldType, Generated, Resource, catalog, grouped, naming::folded_column,
     record::stored_fields,
 };
+use brandhub_problem::Words;
 use sqlx::AssertSqlSafe;
 
 fn quote(identifier: &str) -> String {
@@ -842,10 +843,10 @@ impl Store {
                     };
                     if ty.contains("NOT NULL") && !ty.contains("DEFAULT") {
                         return Err(StoreError::Conflict {
-                            detail: format!(
+                            detail: Words::english(format!(
                                 "table {} lacks the required column {name}; add it with a value for every row, then migrate again",
                                 resource.table
-                            ),
+                            )),
                             field: None,
                         });
                     }

@@ -17,6 +17,7 @@ use crate::records::Writer;
 use crate::rights::{Principal, Reads, principal};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record, Resource, catalog};
+use brandhub_problem::words;
 use sea_query::{Alias, Expr, ExprTrait, Query};
 use std::collections::BTreeMap;
 
@@ -151,8 +152,9 @@ pub(crate) async fn may_change(
     if unread.is_empty() {
         return Ok(());
     }
-    Err(StoreError::Refused(format!(
+    Err(StoreError::Refused(words!(
         "This key may not change a webhook that delivers records it may not read ({}): change it with the key it was made with, or in the portal.",
+        "Dieser Schlüssel darf keinen Webhook ändern, der Datensätze liefert, die er nicht lesen darf ({}): mit dem Schlüssel ändern, mit dem er angelegt wurde, oder im Portal.",
         unread.join(", ")
     )))
 }
@@ -187,8 +189,9 @@ pub(crate) async fn within_limit(
         };
         if held + adding > MAX_WEBHOOKS {
             return Err(StoreError::Conflict {
-                detail: format!(
-                    "User '{user}' has {held} webhooks and may have {MAX_WEBHOOKS}: this write would add {adding}; delete one (DELETE /api/webhook/<id>) before creating another."
+                detail: words!(
+                    "User '{user}' has {held} webhooks and may have {MAX_WEBHOOKS}: this write would add {adding}; delete one (DELETE /api/webhook/<id>) before creating another.",
+                    "Benutzer '{user}' hat {held} Webhooks und darf {MAX_WEBHOOKS} haben: dieser Schreibvorgang fügte {adding} hinzu; vor dem nächsten einen löschen (DELETE /api/webhook/<id>)."
                 ),
                 field: None,
             });

@@ -190,7 +190,6 @@ export default {
   orderGone: 'Diese Bestellung ist nicht mehr zu finden.',
   orderChanged: 'Die Bestellung wurde inzwischen geändert: Seite neu laden, um zu sehen, was sie jetzt braucht.',
   noConnection: 'Der Server ist nicht erreichbar.',
-  serverWords: 'Was der Server sagt (englisch)',
   failed: 'Das hat nicht geklappt.',
   all: 'Alle',
   setPassword: 'Passwort setzen',

@@ -190,7 +190,6 @@ export default {
   orderGone: 'This order cannot be found any more.',
   orderChanged: 'The order has changed meanwhile: reload the page to see what it needs now.',
   noConnection: 'The server cannot be reached.',
-  serverWords: 'What the server says',
   failed: 'That did not work.',
   all: 'All',
   setPassword: 'Set password',

@@ -4,8 +4,8 @@
 // take them and from which status all come from the API's description of the lifecycle
 // (lifecycle.js); the forms only know what each kind of step asks for.
 import { api, records, schema } from '../api.js';
-import { t, number, dateTime, money, locale, language } from '../i18n.js';
-import { el, field, heading, errorSlot, serverWords, fromServer } from '../ui.js';
+import { t, number, dateTime, money, locale } from '../i18n.js';
+import { el, field, heading, errorSlot, serverWords } from '../ui.js';
 import { orderLifecycle, statusWord, lineStatusWord, reasonWord, stepsFor, step as stepNamed, notYetDispatched } from '../lifecycle.js';
 
 const PAGE_SIZE = 25;
@@ -301,7 +301,7 @@ async function renderList(main, context, notice) {
             const ref = o ? (o.brandOrderRef || o.id) : r.id;
             if (r.status === 200) return el('li', { class: 'ok', 'data-order': r.id }, el('strong', {}, ref), ': ', t('nowStatus', { status: statusWord(lc, r.orderStatus) }));
             const why = [r.detail, ...(r.errors || []).map((e) => e.message)].filter(Boolean).join(' ');
-            const said = !why ? t('refused') : language() === 'en' ? why : [t('refused'), serverWords(el('span', {}, why))];
+            const said = why ? serverWords(el('span', {}, why)) : t('refused');
             return el('li', { class: 'refused', 'data-order': r.id }, el('strong', {}, ref), ': ', said);
           })));
         await renderList(main, context, box);
@@ -357,17 +357,15 @@ function problemSentences(error, lines) {
   const lead = {
     403: t('notAllowed'), 404: t('orderGone'), 409: t('orderChanged'), 412: t('orderChanged'), 0: t('noConnection'),
   }[error.status];
-  // The server's messages are English: on another language's page the line and field are
-  // named in words of the page, and the message is folded away (ui.js, serverWords).
-  const english = language() === 'en' || !fromServer(error);
+  // The line and the field are named in the page's words; the message is the server's, in
+  // the page's language (the API answers in it).
   const items = (problem.errors || []).map((e) => {
     const line = e.index !== undefined && e.index !== null && lines[e.index] ? `${lines[e.index]}: ` : '';
-    if (english) return el('li', {}, `${line}${fieldWord(e.field)} – ${e.message}`);
-    return el('li', {}, `${line}${fieldWord(e.field)}`, serverWords(el('span', {}, e.message)));
+    return el('li', {}, `${line}${fieldWord(e.field)} – `, serverWords(el('span', {}, e.message)));
   });
   return el('div', { class: 'problem', role: 'alert' },
     el('strong', {}, lead || problem.title || t('failed')),
-    problem.detail ? (english ? el('p', {}, problem.detail) : serverWords(el('p', {}, problem.detail))) : null,
+    problem.detail ? serverWords(el('p', {}, problem.detail)) : null,
     items.length ? el('ul', {}, items) : null);
 }
 

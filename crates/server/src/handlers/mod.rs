@@ -17,7 +17,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::{Resource, catalog};
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, words};
 use brandhub_store::Caller;
 use futures_util::StreamExt;
 
@@ -82,8 +82,9 @@ pub fn require_grant(caller: &Caller, resource: &Resource, method: &str) -> Answ
     let grants: Vec<String> = caller.grants.iter().map(ToString::to_string).collect();
     Err(Problem(ApiError::new(
         Code::Forbidden,
-        format!(
+        words!(
             "This key's grants ({}) do not include {}:{method}.",
+            "Die Rechte dieses Schlüssels ({}) umfassen {}:{method} nicht.",
             grants.join(" "),
             resource.name
         ),
@@ -95,7 +96,10 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Answer<
     let too_large = || {
         Problem(ApiError::new(
             Code::PayloadTooLarge,
-            format!("The request body is larger than {limit} bytes."),
+            words!(
+                "The request body is larger than {limit} bytes.",
+                "Der Inhalt der Anfrage ist größer als {limit} Bytes."
+            ),
         ))
     };
     let declared = headers

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use brandhub_catalog::Resource;
 use brandhub_catalog::lifecycle::transition;
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, words};
 use brandhub_query::conditions::{IdempotencyKey, IfMatch};
 use brandhub_query::intake::parse_intake;
 use brandhub_query::lifecycle::{Ask, read_ask};
@@ -28,7 +28,11 @@ use serde_json::{Value, json};
 fn not_found(resource: &Resource, id: &str) -> Problem {
     Problem(ApiError::new(
         Code::NotFound,
-        format!("There is no {} with id '{id}'.", resource.name),
+        words!(
+            "There is no {} with id '{id}'.",
+            "Es gibt kein {} mit der Kennung '{id}'.",
+            resource.name
+        ),
     ))
 }
 
@@ -113,7 +117,10 @@ fn one_object(bytes: &[u8]) -> Answer<serde_json::Map<String, Value>> {
         Ok(Value::Object(object)) => Ok(object),
         _ => Err(Problem(ApiError::new(
             Code::InvalidValue,
-            "The body must be one JSON object naming the new status and what it needs.",
+            words!(
+                "The body must be one JSON object naming the new status and what it needs.",
+                "Der Inhalt muss ein JSON-Objekt sein, das den neuen Status und das dafür Nötige nennt."
+            ),
         ))),
     }
 }
@@ -188,8 +195,8 @@ pub async fn action(
             Ok((Some(id), ask)) => Err(Problem(
                 ApiError::new(
                     Code::InvalidTransition,
-                    format!(
-                        "The {action} of order '{id}' cannot ask for status '{}': a {action} ends in {}.",
+                    words!(
+                        "The {action} of order '{id}' cannot ask for status '{}': a {action} ends in {}.", "Der Schritt {action} der Bestellung '{id}' kann nicht den Status '{}' verlangen: ein Schritt {action} endet in {}.",
                         ask.status,
                         row.to.join(" or ")
                     ),
@@ -223,13 +230,14 @@ pub async fn action(
             }
             Err(Problem(error)) => {
                 refused += 1;
+                let said = error.body_in(crate::problem::asked_language());
                 json!({
                     "index": index,
                     "id": id,
                     "status": error.code.status(),
                     "code": error.code.as_str(),
-                    "detail": error.detail,
-                    "errors": error.errors,
+                    "detail": said["detail"],
+                    "errors": said.get("errors").cloned().unwrap_or_else(|| json!([])),
                 })
             }
         });

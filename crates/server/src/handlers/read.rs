@@ -11,7 +11,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Resource;
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, words};
 use brandhub_query::conditions::etag;
 use brandhub_query::parse::parse_request;
 use brandhub_query::plan::{Viewer, plan_by_id, plan_count, plan_read};
@@ -118,7 +118,11 @@ pub async fn by_id(
     if page.records == 0 {
         return Err(Problem(ApiError::new(
             Code::NotFound,
-            format!("There is no {} with id '{id}'.", resource.name),
+            words!(
+                "There is no {} with id '{id}'.",
+                "Es gibt kein {} mit der Kennung '{id}'.",
+                resource.name
+            ),
         )));
     }
     Ok(with_etag(page_answer(page), version))

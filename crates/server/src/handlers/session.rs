@@ -10,7 +10,7 @@ use super::{read_body, require_grant};
 use crate::AppState;
 use crate::auth::{Authenticated, client_address};
 use crate::problem::{Answer, Problem};
-use crate::ratelimit::too_many;
+use crate::ratelimit::{failed_from_this_address, too_many};
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::request::Parts;
@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Res;
 use brandhub_catalog::UserType;
 use brandhub_catalog::catalog;
-use brandhub_problem::{ApiError, Code, FieldError};
+use brandhub_problem::{ApiError, Code, FieldError, words};
 use brandhub_query::write::validation_failed;
 use brandhub_store::StoreError;
 use brandhub_store::accounts::sessions::{SESSION_IDLE_MILLIS, session_of};
@@ -36,7 +36,10 @@ async fn object(headers: &HeaderMap, body: Body) -> Answer<serde_json::Map<Strin
         Ok(Value::Object(map)) => Ok(map),
         _ => Err(Problem(ApiError::new(
             Code::InvalidQuery,
-            "The body must be a JSON object.",
+            words!(
+                "The body must be a JSON object.",
+                "Der Inhalt muss ein JSON-Objekt sein."
+            ),
         ))),
     }
 }
@@ -52,7 +55,7 @@ fn member(
         _ => {
             problems.push(FieldError {
                 field: name.into(),
-                message: "is required (a string)".into(),
+                message: words!("is required (a string)", "ist Pflicht (ein Text)"),
                 index: None,
             });
             String::new()
@@ -63,10 +66,7 @@ fn member(
 /// 429 when the address failed too often to be listened to now.
 fn not_blocked(state: &AppState, address: IpAddr) -> Answer<()> {
     match state.auth.failure_wait(address) {
-        Some(wait) => Err(Problem(too_many(
-            wait,
-            "failed authentications from this address",
-        ))),
+        Some(wait) => Err(Problem(too_many(wait, failed_from_this_address()))),
         None => Ok(()),
     }
 }
@@ -78,7 +78,7 @@ fn attempt(state: &AppState, address: IpAddr) -> Answer<Attempt<'_>> {
     state
         .auth
         .begin_attempt(address)
-        .map_err(|wait| Problem(too_many(wait, "failed authentications from this address")))?;
+        .map_err(|wait| Problem(too_many(wait, failed_from_this_address())))?;
     Ok(Attempt {
         state,
         address,
@@ -131,7 +131,10 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Answer<
         attempt.failed();
         return Err(Problem(ApiError::new(
             Code::Unauthenticated,
-            "The email and password do not match an active user's.",
+            words!(
+                "The email and password do not match an active user's.",
+                "E-Mail-Adresse und Passwort passen zu keinem aktiven Benutzer."
+            ),
         )));
     };
     let answer = json!({
@@ -171,7 +174,10 @@ pub async fn sign_out(
     let Some(session) = session_of(&caller.key_id) else {
         return Err(Problem(ApiError::new(
             Code::NotFound,
-            "This request is authenticated with an API key, not a session; keys are revoked with DELETE /api/apiKey/<id>.",
+            words!(
+                "This request is authenticated with an API key, not a session; keys are revoked with DELETE /api/apiKey/<id>.",
+                "Diese Anfrage ist mit einem API-Schlüssel angemeldet, nicht mit einer Sitzung; Schlüssel werden mit DELETE /api/apiKey/<id> widerrufen."
+            ),
         )));
     };
     state.store.end_session(session).await?;
@@ -191,8 +197,9 @@ pub async fn invite(
     if !matches!(caller.user_type, UserType::Admin | UserType::Sponsor) {
         return Err(Problem(ApiError::new(
             Code::Forbidden,
-            format!(
+            words!(
                 "Only admin and sponsor users invite users; this is a {} user.",
+                "Nur Benutzer vom Typ admin und sponsor laden Benutzer ein; dies ist ein Benutzer vom Typ {}.",
                 caller.user_type.as_str()
             ),
         )));
@@ -206,7 +213,10 @@ pub async fn invite(
     let not_found = || {
         Problem(ApiError::new(
             Code::NotFound,
-            format!("No user the caller may change has email or id '{user}'."),
+            words!(
+                "No user the caller may change has email or id '{user}'.",
+                "Kein Benutzer, den der Aufrufer ändern darf, hat die E-Mail-Adresse oder Kennung '{user}'."
+            ),
         ))
     };
     let user_id = state

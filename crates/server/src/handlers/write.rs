@@ -17,7 +17,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::{BulkSet, Resource};
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, words};
 use brandhub_query::bulk::parse_bulk;
 use brandhub_query::conditions::{IdempotencyKey, IfMatch, etag};
 use brandhub_query::plan::{ReadPlan, Viewer, plan_by_id, plan_read};
@@ -106,7 +106,11 @@ pub(crate) fn answer(status: StatusCode, body: Vec<u8>, location: Option<String>
 fn not_found(resource: &Resource, id: &str) -> Problem {
     Problem(ApiError::new(
         Code::NotFound,
-        format!("There is no {} with id '{id}'.", resource.name),
+        words!(
+            "There is no {} with id '{id}'.",
+            "Es gibt kein {} mit der Kennung '{id}'.",
+            resource.name
+        ),
     ))
 }
 

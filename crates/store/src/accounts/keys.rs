@@ -11,7 +11,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::records::Writer;
 use crate::rights::principal;
 use brandhub_catalog::{Anchor, Cell, Layout, Record, Resource, UserType};
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, words};
 use brandhub_query::write::WriteValues;
 use sea_query::{Alias, Expr, ExprTrait, Query};
 use std::collections::BTreeMap;
@@ -189,8 +189,9 @@ pub(crate) async fn within_key_limit(
         };
         if active + adding > MAX_ACTIVE_KEYS {
             return Err(StoreError::Conflict {
-                detail: format!(
-                    "User '{user}' has {active} active API keys and may have {MAX_ACTIVE_KEYS}: revoke one (DELETE /api/apiKey/<id>) before creating another."
+                detail: words!(
+                    "User '{user}' has {active} active API keys and may have {MAX_ACTIVE_KEYS}: revoke one (DELETE /api/apiKey/<id>) before creating another.",
+                    "Benutzer '{user}' hat {active} aktive API-Schlüssel und darf {MAX_ACTIVE_KEYS} haben: vor dem nächsten einen widerrufen (DELETE /api/apiKey/<id>)."
                 ),
                 field: None,
             });
@@ -227,8 +228,9 @@ pub(crate) async fn may_revoke(
         return Ok(());
     };
     if !writes_keys_of(tx, writer, owner).await? {
-        return Err(StoreError::Refused(format!(
+        return Err(StoreError::Refused(words!(
             "A {} user revokes its own keys and those of the users it may write.",
+            "Ein Benutzer vom Typ {} widerruft seine eigenen Schlüssel und die der Benutzer, die er schreiben darf.",
             writer.viewer.user_type().as_str()
         )));
     }
@@ -243,8 +245,9 @@ pub(crate) async fn may_revoke(
     if grants.iter().all(|grant| grant.is_within(within)) {
         return Ok(());
     }
-    Err(StoreError::Refused(format!(
+    Err(StoreError::Refused(words!(
         "This key ({}) may not revoke a key that allows more than it does ({}).",
+        "Dieser Schlüssel ({}) darf keinen Schlüssel widerrufen, der mehr erlaubt als er selbst ({}).",
         describe(within),
         describe(&grants)
     )))

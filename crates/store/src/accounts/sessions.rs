@@ -21,7 +21,7 @@ use crate::write::EntryPoint;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 use brandhub_catalog::{Cell, UserType};
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, Words, words};
 use brandhub_query::text::fold;
 use rand::RngExt;
 use sea_query::{Alias, Expr, ExprTrait, Query};
@@ -143,7 +143,7 @@ pub fn verify_password(password: &str, stored: &str) -> bool {
 pub fn password_problems(password: &str) -> Vec<FieldError> {
     let chars = password.chars().count();
     let mut problems = Vec::new();
-    let mut problem = |message: String| {
+    let mut problem = |message: Words| {
         problems.push(FieldError {
             field: "password".into(),
             message,
@@ -151,13 +151,20 @@ pub fn password_problems(password: &str) -> Vec<FieldError> {
         })
     };
     if chars < MIN_PASSWORD_CHARS {
-        problem(format!(
-            "must have at least {MIN_PASSWORD_CHARS} characters"
+        problem(words!(
+            "must have at least {MIN_PASSWORD_CHARS} characters",
+            "muss mindestens {MIN_PASSWORD_CHARS} Zeichen haben"
         ));
     } else if chars > MAX_PASSWORD_CHARS {
-        problem(format!("must have at most {MAX_PASSWORD_CHARS} characters"));
+        problem(words!(
+            "must have at most {MAX_PASSWORD_CHARS} characters",
+            "darf höchstens {MAX_PASSWORD_CHARS} Zeichen haben"
+        ));
     } else if password.trim().is_empty() {
-        problem("must not be only spaces".into());
+        problem(words!(
+            "must not be only spaces",
+            "darf nicht nur aus Leerzeichen bestehen"
+        ));
     }
     problems
 }
@@ -185,10 +192,12 @@ impl Store {
         if !problems.is_empty() {
             return Err(StoreError::invalid(problems));
         }
-        let user_id = self
-            .find_user_id(user)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("No user has email or id '{user}'.")))?;
+        let user_id = self.find_user_id(user).await?.ok_or_else(|| {
+            StoreError::NotFound(words!(
+                "No user has email or id '{user}'.",
+                "Kein Benutzer hat die E-Mail-Adresse oder Kennung '{user}'."
+            ))
+        })?;
         let password = password.to_string();
         let hash = password_work(move || hash_password(&password)).await??;
         self.store_password(&user_id, hash).await?;
@@ -433,10 +442,10 @@ impl Store {
         let hash = password_work(move || hash_password(&password)).await??;
         let now = self.clock.now_millis();
         let gone = || {
-            StoreError::NotFound(
-                "This invitation link is unknown, used already or expired; ask for a new one."
-                    .to_string(),
-            )
+            StoreError::NotFound(words!(
+                "This invitation link is unknown, used already or expired; ask for a new one.",
+                "Dieser Einladungslink ist unbekannt, schon benutzt oder abgelaufen; bitte einen neuen anfordern."
+            ))
         };
         let mut tx = self.begin_apart(EntryPoint::Sessions).await?;
         // Using it up first, under its row lock, so that a token works exactly once.

@@ -11,7 +11,7 @@ use crate::records::Writer;
 use crate::write::EntryPoint;
 use brandhub_catalog::Res;
 use brandhub_catalog::{Anchor, Cell, Layout, Record, Resource, UserType, catalog};
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, Words, words};
 use brandhub_query::plan::Viewer;
 use brandhub_query::write::{WriteMode, WriteValues, parse_write};
 use sea_query::{Alias, Expr, ExprTrait, Query};
@@ -188,16 +188,16 @@ pub(crate) async fn profile_problems(
             &WriteValues::default(),
         );
         if !refused.is_empty() {
-            let reasons: Vec<String> = refused
-                .iter()
-                .map(|p| format!("{} {}", p.field, p.message))
-                .collect();
-            return Err(StoreError::Refused(format!(
-                "A {} user may not change user '{}': {}.",
-                viewer.user_type().as_str(),
-                record.id(),
-                reasons.join("; ")
-            )));
+            let reasons: Vec<Words> = refused.iter().map(FieldError::said).collect();
+            let (kind, id) = (viewer.user_type().as_str(), record.id());
+            return Err(StoreError::Refused(
+                words!(
+                    "A {kind} user may not change user '{id}': ",
+                    "Ein Benutzer vom Typ {kind} darf Benutzer '{id}' nicht ändern: "
+                )
+                .then(&Words::join(&reasons, "; "))
+                .then(&Words::english(".")),
+            ));
         }
     }
     let profile = Profile::of(resource, record);
@@ -282,10 +282,12 @@ impl Store {
         name: Option<&str>,
         grants: Option<&[String]>,
     ) -> StoreResult<NewKey> {
-        let user_id = self
-            .find_user_id(user)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("No user has email or id '{user}'.")))?;
+        let user_id = self.find_user_id(user).await?.ok_or_else(|| {
+            StoreError::NotFound(words!(
+                "No user has email or id '{user}'.",
+                "Kein Benutzer hat die E-Mail-Adresse oder Kennung '{user}'."
+            ))
+        })?;
         let mut body = json!({"fk_user": user_id});
         if let Some(name) = name {
             body["name"] = Value::from(name);

@@ -20,7 +20,7 @@ use crate::write::{Begin, EntryPoint, Outcome, WritePlan};
 use brandhub_catalog::Res;
 use brandhub_catalog::lifecycle::{Step, transition};
 use brandhub_catalog::{Cell, Domain, Layout, Record, Resource};
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, Words, words};
 use brandhub_query::conditions::IdempotencyKey;
 use brandhub_query::intake::Intake;
 use brandhub_query::plan::Viewer;
@@ -91,7 +91,7 @@ fn order_under(brand_store: Expr, reference: &str) -> SelectStatement {
 
 fn problem(
     field: impl Into<String>,
-    message: impl Into<String>,
+    message: impl Into<Words>,
     index: Option<usize>,
 ) -> FieldError {
     FieldError {
@@ -131,7 +131,7 @@ fn check_computed(
     if let Some(message) = field.value_problem(&Cell::Number(amount)) {
         problems.push(problem(
             shown,
-            format!("{what}, {amount:.2}, {message}"),
+            Words::english(format!("{what}, {amount:.2}, ")).then(&message),
             index,
         ));
     }
@@ -156,7 +156,10 @@ fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -
         Some(given) if (given - computed).abs() > TOLERANCE + 1e-9 => {
             problems.push(problem(
                 "order_orderItem.lineGross",
-                format!("{given} does not agree with orderQty × itemPrice = {computed:.2}"),
+                words!(
+                    "{given} does not agree with orderQty × itemPrice = {computed:.2}",
+                    "{given} stimmt nicht mit orderQty × itemPrice = {computed:.2} überein"
+                ),
                 Some(index),
             ));
             given
@@ -172,8 +175,8 @@ fn amounts(values: &WriteValues, index: usize, problems: &mut Vec<FieldError>) -
             if (net + tax - gross).abs() > TOLERANCE + 1e-9 {
                 problems.push(problem(
                     "order_orderItem.lineNet",
-                    format!(
-                        "lineNet {net} + lineTax {tax} does not agree with lineGross {gross:.2}"
+                    words!(
+                        "lineNet {net} + lineTax {tax} does not agree with lineGross {gross:.2}", "lineNet {net} + lineTax {tax} stimmt nicht mit lineGross {gross:.2} überein"
                     ),
                     Some(index),
                 ));
@@ -306,8 +309,9 @@ impl Store {
         key: Option<&IdempotencyKey>,
     ) -> StoreResult<Result<String, KeptAnswer>> {
         if !transition(Step::Intake).allows(viewer.user_type()) {
-            return Err(StoreError::Refused(format!(
+            return Err(StoreError::Refused(words!(
                 "A {} user may not push orders: intake is for hosts (see the order lifecycle in the API reference).",
+                "Ein Benutzer vom Typ {} darf keine Bestellungen senden: das tun Verkaufskanäle (siehe den Bestellablauf in der API-Referenz).",
                 viewer.user_type().as_str()
             )));
         }
@@ -385,7 +389,10 @@ impl Store {
                 }
                 None => problems.push(problem(
                     "fk_brandStore",
-                    format!("no brandStore with id '{id}' exists for the caller"),
+                    words!(
+                        "no brandStore with id '{id}' exists for the caller",
+                        "für den Aufrufer gibt es keinen brandStore mit der Kennung '{id}'"
+                    ),
                     None,
                 )),
             }
@@ -489,7 +496,7 @@ impl Store {
                         Some(variant) => variants[index] = Some(variant.clone()),
                         None => problems.push(problem(
                             "order_orderItem.hostSku",
-                            format!("no offer of the brand store has hostSku '{sku}' (letter case counts)"),
+                            words!("no offer of the brand store has hostSku '{sku}' (letter case counts)", "kein Angebot des Markenshops hat hostSku '{sku}' (Groß- und Kleinschreibung zählt)"),
                             Some(index),
                         )),
                     }
@@ -508,20 +515,20 @@ impl Store {
                         if !line.values.has_problem("order_orderItem.fk_variant") {
                             problems.push(problem(
                                 "order_orderItem.fk_variant",
-                                "is required (or barcode, or hostSku)",
+                                words!("is required (or barcode, or hostSku)", "ist Pflicht (oder barcode, oder hostSku)"),
                                 Some(index),
                             ))
                         }
                     }
                     (Some(id), _, None, _) => problems.push(problem(
                         "order_orderItem.fk_variant",
-                        format!("no variant with id '{id}' exists in the brand store's brand"),
+                        words!("no variant with id '{id}' exists in the brand store's brand", "in der Marke des Markenshops gibt es keine Variante mit der Kennung '{id}'"),
                         Some(index),
                     )),
                     (_, Some(_), _, None) => problems.push(problem(
                         "order_orderItem.barcode",
-                        format!(
-                            "no variant with barcode '{}' exists in the brand store's brand",
+                        words!(
+                            "no variant with barcode '{}' exists in the brand store's brand", "in der Marke des Markenshops gibt es keine Variante mit dem Barcode '{}'",
                             line.barcode.as_deref().unwrap_or_default()
                         ),
                         Some(index),

@@ -6,7 +6,7 @@
 use crate::error::StoreError;
 use brandhub_catalog::UserType;
 use brandhub_catalog::lifecycle::{REJECT_REASONS, Step, Transition, step_to};
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, Lang, Words, words};
 pub use brandhub_query::lifecycle::{Ask, LineAsk};
 
 /// One line of an order as the machine sees it.
@@ -96,7 +96,10 @@ impl Moves {
 fn overflow_problem() -> FieldError {
     problem(
         "order_orderItem",
-        "the step moves more stock than a count can hold",
+        words!(
+            "the step moves more stock than a count can hold",
+            "der Schritt bewegt mehr Bestand, als eine Zählung halten kann"
+        ),
         None,
     )
 }
@@ -115,13 +118,15 @@ pub fn intake_moves(lines: &[(String, i64)]) -> Result<Vec<(String, StockMove)>,
 }
 
 /// 409 `invalid_transition` naming the current and the asked status.
-pub fn invalid_transition(current: &str, asked: &str, why: &str) -> StoreError {
-    StoreError::Transition(format!(
-        "An order in status '{current}' cannot become '{asked}'{why}."
+pub fn invalid_transition(current: &str, asked: &str, why: Words) -> StoreError {
+    let why_de = why.in_lang(Lang::De).to_string();
+    StoreError::Transition(Words::new(
+        format!("An order in status '{current}' cannot become '{asked}'{why}."),
+        format!("Eine Bestellung im Status '{current}' kann nicht '{asked}' werden{why_de}."),
     ))
 }
 
-fn problem(field: &str, message: impl Into<String>, index: Option<usize>) -> FieldError {
+fn problem(field: &str, message: impl Into<Words>, index: Option<usize>) -> FieldError {
     FieldError {
         field: field.to_string(),
         message: message.into(),
@@ -138,23 +143,28 @@ pub fn decide(order: &Order, ask: &Ask, who: UserType, now: &str) -> Result<Outc
         return Err(invalid_transition(
             &order.status,
             &ask.status,
-            " (the lifecycle has no step to that status)",
+            words!(
+                " (the lifecycle has no step to that status)",
+                " (der Ablauf hat keinen Schritt zu diesem Status)"
+            ),
         ));
     };
     if !row.allowed_from(&order.status) {
         return Err(invalid_transition(
             &order.status,
             &ask.status,
-            &format!(
+            words!(
                 " ({} is taken from {} only)",
+                " ({} ist nur aus {} möglich)",
                 row.step.as_str(),
                 row.from.join(", ")
             ),
         ));
     }
     if !row.allows(who) {
-        return Err(StoreError::Refused(format!(
+        return Err(StoreError::Refused(words!(
             "A {} user may not take the {} step of an order (see the order lifecycle in the API reference).",
+            "Ein Benutzer vom Typ {} darf den Schritt {} einer Bestellung nicht ausführen (siehe den Bestellablauf in der API-Referenz).",
             who.as_str(),
             row.step.as_str()
         )));
@@ -172,13 +182,20 @@ pub fn decide(order: &Order, ask: &Ask, who: UserType, now: &str) -> Result<Outc
         if at.is_none() {
             problems.push(problem(
                 "order_orderItem.id",
-                format!("'{}' is not a line of this order", line.id),
+                words!(
+                    "'{}' is not a line of this order",
+                    "'{}' ist keine Position dieser Bestellung",
+                    line.id
+                ),
                 Some(i),
             ));
         } else if asked.contains(&at) {
             problems.push(problem(
                 "order_orderItem.id",
-                "names a line already named",
+                words!(
+                    "names a line already named",
+                    "nennt eine schon genannte Position"
+                ),
                 Some(i),
             ));
         }
@@ -227,7 +244,11 @@ fn refuse_lines(ask: &Ask, problems: &mut Vec<FieldError>) {
     if !ask.lines.is_empty() {
         problems.push(problem(
             "order_orderItem",
-            format!("the step to '{}' takes no lines", ask.status),
+            words!(
+                "the step to '{}' takes no lines",
+                "der Schritt zu '{}' nimmt keine Positionen",
+                ask.status
+            ),
             None,
         ));
     }
@@ -253,7 +274,10 @@ fn acknowledge(
                 if line.reason.as_deref().is_some_and(|r| !r.is_empty()) {
                     problems.push(problem(
                         "order_orderItem.detail.reason",
-                        "is given only for a rejected line",
+                        words!(
+                            "is given only for a rejected line",
+                            "wird nur für eine abgelehnte Position angegeben"
+                        ),
                         Some(i),
                     ));
                 }
@@ -263,7 +287,11 @@ fn acknowledge(
                 if !REJECT_REASONS.contains(&reason.as_str()) {
                     problems.push(problem(
                         "order_orderItem.detail.reason",
-                        format!("must be one of {}", REJECT_REASONS.join(", ")),
+                        words!(
+                            "must be one of {}",
+                            "muss einer der Werte {} sein",
+                            REJECT_REASONS.join(", ")
+                        ),
                         Some(i),
                     ));
                 }
@@ -272,14 +300,20 @@ fn acknowledge(
             }
             other => problems.push(problem(
                 "order_orderItem.status",
-                format!("'{other}' is not an acknowledgement: ACC or REJ"),
+                words!(
+                    "'{other}' is not an acknowledgement: ACC or REJ",
+                    "'{other}' ist keine Bestätigung: ACC oder REJ"
+                ),
                 Some(i),
             )),
         }
         if line.ship_qty.is_some() || line.return_qty.is_some() {
             problems.push(problem(
                 "order_orderItem",
-                "an acknowledgement ships and returns nothing",
+                words!(
+                    "an acknowledgement ships and returns nothing",
+                    "eine Bestätigung versendet und retourniert nichts"
+                ),
                 Some(i),
             ));
         }
@@ -302,9 +336,11 @@ fn acknowledge(
     if became != ask.status {
         problems.push(problem(
             "status",
-            format!(
+            words!(
                 "the lines make the order '{became}', not '{}' ({})",
-                ask.status, row.effect
+                "die Positionen machen die Bestellung zu '{became}', nicht '{}' ({})",
+                ask.status,
+                row.effect
             ),
             None,
         ));
@@ -325,14 +361,19 @@ fn dispatch(
         let Some(at) = asked[i] else { continue };
         let current = &next.lines[at];
         let Some(qty) = line.ship_qty else {
-            problems.push(problem("order_orderItem.shipQty", "is required", Some(i)));
+            problems.push(problem(
+                "order_orderItem.shipQty",
+                words!("is required", "ist Pflicht"),
+                Some(i),
+            ));
             continue;
         };
         if current.status != OPEN && !(current.status == "DSP" && qty == current.ship_qty) {
             problems.push(problem(
                 "order_orderItem.status",
-                format!(
+                words!(
                     "the line is {}, not accepted (ACC): it cannot be shipped",
+                    "die Position ist {}, nicht angenommen (ACC): sie kann nicht versendet werden",
                     current.status
                 ),
                 Some(i),
@@ -342,7 +383,11 @@ fn dispatch(
         if qty > current.order_qty {
             problems.push(problem(
                 "order_orderItem.shipQty",
-                format!("{qty} is more than the {} ordered", current.order_qty),
+                words!(
+                    "{qty} is more than the {} ordered",
+                    "{qty} ist mehr als die bestellten {}",
+                    current.order_qty
+                ),
                 Some(i),
             ));
             continue;
@@ -350,8 +395,8 @@ fn dispatch(
         if qty < current.ship_qty {
             problems.push(problem(
                 "order_orderItem.shipQty",
-                format!(
-                    "{qty} is less than the {} shipped already (shipQty is the total shipped)",
+                words!(
+                    "{qty} is less than the {} shipped already (shipQty is the total shipped)", "{qty} ist weniger als die schon versendeten {} (shipQty ist die versendete Gesamtmenge)",
                     current.ship_qty
                 ),
                 Some(i),
@@ -361,7 +406,10 @@ fn dispatch(
         if line.status.is_some() || line.reason.is_some() || line.return_qty.is_some() {
             problems.push(problem(
                 "order_orderItem",
-                "a dispatch sets shipQty only",
+                words!(
+                    "a dispatch sets shipQty only",
+                    "ein Versand setzt nur shipQty"
+                ),
                 Some(i),
             ));
             continue;
@@ -390,14 +438,17 @@ fn dispatch(
     if ask.status == "dispatched" && !complete && problems.is_empty() {
         problems.push(problem(
             "status",
-            "not every accepted line is shipped in full",
+            words!(
+                "not every accepted line is shipped in full",
+                "nicht jede angenommene Position ist vollständig versendet"
+            ),
             None,
         ));
     }
     if !any && problems.is_empty() {
         problems.push(problem(
             "order_orderItem",
-            "the dispatch ships nothing",
+            words!("the dispatch ships nothing", "der Versand versendet nichts"),
             None,
         ));
     }
@@ -453,20 +504,28 @@ fn give_back(
         let Some(at) = asked[i] else { continue };
         let current = &next.lines[at];
         let Some(qty) = line.return_qty else {
-            problems.push(problem("order_orderItem.returnQty", "is required", Some(i)));
+            problems.push(problem(
+                "order_orderItem.returnQty",
+                words!("is required", "ist Pflicht"),
+                Some(i),
+            ));
             continue;
         };
         if qty > current.ship_qty {
             problems.push(problem(
                 "order_orderItem.returnQty",
-                format!("{qty} is more than the {} shipped", current.ship_qty),
+                words!(
+                    "{qty} is more than the {} shipped",
+                    "{qty} ist mehr als die versendeten {}",
+                    current.ship_qty
+                ),
                 Some(i),
             ));
         } else if qty < current.return_qty {
             problems.push(problem(
                 "order_orderItem.returnQty",
-                format!(
-                    "{qty} is less than the {} returned already (returnQty is the total returned)",
+                words!(
+                    "{qty} is less than the {} returned already (returnQty is the total returned)", "{qty} ist weniger als die schon retournierten {} (returnQty ist die retournierte Gesamtmenge)",
                     current.return_qty
                 ),
                 Some(i),
@@ -474,7 +533,10 @@ fn give_back(
         } else if line.status.is_some() || line.ship_qty.is_some() || line.reason.is_some() {
             problems.push(problem(
                 "order_orderItem",
-                "a return sets returnQty only",
+                words!(
+                    "a return sets returnQty only",
+                    "eine Retoure setzt nur returnQty"
+                ),
                 Some(i),
             ));
         } else {
@@ -497,7 +559,10 @@ fn give_back(
     if returned == 0 && problems.is_empty() {
         problems.push(problem(
             "order_orderItem",
-            "the return gives nothing back",
+            words!(
+                "the return gives nothing back",
+                "die Retoure gibt nichts zurück"
+            ),
             None,
         ));
     }

@@ -14,7 +14,7 @@ use crate::ids::{new_id, now_timestamp};
 use crate::write::{EntryPoint, Outcome as WriteOutcome, WritePlan, records_of};
 use brandhub_catalog::Res;
 use brandhub_catalog::{Cell, Layout, Record, Resource, catalog, grouped, record::stored_fields};
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, words};
 use brandhub_query::conditions::IfMatch;
 use brandhub_query::plan::Viewer;
 use brandhub_query::sql::satisfying_ids;
@@ -466,7 +466,10 @@ fn out_of_range(path: &str, variant: &str, value: i64) -> Option<String> {
 }
 
 fn not_found(id: &str) -> StoreError {
-    StoreError::NotFound(format!("There is no order with id '{id}'."))
+    StoreError::NotFound(words!(
+        "There is no order with id '{id}'.",
+        "Es gibt keine Bestellung mit der Kennung '{id}'."
+    ))
 }
 
 impl Store {

@@ -51,7 +51,11 @@ async fn bulk_in(
             first.insert(id.as_str(), earlier);
             problems.push(problem(
                 "id",
-                format!("names the same {} as element {earlier}", resource.name),
+                words!(
+                    "names the same {} as element {earlier}",
+                    "nennt dasselbe {} wie Element {earlier}",
+                    resource.name
+                ),
                 Some(index),
             ));
         }
@@ -119,7 +123,11 @@ async fn resolve(
             } else {
                 problems.push(problem(
                     "id",
-                    format!("there is no {} with id '{id}'", resource.name),
+                    words!(
+                        "there is no {} with id '{id}'",
+                        "es gibt kein {} mit der Kennung '{id}'",
+                        resource.name
+                    ),
                     Some(index),
                 ));
             }
@@ -199,8 +207,9 @@ async fn resolve(
             Some(id) => ids[index] = Some(id.to_string()),
             None => problems.push(problem(
                 by.last().map_or("id", |(field, _)| field.path.as_str()),
-                format!(
+                words!(
                     "names no {} the caller sees: none has {}",
+                    "nennt kein für den Aufrufer sichtbares {}: keines hat {}",
                     resource.name,
                     by.iter()
                         .map(|(field, value)| format!("{} '{value}'", field.path))

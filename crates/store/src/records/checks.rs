@@ -57,13 +57,13 @@ pub(super) async fn rule_problems(
                 .map_or(first, |f| f.name);
             problem(
                 field,
-                format!("is not {}: {why}", term.anchor.describe()),
+                Words::english(format!("is not {}: {why}", term.anchor.describe())),
                 index,
             )
         })
         .collect();
     if problems.is_empty() {
-        problems.push(problem(resource.name, why.to_string(), index));
+        problems.push(problem(resource.name, why.into(), index));
     }
     Ok(problems)
 }
@@ -100,9 +100,17 @@ impl WriteTx {
             for (index, id) in given {
                 if !found.contains(&id) {
                     let message = if viewer.user_type() == UserType::Admin {
-                        format!("no {} has id '{id}'", target.name)
+                        words!(
+                            "no {} has id '{id}'",
+                            "kein {} hat die Kennung '{id}'",
+                            target.name
+                        )
                     } else {
-                        format!("no {} the caller sees has id '{id}'", target.name)
+                        words!(
+                            "no {} the caller sees has id '{id}'",
+                            "kein für den Aufrufer sichtbares {} hat die Kennung '{id}'",
+                            target.name
+                        )
                     };
                     problems.push(problem(&field.path, message, index));
                 }
@@ -327,7 +335,9 @@ impl WriteTx {
                 {
                     problems.push(problem(
                         &field.path,
-                        brandhub_catalog::webhook_url_problem(url, false).unwrap_or_default(),
+                        brandhub_catalog::webhook_url_problem(url, false)
+                            .unwrap_or_default()
+                            .into(),
                         *index,
                     ));
                 }
@@ -359,7 +369,10 @@ impl WriteTx {
                 {
                     problems.push(problem(
                         link_field,
-                        format!("belongs to another {own} ('{value}', not '{mine}')"),
+                        words!(
+                            "belongs to another {own} ('{value}', not '{mine}')",
+                            "gehört zu einem anderen {own} ('{value}', nicht '{mine}')"
+                        ),
                         *index,
                     ));
                 }

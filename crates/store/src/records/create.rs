@@ -214,7 +214,11 @@ fn keys_within(
         if let Some(first) = seen.insert(key.clone(), i) {
             problems.push(problem(
                 resource.writes.natural_key.last().copied().unwrap_or("id"),
-                format!("repeats the {} of element {first}", key_name(resource)),
+                words!(
+                    "repeats the {} of element {first}",
+                    "wiederholt {} von Element {first}",
+                    key_name(resource)
+                ),
                 index(i),
             ));
             continue;

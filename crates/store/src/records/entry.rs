@@ -2,6 +2,7 @@
 //! ([`crate::write::executor`]).
 
 use super::*;
+use brandhub_problem::words;
 
 impl Store {
     /// Creates the records of a write (all or none); with `upsert`, a record whose natural key
@@ -287,8 +288,9 @@ pub(super) async fn delete_in(
     }
     if !referrers.is_empty() {
         return Err(StoreError::Conflict {
-            detail: format!(
+            detail: words!(
                 "The {} '{id}' is still referred to by {}; change or delete those first.",
+                "{} '{id}' wird noch verwendet von {}; diese zuerst ändern oder löschen.",
                 resource.name,
                 referrers.join(", ")
             ),

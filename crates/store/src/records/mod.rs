@@ -21,7 +21,7 @@ use brandhub_catalog::{
     SecretKept, UserType, WriteAction, catalog, is_insecure_loopback_url,
     record::{list_fields, stored_fields},
 };
-use brandhub_problem::FieldError;
+use brandhub_problem::{FieldError, Words, words};
 use brandhub_query::conditions::IdempotencyKey;
 use brandhub_query::conditions::IfMatch;
 use brandhub_query::judge::{Judgement, Known, Verdict, judge};
@@ -115,11 +115,15 @@ pub fn links(resource: &'static Resource) -> Vec<(&'static Field, &'static Resou
 }
 
 fn not_found(resource: &Resource, id: &str) -> StoreError {
-    StoreError::NotFound(format!("There is no {} with id '{id}'.", resource.name))
+    StoreError::NotFound(words!(
+        "There is no {} with id '{id}'.",
+        "Es gibt kein {} mit der Kennung '{id}'.",
+        resource.name
+    ))
 }
 
 /// A problem of the record at `index` (array writes only carry it).
-fn problem(field: &str, message: String, index: Option<usize>) -> FieldError {
+fn problem(field: &str, message: Words, index: Option<usize>) -> FieldError {
     FieldError {
         field: field.to_string(),
         message,
@@ -249,8 +253,9 @@ fn sorted(mut problems: Vec<FieldError>) -> StoreError {
 fn never_written_by(resource: &Resource, viewer: &Viewer) -> Option<StoreError> {
     let user_type = viewer.user_type();
     (resource.authority_of(WriteAction::Write, user_type) == Scope::Nothing).then(|| {
-        StoreError::Refused(format!(
+        StoreError::Refused(words!(
             "A {} user may not create, change or delete {} records.",
+            "Ein Benutzer vom Typ {} darf keine Datensätze {} anlegen, ändern oder löschen.",
             user_type.as_str(),
             resource.name
         ))
@@ -280,21 +285,28 @@ fn forbidden(resource: &Resource, viewer: &Viewer) -> StoreError {
         }
         _ => format!("it writes no {}", resource.name),
     };
-    StoreError::Refused(format!(
+    StoreError::Refused(Words::english(format!(
         "A {} user may not write this {}: {rule}.",
         user_type.as_str(),
         resource.name
-    ))
+    )))
 }
 
 /// 409 for a create that lost the race for its natural keys [`crate::write::RACE_ATTEMPTS`]
 /// times (each attempt sees the records of the writes that took them).
 fn raced(resource: &Resource) -> StoreError {
     StoreError::Conflict {
-        detail: format!(
-            "Concurrent writes kept taking the {} of these {} records; send the write again.",
-            resource.writes.natural_key.join(" and "),
-            resource.name
+        detail: Words::new(
+            format!(
+                "Concurrent writes kept taking the {} of these {} records; send the write again.",
+                resource.writes.natural_key.join(" and "),
+                resource.name
+            ),
+            format!(
+                "Gleichzeitige Schreibvorgänge nahmen immer wieder {} dieser Datensätze {}; bitte erneut senden.",
+                resource.writes.natural_key.join(" und "),
+                resource.name
+            ),
         ),
         field: None,
     }

@@ -426,14 +426,17 @@ struct Taken {
 }
 
 impl Taken {
-    fn message(&self, resource: &Resource) -> String {
+    fn message(&self, resource: &Resource) -> Words {
         match &self.holder {
-            Some(holder) => format!(
+            Some(holder) => words!(
                 "'{}' is taken by the {} '{holder}' (letter case counts): choose another",
-                self.value, resource.name
+                "'{}' ist schon vergeben an {} '{holder}' (Groß- und Kleinschreibung zählt): bitte einen anderen wählen",
+                self.value,
+                resource.name
             ),
-            None => format!(
+            None => words!(
                 "'{}' is taken by a record the caller does not see: choose another",
+                "'{}' ist schon vergeben an einen Datensatz, den der Aufrufer nicht sieht: bitte einen anderen wählen",
                 self.value
             ),
         }

@@ -12,7 +12,7 @@ use brandhub_catalog::Res;
 use brandhub_catalog::catalog;
 use brandhub_catalog::file_paths;
 use brandhub_filestore::StoreError;
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, words};
 use brandhub_sheet::Format;
 use brandhub_store::{Caller, Timing};
 
@@ -56,7 +56,10 @@ pub(super) async fn content(
     let not_found = || {
         Problem(ApiError::new(
             Code::NotFound,
-            format!("There is no file with id '{id}'."),
+            words!(
+                "There is no file with id '{id}'.",
+                "Es gibt keine Datei mit der Kennung '{id}'."
+            ),
         ))
     };
     if !visible(state, Res::File, id, &viewer(caller), timing).await? {
@@ -74,8 +77,9 @@ pub(super) async fn content(
         Err(StoreError::NotFound { .. }) => {
             return Err(Problem(ApiError::new(
                 Code::NotFound,
-                format!(
-                    "The bytes of file '{id}' are not stored (only uploaded files have content)."
+                words!(
+                    "The bytes of file '{id}' are not stored (only uploaded files have content).",
+                    "Die Bytes der Datei '{id}' sind nicht gespeichert (nur hochgeladene Dateien haben Inhalt)."
                 ),
             )));
         }

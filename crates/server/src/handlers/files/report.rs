@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Res;
 use brandhub_catalog::catalog;
 use brandhub_catalog::{FileStatus, file_paths};
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, words};
 use brandhub_sheet::{Cell, Format, Limits, csv_text, typed_text};
 use brandhub_store::{Caller, Timing};
 use futures_util::TryStreamExt;
@@ -40,7 +40,10 @@ pub(super) async fn report(
     if !visible(state, Res::File, id, &viewer(caller), timing).await? {
         return Err(Problem(ApiError::new(
             Code::NotFound,
-            format!("There is no file with id '{id}'."),
+            words!(
+                "There is no file with id '{id}'.",
+                "Es gibt keine Datei mit der Kennung '{id}'."
+            ),
         )));
     }
     let id = id.to_ascii_uppercase();
@@ -61,7 +64,10 @@ pub(super) async fn report(
     if !FileStatus::named(&status).is_some_and(FileStatus::is_final) {
         return Err(Problem(ApiError::new(
             Code::Conflict,
-            format!("File '{id}' is {status}: its report exists once it is processed."),
+            words!(
+                "File '{id}' is {status}: its report exists once it is processed.",
+                "Datei '{id}' ist {status}: ihr Bericht entsteht, sobald sie verarbeitet ist."
+            ),
         )));
     }
     let name = text_of(file_paths::FILE_NAME).await?;
@@ -80,7 +86,10 @@ pub(super) async fn report(
             tracing::warn!(%error, file = %id, "the bytes of a file for its report are missing");
             return Err(Problem(ApiError::new(
                 Code::NotFound,
-                format!("The bytes of file '{id}' are not stored, so it has no report."),
+                words!(
+                    "The bytes of file '{id}' are not stored, so it has no report.",
+                    "Die Bytes der Datei '{id}' sind nicht gespeichert, daher hat sie keinen Bericht."
+                ),
             )));
         }
     };

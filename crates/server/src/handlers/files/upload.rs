@@ -17,7 +17,7 @@ use brandhub_catalog::catalog;
 use brandhub_filestore::PutError;
 use brandhub_ingest::authority::{Target, label_of};
 use brandhub_ingest::queue::{self, Upload};
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, Words, words};
 use brandhub_query::judge::Verdict;
 use brandhub_query::plan::Viewer;
 use brandhub_sheet::{ArgumentError, Format, PartName, parse_part_name, parse_wait};
@@ -33,14 +33,17 @@ const FRAMING: u64 = 64 * 1024;
 /// The longest file name accepted.
 const MAX_FILE_NAME: usize = 255;
 
-fn invalid(message: impl Into<String>) -> Problem {
+fn invalid(message: impl Into<Words>) -> Problem {
     Problem(ApiError::new(Code::InvalidUpload, message))
 }
 
 fn too_large(limit: u64) -> Problem {
     Problem(ApiError::new(
         Code::PayloadTooLarge,
-        format!("The file is larger than the upload limit of {limit} bytes."),
+        words!(
+            "The file is larger than the upload limit of {limit} bytes.",
+            "Die Datei ist größer als die Upload-Grenze von {limit} Bytes."
+        ),
     ))
 }
 
@@ -54,7 +57,10 @@ fn missing(what: &str, id: &str, field: &str) -> Problem {
     Problem(
         ApiError::new(
             Code::NotFound,
-            format!("There is no {what} with id '{id}' (the part name's {field})."),
+            words!(
+                "There is no {what} with id '{id}' (the part name's {field}).",
+                "Es gibt kein {what} mit der Kennung '{id}' ({field} im Namen des Teils)."
+            ),
         )
         .with_field(field),
     )
@@ -91,8 +97,9 @@ async fn check_part(
             return Err(Problem(
                 ApiError::new(
                     Code::InvalidUpload,
-                    format!(
+                    words!(
                         "The warehouse {} belongs to another company than the brand {}.",
+                        "Das Lager {} gehört zu einer anderen Firma als die Marke {}.",
                         label(state, Res::Warehouse, warehouse).await?,
                         label(state, Res::Brand, &part.brand).await?
                     ),
@@ -115,12 +122,9 @@ async fn check_part(
         };
         let (resource, id) = target.refused_record();
         let label = label(state, resource, id).await?;
-        let mut reason = target.refusal(viewer, &label);
-        if let Some(first) = reason.get(..1) {
-            reason.replace_range(..1, &first.to_uppercase());
-        }
+        let reason = target.refusal(viewer, &label).as_sentence();
         return Err(Problem(
-            ApiError::new(Code::Forbidden, format!("{reason}.")).with_field(field),
+            ApiError::new(Code::Forbidden, reason).with_field(field),
         ));
     }
     // A price file's host as a JSON price write judges it: one the caller sees, else the
@@ -215,8 +219,8 @@ pub async fn upload(
     let boundary = multer::parse_boundary(content_type).map_err(|_| {
         Problem(ApiError::new(
             Code::UnsupportedMediaType,
-            format!(
-                "An upload is multipart/form-data (with a boundary) holding one file part, not '{content_type}'."
+            words!(
+                "An upload is multipart/form-data (with a boundary) holding one file part, not '{content_type}'.", "Ein Upload ist multipart/form-data (mit boundary) mit einem Dateiteil, nicht '{content_type}'."
             ),
         ))
     })?;
@@ -249,13 +253,15 @@ async fn receive(
     let field = match multipart.next_field().await {
         Ok(Some(field)) => field,
         Ok(None) => {
-            return Err(invalid(
+            return Err(invalid(words!(
                 "The upload has no file part: send one part named <fileType>,<arguments> with a filename.",
-            ));
+                "Der Upload hat keinen Dateiteil: einen Teil namens <fileType>,<arguments> mit Dateinamen senden."
+            )));
         }
         Err(error) => {
-            return Err(invalid(format!(
-                "The multipart body cannot be read: {error}."
+            return Err(invalid(words!(
+                "The multipart body cannot be read: {error}.",
+                "Der multipart-Inhalt kann nicht gelesen werden: {error}."
             )));
         }
     };
@@ -266,18 +272,21 @@ async fn receive(
         .unwrap_or_default()
         .to_string();
     if part_name.is_empty() {
-        return Err(invalid(
+        return Err(invalid(words!(
             "The file part has no name: name it <fileType>,<arguments>, such as product,<brand>.",
-        ));
+            "Der Dateiteil hat keinen Namen: <fileType>,<arguments> nennen, etwa product,<brand>."
+        )));
     }
     if file_name.is_empty() {
-        return Err(invalid(format!(
-            "The part '{part_name}' has no filename: the file part needs one (its extension tells the format)."
+        return Err(invalid(words!(
+            "The part '{part_name}' has no filename: the file part needs one (its extension tells the format).",
+            "Der Teil '{part_name}' hat keinen Dateinamen: der Dateiteil braucht einen (seine Endung nennt das Format)."
         )));
     }
     if file_name.chars().count() > MAX_FILE_NAME {
-        return Err(invalid(format!(
-            "The filename is longer than {MAX_FILE_NAME} characters."
+        return Err(invalid(words!(
+            "The filename is longer than {MAX_FILE_NAME} characters.",
+            "Der Dateiname ist länger als {MAX_FILE_NAME} Zeichen."
         )));
     }
     let part = parse_part_name(&part_name).map_err(|e| refused(Code::InvalidUpload, e))?;
@@ -286,8 +295,8 @@ async fn receive(
     let format = Format::from_file_name(&file_name).ok_or_else(|| {
         Problem(ApiError::new(
             Code::UnsupportedMediaType,
-            format!(
-                "'{file_name}' is not an accepted spreadsheet: send .xlsx, .xlsm, .xls, .ods or .csv."
+            words!(
+                "'{file_name}' is not an accepted spreadsheet: send .xlsx, .xlsm, .xls, .ods or .csv.", "'{file_name}' ist keine angenommene Tabelle: .xlsx, .xlsm, .xls, .ods oder .csv senden."
             ),
         ))
     })?;
@@ -298,7 +307,10 @@ async fn receive(
         Ok(_) => {}
         Err(PutError::TooLarge { limit }) => return Err(too_large(limit)),
         Err(PutError::Body(error)) => {
-            return Err(invalid(format!("The upload broke off: {error}.")));
+            return Err(invalid(words!(
+                "The upload broke off: {error}.",
+                "Der Upload brach ab: {error}."
+            )));
         }
         Err(PutError::Store(error)) => {
             tracing::error!(%error, "an upload could not be stored");
@@ -343,7 +355,10 @@ async fn receive(
         .ok_or_else(|| {
             Problem(ApiError::new(
                 Code::NotFound,
-                format!("There is no file with id '{id}'."),
+                words!(
+                    "There is no file with id '{id}'.",
+                    "Es gibt keine Datei mit der Kennung '{id}'."
+                ),
             ))
         })?;
     // Without a wait the answer shows the file as queued; only then is a worker woken.

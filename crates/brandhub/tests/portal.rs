@@ -3197,11 +3197,13 @@ async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> (f64, f64
              performance.clearResourceTimings();
              performance.clearMarks(drawn);
              const start = performance.now();
-             const observer = new PerformanceObserver((list) => {
-               if (!list.getEntriesByName(drawn).length) return;
-               observer.disconnect();
-               // The frame that shows it, painted: the task after its animation frame.
-               requestAnimationFrame(() => setTimeout(() => {
+             // The frame that shows it, painted: the first animation frame that finds the mark,
+             // and the task after that frame. Looked for at every frame, not by a
+             // PerformanceObserver: the observer's callback is a task of its own, which can
+             // run after that frame was painted and would then wait for the frame after it.
+             const frame = () => {
+               if (!performance.getEntriesByName(drawn).length) return requestAnimationFrame(frame);
+               setTimeout(() => {
                  const end = performance.now();
                  const calls = performance.getEntriesByType('resource')
                    .filter((r) => r.name.includes('/api/') && r.startTime >= start)
@@ -3212,9 +3214,9 @@ async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> (f64, f64
                    if (to > reach) { api += to - Math.max(from, reach); reach = to; }
                  }
                  done({ drawn: end - start, api, calls: calls.length });
-               }));
-             });
-             observer.observe({ type: 'mark' });
+               });
+             };
+             requestAnimationFrame(frame);
              location.hash = hash;",
             vec![serde_json::json!(hash), serde_json::json!(drawn)],
         )

@@ -135,24 +135,45 @@ async function signOut() {
   signInView();
 }
 
-function shell(active) {
-  const nav = el('nav', { 'aria-label': t('sections') }, SECTIONS.filter((s) => s.shown(me)).map((s) =>
-    el('a', { href: `#/${s.id}`, class: s.id === active ? 'active' : '', 'aria-current': s.id === active ? 'page' : false }, t(s.id))));
-  const main = el('main', { id: 'main' });
+/** The skip link and the header of the signed-in pages, made for one user and language and
+ * kept while they stay: another address then replaces only the page's content and marks
+ * its section in the header, so the header is not made and laid out again each time. */
+let frame = null;
+
+function makeFrame() {
+  const links = new Map(SECTIONS.filter((s) => s.shown(me)).map((s) => [s.id, el('a', { href: `#/${s.id}` }, t(s.id))]));
+  const nav = el('nav', { 'aria-label': t('sections') }, [...links.values()]);
   const header = el('header', { class: 'topbar' },
     el('a', { class: 'brand-mark', href: '#/dashboard' }, el('img', { src: iconHref(), alt: '' }), t('appName')),
     nav,
     el('div', { class: 'who' }, el('span', { class: 'who-name', title: me.email }, `${me.name} · ${t(`val_type_${me.type}`)}`),
       languageSwitch(),
       el('button', { type: 'button', class: 'secondary', onclick: signOut }, t('signOut'))));
+  const made = { me, lang: me.lang, links, header, main: null };
   // The skip link moves the focus to the page's content; the address (the route) stays.
-  const skip = el('a', { class: 'skip', href: '#main' }, t('skipToContent'));
-  skip.addEventListener('click', (event) => {
+  made.skip = el('a', { class: 'skip', href: '#main' }, t('skipToContent'));
+  made.skip.addEventListener('click', (event) => {
     event.preventDefault();
-    main.focus();
+    made.main.focus();
   });
-  main.setAttribute('tabindex', '-1');
-  root.replaceChildren(skip, header, main);
+  return made;
+}
+
+function shell(active) {
+  if (!frame || frame.me !== me || frame.lang !== me.lang || !frame.header.isConnected) frame = makeFrame();
+  for (const [id, link] of frame.links) {
+    link.className = id === active ? 'active' : '';
+    if (id === active) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  // A link of the frame that led here lets go of the focus, as it would if the frame were
+  // made again: the page's heading takes it (route).
+  const focused = document.activeElement;
+  if (focused === frame.skip || frame.header.contains(focused)) focused.blur();
+  const main = el('main', { id: 'main', tabindex: '-1' });
+  if (frame.main && frame.main.parentNode === root) frame.main.replaceWith(main);
+  else root.replaceChildren(frame.skip, frame.header, main);
+  frame.main = main;
   return main;
 }
 

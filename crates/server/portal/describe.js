@@ -7,10 +7,14 @@ import { language, display, money } from './i18n.js';
 
 const schemaName = (resource) => resource[0].toUpperCase() + resource.slice(1);
 
+/** The schema of a resource's records in a loaded description (`doc`, from schema()). */
+export function schemaIn(doc, resource) {
+  return doc.components.schemas[schemaName(resource)] || { properties: {} };
+}
+
 /** The schema of a resource's records in the description. */
 export async function recordSchema(resource) {
-  const doc = await schema();
-  return doc.components.schemas[schemaName(resource)] || { properties: {} };
+  return schemaIn(await schema(), resource);
 }
 
 /** The resource a relation property leads to (from its $ref), or null for a field. */
@@ -32,11 +36,17 @@ export function titleOf(property, fallback = '') {
   return titles[language()] || property.title || fallback;
 }
 
-/** What a resource's records are called (one or many) in the user's language. */
-export async function resourceName(resource, many = true) {
-  const names = (await recordSchema(resource))['x-brandhub-names'];
+/** What a resource's records are called (one or many) in the user's language, from a
+ * loaded description. */
+export function resourceNameIn(doc, resource, many = true) {
+  const names = schemaIn(doc, resource)['x-brandhub-names'];
   const mine = names && (names[language()] || names.en);
   return mine ? (many ? mine.many : mine.one) : resource;
+}
+
+/** What a resource's records are called (one or many) in the user's language. */
+export async function resourceName(resource, many = true) {
+  return resourceNameIn(await schema(), resource, many);
 }
 
 /** The property at a dotted path of a resource's schema (through objects, not relations). */
@@ -69,18 +79,27 @@ export function keyed(answer) {
   return (ref) => (ref && (ref.id || ref.__KEY) && seen.get(ref.id || ref.__KEY)) || ref || null;
 }
 
+/** The `fields` items of each resource, worked out once: the description does not change
+ * while the page is open. */
+const labelFields = new Map();
+
 /** The `fields` items that bring the labels of a resource's to-one relations into the same
- * answer (`stock_variant.variant_product.title`), besides the default template. */
+ * answer (`stock_variant.variant_product.title`), besides the default template. A new
+ * array each time: callers narrow it. */
 export async function labelFieldsOf(resource) {
-  const own = await recordSchema(resource);
-  const items = [];
-  for (const [name, property] of Object.entries(own.properties || {})) {
-    const target = relationTarget(property);
-    if (!target || toMany(property)) continue;
-    const label = (await recordSchema(target))['x-brandhub-label'];
-    for (const path of (label && label.fields) || []) items.push(`${name}.${path}`);
+  let items = labelFields.get(resource);
+  if (!items) {
+    const doc = await schema();
+    items = [];
+    for (const [name, property] of Object.entries(schemaIn(doc, resource).properties || {})) {
+      const target = relationTarget(property);
+      if (!target || toMany(property)) continue;
+      const label = schemaIn(doc, target)['x-brandhub-label'];
+      for (const path of (label && label.fields) || []) items.push(`${name}.${path}`);
+    }
+    labelFields.set(resource, items);
   }
-  return items;
+  return [...items];
 }
 
 /** The display label of a record of `resource` (the catalog's template), with related
@@ -88,9 +107,15 @@ export async function labelFieldsOf(resource) {
  * related record whose id is `skipId` (the page's own record, shown around its lines) is
  * left out. */
 export async function labelOf(resource, record, full = (r) => r, skipId = null) {
+  return labelIn(await schema(), resource, record, full, skipId);
+}
+
+/** labelOf over a loaded description (`doc`, from schema()): no waiting, so that a table
+ * names the related records of each of its cells in one go. */
+export function labelIn(doc, resource, record, full = (r) => r, skipId = null) {
   record = full(record);
   if (!record || typeof record !== 'object') return '';
-  const own = await recordSchema(resource);
+  const own = schemaIn(doc, resource);
   const label = own['x-brandhub-label'];
   if (!label || !label.template) return '';
   const pieces = label.template.split(/\{([^}]*)\}/);
@@ -104,7 +129,7 @@ export async function labelOf(resource, record, full = (r) => r, skipId = null) 
       const target = relationTarget(property);
       const related = target && full(record[name]);
       if (target && skipId && related && (related.id || related.__KEY) === skipId) break;
-      if (target) value = await labelOf(target, related, full);
+      if (target) value = labelIn(doc, target, related, full);
       else value = shown(property, record[name], record);
       if (value) break;
     }

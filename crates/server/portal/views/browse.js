@@ -3,11 +3,11 @@
 // choice, related records by their labels as links, a record's page, and export of the
 // current query. Column headings, codes and amounts read as the description words them.
 import { api, records, schema, download } from '../api.js';
-import { t, number } from '../i18n.js';
+import { t, number, language } from '../i18n.js';
 import { el, field, heading, errorSlot, busy, problemBox } from '../ui.js';
 import {
-  recordSchema, relationTarget, toMany, titleOf, resourceName, wordOf, keyed, labelFieldsOf,
-  labelOf, shown,
+  schemaIn, relationTarget, toMany, titleOf, resourceNameIn, wordOf, keyed, labelFieldsOf,
+  labelIn, shown,
 } from '../describe.js';
 import { editLink } from './setup.js';
 
@@ -35,15 +35,31 @@ function labelParts(own) {
   return [...template.matchAll(/\{([^}]*)\}/g)].map((m) => m[1].split('|'));
 }
 
+/** The columns worked out for each resource, user type and language: they follow from
+ * the description alone, which does not change while the page is open. */
+const derivedColumns = new Map();
+
 /**
  * The columns of a resource. Each has a key (stored with the user's choice), a title, a
  * `path` that filters and sorts it (null when it cannot), and `value(row, full)` giving the
  * cell's content. A to-one relation whose record's label has several parts is spread into a
  * column per part (a stock row's variant into product, colour, size and barcode); the
- * resource's own label parts come first.
+ * resource's own label parts come first. Worked out once per resource, user type and
+ * language; each call has its own copies, whose `shown` the page changes.
  */
 export async function columnsOf(resource, userType) {
-  const own = await recordSchema(resource);
+  const key = `${resource}|${userType}|${language()}`;
+  let derived = derivedColumns.get(key);
+  if (!derived) {
+    derived = deriveColumns(await schema(), resource, userType);
+    derivedColumns.set(key, derived);
+  }
+  return derived.map((c) => ({ ...c }));
+}
+
+/** The columns of a resource from a loaded description (see columnsOf). */
+function deriveColumns(doc, resource, userType) {
+  const own = schemaIn(doc, resource);
   const properties = Object.entries(own.properties || {}).filter(([, p]) => visibleTo(p, userType));
   // A foreign key is shown as its relation: the related record by its label.
   const feedsRelation = (p) => Boolean(p['x-brandhub-relation'] && own.properties[p['x-brandhub-relation']]);
@@ -52,13 +68,13 @@ export async function columnsOf(resource, userType) {
     const target = relationTarget(property);
     if (target) {
       if (toMany(property)) continue;
-      const theirs = await recordSchema(target);
+      const theirs = schemaIn(doc, target);
       const parts = labelParts(theirs);
       const first = ((theirs['x-brandhub-label'] || {}).fields || [])[0];
       const sortPath = first ? `${name}.${first}` : null;
       if (parts.length < 2) {
         columns.push({ key: name, title: titleOf(property, name), path: sortPath, relation: target, shown: true, through: name,
-          value: async (row, full) => relationLink(target, row[name], full) });
+          value: (row, full) => relationLink(doc, target, row[name], full) });
         continue;
       }
       for (const [index, alternatives] of parts.entries()) {
@@ -72,14 +88,14 @@ export async function columnsOf(resource, userType) {
         const title = index === 0 && !innerTarget ? titleOf(property, name) : titleOf(inner, part);
         let path = null;
         if (innerTarget) {
-          const innerFirst = (((await recordSchema(innerTarget))['x-brandhub-label'] || {}).fields || [])[0];
+          const innerFirst = ((schemaIn(doc, innerTarget)['x-brandhub-label'] || {}).fields || [])[0];
           path = innerFirst ? `${name}.${part}.${innerFirst}` : null;
         } else if (isScalar(inner)) path = `${name}.${part}`;
         columns.push({ key: `${name}.${part}`, title, path, shown: true, through: name, relationTitle: titleOf(property, name),
-          value: async (row, full) => {
+          value: (row, full) => {
             const related = full(row[name]);
             if (!related) return '';
-            if (innerTarget) return relationLink(innerTarget, related[part], full);
+            if (innerTarget) return relationLink(doc, innerTarget, related[part], full);
             return shown(inner, related[part], related, full);
           } });
       }
@@ -89,13 +105,13 @@ export async function columnsOf(resource, userType) {
     if (isScalar(property)) {
       columns.push({ key: name, title: titleOf(property, name), path: [].concat(property.type).includes('array') ? null : name,
         shown: !isId(property) && !property['x-brandhub-refers-to'], property,
-        value: async (row, full) => referred(property, row[name], full) || shown(property, row[name], row, full) });
+        value: (row, full) => referred(property, row[name], full) || shown(property, row[name], row, full) });
     } else if ([].concat(property.type).includes('object') && property.properties) {
       for (const [inner, sub] of Object.entries(property.properties)) {
         if (!isScalar(sub) || !visibleTo(sub, userType)) continue;
         columns.push({ key: `${name}.${inner}`, title: titleOf(sub, inner), parentTitle: titleOf(property, name),
           path: `${name}.${inner}`, shown: false, property: sub,
-          value: async (row, full) => referred(sub, row[name] && row[name][inner], full) || shown(sub, row[name] && row[name][inner], row, full) });
+          value: (row, full) => referred(sub, row[name] && row[name][inner], full) || shown(sub, row[name] && row[name][inner], row, full) });
       }
     }
   }
@@ -142,7 +158,8 @@ function referred(property, value, full) {
   return ids.map((id, i) => [i ? ', ' : '', el('a', { href: `#/browse/${target}/${id}` }, referredLabels.get(id) || t('openRecord'))]);
 }
 
-/** Fetches the labels of every record the rows name by such ids. */
+/** Fetches the labels of every record the rows name by such ids: one call per resource
+ * named, all at once. */
 async function fetchReferred(rows, columns, may) {
   const wanted = new Map();
   for (const c of columns) {
@@ -155,27 +172,27 @@ async function fetchReferred(rows, columns, may) {
       }
     }
   }
-  for (const [target, ids] of wanted) {
-    if (!may(target, 'GET')) continue;
-    const theirs = await recordSchema(target);
+  if (!wanted.size) return;
+  const doc = await schema();
+  await Promise.all([...wanted].filter(([target]) => may(target, 'GET')).map(async ([target, ids]) => {
     const q = new URLSearchParams();
     ids.forEach((id) => q.append('id', id));
-    q.set('fields', ((theirs['x-brandhub-label'] || {}).fields || []).join(',') || 'id');
+    q.set('fields', ((schemaIn(doc, target)['x-brandhub-label'] || {}).fields || []).join(',') || 'id');
     q.set('pageSize', '1000');
     try {
       const answer = await api(`/${target}?${q}`);
       const full = keyed(answer);
-      for (const record of records(answer, target)) referredLabels.set(record.id, await labelOf(target, record, full));
+      for (const record of records(answer, target)) referredLabels.set(record.id, labelIn(doc, target, record, full));
     } catch { /* labels stay unknown: the link still opens the record */ }
-  }
+  }));
 }
 
-/** A related record as a link named by its label. */
-async function relationLink(target, value, full, skipId) {
+/** A related record as a link named by its label (`doc`: the loaded description). */
+function relationLink(doc, target, value, full, skipId) {
   const record = full(value);
   const id = record && (record.id || record.__KEY);
   if (!id) return '';
-  const label = await labelOf(target, record, full, skipId);
+  const label = labelIn(doc, target, record, full, skipId);
   return el('a', { href: `#/browse/${target}/${id}` }, label || t('openRecord'));
 }
 
@@ -225,10 +242,11 @@ export async function render(main, context) {
   // User Timing marks: how long the page takes to show an answer (bench/portal.sh). A
   // failure is shown where the table would be, once the page is made (below).
   answering.then(() => performance.mark('browse:answered'), () => {});
+  const doc = await schema();
   const columns = await columnsOf(resource, me.type);
   const stored = JSON.parse(sessionStorage.getItem(chosenKey(resource)) || 'null');
   if (stored) for (const c of columns) c.shown = stored.includes(c.key);
-  const names = await Promise.all(list.map((r) => resourceName(r)));
+  const names = list.map((r) => resourceNameIn(doc, r));
   const title = names[list.indexOf(resource)];
 
   const picker = el('select', { id: 'resource' }, list.map((r, i) => el('option', { value: r, selected: r === resource }, names[i])));
@@ -296,7 +314,9 @@ export async function render(main, context) {
   await fetchReferred(rows, columns, may);
   const order = params.get('order_by') || '';
 
-  async function drawTable() {
+  /** The table of the answer's rows in the columns shown, made whole before it goes into
+   * the page. */
+  function drawTable() {
     if (!answer) return;
     const visible = columns.filter((c) => c.shown);
     const headerCells = visible.map((c) => {
@@ -309,23 +329,25 @@ export async function render(main, context) {
       return el('th', { scope: 'col', 'aria-sort': ascending ? 'ascending' : descending ? 'descending' : 'none' },
         el('a', { href: hashFor(resource, next), class: 'sort', 'aria-label': t('sortBy', { field: c.title }) }, c.title, ascending ? ' ▲' : descending ? ' ▼' : ''));
     });
-    const body = [];
+    const numeric = visible.map((c) => Boolean(c.property && [].concat(c.property.type).some((ty) => ty === 'number' || ty === 'integer')));
+    const body = document.createDocumentFragment();
     for (const r of rows) {
-      const cells = [];
+      const tr = document.createElement('tr');
       for (const [i, c] of visible.entries()) {
-        const content = await c.value(r, full);
-        const numeric = c.property && [].concat(c.property.type).some((ty) => ty === 'number' || ty === 'integer');
-        const td = el('td', { class: numeric ? 'num' : '', 'data-label': c.title }, content);
-        // The first column opens the row's own record.
-        if (i === 0) td.replaceChildren(el('a', { href: `#/browse/${resource}/${r.id}`, class: 'row-link' }, td.textContent || t('openRecord')));
-        cells.push(td);
+        let content = c.value(r, full);
+        // The first column opens the row's own record, named by what the cell would show.
+        if (i === 0) {
+          const text = typeof content === 'string' ? content : el('td', {}, content).textContent;
+          content = el('a', { href: `#/browse/${resource}/${r.id}`, class: 'row-link' }, text || t('openRecord'));
+        }
+        tr.append(el('td', { class: numeric[i] ? 'num' : '', 'data-label': c.title }, content));
       }
-      body.push(el('tr', {}, cells));
+      body.append(tr);
     }
-    if (!rows.length) body.push(el('tr', {}, el('td', { colspan: visible.length || 1, class: 'muted' }, t('noRecords'))));
+    if (!rows.length) body.append(el('tr', {}, el('td', { colspan: visible.length || 1, class: 'muted' }, t('noRecords'))));
     tableHolder.replaceChildren(el('table', {}, el('thead', {}, el('tr', {}, headerCells)), el('tbody', {}, body)));
   }
-  await drawTable();
+  drawTable();
 
   if (answer) {
     const info = answer.response;
@@ -350,7 +372,7 @@ export async function render(main, context) {
 /** A record's properties as a list of titles and values: its own values and the records it
  * points to first (those by label, as links), then its objects (nested), then the records
  * under it (a list of links). */
-async function definitionList(object, own, full, me, parentId, root = object) {
+function definitionList(doc, object, own, full, me, parentId, root = object) {
   const groups = [[], [], []];
   for (const [key, property] of Object.entries(own.properties || {})) {
     if (!(key in object) || key === 'id' || !visibleTo(property, me.type)) continue;
@@ -362,13 +384,13 @@ async function definitionList(object, own, full, me, parentId, root = object) {
     let group = 0;
     if (target && toMany(property)) {
       const items = [];
-      for (const item of value || []) items.push(el('li', {}, await relationLink(target, item, full, parentId)));
+      for (const item of value || []) items.push(el('li', {}, relationLink(doc, target, item, full, parentId)));
       content = items.length ? el('ul', { class: 'related-list' }, items) : '';
       group = 2;
     } else if (target) {
-      content = await relationLink(target, value, full);
+      content = relationLink(doc, target, value, full);
     } else if (value && typeof value === 'object' && !Array.isArray(value)) {
-      content = await definitionList(value, property, full, me, parentId, root);
+      content = definitionList(doc, value, property, full, me, parentId, root);
       if (!content.children.length) content = '';
       group = 1;
     } else {
@@ -380,21 +402,22 @@ async function definitionList(object, own, full, me, parentId, root = object) {
 }
 
 async function renderRecord(main, resource, id, { may, me }) {
-  const own = await recordSchema(resource);
+  const doc = await schema();
+  const own = schemaIn(doc, resource);
   const answer = await withLabels(`/${resource}/${encodeURIComponent(id)}`, resource, new URLSearchParams());
   const record = records(answer, resource)[0];
   const full = keyed(answer);
   const columns = await columnsOf(resource, me.type);
   await fetchReferred([record], columns.concat(Object.entries(own.properties || {})
     .filter(([, p]) => p['x-brandhub-refers-to']).map(([k, p]) => ({ key: k, property: p }))), may);
-  const list = await definitionList(record, own, full, me, record.id);
-  const label = await labelOf(resource, record, full);
+  const list = definitionList(doc, record, own, full, me, record.id);
+  const label = labelIn(doc, resource, record, full);
   // A record that moves through a lifecycle (an order) is worked on its own page.
   const worked = own['x-brandhub-lifecycle']
     ? el('p', {}, el('a', { href: `#/orders/o/${record.id}` }, t('workOrder'))) : null;
   main.replaceChildren(
-    el('p', {}, el('a', { href: `#/browse/${resource}` }, `← ${t('back')}: ${await resourceName(resource)}`)),
-    heading(`${await resourceName(resource, false)}: ${label || t('openRecord')}`),
+    el('p', {}, el('a', { href: `#/browse/${resource}` }, `← ${t('back')}: ${resourceNameIn(doc, resource)}`)),
+    heading(`${resourceNameIn(doc, resource, false)}: ${label || t('openRecord')}`),
     worked,
     await editLink(resource, record.id, may),
     el('section', { class: 'card' }, list));

@@ -197,9 +197,18 @@ async function renderList(main, context, notice) {
     }), redraw);
   });
 
+  // The page of orders is asked for together with the tabs' counts.
+  const showMoney = await readable('order', 'detail.gross', me.type);
+  const fields = ['brandOrderRef', 'hostOrderRef', 'status', 'orderDate', 'shipDate', 'carrier', 'trackingRef',
+    'shipAddress.forename', 'shipAddress.surname', 'shipAddress.company', 'order_brandStore.fk_brand', 'order_brandStore.fk_store'];
+  if (showMoney) fields.push('detail.gross', 'order_orderItem.currency');
+  const request = listRequest(lc, filter, status);
   // Tabs by status, each with its count under the same filters.
   const tabCodes = ['', ...codes];
-  const counts = await Promise.all(tabCodes.map((s) => countOf(listRequest(lc, filter, s)).catch(() => null)));
+  const [counts, answer] = await Promise.all([
+    Promise.all(tabCodes.map((s) => countOf(listRequest(lc, filter, s)).catch(() => null))),
+    pageOf(request, filter.page, fields),
+  ]);
   const tabs = el('nav', { class: 'tabs', 'aria-label': t('status') }, tabCodes.map((s, i) => {
     const word = s ? statusWord(lc, s) : t('all');
     return el('a', { href: hashOf(s, { ...filter, page: 1 }), class: s === status ? 'active' : '', 'aria-current': s === status ? 'page' : false, 'data-tab': s || 'all' },
@@ -207,12 +216,6 @@ async function renderList(main, context, notice) {
   }));
 
   // The page of orders, with the names of their brands and stores.
-  const showMoney = await readable('order', 'detail.gross', me.type);
-  const fields = ['brandOrderRef', 'hostOrderRef', 'status', 'orderDate', 'shipDate', 'carrier', 'trackingRef',
-    'shipAddress.forename', 'shipAddress.surname', 'shipAddress.company', 'order_brandStore.fk_brand', 'order_brandStore.fk_store'];
-  if (showMoney) fields.push('detail.gross', 'order_orderItem.currency');
-  const request = listRequest(lc, filter, status);
-  const answer = await pageOf(request, filter.page, fields);
   const list = records(answer, 'order');
   const info = answer.response;
   const full = keyed(list);
@@ -541,10 +544,21 @@ function stepForms(lc, order, items, act) {
   return forms;
 }
 
+/** The names of countries in each language, made once: making one costs far more than
+ * asking it. */
+const regionNames = new Map();
+
 /** A country's name in the user's language from its ISO code (the code where there is none). */
 function countryName(code) {
   if (!code) return '';
-  try { return new Intl.DisplayNames([locale()], { type: 'region' }).of(code) || code; } catch { return code; }
+  try {
+    let names = regionNames.get(locale());
+    if (!names) {
+      names = new Intl.DisplayNames([locale()], { type: 'region' });
+      regionNames.set(locale(), names);
+    }
+    return names.of(code) || code;
+  } catch { return code; }
 }
 
 function addressBlock(address) {

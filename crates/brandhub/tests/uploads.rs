@@ -37,6 +37,7 @@ async fn post_parts(
     query: &str,
     parts: &[Part<'_>],
 ) -> common::Response {
+    uploaders_read_english(fx).await;
     let request = fx
         .client()
         .post(format!("{}/api/file{query}", fx.base))
@@ -46,6 +47,38 @@ async fn post_parts(
         )
         .body(multipart(parts));
     send(fx, user_type, request).await
+}
+
+/// The demo's company and warehouse users read German (their `detail.lang`), and a file's
+/// warnings are kept in its uploader's language: these tests read the contract's English
+/// words, so on their fixture those users read English (set before each upload, once done
+/// for a fixture; the German warnings are asserted in orders.rs and ingest's report tests).
+async fn uploaders_read_english(fx: &common::Fixture) {
+    static DONE: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+    let fixture = fx as *const common::Fixture as usize;
+    if DONE.lock().unwrap().contains(&fixture) {
+        return;
+    }
+    for user_type in ["company", "warehouse"] {
+        let email = fx.credential(user_type).email.clone();
+        let found = get(fx, "admin", &format!("/api/user?email={email}&fields=id")).await;
+        let id = found.records("user")[0]["id"].as_str().unwrap().to_string();
+        let changed = send(
+            fx,
+            "admin",
+            fx.client()
+                .patch(format!("{}/api/user/{id}", fx.base))
+                .json(&serde_json::json!({"detail": {"lang": "en"}})),
+        )
+        .await;
+        assert_eq!(
+            changed.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&changed.body)
+        );
+    }
+    DONE.lock().unwrap().push(fixture);
 }
 
 /// Uploads one file and waits for it to be processed; returns the file record.

@@ -112,6 +112,29 @@ pub fn any(exprs: Vec<Expr>) -> Expr {
     balanced(exprs, Expr::or).unwrap_or_else(|| always(false))
 }
 
+/// `SELECT id FROM table` of the rows holding any of `keys`, each key its columns' values
+/// (all equal): many unique keys looked up in one statement, ORed as a balanced tree (a flat
+/// `a OR b OR …` of 1,000 keys nests deeper than SQLite parses).
+pub fn ids_with_any_key<'a>(
+    table: &str,
+    keys: impl IntoIterator<Item = Vec<(&'a str, &'a str)>>,
+) -> sea_query::SelectStatement {
+    let keys = keys
+        .into_iter()
+        .map(|key| {
+            all(key
+                .into_iter()
+                .map(|(column, value)| Expr::col(Alias::new(column)).eq(value))
+                .collect())
+        })
+        .collect();
+    sea_query::Query::select()
+        .column(Alias::new("id"))
+        .from(Alias::new(table))
+        .and_where(any(keys))
+        .to_owned()
+}
+
 /// A predicate as an SQL condition; `negated` pushes NOT down to the leaves.
 pub(crate) fn predicate_expr(predicate: &Predicate, table: Table<'_>, negated: bool) -> Expr {
     match predicate {

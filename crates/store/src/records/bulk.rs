@@ -166,23 +166,16 @@ async fn resolve(
             }
         }
     }
-    // One statement, its keys ORed as a balanced tree (a flat `a OR b OR …` of 1,000 keys
-    // nests deeper than SQLite parses).
-    let keys = named
+    // One statement for every key.
+    let keys: Vec<Vec<(String, &str)>> = named
         .iter()
-        .map(|(_, by)| {
-            brandhub_query::sql::all(
-                by.iter()
-                    .map(|(field, value)| Expr::col(Alias::new(column(field))).eq(value.as_str()))
-                    .collect(),
-            )
-        })
+        .map(|(_, by)| by.iter().map(|(f, v)| (column(f), v.as_str())).collect())
         .collect();
-    let mut statement = Query::select();
-    statement
-        .column(Alias::new("id"))
-        .from(Alias::new(resource.table))
-        .and_where(brandhub_query::sql::any(keys));
+    let mut statement = brandhub_query::sql::ids_with_any_key(
+        resource.table,
+        keys.iter()
+            .map(|key| key.iter().map(|(c, v)| (c.as_str(), *v)).collect()),
+    );
     let scope = writer.viewer.scope(resource);
     if !scope.is_always() {
         statement.and_where(condition(&scope));

@@ -510,32 +510,29 @@ async fn exact_keys_taken(
                 found.push((i, ids[j].clone()));
             }
         }
-        // Outside it: one statement, its keys ORed as a balanced tree (a flat `a OR b OR …`
-        // of 1,000 keys nests deeper than SQLite parses).
-        let keys = moved
+        // Outside it: one statement for every key.
+        let columns: Vec<&str> = index
+            .paths
             .iter()
-            .map(|&i| {
-                brandhub_query::sql::all(
-                    index
-                        .paths
-                        .iter()
-                        .zip(finals[i].iter().flatten())
-                        .map(|(path, value)| {
-                            let field = resource
-                                .field_at(path)
-                                .expect("the catalog checks index paths");
-                            Expr::col(Alias::new(field.column.as_str())).eq(value.as_str())
-                        })
-                        .collect(),
-                )
+            .map(|path| {
+                resource
+                    .field_at(path)
+                    .expect("the catalog checks index paths")
+                    .column
+                    .as_str()
             })
             .collect();
-        let mut statement = Query::select();
-        statement
-            .column(Alias::new("id"))
-            .from(Alias::new(resource.table))
-            .and_where(brandhub_query::sql::any(keys))
-            .and_where(Expr::col(Alias::new("id")).is_not_in(ids.iter().map(String::as_str)));
+        let mut statement = brandhub_query::sql::ids_with_any_key(
+            resource.table,
+            moved.iter().map(|&i| {
+                columns
+                    .iter()
+                    .copied()
+                    .zip(finals[i].iter().flatten().map(String::as_str))
+                    .collect()
+            }),
+        );
+        statement.and_where(Expr::col(Alias::new("id")).is_not_in(ids.iter().map(String::as_str)));
         let mut kinds = vec![Kind::Text];
         for path in &index.paths {
             let field = resource

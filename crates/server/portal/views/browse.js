@@ -315,37 +315,50 @@ export async function render(main, context) {
   const order = params.get('order_by') || '';
 
   /** The table of the answer's rows in the columns shown, made whole before it goes into
-   * the page. */
+   * the page. Its rows are grids of one column template (see app.css, `table.grid`): each
+   * column as wide as its longest value (in characters, up to the cells' 28), so no row has
+   * to be measured against the others, and the rows out of view are laid out only when
+   * scrolled to. */
   function drawTable() {
     if (!answer) return;
     const visible = columns.filter((c) => c.shown);
+    const sorted = new URLSearchParams(params);
+    sorted.delete('page');
     const headerCells = visible.map((c) => {
-      if (!c.path) return el('th', { scope: 'col' }, c.title);
+      if (!c.path) return el('th', { scope: 'col', role: 'columnheader' }, c.title);
       const ascending = order === c.path || order === `${c.path}>`;
       const descending = order === `${c.path}<`;
-      const next = new URLSearchParams(params);
-      next.set('order_by', ascending ? `${c.path}<` : c.path);
-      next.delete('page');
-      return el('th', { scope: 'col', 'aria-sort': ascending ? 'ascending' : descending ? 'descending' : 'none' },
-        el('a', { href: hashFor(resource, next), class: 'sort', 'aria-label': t('sortBy', { field: c.title }) }, c.title, ascending ? ' ▲' : descending ? ' ▼' : ''));
+      sorted.set('order_by', ascending ? `${c.path}<` : c.path);
+      return el('th', { scope: 'col', role: 'columnheader', 'aria-sort': ascending ? 'ascending' : descending ? 'descending' : 'none' },
+        el('a', { href: hashFor(resource, sorted), class: 'sort', 'aria-label': t('sortBy', { field: c.title }) }, c.title, ascending ? ' ▲' : descending ? ' ▼' : ''));
     });
     const numeric = visible.map((c) => Boolean(c.property && [].concat(c.property.type).some((ty) => ty === 'number' || ty === 'integer')));
-    const body = document.createDocumentFragment();
+    // A heading wraps between its words; a sorted one has room for its arrow.
+    const widths = visible.map((c) => Math.max(4, ...c.title.split(/\s+/).map((word) => word.length)) + (c.path ? 3 : 1));
+    // Every row is a copy of one made once, its cells then filled.
+    const template = el('tr', { role: 'row' }, visible.map((c, i) => el('td', { role: 'cell', class: numeric[i] ? 'num' : null })));
+    const body = el('tbody', { role: 'rowgroup' });
     for (const r of rows) {
-      const tr = document.createElement('tr');
+      const tr = template.cloneNode(true);
+      let cell = tr.firstChild;
       for (const [i, c] of visible.entries()) {
-        let content = c.value(r, full);
+        let content = c.value(r, full) ?? '';
+        const text = typeof content === 'object' ? content.textContent : String(content);
         // The first column opens the row's own record, named by what the cell would show.
-        if (i === 0) {
-          const text = typeof content === 'string' ? content : el('td', {}, content).textContent;
-          content = el('a', { href: `#/browse/${resource}/${r.id}`, class: 'row-link' }, text || t('openRecord'));
-        }
-        tr.append(el('td', { class: numeric[i] ? 'num' : '', 'data-label': c.title }, content));
+        if (i === 0) content = el('a', { href: `#/browse/${resource}/${r.id}`, class: 'row-link' }, text || t('openRecord'));
+        if (text.length > widths[i]) widths[i] = text.length;
+        cell.append(content);
+        cell = cell.nextSibling;
       }
       body.append(tr);
     }
-    if (!rows.length) body.append(el('tr', {}, el('td', { colspan: visible.length || 1, class: 'muted' }, t('noRecords'))));
-    tableHolder.replaceChildren(el('table', {}, el('thead', {}, el('tr', {}, headerCells)), el('tbody', {}, body)));
+    if (!rows.length) body.append(el('tr', { role: 'row', class: 'empty' }, el('td', { role: 'cell', class: 'muted' }, t('noRecords'))));
+    const table = el('table', { class: 'grid', role: 'table' },
+      el('thead', { role: 'rowgroup' }, el('tr', { role: 'row' }, headerCells)), body);
+    const tracks = widths.map((w) => `calc(${Math.min(w, 28)}ch + 1.5rem)`);
+    table.style.setProperty('--columns', tracks.map((w) => `minmax(${w}, 1fr)`).join(' '));
+    table.style.setProperty('--least', `calc(${tracks.join(' + ')})`);
+    tableHolder.replaceChildren(table);
   }
   drawTable();
 

@@ -9,23 +9,25 @@ use crate::read::NodeData;
 use crate::render::ZERO_ID;
 use brandhub_catalog::{Cell, Field, FieldType, NoneAs, RelationKind};
 use brandhub_query::plan::{SelectedField, Selection};
+use std::borrow::Cow;
 
-/// One value of a table.
+/// One value of a table; a text is borrowed from the records read where it can be, so a
+/// table's rows are written without copying their texts.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TableCell {
+pub enum TableCell<'a> {
     Empty,
-    Text(String),
+    Text(Cow<'a, str>),
     Integer(i64),
     Number(f64),
     Bool(bool),
 }
 
-impl TableCell {
+impl TableCell<'_> {
     /// The value as JSON, for the arrays of to-many columns.
     fn to_json(&self) -> serde_json::Value {
         match self {
             TableCell::Empty => serde_json::Value::Null,
-            TableCell::Text(text) => text.clone().into(),
+            TableCell::Text(text) => text.to_string().into(),
             TableCell::Integer(n) => (*n).into(),
             TableCell::Number(n) => (*n).into(),
             TableCell::Bool(b) => (*b).into(),
@@ -121,14 +123,14 @@ fn collect(selection: &Selection, prefix: &str, out: &mut Vec<TableColumn>) {
     }
 }
 
-fn cell_value(field: &Field, cell: &Cell) -> TableCell {
+fn cell_value<'a>(field: &Field, cell: &'a Cell) -> TableCell<'a> {
     match (cell, field.ty) {
         (Cell::Null, FieldType::Id) if field.none_as == NoneAs::ZeroId => {
-            TableCell::Text(ZERO_ID.to_string())
+            TableCell::Text(Cow::Borrowed(ZERO_ID))
         }
         (Cell::Null, _) => TableCell::Empty,
         (Cell::Text(text), _) if text.is_empty() => TableCell::Empty,
-        (Cell::Text(text), _) => TableCell::Text(text.clone()),
+        (Cell::Text(text), _) => TableCell::Text(Cow::Borrowed(text)),
         (Cell::Integer(n), FieldType::Boolean) => TableCell::Bool(*n != 0),
         (Cell::Integer(n), _) => TableCell::Integer(*n),
         (Cell::Number(n), _) => TableCell::Number(*n),
@@ -139,7 +141,7 @@ fn cell_value(field: &Field, cell: &Cell) -> TableCell {
 impl Source {
     /// The values this source has for the record at `row` of `node` (none, one, or one per
     /// related record of a to-many relation).
-    fn values(&self, node: &NodeData, row: usize, out: &mut Vec<TableCell>) {
+    fn values<'a>(&self, node: &'a NodeData, row: usize, out: &mut Vec<TableCell<'a>>) {
         let record = &node.rows[row];
         match self {
             Source::Field(field) => out.push(
@@ -155,9 +157,9 @@ impl Source {
                     .and_then(|(_, by_owner)| by_owner.get(owner))
                     .cloned()
                     .unwrap_or_default();
-                out.push(TableCell::Text(
+                out.push(TableCell::Text(Cow::Owned(
                     serde_json::to_string(&elements).expect("strings serialise"),
-                ));
+                )));
             }
             Source::Related { index, fk, inner } => {
                 // A related record outside the caller's scope was not loaded: no value.
@@ -180,15 +182,43 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The one value of a source that crosses no to-many relation (`None` when a related
+    /// record is not there), without gathering values in a list.
+    fn value<'a>(&self, node: &'a NodeData, row: usize) -> Option<TableCell<'a>> {
+        let record = &node.rows[row];
+        match self {
+            Source::Field(field) => Some(
+                node.column_of(field)
+                    .map_or(TableCell::Empty, |i| cell_value(field, &record[i])),
+            ),
+            Source::List(_) => {
+                let mut values = Vec::with_capacity(1);
+                self.values(node, row, &mut values);
+                values.pop()
+            }
+            Source::Related { index, fk, inner } => {
+                let child = node.children.get(*index).and_then(Option::as_ref)?;
+                let key = match fk {
+                    Some(fk) => node.column_of(fk).and_then(|i| record[i].as_text()),
+                    None => record[0].as_text(),
+                }?;
+                let &first = child.by_key.get(key)?.first()?;
+                inner.value(child, first)
+            }
+        }
+    }
+}
+
 impl TableColumn {
     /// This column's cell for the record at `row` of `node` (a chunk's root node).
-    pub fn cell(&self, node: &NodeData, row: usize) -> TableCell {
+    pub fn cell<'a>(&self, node: &'a NodeData, row: usize) -> TableCell<'a> {
+        if !self.many {
+            return self.source.value(node, row).unwrap_or(TableCell::Empty);
+        }
         let mut values = Vec::new();
         self.source.values(node, row, &mut values);
-        if self.many {
-            let array: Vec<serde_json::Value> = values.iter().map(TableCell::to_json).collect();
-            return TableCell::Text(serde_json::Value::Array(array).to_string());
-        }
-        values.pop().unwrap_or(TableCell::Empty)
+        let array: Vec<serde_json::Value> = values.iter().map(TableCell::to_json).collect();
+        TableCell::Text(Cow::Owned(serde_json::Value::Array(array).to_string()))
     }
 }

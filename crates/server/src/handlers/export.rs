@@ -161,14 +161,27 @@ fn table(
 /// The text of a cell in CSV: numbers as the shortest text that reads back the same; a text
 /// (a value of a text-typed column, never a number) marked with a leading `'` when a
 /// spreadsheet program would run it as a formula (`brandhub_sheet::csv_text`, docs/API.md, "Exports: CSV and XLSX").
+#[cfg(test)]
 fn text_of(cell: &TableCell) -> String {
     match cell {
-        TableCell::Empty => String::new(),
         TableCell::Text(text) => csv_text(text).into_owned(),
-        TableCell::Integer(n) => n.to_string(),
-        TableCell::Number(n) => n.to_string(),
-        TableCell::Bool(b) => b.to_string(),
+        other => {
+            let mut text = String::new();
+            write_plain(&mut text, other);
+            text
+        }
     }
+}
+
+/// A cell that is not a text, in CSV (see [`text_of`]), written into `out`.
+fn write_plain(out: &mut String, cell: &TableCell) {
+    use std::fmt::Write as _;
+    let _ = match cell {
+        TableCell::Empty | TableCell::Text(_) => Ok(()),
+        TableCell::Integer(n) => write!(out, "{n}"),
+        TableCell::Number(n) => write!(out, "{n}"),
+        TableCell::Bool(b) => write!(out, "{b}"),
+    };
 }
 
 /// Answers a list request as an export.
@@ -271,13 +284,21 @@ async fn write_csv(
         if std::mem::take(&mut header) {
             let _ = writer.write_record(table.columns.iter().map(|(h, _)| h.as_str()));
         }
+        let mut number = String::new();
         for row in 0..chunk.node.rows.len() {
-            let _ = writer.write_record(
-                table
-                    .columns
-                    .iter()
-                    .map(|(_, column)| text_of(&column.cell(&chunk.node, row))),
-            );
+            for (_, column) in &table.columns {
+                let cell = column.cell(&chunk.node, row);
+                let _ = match &cell {
+                    TableCell::Text(text) => writer.write_field(csv_text(text).as_bytes()),
+                    other => {
+                        number.clear();
+                        write_plain(&mut number, other);
+                        writer.write_field(number.as_bytes())
+                    }
+                };
+            }
+            // No more fields: the record ends.
+            let _ = writer.write_record(None::<&[u8]>);
         }
         let bytes = writer.into_inner().unwrap_or_default();
         if sender.send(Ok(Bytes::from(bytes))).await.is_err() {
@@ -424,7 +445,7 @@ mod tests {
 
     #[test]
     fn csv_marks_formula_texts_and_leaves_numbers_alone() {
-        let text = |t: &str| text_of(&TableCell::Text(t.to_string()));
+        let text = |t: &str| text_of(&TableCell::Text(t.into()));
         assert_eq!(
             text("=HYPERLINK(\"https://example.test\")"),
             "'=HYPERLINK(\"https://example.test\")"

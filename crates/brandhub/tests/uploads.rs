@@ -54,9 +54,8 @@ async fn post_parts(
 /// words, so on their fixture those users read English (set before each upload, once done
 /// for a fixture; the German warnings are asserted in orders.rs and ingest's report tests).
 async fn uploaders_read_english(fx: &common::Fixture) {
-    static DONE: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-    let fixture = fx as *const common::Fixture as usize;
-    if DONE.lock().unwrap().contains(&fixture) {
+    static DONE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    if DONE.lock().unwrap().contains(&fx.base) {
         return;
     }
     for user_type in ["company", "warehouse"] {
@@ -78,7 +77,7 @@ async fn uploaders_read_english(fx: &common::Fixture) {
             String::from_utf8_lossy(&changed.body)
         );
     }
-    DONE.lock().unwrap().push(fixture);
+    DONE.lock().unwrap().push(fx.base.clone());
 }
 
 /// Uploads one file and waits for it to be processed; returns the file record.

@@ -1093,23 +1093,23 @@ impl Bound {
             Cell::Integer(n) => *n as f64,
             _ => return None,
         };
-        (holds && value < self.least).then(|| {
-            words!(
-                "must be at least {} while {} is {}",
-                "muss mindestens {} sein, solange {} {} ist",
-                self.least,
-                self.when,
-                self.is
-            )
-        })
+        (holds && value < self.least).then(|| self.described())
     }
 
-    /// What the bound asks, for messages and the docs (`must be at least -100 while
-    /// detail.adjustType is percent`).
+    /// What the bound asks, for the docs (`must be at least -100 while detail.adjustType is
+    /// percent`).
     pub fn describe(&self) -> String {
-        format!(
+        self.described().to_string()
+    }
+
+    /// What the bound asks, in each language, for messages.
+    fn described(&self) -> Words {
+        words!(
             "must be at least {} while {} is {}",
-            self.least, self.when, self.is
+            "muss mindestens {} sein, solange {} {} ist",
+            self.least,
+            self.when,
+            self.is
         )
     }
 }

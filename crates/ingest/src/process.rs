@@ -257,7 +257,7 @@ async fn prepare(context: &Context, job: &ClaimedJob) -> Result<Prepared, Proces
     let table = tokio::task::spawn_blocking(move || brandhub_sheet::read(&bytes, format, &limits))
         .await
         .map_err(|error| ProcessError::Retry(format!("the sheet reader stopped: {error}")))?
-        .map_err(|error| ProcessError::Fail(error.to_string().into()))?;
+        .map_err(|error| ProcessError::Fail(error.words()))?;
     let map = ColumnMap::match_headers(file.file_type, table.header())
         .map_err(|error| ProcessError::Fail(error.words()))?;
     // Progress: the rows found, while the file is applied.

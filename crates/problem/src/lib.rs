@@ -160,6 +160,11 @@ pub struct FieldError {
     pub index: Option<usize>,
 }
 
+/// The message of a field that a write must give and did not (`email is required`).
+pub fn required_message() -> Words {
+    words!("is required", "ist Pflicht")
+}
+
 impl FieldError {
     /// A problem with one field of a single-record write.
     pub fn new(field: impl Into<String>, message: impl Into<Words>) -> Self {

@@ -98,7 +98,7 @@ pub fn parse_bulk(
                 )?
             }
             None => {
-                problems.push(at(bulk.field, words!("is required", "ist Pflicht")));
+                problems.push(at(bulk.field, brandhub_problem::required_message()));
                 WriteValues::default()
             }
         };

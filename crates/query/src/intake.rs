@@ -5,7 +5,7 @@
 //! checked what needs the database.
 
 use crate::plan::Viewer;
-use crate::write::{WriteMode, WriteValues, expected_got, parse_fields, parse_object};
+use crate::write::{Expected, WriteMode, WriteValues, expected_got, parse_fields, parse_object};
 use brandhub_catalog::{Resource, catalog};
 use brandhub_problem::{ApiError, ApiResult, Code, FieldError, Words, words};
 use serde_json::Value;
@@ -93,7 +93,7 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
                     Some(other) => {
                         parsed.problems.push(problem(
                             format!("order_orderItem.{name}"),
-                            expected_got(&words!("text", "ein Text"), &other),
+                            expected_got(&Expected::Text.words(), &other),
                             Some(index),
                         ));
                         None
@@ -177,7 +177,7 @@ pub fn parse_intake(order: &'static Resource, body: &[u8], viewer: &Viewer) -> A
     if !ship_given && !parsed.has_problem("shipAddress") {
         parsed.problems.push(problem(
             "shipAddress",
-            words!("is required", "ist Pflicht"),
+            brandhub_problem::required_message(),
             None,
         ));
     }

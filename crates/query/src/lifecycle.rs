@@ -4,7 +4,7 @@
 //! A name the action does not know is 400 `unknown_field`; every wrong value is gathered into
 //! one 422.
 
-use crate::write::{expected_got, must_be_not, validation_failed, whole_number};
+use crate::write::{Expected, expected_got, must_be_not, validation_failed, whole_number};
 use brandhub_catalog::Res;
 use brandhub_catalog::lifecycle::ORDER_LIFECYCLE;
 use brandhub_catalog::{Cell, Resource, catalog};
@@ -84,7 +84,7 @@ impl Reader {
                 Some(text.clone())
             }
             other => {
-                self.problem(field, expected_got(&words!("text", "ein Text"), other));
+                self.problem(field, expected_got(&Expected::Text.words(), other));
                 None
             }
         }
@@ -101,25 +101,13 @@ impl Reader {
                 ) {
                     Ok(t) => Some(t.format("%Y-%m-%dT%H:%M:%S").to_string()),
                     Err(_) => {
-                        self.problem(
-                            field,
-                            expected_got(
-                                &words!(
-                                    "a timestamp YYYY-MM-DDTHH:MM:SS",
-                                    "ein Zeitpunkt JJJJ-MM-TTTHH:MM:SS"
-                                ),
-                                value,
-                            ),
-                        );
+                        self.problem(field, expected_got(&Expected::TimestampForm.words(), value));
                         None
                     }
                 }
             }
             other => {
-                self.problem(
-                    field,
-                    expected_got(&words!("a timestamp", "ein Zeitpunkt"), other),
-                );
+                self.problem(field, expected_got(&Expected::Timestamp.words(), other));
                 None
             }
         }
@@ -246,7 +234,7 @@ pub fn read_ask(
                                 }
                                 other => reader.problem(
                                     "order_orderItem.detail",
-                                    expected_got(&words!("an object", "ein Objekt"), other),
+                                    expected_got(&Expected::Object.words(), other),
                                 ),
                             },
                             _ => {

@@ -92,6 +92,32 @@ fn kind_error(field: &Field, expected: &Words, value: &Value) -> FieldError {
     }
 }
 
+/// The kinds of value that messages refusing another kind name in more than one reader of
+/// JSON (writes, order intake, lifecycle steps).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Expected {
+    Text,
+    Object,
+    Timestamp,
+    /// A timestamp written in the wrong form.
+    TimestampForm,
+}
+
+impl Expected {
+    /// The kind as `expected …, got …` names it.
+    pub(crate) fn words(self) -> Words {
+        match self {
+            Expected::Text => words!("text", "ein Text"),
+            Expected::Object => words!("an object", "ein Objekt"),
+            Expected::Timestamp => words!("a timestamp", "ein Zeitpunkt"),
+            Expected::TimestampForm => words!(
+                "a timestamp YYYY-MM-DDTHH:MM:SS",
+                "ein Zeitpunkt JJJJ-MM-TTTHH:MM:SS"
+            ),
+        }
+    }
+}
+
 /// A value of the wrong kind: `expected a text, got 5`.
 pub(crate) fn expected_got(expected: &Words, value: &Value) -> Words {
     Words::new(
@@ -180,7 +206,7 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
             Value::Null => Cell::Text(String::new()),
             Value::String(text) if text.contains('\0') => return Err(nul_error(field)),
             Value::String(text) => Cell::Text(text.clone()),
-            other => return Err(kind_error(field, &words!("text", "ein Text"), other)),
+            other => return Err(kind_error(field, &Expected::Text.words(), other)),
         },
         FieldType::Id => id_value(field, value)?.map_or(Cell::Null, Cell::Text),
         FieldType::Integer => match value {
@@ -215,28 +241,13 @@ fn of_type(field: &'static Field, value: &Value) -> Result<Cell, FieldError> {
                     text.trim_end_matches('Z'),
                     "%Y-%m-%dT%H:%M:%S%.f",
                 )
-                .map_err(|_| {
-                    kind_error(
-                        field,
-                        &words!(
-                            "a timestamp YYYY-MM-DDTHH:MM:SS",
-                            "ein Zeitpunkt JJJJ-MM-TTTHH:MM:SS"
-                        ),
-                        value,
-                    )
-                })?;
+                .map_err(|_| kind_error(field, &Expected::TimestampForm.words(), value))?;
                 Cell::Text(crate::plan::value::format_stamp(
                     instant,
                     field.ty == FieldType::PreciseTimestamp,
                 ))
             }
-            other => {
-                return Err(kind_error(
-                    field,
-                    &words!("a timestamp", "ein Zeitpunkt"),
-                    other,
-                ));
-            }
+            other => return Err(kind_error(field, &Expected::Timestamp.words(), other)),
         },
         FieldType::Object | FieldType::List => unreachable!("handled by the caller"),
     })
@@ -445,7 +456,7 @@ pub fn parse_fields(
         if field.ty == FieldType::Object {
             match value {
                 Value::Object(inner) => flatten(&path, inner, &mut pending),
-                other => errors.push(kind_error(field, &words!("an object", "ein Objekt"), other)),
+                other => errors.push(kind_error(field, &Expected::Object.words(), other)),
             }
             continue;
         }
@@ -491,7 +502,7 @@ pub fn parse_fields(
             if !given && !errors.iter().any(|e| e.field == *path) {
                 errors.push(FieldError {
                     field: path.to_string(),
-                    message: words!("is required", "ist Pflicht"),
+                    message: brandhub_problem::required_message(),
                     index: None,
                 });
             }

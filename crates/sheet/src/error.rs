@@ -71,9 +71,7 @@ impl SheetError {
             reason: reason.to_string(),
         }
     }
-}
 
-impl SheetError {
     /// The message in each language the API speaks (the uploader's is stored); the
     /// English is [`std::fmt::Display`]'s.
     pub fn words(&self) -> Words {

@@ -39,6 +39,18 @@ async fn drain(body: Body, limit: usize) {
     }
 }
 
+/// The 404 of a record that is not there, or that the caller may not see.
+pub fn not_found(resource: &Resource, id: &str) -> Problem {
+    Problem(ApiError::new(
+        Code::NotFound,
+        words!(
+            "There is no {} with id '{id}'.",
+            "Es gibt kein {} mit der Kennung '{id}'.",
+            resource.name
+        ),
+    ))
+}
+
 /// `POST /api/<resource>/<name>`: a field set on many records at once where the catalog
 /// declares `name` so ([`brandhub_catalog::Writes::bulk`], [`write::set_in_bulk`]), else
 /// one of the resource's lifecycle actions ([`orders::action`]; 405 when it has none by that

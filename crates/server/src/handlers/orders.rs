@@ -7,7 +7,7 @@
 
 use super::read::{viewer, with_etag};
 use super::write::{Created, answer, read_one};
-use super::{MAX_QUERY_BODY, read_body, require_grant};
+use super::{MAX_QUERY_BODY, not_found, read_body, require_grant};
 use crate::AppState;
 use crate::problem::{Answer, Problem};
 use axum::body::Body;
@@ -24,17 +24,6 @@ use brandhub_query::write::MAX_WRITE_RECORDS;
 use brandhub_store::schema::FIRST_VERSION;
 use brandhub_store::{Caller, Timing};
 use serde_json::{Value, json};
-
-fn not_found(resource: &Resource, id: &str) -> Problem {
-    Problem(ApiError::new(
-        Code::NotFound,
-        words!(
-            "There is no {} with id '{id}'.",
-            "Es gibt kein {} mit der Kennung '{id}'.",
-            resource.name
-        ),
-    ))
-}
 
 /// The intake: 201 with `Location`, `ETag` and the new order with its lines; with an
 /// `Idempotency-Key` used before for the same body, the first answer again. The caller's

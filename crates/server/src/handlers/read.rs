@@ -4,14 +4,13 @@
 use super::{MAX_QUERY_BODY, export, json, read_body, require_grant, resource};
 use crate::AppState;
 use crate::auth::Authenticated;
-use crate::problem::{Answer, Problem};
+use crate::problem::Answer;
 use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::Resource;
-use brandhub_problem::{ApiError, Code, words};
 use brandhub_query::conditions::etag;
 use brandhub_query::parse::parse_request;
 use brandhub_query::plan::{Viewer, plan_by_id, plan_count, plan_read};
@@ -116,14 +115,7 @@ pub async fn by_id(
         .render_page(&plan, &viewer, &versions, &timing)
         .await?;
     if page.records == 0 {
-        return Err(Problem(ApiError::new(
-            Code::NotFound,
-            words!(
-                "There is no {} with id '{id}'.",
-                "Es gibt kein {} mit der Kennung '{id}'.",
-                resource.name
-            ),
-        )));
+        return Err(super::not_found(resource, &id));
     }
     Ok(with_etag(page_answer(page), version))
 }

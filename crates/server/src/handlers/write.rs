@@ -7,7 +7,7 @@
 //! is the record as it now is, read back through the read pipeline.
 
 use super::read::{viewer, with_etag};
-use super::{MAX_QUERY_BODY, read_body, require_grant, resource};
+use super::{MAX_QUERY_BODY, not_found, read_body, require_grant, resource};
 use crate::AppState;
 use crate::auth::WriteCaller;
 use crate::problem::{Answer, Problem};
@@ -17,7 +17,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use brandhub_catalog::{BulkSet, Resource};
-use brandhub_problem::{ApiError, Code, words};
+use brandhub_problem::{ApiError, Code};
 use brandhub_query::bulk::parse_bulk;
 use brandhub_query::conditions::{IdempotencyKey, IfMatch, etag};
 use brandhub_query::plan::{ReadPlan, Viewer, plan_by_id, plan_read};
@@ -101,17 +101,6 @@ pub(crate) fn answer(status: StatusCode, body: Vec<u8>, location: Option<String>
         headers.insert(header::LOCATION, location);
     }
     response
-}
-
-fn not_found(resource: &Resource, id: &str) -> Problem {
-    Problem(ApiError::new(
-        Code::NotFound,
-        words!(
-            "There is no {} with id '{id}'.",
-            "Es gibt kein {} mit der Kennung '{id}'.",
-            resource.name
-        ),
-    ))
 }
 
 /// The `If-Match` precondition of a `PATCH` or `DELETE`, if any (400 when malformed).

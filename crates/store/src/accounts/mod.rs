@@ -235,6 +235,17 @@ impl Store {
             .map(str::to_string))
     }
 
+    /// The id of the user with this email or id, or not found saying so (the command
+    /// line's password and key commands).
+    pub(crate) async fn user_id_named(&self, email_or_id: &str) -> StoreResult<String> {
+        self.find_user_id(email_or_id).await?.ok_or_else(|| {
+            crate::error::StoreError::NotFound(brandhub_problem::words!(
+                "No user has email or id '{email_or_id}'.",
+                "Kein Benutzer hat die E-Mail-Adresse oder Kennung '{email_or_id}'."
+            ))
+        })
+    }
+
     /// Checks a user name (email or id) and key secret; `None` when they do not identify an
     /// active user's unrevoked key.
     pub async fn authenticate(

@@ -192,12 +192,7 @@ impl Store {
         if !problems.is_empty() {
             return Err(StoreError::invalid(problems));
         }
-        let user_id = self.find_user_id(user).await?.ok_or_else(|| {
-            StoreError::NotFound(words!(
-                "No user has email or id '{user}'.",
-                "Kein Benutzer hat die E-Mail-Adresse oder Kennung '{user}'."
-            ))
-        })?;
+        let user_id = self.user_id_named(user).await?;
         let password = password.to_string();
         let hash = password_work(move || hash_password(&password)).await??;
         self.store_password(&user_id, hash).await?;

@@ -282,12 +282,7 @@ impl Store {
         name: Option<&str>,
         grants: Option<&[String]>,
     ) -> StoreResult<NewKey> {
-        let user_id = self.find_user_id(user).await?.ok_or_else(|| {
-            StoreError::NotFound(words!(
-                "No user has email or id '{user}'.",
-                "Kein Benutzer hat die E-Mail-Adresse oder Kennung '{user}'."
-            ))
-        })?;
+        let user_id = self.user_id_named(user).await?;
         let mut body = json!({"fk_user": user_id});
         if let Some(name) = name {
             body["name"] = Value::from(name);

@@ -363,7 +363,7 @@ fn dispatch(
         let Some(qty) = line.ship_qty else {
             problems.push(problem(
                 "order_orderItem.shipQty",
-                words!("is required", "ist Pflicht"),
+                brandhub_problem::required_message(),
                 Some(i),
             ));
             continue;
@@ -506,7 +506,7 @@ fn give_back(
         let Some(qty) = line.return_qty else {
             problems.push(problem(
                 "order_orderItem.returnQty",
-                words!("is required", "ist Pflicht"),
+                brandhub_problem::required_message(),
                 Some(i),
             ));
             continue;

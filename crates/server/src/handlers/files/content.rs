@@ -1,6 +1,6 @@
 //! `GET /api/file/<id>/content`: the bytes of an uploaded file, streamed from the file store.
 
-use super::visible;
+use super::{no_file, visible};
 use crate::AppState;
 use crate::handlers::read::viewer;
 use crate::handlers::require_grant;
@@ -53,15 +53,7 @@ pub(super) async fn content(
 ) -> Answer<Response> {
     let file = catalog().get(Res::File);
     require_grant(caller, file, "GET")?;
-    let not_found = || {
-        Problem(ApiError::new(
-            Code::NotFound,
-            words!(
-                "There is no file with id '{id}'.",
-                "Es gibt keine Datei mit der Kennung '{id}'."
-            ),
-        ))
-    };
+    let not_found = || no_file(id);
     if !visible(state, Res::File, id, &viewer(caller), timing).await? {
         return Err(not_found());
     }

@@ -20,11 +20,22 @@ use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use brandhub_catalog::{Res, catalog};
-use brandhub_problem::{ApiError, Code};
+use brandhub_problem::{ApiError, Code, words};
 use brandhub_query::plan::Viewer;
 use brandhub_store::Timing;
 use brandhub_store::ids::looks_like_id;
 use std::sync::Arc;
+
+/// The 404 of a file that is not there, or that the caller may not see.
+fn no_file(id: &str) -> Problem {
+    Problem(ApiError::new(
+        Code::NotFound,
+        words!(
+            "There is no file with id '{id}'.",
+            "Es gibt keine Datei mit der Kennung '{id}'."
+        ),
+    ))
+}
 
 /// Whether the caller sees the record (scope, docs/API.md, "Scope: who sees what"); malformed ids are never seen.
 async fn visible(

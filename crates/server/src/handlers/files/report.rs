@@ -4,7 +4,7 @@
 //! an `.xlsx` (the formats brandhub can write), with the same cells.
 
 use super::content::content_disposition;
-use super::visible;
+use super::{no_file, visible};
 use crate::AppState;
 use crate::handlers::read::viewer;
 use crate::handlers::require_grant;
@@ -38,13 +38,7 @@ pub(super) async fn report(
     let file = catalog().get(Res::File);
     require_grant(caller, file, "GET")?;
     if !visible(state, Res::File, id, &viewer(caller), timing).await? {
-        return Err(Problem(ApiError::new(
-            Code::NotFound,
-            words!(
-                "There is no file with id '{id}'.",
-                "Es gibt keine Datei mit der Kennung '{id}'."
-            ),
-        )));
+        return Err(no_file(id));
     }
     let id = id.to_ascii_uppercase();
     let text_of = |path: &'static str| {

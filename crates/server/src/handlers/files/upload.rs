@@ -2,7 +2,7 @@
 //! writes, format, size), its bytes stored before the answer, and the file recorded and queued
 //! by the ingest side; with `?wait=` the answer comes once a worker has processed it.
 
-use super::visible;
+use super::{no_file, visible};
 use crate::AppState;
 use crate::handlers::read::viewer;
 use crate::handlers::write::{answer, read_one};
@@ -352,15 +352,7 @@ async fn receive(
     }
     let page = read_one(state, file, &id, &viewer, timing)
         .await?
-        .ok_or_else(|| {
-            Problem(ApiError::new(
-                Code::NotFound,
-                words!(
-                    "There is no file with id '{id}'.",
-                    "Es gibt keine Datei mit der Kennung '{id}'."
-                ),
-            ))
-        })?;
+        .ok_or_else(|| no_file(&id))?;
     // Without a wait the answer shows the file as queued; only then is a worker woken.
     if wait.is_zero() {
         state.signals.notify_queued();

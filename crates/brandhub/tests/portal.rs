@@ -2702,6 +2702,12 @@ async fn every_table_reads_as_words(fx: &common::Fixture) {
             !page.contains("[object Object]"),
             "{resource} record:\n{page}"
         );
+        assert!(
+            !page
+                .lines()
+                .any(|line| matches!(line.trim(), "null" | "undefined")),
+            "{resource} record shows a missing part as a word:\n{page}"
+        );
         let named = ids_of_records(fx, &resources, &ids_in(&page)).await;
         assert!(
             named.is_empty(),

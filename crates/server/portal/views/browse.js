@@ -428,10 +428,12 @@ async function renderRecord(main, resource, id, { may, me }) {
   // A record that moves through a lifecycle (an order) is worked on its own page.
   const worked = own['x-brandhub-lifecycle']
     ? el('p', {}, el('a', { href: `#/orders/o/${record.id}` }, t('workOrder'))) : null;
-  main.replaceChildren(
+  // A part the record has not (a lifecycle, a right to change it) is left out, not shown
+  // as "null".
+  main.replaceChildren(...[
     el('p', {}, el('a', { href: `#/browse/${resource}` }, `← ${t('back')}: ${resourceNameIn(doc, resource)}`)),
     heading(`${resourceNameIn(doc, resource, false)}: ${label || t('openRecord')}`),
     worked,
     await editLink(resource, record.id, may),
-    el('section', { class: 'card' }, list));
+    el('section', { class: 'card' }, list)].filter(Boolean));
 }

@@ -315,15 +315,34 @@ pub(crate) fn internal(context: &str, error: impl Display) -> StoreError {
     StoreError::Internal
 }
 
-/// A statement or connection that failed, logged with its cause: [`StoreError::Unavailable`]
-/// when the database cannot be reached now ([`unreachable`]), else [`StoreError::Internal`].
+/// A statement or connection that failed, logged with its cause: [`StoreError::raced`] when
+/// PostgreSQL gave the transaction up for another ([`lost_to_another_transaction`]),
+/// [`StoreError::Unavailable`] when the database cannot be reached now ([`unreachable`]),
+/// else [`StoreError::Internal`].
 /// Every failure the database driver returns is told here.
 pub(crate) fn failed(context: &str, error: sqlx::Error) -> StoreError {
+    if lost_to_another_transaction(&error) {
+        tracing::warn!(%error, "{context}: lost to a concurrent transaction");
+        return StoreError::raced();
+    }
     if unreachable(&error) {
         tracing::warn!(%error, "{context}: the database cannot be reached");
         return StoreError::Unavailable;
     }
     internal(context, error)
+}
+
+/// PostgreSQL's error codes for a transaction it ended because another one touched the same
+/// rows: 40P01 `deadlock_detected` and 40001 `serialization_failure`.
+const PG_LOST_CODES: [&str; 2] = ["40P01", "40001"];
+
+/// Whether PostgreSQL rolled the transaction back because of another one
+/// ([`PG_LOST_CODES`]): nothing was written and the same transaction done again succeeds,
+/// so it is [`StoreError::raced`], which the executor runs again.
+pub fn lost_to_another_transaction(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db)
+        if db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+            .is_some_and(|pg| PG_LOST_CODES.contains(&pg.code())))
 }
 
 /// PostgreSQL's error codes that say the session cannot go on or could not begin: class 08

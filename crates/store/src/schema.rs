@@ -892,9 +892,15 @@ impl Store {
             self.execute_raw(&statement).await?;
         }
         // In one transaction: each schema change rewrites the schema's pages, which SQLite
-        // would otherwise log once per statement.
+        // would otherwise log once per statement. On SQLite it takes the write lock at once:
+        // a transaction that began by reading is refused the lock without waiting when
+        // another process (a running server, as `brandhub import` meets it) holds it.
+        let begin = match backend {
+            Backend::Sqlite => "BEGIN IMMEDIATE",
+            Backend::Postgres => "BEGIN",
+        };
         self.execute_raw(&format!(
-            "BEGIN; {}; COMMIT",
+            "{begin}; {}; COMMIT",
             crate::changes::statements(backend).join("; ")
         ))
         .await?;

@@ -88,3 +88,38 @@ async fn a_statement_that_fails_in_a_batch_gives_its_own_error_and_nothing_is_ke
     tx.commit().await.unwrap();
     assert_eq!(names(&mut side).await, vec!["tx_after".to_string()]);
 }
+
+/// `brandhub import` (or a second `serve`) opens a database that a running server writes:
+/// its migration must wait for each of the server's writes to end, not fail, which a schema
+/// transaction that began by reading and then asked for the write lock did (SQLite refuses
+/// that lock at once, without waiting, while another connection holds it).
+#[tokio::test]
+async fn a_migration_waits_for_the_writes_of_another_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("tx.db").display());
+    let server = open(&url).await;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = tokio::spawn({
+        let done = done.clone();
+        async move {
+            let mut round = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut tx = server.begin().await.unwrap();
+                tx.execute_untracked(
+                    "bh_table_version",
+                    &insert_version(&format!("tx_w{round}"), 1),
+                )
+                .await
+                .unwrap();
+                tx.commit().await.unwrap();
+                round += 1;
+            }
+            round
+        }
+    });
+    let second = support::migrated_store(&url, 2).await;
+    second.close().await;
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = writer.await.unwrap();
+    assert!(rounds > 0, "the server wrote while the others migrated");
+}

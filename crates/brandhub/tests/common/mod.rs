@@ -598,6 +598,20 @@ fn store_options_for(url: &str, store_options: fn(&mut StoreOptions)) -> StoreOp
     options
 }
 
+/// Logs the servers' warnings and errors (a 500's cause, a write lost to another) into the
+/// output of the test that started them, which the test harness prints when it fails.
+fn keep_server_warnings() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn,rustls=error"))
+            .with_test_writer()
+            .with_ansi(false)
+            .try_init()
+            .ok();
+    });
+}
+
 /// Starts a server over the database `database` makes, on a thread and runtime of its own.
 /// With `stop`, the server stops when it is told (or its sender is dropped), closes its
 /// store and, on PostgreSQL, drops its database; the thread then ends. Without, the server
@@ -608,6 +622,7 @@ fn launch(
     configure: fn(&mut Settings),
     stop: Option<tokio::sync::oneshot::Receiver<()>>,
 ) -> (Fixture, std::thread::JoinHandle<()>) {
+    keep_server_warnings();
     let (sender, receiver) = mpsc::channel();
     let thread = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()

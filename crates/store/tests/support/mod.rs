@@ -110,6 +110,23 @@ pub async fn fresh_postgres(suite: &str, name: &str) -> Option<String> {
     Some(format!("{server}/{database}"))
 }
 
+/// Drops the database of `url` that [`fresh_postgres`] made, once its test is done with it.
+pub async fn drop_postgres(url: &str) {
+    use sqlx::Connection;
+    let admin_url = std::env::var("BRANDHUB_TEST_DATABASE_URL").expect("PostgreSQL is configured");
+    let (_, database) = url.rsplit_once('/').expect("a database URL");
+    let mut admin = sqlx::PgConnection::connect(&admin_url)
+        .await
+        .expect("PostgreSQL is reachable");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"
+    )))
+    .execute(&mut admin)
+    .await
+    .expect("the test may drop its database");
+    admin.close().await.ok();
+}
+
 /// Declares each test (an `async fn(Db)` of the file) on both databases.
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {

@@ -34,6 +34,18 @@ impl Step {
             Step::Cancel => "cancellation",
         }
     }
+
+    /// The step as German readers of a refusal read it, with its article.
+    pub fn german(self) -> &'static str {
+        match self {
+            Step::Intake => "der Eingang",
+            Step::Acknowledge => "die Annahme",
+            Step::Dispatch => "der Versand",
+            Step::Deliver => "die Zustellung",
+            Step::Return => "die Rücksendung",
+            Step::Cancel => "die Stornierung",
+        }
+    }
 }
 
 /// One row of the lifecycle: from which order statuses a step may be taken, the statuses it

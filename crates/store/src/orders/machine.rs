@@ -117,13 +117,25 @@ pub fn intake_moves(lines: &[(String, i64)]) -> Result<Vec<(String, StockMove)>,
     Ok(moves.list)
 }
 
-/// 409 `invalid_transition` naming the current and the asked status.
+/// 409 `invalid_transition` naming the current and the asked status: by their codes in
+/// English, as the API names them, and by the words the portal shows in German.
 pub fn invalid_transition(current: &str, asked: &str, why: Words) -> StoreError {
     let why_de = why.in_lang(Lang::De).to_string();
     StoreError::Transition(Words::new(
         format!("An order in status '{current}' cannot become '{asked}'{why}."),
-        format!("Eine Bestellung im Status '{current}' kann nicht '{asked}' werden{why_de}."),
+        format!(
+            "Eine Bestellung im Status {} kann nicht in den Status {} wechseln{why_de}.",
+            status_de(current),
+            status_de(asked)
+        ),
     ))
+}
+
+/// A status as a German reader knows it („Storniert“), from the catalog's words; the code
+/// itself, quoted, when it has none (a status the caller made up).
+fn status_de(code: &str) -> String {
+    brandhub_catalog::words::code_word(code)
+        .map_or_else(|| format!("'{code}'"), |word| format!("„{}“", word.de))
 }
 
 fn problem(field: &str, message: impl Into<Words>, index: Option<usize>) -> FieldError {
@@ -153,11 +165,21 @@ pub fn decide(order: &Order, ask: &Ask, who: UserType, now: &str) -> Result<Outc
         return Err(invalid_transition(
             &order.status,
             &ask.status,
-            words!(
-                " ({} is taken from {} only)",
-                " ({} ist nur aus {} möglich)",
-                row.step.as_str(),
-                row.from.join(", ")
+            Words::new(
+                format!(
+                    " ({} is taken from {} only)",
+                    row.step.as_str(),
+                    row.from.join(", ")
+                ),
+                format!(
+                    " ({} ist nur aus {} möglich)",
+                    row.step.german(),
+                    row.from
+                        .iter()
+                        .map(|code| status_de(code))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ),
         ));
     }
@@ -689,6 +711,12 @@ mod tests {
             panic!("{error:?}")
         };
         assert!(detail.contains("'new'") && detail.contains("'dispatched'"));
+        // German readers read the statuses and the step as the portal names them.
+        assert_eq!(
+            detail.in_lang(Lang::De),
+            "Eine Bestellung im Status „Neu“ kann nicht in den Status „Versandt“ wechseln \
+             (der Versand ist nur aus „Angenommen“, „Teilweise versandt“ möglich)."
+        );
         let error = decide(&order("accepted"), &ask, UserType::Host, NOW).unwrap_err();
         assert!(matches!(error, StoreError::Refused(_)), "{error:?}");
         let too_many = Ask {

@@ -270,10 +270,15 @@ async fn prices_are_adjusted_and_rounded_half_away_from_zero(fx) {
     assert_eq!((now["price"].as_f64(), now["rrp"].as_f64(), now["currency"].as_str(), now["priceStart"].as_str()), (Some(14.0), Some(30.0), Some("EUR"), Some("2020-01-01T00:00:00")), "{now}");
     // 14 × 1.125 = 15.75; 1.05 × 1.5 = 1.575 → 1.58, half away from zero.
     assert_eq!(after(fx, &w, json!({"adjustType": "percent", "adjustValue": 12.5})).await.1, 15.75);
-    created(&post(fx, "/api/price", json!({"fk_variant": w.variant, "fk_host": w.host, "price": 1.05, "currency": "eur", "startDate": "2022-01-01T00:00:00"})).await, "price");
+    let latest = created(&post(fx, "/api/price", json!({"fk_variant": w.variant, "fk_host": w.host, "price": 1.05, "currency": "eur", "startDate": "2022-01-01T00:00:00"})).await, "price");
     assert_eq!(after(fx, &w, json!({"adjustValue": 50})).await.1, 1.58);
     // −100% is the least: a price of 0.
     assert_eq!(after(fx, &w, json!({"adjustValue": -100})).await.1, 0.0);
+    // A change of the price in effect that leaves its amount alone moves its offer too.
+    let moved = patch(fx, &format!("/api/price/{latest}"), json!({"endDate": "2099-06-01T00:00:00", "rrp": 12})).await;
+    assert_eq!(moved.status, 200, "{}", body_of(&moved));
+    let now = offer(fx, &w).await;
+    assert_eq!((now["priceEnd"].as_str(), now["rrp"].as_f64()), (Some("2099-06-01T00:00:00"), Some(12.0)), "{now}");
 }
 
 async fn a_rule_outside_its_domain_is_refused_naming_what_it_allows(fx) {

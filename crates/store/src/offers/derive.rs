@@ -218,6 +218,34 @@ fn offer_column(path: &str) -> String {
 /// The fields whose change is announced (`offer.updated`): what a host acts on.
 pub(crate) const ANNOUNCED: [&str; 4] = ["available", "price", "status", "hostSku"];
 
+/// Which columns a derivation writes over an offer that exists (a new offer gets every one).
+/// SQLite updates every index on a column an `UPDATE` sets, changed or not, and each index
+/// page it touches is a page more in the write-ahead log: a source that decides only some of
+/// an offer's values rewrites only those (docs/decisions/0032-offer-rewrites-by-source.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rewrites {
+    /// Every derived value: a brand store's, a variant's, a price's or a store's change, and
+    /// the clock's.
+    Every,
+    /// Only these derived values (paths of [`derived_values`]).
+    Only(&'static [&'static str]),
+}
+
+/// What a stock row decides of its offers: how many are available and, from that, the status.
+pub(crate) const DECIDED_BY_STOCK: Rewrites =
+    Rewrites::Only(&["available", "status", "status#folded"]);
+
+/// What a price record decides of its offers: the price in effect, its dates and the
+/// recommended retail price, and the status (an offer without a price is inactive).
+pub(crate) const DECIDED_BY_PRICE: Rewrites = Rewrites::Only(&[
+    "price",
+    "rrp",
+    "priceStart",
+    "priceEnd",
+    "status",
+    "status#folded",
+]);
+
 /// Which table a derivation starts from: the one its filter names by key. SQLite keeps the
 /// order of a `CROSS JOIN` (its planner, without statistics of these joins, would otherwise
 /// start from the brand stores and scan every variant of their brands for one stock row);
@@ -234,9 +262,18 @@ pub(crate) enum Drive {
 /// (SQL over the aliases of [`derived_values`]) admits and writes those that are new or
 /// changed: one upsert, starting from `drive`. A changed offer gets a new `updatedDate` and
 /// record version.
-pub(crate) fn refresh_statement(d: &Dialect, drive: Drive, filter: &str) -> String {
+pub(crate) fn refresh_statement(
+    d: &Dialect,
+    drive: Drive,
+    filter: &str,
+    rewrites: Rewrites,
+) -> String {
     let values = derived_values(d);
     let columns: Vec<String> = values.iter().map(|(path, _)| offer_column(path)).collect();
+    let rewritten: Vec<String> = match rewrites {
+        Rewrites::Every => columns.clone(),
+        Rewrites::Only(paths) => paths.iter().map(|path| offer_column(path)).collect(),
+    };
     let exprs: Vec<&str> = values.iter().map(|(_, sql)| sql.as_str()).collect();
     let updated = col(Res::Offer, brandhub_catalog::UPDATED_DATE);
     let version = format!("\"{}\"", crate::schema::ROW_VERSION);
@@ -256,11 +293,11 @@ pub(crate) fn refresh_statement(d: &Dialect, drive: Drive, filter: &str) -> Stri
         end = col(Res::Price, "endDate"),
         now = d.now(),
     );
-    let changed: Vec<String> = columns
+    let changed: Vec<String> = rewritten
         .iter()
         .map(|c| d.differs(&format!("{offer}.{c}"), &format!("excluded.{c}")))
         .collect();
-    let set: Vec<String> = columns
+    let set: Vec<String> = rewritten
         .iter()
         .filter(|c| *c != &col(Res::Offer, "fk_brandStore") && *c != &col(Res::Offer, "fk_variant"))
         .map(|c| format!("{c} = excluded.{c}"))
@@ -322,7 +359,7 @@ mod tests {
     fn the_refresh_names_every_derived_column_of_the_offer_table_once() {
         for backend in [Backend::Sqlite, Backend::Postgres] {
             let d = Dialect { backend };
-            let sql = refresh_statement(&d, Drive::BrandStore, "bs.\"id\" = 'X'");
+            let sql = refresh_statement(&d, Drive::BrandStore, "bs.\"id\" = 'X'", Rewrites::Every);
             let table: Vec<String> =
                 crate::schema::table_columns(catalog().get(Res::Offer), backend)
                     .into_iter()
@@ -333,6 +370,40 @@ mod tests {
                 assert!(table.contains(&column), "{column} is a column of offer");
             }
             assert!(sql.contains("ON CONFLICT"));
+        }
+    }
+
+    #[test]
+    fn a_stock_row_rewrites_only_what_it_decides_of_an_existing_offer() {
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            let d = Dialect { backend };
+            let update_of = |rewrites| {
+                let sql = refresh_statement(&d, Drive::Variant, "v.\"id\" = 'X'", rewrites);
+                sql.split_once("DO UPDATE SET")
+                    .expect("an upsert")
+                    .1
+                    .to_string()
+            };
+            let stock = update_of(DECIDED_BY_STOCK);
+            let every = update_of(Rewrites::Every);
+            for decided in ["available", "status"] {
+                let column = col(Res::Offer, decided);
+                assert!(
+                    stock.contains(&format!("{column} = excluded.{column}")),
+                    "{stock}"
+                );
+            }
+            for other in ["title", "price", "barcode", "fk_store"] {
+                let column = col(Res::Offer, other);
+                assert!(
+                    !stock.contains(&column),
+                    "a stock row rewrites {other}: {stock}"
+                );
+                assert!(
+                    every.contains(&format!("{column} = excluded.{column}")),
+                    "{every}"
+                );
+            }
         }
     }
 }

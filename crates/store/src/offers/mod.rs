@@ -52,6 +52,7 @@ pub fn fill_statement(backend: Backend) -> String {
         &derive::Dialect { backend },
         derive::Drive::BrandStore,
         "1 = 1",
+        derive::Rewrites::Every,
     )
 }
 

@@ -10,7 +10,9 @@
 //! `UPDATE` in `psql`. PostgreSQL runs one derivation per statement over the rows it changed
 //! (transition tables); SQLite, whose triggers run per row, one per row.
 
-use super::derive::{Dialect, Drive, col, refresh_statement, table};
+use super::derive::{
+    DECIDED_BY_PRICE, DECIDED_BY_STOCK, Dialect, Drive, Rewrites, col, refresh_statement, table,
+};
 use crate::db::Backend;
 use crate::events::{EVENT_TABLE, REMOVED_COLUMN};
 use brandhub_catalog::{Res, catalog};
@@ -28,6 +30,8 @@ struct Source {
     events: &'static [Event],
     /// Where the derivation of the offers a row touches starts.
     drive: Drive,
+    /// What of an existing offer a row of the source decides.
+    rewrites: Rewrites,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -70,6 +74,7 @@ fn sources() -> Vec<Source> {
             ),
             events: ALL,
             drive: Drive::Variant,
+            rewrites: DECIDED_BY_STOCK,
         },
         Source {
             res: Res::Price,
@@ -81,30 +86,35 @@ fn sources() -> Vec<Source> {
             ),
             events: ALL,
             drive: Drive::Variant,
+            rewrites: DECIDED_BY_PRICE,
         },
         Source {
             res: Res::BrandStore,
             touches: "bs.\"id\" = {r}.\"id\"".to_string(),
             events: WRITTEN,
             drive: Drive::BrandStore,
+            rewrites: Rewrites::Every,
         },
         Source {
             res: Res::Variant,
             touches: "v.\"id\" = {r}.\"id\"".to_string(),
             events: WRITTEN,
             drive: Drive::Variant,
+            rewrites: Rewrites::Every,
         },
         Source {
             res: Res::Product,
             touches: format!("v.{} = {{r}}.\"id\"", col(Res::Variant, "fk_product")),
             events: &[Event::Update],
             drive: Drive::Variant,
+            rewrites: Rewrites::Every,
         },
         Source {
             res: Res::Store,
             touches: format!("bs.{} = {{r}}.\"id\"", col(Res::BrandStore, "fk_store")),
             events: &[Event::Update],
             drive: Drive::BrandStore,
+            rewrites: Rewrites::Every,
         },
     ]
 }
@@ -250,7 +260,7 @@ fn sqlite() -> Vec<String> {
                 format!(
                     "CREATE TRIGGER \"{name}\" AFTER {on} ON {} BEGIN {}; END",
                     table(source.res),
-                    refresh_statement(&d, source.drive, &filter)
+                    refresh_statement(&d, source.drive, &filter, source.rewrites)
                 ),
             );
         }
@@ -338,7 +348,7 @@ fn postgres() -> Vec<String> {
             let filter = format!("EXISTS (SELECT 1 FROM changed c WHERE {touched})");
             function_and_trigger(
                 name,
-                refresh_statement(&d, source.drive, &filter),
+                refresh_statement(&d, source.drive, &filter, source.rewrites),
                 format!("AFTER {}", event.sql()),
                 table(source.res),
                 &format!("REFERENCING {rows} FOR EACH STATEMENT"),

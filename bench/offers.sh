@@ -226,15 +226,13 @@ for backend in $BACKENDS; do
   if wanted S; then
     section "S: sync by cursor ($BACKEND_LABEL)"
     sync_query="fk_store=$store&fields=id,available,price,status,hostSku"
-    cursor=0 synced=0 start=$(date +%s%N)
-    while :; do
-      api_get "/api/offer?$sync_query&pageSize=1000&changedSince=$cursor" >"$WORK/sync.json"
-      synced=$((synced + $( (grep -o '"id":' "$WORK/sync.json" || true) | wc -l)))
-      cursor=$(grep -o '"cursor":"[0-9a-f]*"' "$WORK/sync.json" | cut -d'"' -f4)
-      grep -q '"more":true' "$WORK/sync.json" || break
-    done
-    took=$(seconds_since "$start")
-    echo "$BACKEND_LABEL: full sync of store $store by cursor pages of 1,000: $synced offers in ${took}s ($(awk -v n="$synced" -v s="$took" 'BEGIN { printf "%.0f", n / s }') offers/s; goal >= 50,000)" >>"$RESULTS"
+    # One keep-alive connection, as a host's sync loop keeps (a curl process a page spent
+    # most of the time on its own start and TLS handshake: offers run 7).
+    sync=$(python3 "$ROOT/bench/sync_client.py" "$BASE" "$CRED_USER" "$CRED_KEY" "$sync_query") ||
+      die "the sync client failed"
+    field_of() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$sync"; }
+    cursor=$(field_of cursor)
+    echo "$BACKEND_LABEL: full sync of store $store by cursor pages of 1,000: $(field_of offers) offers in $(field_of seconds)s ($(field_of rate) offers/s; goal >= 50,000), server's own time $(field_of server_ms) ms" >>"$RESULTS"
     api_get "/api/offer?fk_store=$store&fields=id&pageSize=1000" | ids_of >"$WORK/sync_ids"
     awk -v tag="$RANDOM" 'BEGIN { printf "[" } { printf "%s{\"id\":\"%s\",\"hostSku\":\"S%s-%d\"}", (NR > 1 ? "," : ""), $1, tag, NR } END { printf "]" }' \
       "$WORK/sync_ids" >"$WORK/skus.json"

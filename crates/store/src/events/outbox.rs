@@ -53,12 +53,7 @@ impl WriteTx {
         self.check_if_many().await
     }
 
-    fn push_change(
-        &mut self,
-        event_type: &'static str,
-        resource: &'static Resource,
-        id: &str,
-    ) {
+    fn push_change(&mut self, event_type: &'static str, resource: &'static Resource, id: &str) {
         let change = Change {
             event_type,
             resource: resource.name,

@@ -1,0 +1,248 @@
+//! Filters as SQL: semi-joins through relations, null-safe negation at the leaves.
+
+use super::*;
+use crate::plan::path::Hop;
+use crate::plan::{Comparison, Leaf, Predicate, Test};
+use crate::text::{Pattern, prefix_upper_bound};
+use brandhub_catalog::{Field, FieldType, RelationKind};
+use sea_query::{Alias, Expr, ExprTrait, LikeExpr, Query};
+
+/// `SELECT id FROM table` of the rows holding any of `keys`, each key its columns' values
+/// (all equal): many unique keys looked up in one statement, ORed as a balanced tree (a flat
+/// `a OR b OR …` of 1,000 keys nests deeper than SQLite parses).
+pub fn ids_with_any_key<'a>(
+    table: &str,
+    keys: impl IntoIterator<Item = Vec<(&'a str, &'a str)>>,
+) -> sea_query::SelectStatement {
+    let keys = keys
+        .into_iter()
+        .map(|key| {
+            all(key
+                .into_iter()
+                .map(|(column, value)| Expr::col(Alias::new(column)).eq(value))
+                .collect())
+        })
+        .collect();
+    sea_query::Query::select()
+        .column(Alias::new("id"))
+        .from(Alias::new(table))
+        .and_where(any(keys))
+        .to_owned()
+}
+
+/// A predicate as an SQL condition; `negated` pushes NOT down to the leaves.
+pub(crate) fn predicate_expr(predicate: &Predicate, table: Table<'_>, negated: bool) -> Expr {
+    match predicate {
+        Predicate::All(items) => {
+            let parts = items
+                .iter()
+                .map(|p| predicate_expr(p, table, negated))
+                .collect();
+            if negated { any(parts) } else { all(parts) }
+        }
+        Predicate::Any(items) => {
+            let parts = items
+                .iter()
+                .map(|p| predicate_expr(p, table, negated))
+                .collect();
+            if negated { all(parts) } else { any(parts) }
+        }
+        Predicate::Not(inner) => predicate_expr(inner, table, !negated),
+        Predicate::Leaf(leaf) => leaf_expr(leaf, table, negated),
+    }
+}
+
+fn leaf_expr(leaf: &Leaf, table: Table<'_>, negated: bool) -> Expr {
+    hop_expr(
+        &leaf.path.hops,
+        &leaf.path.hop_scopes,
+        leaf.path.field,
+        &leaf.test,
+        table,
+        negated,
+    )
+}
+
+/// Whether a path whose first entity is missing still satisfies the test: only `Empty`
+/// through to-one relations (a missing record has every field unset).
+fn unset_satisfies(hops: &[Hop], test: &Test) -> bool {
+    test.matches_unset() && hops.iter().all(|hop| hop.relation.is_to_one())
+}
+
+fn hop_expr(
+    hops: &[Hop],
+    scopes: &[Predicate],
+    field: &'static Field,
+    test: &Test,
+    table: Table<'_>,
+    negated: bool,
+) -> Expr {
+    let Some((hop, rest)) = hops.split_first() else {
+        return field_expr(field, test, table, negated);
+    };
+    let (scope, rest_scopes) = match scopes.split_first() {
+        Some((scope, rest)) => (Some(scope), rest),
+        None => (None, scopes),
+    };
+    let mut inner_where = hop_expr(rest, rest_scopes, field, test, Table::Bare, false);
+    if let Some(scope) = scope.filter(|s| !s.is_always()) {
+        // Related records outside the caller's scope never satisfy a condition.
+        inner_where = inner_where.and(predicate_expr(scope, Table::Bare, false));
+    }
+    match hop.relation.kind {
+        RelationKind::ToOne { fk } => {
+            let fk_column = &hop
+                .from
+                .field_named(fk)
+                .expect("checked by the catalog")
+                .column;
+            let fk_expr = semi_join_column(table, fk_column);
+            let missing_matches = unset_satisfies(rest, test);
+            if let (Table::Correlated(_), false, false) = (table, negated, missing_matches) {
+                let mut related = Query::select();
+                related
+                    .expr(Expr::val(1))
+                    .from(Alias::new(hop.to.table))
+                    .and_where(Expr::col((Alias::new(hop.to.table), Alias::new("id"))).eq(fk_expr))
+                    .and_where(inner_where);
+                return Expr::exists(related);
+            }
+            let mut inner = Query::select();
+            inner
+                .column(Alias::new("id"))
+                .from(Alias::new(hop.to.table))
+                .and_where(inner_where);
+            match (negated, missing_matches) {
+                (false, false) => fk_expr.in_subquery(inner),
+                (false, true) => fk_expr.clone().is_null().or(fk_expr.in_subquery(inner)),
+                (true, false) => fk_expr.clone().is_null().or(fk_expr.not_in_subquery(inner)),
+                (true, true) => fk_expr
+                    .clone()
+                    .is_not_null()
+                    .and(fk_expr.not_in_subquery(inner)),
+            }
+        }
+        RelationKind::ToMany { target_fk } => {
+            let back_column = &hop
+                .to
+                .field_named(target_fk)
+                .expect("checked by the catalog")
+                .column;
+            let id = semi_join_column(table, "id");
+            if let (Table::Correlated(_), false) = (table, negated) {
+                let mut related = Query::select();
+                related
+                    .expr(Expr::val(1))
+                    .from(Alias::new(hop.to.table))
+                    .and_where(
+                        Expr::col((Alias::new(hop.to.table), Alias::new(back_column.as_str())))
+                            .eq(id),
+                    )
+                    .and_where(inner_where);
+                return Expr::exists(related);
+            }
+            let mut inner = Query::select();
+            inner
+                .column(Alias::new(back_column.as_str()))
+                .from(Alias::new(hop.to.table))
+                .and_where(Expr::col(Alias::new(back_column.as_str())).is_not_null())
+                .and_where(inner_where);
+            if negated {
+                id.not_in_subquery(inner)
+            } else {
+                id.in_subquery(inner)
+            }
+        }
+    }
+}
+
+/// A test on a field of the current table.
+fn field_expr(field: &'static Field, test: &Test, table: Table<'_>, negated: bool) -> Expr {
+    if let Some(list) = &field.list {
+        // "Some element satisfies the test"; Empty means "no elements".
+        let mut inner = Query::select();
+        inner
+            .column(Alias::new(list.owner_column))
+            .from(Alias::new(list.table));
+        let element_matches = !matches!(test, Test::Empty);
+        if element_matches {
+            let value_column = match list.element {
+                FieldType::Text => brandhub_catalog::naming::folded_column(list.value_column),
+                _ => list.value_column.to_string(),
+            };
+            inner.and_where(value_expr(&value_column, test, Table::Bare));
+        }
+        let id = semi_join_column(table, "id");
+        return if element_matches != negated {
+            id.in_subquery(inner)
+        } else {
+            id.not_in_subquery(inner)
+        };
+    }
+    let not_null = field.required || field.ty == FieldType::Text;
+    let name = comparable_column(field);
+    if let Test::Empty = test {
+        let col = column(table, &name);
+        return match (field.ty == FieldType::Text, negated) {
+            (true, false) => col.eq(""),
+            (true, true) => col.ne(""),
+            (false, false) => col.is_null(),
+            (false, true) => col.is_not_null(),
+        };
+    }
+    let positive = value_expr(&name, test, table);
+    if !negated {
+        positive
+    } else if not_null {
+        positive.not()
+    } else {
+        column(table, &name).is_null().or(positive.not())
+    }
+}
+
+/// The positive SQL form of a (non-empty) test on one column.
+fn value_expr(name: &str, test: &Test, table: Table<'_>) -> Expr {
+    let col = column(table, name);
+    match test {
+        Test::Empty => col.is_null(),
+        Test::Never => always(false),
+        Test::OneOf(operands) if operands.len() == 1 => col.eq(operand_value(&operands[0])),
+        Test::OneOf(operands) => col.is_in(operands.iter().map(operand_value)),
+        Test::Compare(comparison, operand) => {
+            let value = operand_value(operand);
+            match comparison {
+                Comparison::Less => col.lt(value),
+                Comparison::LessOrEqual => col.lte(value),
+                Comparison::Greater => col.gt(value),
+                Comparison::GreaterOrEqual => col.gte(value),
+            }
+        }
+        Test::Within(low, high) => col
+            .clone()
+            .gte(operand_value(low))
+            .and(col.lt(operand_value(high))),
+        Test::Like(pattern) => like_expr(col, pattern),
+    }
+}
+
+/// A wildcard pattern: a pure prefix is an index range; anything else is LIKE, with the
+/// prefix range kept beside it so an index still narrows the scan.
+fn like_expr(col: Expr, pattern: &Pattern) -> Expr {
+    let prefix = pattern.prefix();
+    let range = if prefix.is_empty() {
+        None
+    } else {
+        Some(match prefix_upper_bound(prefix) {
+            Some(bound) => col.clone().gte(prefix).and(col.clone().lt(bound)),
+            None => col.clone().gte(prefix),
+        })
+    };
+    if pattern.is_prefix_only() {
+        return range.unwrap_or_else(|| col.is_not_null());
+    }
+    let like = col.like(LikeExpr::new(pattern.to_like()).escape('\\'));
+    match range {
+        Some(range) => range.and(like),
+        None => like,
+    }
+}

@@ -53,6 +53,8 @@ class Client:
         token = base64.b64encode(f"{user}:{key}".encode()).decode()
         self.headers = {"Authorization": f"Basic {token}", "Accept": "application/json"}
         self.connection = None
+        # The headers of the last answer (Server-Timing, for drivers that report it).
+        self.last_headers = None
 
     def call(self, method, path, body=None, raw_body=None, content_type=None):
         """Returns (status, parsed JSON or None, milliseconds, raw answer). `body` is sent as
@@ -82,6 +84,7 @@ class Client:
                     raise
                 continue
             ms = (time.monotonic() - started) * 1000.0
+            self.last_headers = response.headers
             try:
                 parsed = json.loads(raw) if raw else None
             except ValueError:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A sync client of bench/offers.sh: follows `changedSince` from 0 over one keep-alive HTTPS
-connection, as a host's sync loop does (docs/API.md, "Sync by cursor"), and times it:
+connection (background_writer.Client), as a host's sync loop does (docs/API.md, "Sync by cursor"), and times it:
 
     sync_client.py BASE USER KEY QUERY
         Reads `GET /api/offer?QUERY&pageSize=1000&changedSince=…` from 0 until `more` is
@@ -9,39 +9,30 @@ connection, as a host's sync loop does (docs/API.md, "Sync by cursor"), and time
         the last answer's cursor.
 """
 
-import base64
-import http.client
-import json
+import os
 import re
-import ssl
 import sys
 import time
-import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from background_writer import Client  # noqa: E402
 
 TOTAL = re.compile(r"total;dur=([0-9.]+)")
 
 
 def main():
     base, user, key, query = sys.argv[1:5]
-    url = urllib.parse.urlsplit(base)
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    connection = http.client.HTTPSConnection(url.hostname, url.port or 443, context=context)
-    token = base64.b64encode(f"{user}:{key}".encode()).decode()
-    headers = {"Authorization": f"Basic {token}", "Accept": "application/json"}
+    client = Client(base, user, key)
     cursor, offers, pages, server_ms = "0", 0, 0, 0.0
     started = time.monotonic()
     while True:
         path = f"/api/offer?{query}&pageSize=1000&changedSince={cursor}"
-        connection.request("GET", path, headers=headers)
-        answer = connection.getresponse()
-        body = answer.read()
-        if answer.status != 200:
-            sys.exit(f"{path}: {answer.status} {body[:300]!r}")
-        timing = TOTAL.search(answer.getheader("Server-Timing") or "")
+        status, answer, _, raw = client.call("GET", path)
+        if status != 200 or answer is None:
+            sys.exit(f"{path}: {status} {raw[:300]!r}")
+        timing = TOTAL.search(client.last_headers.get("Server-Timing") or "")
         server_ms += float(timing.group(1)) if timing else 0.0
-        page = json.loads(body)["response"]
+        page = answer["response"]
         offers += len(page["offer"])
         pages += 1
         cursor = page["cursor"]

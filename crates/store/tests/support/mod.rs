@@ -93,38 +93,43 @@ pub async fn fresh_postgres(suite: &str, name: &str) -> Option<String> {
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
         .collect();
     let database = format!("bh_{configured}_store_{suite}_{name}").to_ascii_lowercase();
+    as_admin(
+        &admin_url,
+        [
+            format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
+            format!("CREATE DATABASE \"{database}\""),
+        ],
+    )
+    .await;
+    Some(format!("{server}/{database}"))
+}
+
+/// Runs `statements` on the database of `admin_url` (creating and dropping test databases).
+async fn as_admin(admin_url: &str, statements: impl IntoIterator<Item = String>) {
     use sqlx::Connection;
-    let mut admin = sqlx::PgConnection::connect(&admin_url)
+    let mut admin = sqlx::PgConnection::connect(admin_url)
         .await
         .expect("PostgreSQL is reachable");
-    for statement in [
-        format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
-        format!("CREATE DATABASE \"{database}\""),
-    ] {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+    for statement in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone()))
             .execute(&mut admin)
             .await
-            .expect("the test may create databases");
+            .unwrap_or_else(|error| panic!("the test may run {statement}: {error}"));
     }
     admin.close().await.ok();
-    Some(format!("{server}/{database}"))
 }
 
 /// Drops the database of `url` that [`fresh_postgres`] made, once its test is done with it.
 pub async fn drop_postgres(url: &str) {
-    use sqlx::Connection;
     let admin_url = std::env::var("BRANDHUB_TEST_DATABASE_URL").expect("PostgreSQL is configured");
     let (_, database) = url.rsplit_once('/').expect("a database URL");
-    let mut admin = sqlx::PgConnection::connect(&admin_url)
-        .await
-        .expect("PostgreSQL is reachable");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"
-    )))
-    .execute(&mut admin)
-    .await
-    .expect("the test may drop its database");
-    admin.close().await.ok();
+    as_admin(
+        &admin_url,
+        [format!(
+            "DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"
+        )],
+    )
+    .await;
 }
 
 /// Declares each test (an `async fn(Db)` of the file) on both databases.

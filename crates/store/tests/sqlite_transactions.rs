@@ -7,7 +7,7 @@
 mod support;
 
 use brandhub_store::{Store, StoreError};
-use sea_query::{Alias, Query};
+use sea_query::{Alias, Expr, ExprTrait, Query};
 use sqlx::Connection;
 
 async fn open(url: &str) -> Store {
@@ -98,6 +98,15 @@ async fn a_migration_waits_for_the_writes_of_another_store() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("tx.db").display());
     let server = open(&url).await;
+    // As a new build finds the database: its schema is made again.
+    let mut tx = server.begin().await.unwrap();
+    let earlier = Query::update()
+        .table(Alias::new("bh_meta"))
+        .value(Alias::new("value"), "an earlier build")
+        .and_where(Expr::col(Alias::new("name")).eq(brandhub_store::schema::FINGERPRINT_NAME))
+        .to_owned();
+    assert_eq!(tx.execute_untracked("bh_meta", &earlier).await.unwrap(), 1);
+    tx.commit().await.unwrap();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = tokio::spawn({
         let done = done.clone();

@@ -388,10 +388,21 @@ impl Store {
     /// Runs plain SQL without results (schema statements); `sql` must not contain input.
     pub(crate) async fn execute_raw(&self, sql: &str) -> StoreResult<()> {
         on_pool!(&self.pool, |pool, _builder| {
-            sqlx::raw_sql(AssertSqlSafe(sql.to_string()))
-                .execute(pool)
+            let mut connection = pool
+                .acquire()
                 .await
-                .map_err(|e| failed(&format!("schema statement failed: {sql}"), e))?;
+                .map_err(|e| failed("cannot open a session for the schema", e))?;
+            let done = sqlx::raw_sql(AssertSqlSafe(sql.to_string()))
+                .execute(&mut *connection)
+                .await;
+            if let Err(error) = done {
+                // A failed statement of a `BEGIN; …; COMMIT` leaves its transaction open
+                // on the connection, which goes back to the pool: it is ended here.
+                if sql.starts_with("BEGIN") {
+                    let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *connection).await;
+                }
+                return Err(failed(&format!("schema statement failed: {sql}"), error));
+            }
         });
         Ok(())
     }

@@ -10,6 +10,9 @@ use sqlx::AssertSqlSafe;
 /// The PostgreSQL advisory lock key under which one process at a time migrates.
 const MIGRATION_LOCK: i64 = 4_242_001;
 
+/// How often the migration's trigger transaction runs when PostgreSQL aborts it for a write.
+const MIGRATION_ATTEMPTS: u32 = 5;
+
 impl Store {
     /// Repairs stored values outside their domain ([`repair_statements`]) in one write through
     /// the executor, which bumps the versions of what it changed: another process's caches
@@ -237,7 +240,67 @@ impl Store {
             .await
     }
 
+    /// The fingerprint the last migration stored ([`schema_fingerprint`]), if any.
+    async fn stored_fingerprint(&self) -> StoreResult<Option<String>> {
+        if self.existing_columns("bh_meta").await?.is_empty() {
+            return Ok(None);
+        }
+        use sea_query::{Alias, Expr, ExprTrait, Query};
+        let stored = Query::select()
+            .column(Alias::new("value"))
+            .from(Alias::new("bh_meta"))
+            .and_where(Expr::col(Alias::new("name")).eq(FINGERPRINT_NAME))
+            .to_owned();
+        let rows = self
+            .fetch(
+                &stored,
+                &[crate::db::Kind::Text],
+                &crate::db::Timing::default(),
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .next()
+            .and_then(|row| row.into_iter().next())
+            .and_then(|value| value.as_text().map(str::to_string)))
+    }
+
+    async fn store_fingerprint(&self, fingerprint: &str) -> StoreResult<()> {
+        // Hexadecimal digits only: no quoting question.
+        debug_assert!(fingerprint.bytes().all(|b| b.is_ascii_hexdigit()));
+        self.execute_raw(&format!(
+            "INSERT INTO \"bh_meta\" (\"name\", \"value\") VALUES ('{FINGERPRINT_NAME}', '{fingerprint}') \
+             ON CONFLICT (\"name\") DO UPDATE SET \"value\" = excluded.\"value\""
+        ))
+        .await
+    }
+
     async fn migrate_locked(&self, backend: Backend) -> StoreResult<()> {
+        let fingerprint = schema_fingerprint(backend);
+        if self.stored_fingerprint().await?.as_deref() == Some(fingerprint.as_str())
+            && self.schema_gaps().await?.is_empty()
+        {
+            // The schema is this build's: nothing is created again (see `fingerprint`).
+            return self.after_migration(backend).await;
+        }
+        self.make_schema(backend).await?;
+        self.store_fingerprint(&fingerprint).await?;
+        self.after_migration(backend).await
+    }
+
+    /// What every start-up does, whether or not the schema changed.
+    async fn after_migration(&self, backend: Backend) -> StoreResult<()> {
+        // After the triggers: a repaired rule changes its offers as any write of it does.
+        self.repair_values().await?;
+        if backend == Backend::Sqlite {
+            // A database analyzed by an earlier version may still hold samples.
+            self.forget_sqlite_samples().await?;
+        }
+        Ok(())
+    }
+
+    /// Creates what the schema lacks and makes every index, function and trigger again.
+    async fn make_schema(&self, backend: Backend) -> StoreResult<()> {
         for statement in bookkeeping_statements(backend) {
             self.execute_raw(&statement).await?;
         }
@@ -300,32 +363,35 @@ impl Store {
         for statement in crate::accounts::sessions::statements(backend) {
             self.execute_raw(&statement).await?;
         }
-        // Last: the triggers that see writes from outside brandhub need every table and
-        // version row.
-        for statement in crate::external::statements(backend) {
-            self.execute_raw(&statement).await?;
-        }
-        // In one transaction: each schema change rewrites the schema's pages, which SQLite
-        // would otherwise log once per statement. On SQLite it takes the write lock at once:
-        // a transaction that began by reading is refused the lock without waiting when
-        // another process (a running server, as `brandhub import` meets it) holds it.
+        // Last, in one transaction: the triggers that see writes from outside brandhub and
+        // those that keep the change marks need every table and version row. One transaction
+        // because each schema change rewrites the schema's pages, which SQLite would
+        // otherwise log once per statement. On SQLite it takes the write lock at once: a
+        // transaction that began by reading is refused the lock without waiting when another
+        // process (a running server, as `brandhub import` meets it) holds it.
         let begin = match backend {
             Backend::Sqlite => "BEGIN IMMEDIATE",
             Backend::Postgres => "BEGIN",
         };
-        self.execute_raw(&format!(
-            "{begin}; {}; COMMIT",
+        // On PostgreSQL, making the triggers again beside a running server's writes can
+        // deadlock (the two take their tables' locks in different orders): PostgreSQL aborts
+        // one side, and the migration, like the executor, runs again.
+        let triggers = format!(
+            "{begin}; {}; {}; COMMIT",
+            crate::external::statements(backend).join("; "),
             crate::changes::statements(backend).join("; ")
-        ))
-        .await?;
-        self.migrate_offers(backend).await?;
-        // After the triggers: a repaired rule changes its offers as any write of it does.
-        self.repair_values().await?;
-        if backend == Backend::Sqlite {
-            // A database analyzed by an earlier version may still hold samples.
-            self.forget_sqlite_samples().await?;
+        );
+        let mut attempt = 1;
+        loop {
+            match self.execute_raw(&triggers).await {
+                Err(error) if error.is_raced() && attempt < MIGRATION_ATTEMPTS => {
+                    tracing::warn!(attempt, "the migration lost its locks to a write; again");
+                    attempt += 1;
+                }
+                done => break done?,
+            }
         }
-        Ok(())
+        self.migrate_offers(backend).await
     }
 
     /// Drops everything brandhub created (tests and `demo --fresh` only).

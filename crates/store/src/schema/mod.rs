@@ -12,12 +12,14 @@
 
 mod bookkeeping;
 mod fills;
+mod fingerprint;
 mod held;
 mod keys;
 mod migrate;
 
 pub use bookkeeping::*;
 pub use fills::*;
+pub use fingerprint::*;
 pub use held::*;
 pub use keys::*;
 

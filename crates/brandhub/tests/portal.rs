@@ -3194,9 +3194,8 @@ mod german {
 /// A navigation of the signed-in page to `hash`, timed in the page: from setting the address
 /// to the frame after the User Timing mark `drawn` (the page whole in the document) was
 /// painted, and the time the API calls it made took (the union of their spans, from each
-/// request's start to its answer's end: calls made together count once). Answers (drawn ms,
-/// API ms).
-async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> (f64, f64) {
+/// request's start to its answer's end: calls made together count once).
+async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> Timed {
     let timed = client
         .execute_async(
             "const [hash, drawn, done] = arguments;
@@ -3219,7 +3218,11 @@ async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> (f64, f64
                  for (const [from, to] of calls) {
                    if (to > reach) { api += to - Math.max(from, reach); reach = to; }
                  }
-                 done({ drawn: end - start, api, calls: calls.length });
+                 const mark = performance.getEntriesByName(drawn).at(-1).startTime;
+                 done({ drawn: end - start, api, calls: calls.length,
+                        before: calls.length ? calls[0][0] - start : 0,
+                        after: mark - Math.max(start, ...calls.map((c) => c[1])),
+                        paint: end - mark });
                });
              };
              requestAnimationFrame(frame);
@@ -3232,10 +3235,25 @@ async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> (f64, f64
         timed["calls"].as_u64().unwrap_or(0) > 0,
         "{hash}: no API call timed: {timed}"
     );
-    (
-        timed["drawn"].as_f64().unwrap_or(f64::NAN),
-        timed["api"].as_f64().unwrap_or(f64::NAN),
-    )
+    let figure = |name: &str| timed[name].as_f64().unwrap_or(f64::NAN);
+    Timed {
+        drawn: figure("drawn"),
+        api: figure("api"),
+        before: figure("before"),
+        after: figure("after"),
+        paint: figure("paint"),
+    }
+}
+
+/// A navigation's time ([`timed_navigation`]), in milliseconds, and where it went: before the
+/// first API call, from the last answer to the mark of the page made, and from the mark to
+/// the frame that showed it painted.
+struct Timed {
+    drawn: f64,
+    api: f64,
+    before: f64,
+    after: f64,
+    paint: f64,
 }
 
 /// The median of a few figures.
@@ -3326,16 +3344,24 @@ async fn portal_timings() {
         let hash = format!("#/browse/stock?pageSize=100&page={}", n + 10);
         tables.push(timed_navigation(&client, &hash, "browse:rendered").await);
     }
-    let figures = |timed: &[(f64, f64)]| {
+    let figures = |timed: &[Timed]| {
         let timed = &timed[1..];
+        let of = |figure: fn(&Timed) -> f64| median(timed.iter().map(figure).collect());
         (
-            median(timed.iter().map(|t| t.0).collect()),
-            median(timed.iter().map(|t| t.1).collect()),
-            median(timed.iter().map(|t| t.0 / t.1).collect()),
+            of(|t| t.drawn),
+            of(|t| t.api),
+            of(|t| t.drawn / t.api),
+            format!(
+                "before={:.1} after={:.1} paint={:.1}",
+                of(|t| t.before),
+                of(|t| t.after),
+                of(|t| t.paint)
+            ),
         )
     };
-    let (order_drawn, order_api, order_ratio) = figures(&order_pages);
-    let (table_drawn, table_api, table_ratio) = figures(&tables);
+    let (order_drawn, order_api, order_ratio, order_parts) = figures(&order_pages);
+    let (table_drawn, table_api, table_ratio, table_parts) = figures(&tables);
+    println!("PARTS order {order_parts}; table {table_parts}");
     // A 10,000-row product file, from choosing it to processed.
     let code = format!("PB{}", std::process::id());
     let mut rows = vec![common::row(&["Product Code", "Title", "Barcode", "Size"])];

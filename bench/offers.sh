@@ -8,8 +8,9 @@
 #       writes/s; with BEFORE_BIN (a binary of the build before offers) the same against it
 #   F   a stock file of up to 100,000 rows of one brand (CSV): seconds until processed
 #   B   a rule PATCH of a brand store of the largest brand: its time
-#   D   up to 100,000 prices starting at one moment (JSON arrays written PRICE_LEAD seconds
-#       ahead): seconds from that moment until every offer shows them; goal ≤ 10 s
+#   D   up to 100,000 prices of the host for the variants of one of its stores, starting at
+#       one moment (JSON arrays written PRICE_LEAD seconds ahead): seconds from that moment
+#       until every offer shows them; goal ≤ 10 s
 #   X   the store's whole feed as CSV (GET /api/offer?fk_store=…&format=csv): rows/s; goal
 #       ≥ 200,000
 #   S   sync by cursor: the store's offers from changedSince=0 in pages of 1,000 (offers/s;
@@ -23,7 +24,7 @@
 # Knobs (environment): SCALE (demo variants, default 1000000), BACKENDS ("sqlite postgres"),
 # DURATION (seconds per wrk run, default 10), CONNECTIONS (8), THREADS (2), STOCK_IDS (1000),
 # ONLY (letters of the parts to run, e.g. ONLY=RS; default all), FILE_ROWS (100000), PRICE_ROWS (100000), PRICE_LEAD (seconds between the price file's
-# upload and its start, default 20), BEFORE_BIN (optional, see P), PORT, BENCH_WORK_DIR,
+# upload and its start, default 20 s and 1 s a thousand prices), BEFORE_BIN (optional, see P), PORT, BENCH_WORK_DIR,
 # BENCH_KEEP; PostgreSQL at BRANDHUB_BENCH_DATABASE_URL (default
 # postgres://root@127.0.0.1:5432/test), in a database brandhub_bench_offers it drops at the end.
 # Needs: a Rust toolchain, curl, wrk (installed with apt-get when missing and possible).
@@ -42,7 +43,7 @@ THREADS=${THREADS:-2}
 STOCK_IDS=${STOCK_IDS:-1000}
 FILE_ROWS=${FILE_ROWS:-100000}
 PRICE_ROWS=${PRICE_ROWS:-100000}
-PRICE_LEAD=${PRICE_LEAD:-20}
+PRICE_LEAD=${PRICE_LEAD:-$((20 + PRICE_ROWS / 1000))}
 WRK_TIMEOUT=${WRK_TIMEOUT:-30s}
 BEFORE_BIN=${BEFORE_BIN:-}
 LUA_DIR=$ROOT/bench/lua
@@ -179,9 +180,11 @@ for backend in $BACKENDS; do
   if wanted D; then
   # D: prices starting at one moment, written ahead as JSON arrays of 1,000.
   section "D: dated prices ($BACKEND_LABEL)"
-  api -o "$WORK/variant_ids.csv" "$BASE/api/variant?variant_product.fk_brand=$brand&fields=id&format=csv"
+  # The variants the store sells, of every brand it carries (the export names the offer, then
+  # its variant): as many prices as a host sets.
+  api -o "$WORK/variant_ids.csv" "$BASE/api/offer?fk_store=$store&fields=fk_variant&format=csv"
   moment=$(date -u -d "+$PRICE_LEAD seconds" +%Y-%m-%dT%H:%M:%S)
-  tail -n +2 "$WORK/variant_ids.csv" | head -n "$PRICE_ROWS" | tr -d '"' | cut -d, -f1 >"$WORK/price_variants"
+  tail -n +2 "$WORK/variant_ids.csv" | head -n "$PRICE_ROWS" | tr -d '"' | cut -d, -f2 >"$WORK/price_variants"
   prices=$(wc -l <"$WORK/price_variants")
   split -l 1000 "$WORK/price_variants" "$WORK/price_chunk."
   for chunk in "$WORK"/price_chunk.*; do

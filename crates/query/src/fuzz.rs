@@ -158,6 +158,15 @@ pub fn statements(
     for strategy in pages {
         out.push(page_statement(plan, strategy));
     }
+    // A scope of a few parents: the statement finding them, and a page read by two of them.
+    if let Some((fk, parents)) = crate::sql::scope_parents(plan) {
+        out.push(parents);
+        let two = ["0".repeat(32), "F".repeat(32)];
+        out.push(page_statement(
+            &plan.scoped_to_parents(fk, &two),
+            PageStrategy::ByParents,
+        ));
+    }
     let count = crate::plan::CountPlan {
         resource: plan.resource,
         scope: plan.scope.clone(),

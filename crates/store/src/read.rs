@@ -8,7 +8,8 @@ use crate::versions::Versions;
 use brandhub_catalog::{Cell, Field, FieldType, RelationKind, catalog};
 use brandhub_query::plan::{CountPlan, ReadPlan, Selection, Viewer};
 use brandhub_query::sql::{
-    PageStrategy, list_statement, node_columns, page_statement, related_statement,
+    MOST_PARENTS, PageStrategy, list_statement, node_columns, page_statement, related_statement,
+    scope_parents,
 };
 use sea_query::{Alias, Expr, ExprTrait, Query};
 use std::collections::HashMap;
@@ -130,8 +131,11 @@ impl Store {
                 Vec::new()
             } else {
                 let strategy = self.page_strategy(plan, found, versions, timing).await?;
-                self.fetch(&page_statement(plan, strategy), &kinds(&columns), timing)
-                    .await?
+                let statement = match self.by_parents(plan, strategy, timing).await? {
+                    Some(by_parents) => page_statement(&by_parents, PageStrategy::ByParents),
+                    None => page_statement(plan, strategy),
+                };
+                self.fetch(&statement, &kinds(&columns), timing).await?
             };
             (found, rows)
         };
@@ -206,6 +210,36 @@ impl Store {
             Backend::Sqlite => PageStrategy::SortMatches { probe_scope: true },
             _ => PageStrategy::MatchesFirst { probe_scope: true },
         }
+    }
+
+    /// The plan scoped to its few parents, when a page that would walk the table in id order
+    /// can walk each parent's records instead ([`PageStrategy::ByParents`]): its scope is one
+    /// condition on the record a link leads to, met by at most [`MOST_PARENTS`] of them.
+    async fn by_parents(
+        &self,
+        plan: &ReadPlan,
+        strategy: PageStrategy,
+        timing: &Timing,
+    ) -> StoreResult<Option<ReadPlan>> {
+        if !matches!(
+            strategy,
+            PageStrategy::InOrder | PageStrategy::InOrderProbing
+        ) {
+            return Ok(None);
+        }
+        let Some((fk, parents)) = scope_parents(plan) else {
+            return Ok(None);
+        };
+        let parents: Vec<String> = self
+            .fetch(&parents, &[Kind::Text], timing)
+            .await?
+            .into_iter()
+            .filter_map(|row| row.into_iter().next()?.as_text().map(str::to_string))
+            .collect();
+        if parents.is_empty() || parents.len() as u64 > MOST_PARENTS {
+            return Ok(None);
+        }
+        Ok(Some(plan.scoped_to_parents(fk, &parents)))
     }
 
     /// How to find a page's ids, from the exact count of matches and of visible records.

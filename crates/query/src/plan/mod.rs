@@ -270,6 +270,27 @@ impl ReadPlan {
         }
     }
 
+    /// The plan with its scope stated as the parents it found (`parents`, the ids of the
+    /// records its scope's one link leads to: `crate::sql::scope_parents`): the records whose
+    /// foreign key `fk` is one of them, the same records. For a page by parents.
+    pub fn scoped_to_parents(&self, fk: &'static Field, parents: &[String]) -> ReadPlan {
+        let fk_path = resolve(
+            self.resource,
+            &fk.path,
+            &Viewer::catalog_rules(),
+            PathUse::Filter,
+        )
+        .expect("a foreign key of the resource is a path of it");
+        let scope = Predicate::Leaf(Box::new(Leaf {
+            path: fk_path,
+            test: Test::OneOf(parents.iter().map(|id| Operand::Text(id.clone())).collect()),
+        }));
+        ReadPlan {
+            scope,
+            ..self.clone()
+        }
+    }
+
     /// The direction of the id tie-breaker: that of the last order key.
     pub fn tie_break(&self) -> Direction {
         self.order

@@ -3,12 +3,12 @@
 
 use super::*;
 use crate::plan::path::Hop;
-use crate::plan::{OrderKey, Predicate, ReadPlan, Selection};
+use crate::plan::{OrderKey, Predicate, ReadPlan, Selection, Test};
 use crate::request::Direction;
 use brandhub_catalog::{Field, FieldType, RelationKind};
 use sea_query::{
     Alias, CommonTableExpression, Expr, ExprTrait, JoinType, NullOrdering, Order, Query,
-    SelectStatement, WithClause,
+    SelectStatement, UnionType, Value, WithClause,
 };
 use std::collections::BTreeSet;
 
@@ -176,6 +176,134 @@ pub enum PageStrategy {
     /// would pass over many records that do not match. With `probe_scope` the CTE holds the
     /// requested filter's matches and the scope judges just those (see [`filter_drives`]).
     MatchesFirst { probe_scope: bool },
+    /// The plan's scope is a few parents' records (its scope a foreign key equal to one of
+    /// them, [`scope_parents`]): each parent's records walked in id order on the foreign
+    /// key's index, as far as the page reaches, and those few sorted. Best for a page in id
+    /// order of a scope whose records cluster by parent (a host's offers, made store by
+    /// store), which a walk of the whole table in order meets late.
+    ByParents,
+}
+
+/// At most this many parents make a page by parents ([`PageStrategy::ByParents`]).
+pub const MOST_PARENTS: u64 = 16;
+
+/// At most this many values of the requested filter, repeated for each of
+/// [`MOST_PARENTS`] parents, in a page by parents.
+const MOST_VALUES_BY_PARENTS: u64 = 1_000;
+
+/// When a plan's scope is one condition on the record a to-one link leads to (a host's
+/// offers: `offer_store.fk_host`) and its page is in id order: the link's foreign key and
+/// the statement reading the ids of the parents in scope, at most [`MOST_PARENTS`] + 1 of
+/// them. The page can then be read by parents (`ReadPlan::scoped_to_parents`).
+pub fn scope_parents(plan: &ReadPlan) -> Option<(&'static Field, SelectStatement)> {
+    if !plan.order.is_empty() {
+        return None;
+    }
+    let mut scope = &plan.scope;
+    let leaf = loop {
+        match scope {
+            Predicate::All(items) | Predicate::Any(items) if items.len() == 1 => {
+                scope = &items[0];
+            }
+            Predicate::Leaf(leaf) => break leaf,
+            _ => return None,
+        }
+    };
+    let [hop] = leaf.path.hops.as_slice() else {
+        return None;
+    };
+    let RelationKind::ToOne { fk } = hop.relation.kind else {
+        return None;
+    };
+    if !matches!(leaf.test, Test::OneOf(_)) {
+        return None;
+    }
+    // Each parent's walk repeats the requested filter: one with many values stays a walk in
+    // order, so that no statement holds more values than a database binds.
+    if !plan.filter.is_always() {
+        let (_, values) = Query::select()
+            .expr(Expr::val(1))
+            .and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false))
+            .build(sea_query::SqliteQueryBuilder);
+        if values.0.len() as u64 * MOST_PARENTS > MOST_VALUES_BY_PARENTS {
+            return None;
+        }
+    }
+    let fk = hop.from.field_named(fk)?;
+    let mut condition = field_expr(leaf.path.field, &leaf.test, Table::Bare, false);
+    if let Some(scope) = leaf.path.hop_scopes.first().filter(|s| !s.is_always()) {
+        condition = condition.and(predicate_expr(scope, Table::Bare, false));
+    }
+    let statement = Query::select()
+        .column(Alias::new("id"))
+        .from(Alias::new(hop.to.table))
+        .and_where(condition)
+        .limit(MOST_PARENTS + 1)
+        .to_owned();
+    Some((fk, statement))
+}
+
+/// The foreign key column and parent ids of a scope made by `ReadPlan::scoped_to_parents`.
+fn parents_of(scope: &Predicate) -> Option<(&str, Vec<Value>)> {
+    let Predicate::Leaf(leaf) = scope else {
+        return None;
+    };
+    let Test::OneOf(parents) = &leaf.test else {
+        return None;
+    };
+    leaf.path.hops.is_empty().then(|| {
+        (
+            leaf.path.field.column.as_str(),
+            parents.iter().map(operand_value).collect(),
+        )
+    })
+}
+
+/// The ids of a page read by parents ([`PageStrategy::ByParents`]): for each parent, its
+/// records that pass the filter, in id order, as far as the page reaches (`reach`), on the
+/// foreign key's index (which ends in the id); then those few in order.
+fn by_parents(plan: &ReadPlan, tie: Order) -> SelectStatement {
+    let (fk, parents) = parents_of(&plan.scope).expect("a plan scoped to its parents");
+    let reach = plan.offset() + plan.page_size;
+    let mut union: Option<SelectStatement> = None;
+    for (i, parent) in parents.into_iter().enumerate() {
+        let mut branch = Query::select();
+        branch
+            .from_as(Alias::new(plan.resource.table), Alias::new(ROOT))
+            .expr_as(
+                Expr::col((Alias::new(ROOT), Alias::new("id"))),
+                Alias::new("id"),
+            )
+            .and_where(Expr::col((Alias::new(ROOT), Alias::new(fk))).eq(parent));
+        if !plan.filter.is_always() {
+            branch.and_where(predicate_expr(&plan.filter, Table::Aliased(ROOT), false));
+        }
+        branch
+            .order_by_expr(Expr::col((Alias::new(ROOT), Alias::new("id"))), tie.clone())
+            .limit(reach);
+        // A member of a compound select may not have its own order or limit in SQLite:
+        // each is read from a subquery.
+        let member = Query::select()
+            .column(Alias::new("id"))
+            .from_subquery(branch, Alias::new(format!("p{i}")))
+            .to_owned();
+        union = Some(match union {
+            None => member,
+            Some(mut union) => {
+                union.union(UnionType::All, member);
+                union
+            }
+        });
+    }
+    let mut sorted = Query::select();
+    sorted
+        .column(Alias::new("id"))
+        .from_subquery(
+            union.expect("a page by parents has parents"),
+            Alias::new(MATCHES),
+        )
+        .order_by(Alias::new("id"), tie);
+    sorted
 }
 
 /// Up to this many matches, collecting them first is cheap whatever the table's size.
@@ -290,6 +418,7 @@ pub fn page_statement(plan: &ReadPlan, strategy: PageStrategy) -> SelectStatemen
     let tie = order(plan.tie_break());
 
     let (mut inner, cte) = match strategy {
+        PageStrategy::ByParents => (by_parents(plan, tie.clone()), None),
         PageStrategy::InOrder | PageStrategy::InOrderProbing => {
             for (_, sort) in &keys {
                 apply_order(

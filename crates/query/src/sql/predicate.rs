@@ -157,7 +157,12 @@ fn hop_expr(
 }
 
 /// A test on a field of the current table.
-fn field_expr(field: &'static Field, test: &Test, table: Table<'_>, negated: bool) -> Expr {
+pub(super) fn field_expr(
+    field: &'static Field,
+    test: &Test,
+    table: Table<'_>,
+    negated: bool,
+) -> Expr {
     if let Some(list) = &field.list {
         // "Some element satisfies the test"; Empty means "no elements".
         let mut inner = Query::select();

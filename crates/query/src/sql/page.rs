@@ -180,7 +180,7 @@ pub enum PageStrategy {
     /// them, [`scope_parents`]): each parent's records walked in id order on the foreign
     /// key's index, as far as the page reaches, and those few sorted. Best for a page in id
     /// order of a scope whose records cluster by parent (a host's offers, made store by
-    /// store), which a walk of the whole table in order meets late.
+    /// store), which a walk of the whole table in order meets late (decision 0033).
     ByParents,
 }
 

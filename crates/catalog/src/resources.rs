@@ -993,7 +993,6 @@ fn declared() -> Vec<Resource> {
         .relation_fk(fk("fk_variant", "offer_variant"), "variant")
         .relation_fk(fk("fk_product", "offer_product"), "product")
         .relation_fk(fk("fk_brand", "offer_brand").doc("The brand store's brand."), "brand")
-        .template(&["offer_variant", "offer_store"])
         .index(&["fk_brandStore", "fk_variant"], true)
         .unique_exactly(&["fk_store", "hostSku"])
         .writable(&[], &[], &["hostSku"], false)

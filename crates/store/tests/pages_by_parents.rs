@@ -8,7 +8,6 @@ use brandhub_catalog::{UserType, catalog};
 use brandhub_query::parse::parse_query_string;
 use brandhub_query::plan::{Viewer, plan_read};
 use brandhub_query::sql::scope_parents;
-use brandhub_store::rights::principal;
 use brandhub_store::{Store, Timing};
 use support::{Db, on_both};
 
@@ -43,19 +42,7 @@ async fn a_host_reads_its_offers_by_parents_as_in_order(db: Db) {
     };
     let mut viewers = Vec::new();
     for user_type in [UserType::Host, UserType::Company] {
-        let user = demo
-            .credentials
-            .iter()
-            .find(|c| c.user_type == user_type)
-            .expect("a demo user")
-            .user_id
-            .clone();
-        let viewer = principal(&mut &store, &user)
-            .await
-            .unwrap()
-            .expect("the user")
-            .viewer();
-        viewers.push(viewer);
+        viewers.push(support::demo_viewer(&store, &demo, user_type).await);
     }
     let host = viewers[0].clone();
     let offer = catalog().resource("offer").unwrap();

@@ -280,23 +280,7 @@ async fn an_order_page_outlives_an_intake_it_does_not_find(db: Db) {
     else {
         return;
     };
-    let viewer_of = |user_type: UserType| {
-        let user = demo
-            .credentials
-            .iter()
-            .find(|c| c.user_type == user_type)
-            .expect("a demo user")
-            .user_id
-            .clone();
-        let store = &store;
-        async move {
-            principal(&mut &*store, &user)
-                .await
-                .unwrap()
-                .expect("the user")
-                .viewer()
-        }
-    };
+    let viewer_of = |user_type: UserType| support::demo_viewer(&store, &demo, user_type);
     // Accepted orders with their items (the order's default fields).
     let query = "status=accepted&order_by=id%3C&pageSize=20";
     let (first, _) = page(&store, "order", query).await;

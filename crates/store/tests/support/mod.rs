@@ -154,3 +154,22 @@ macro_rules! on_both {
     };
 }
 pub(crate) use on_both;
+
+/// The viewer of the demo's first user of `user_type`, as its principal is now.
+pub async fn demo_viewer(
+    store: &Store,
+    demo: &brandhub_demo::DemoSummary,
+    user_type: brandhub_catalog::UserType,
+) -> brandhub_query::plan::Viewer {
+    let user = &demo
+        .credentials
+        .iter()
+        .find(|c| c.user_type == user_type)
+        .expect("a demo user of that type")
+        .user_id;
+    brandhub_store::rights::principal(&mut &*store, user)
+        .await
+        .unwrap()
+        .expect("the demo user")
+        .viewer()
+}

@@ -32,6 +32,7 @@
 
 set -euo pipefail
 export LC_ALL=C
+# (No `| head` after a command that may write more: under pipefail its SIGPIPE ends the run.)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -119,7 +120,7 @@ for backend in $BACKENDS; do
   # P: stock PATCHes as the company user.
   section "P: PATCH /api/stock ($BACKEND_LABEL)"
   export_auth_for company
-  api_get "/api/stock?fields=id&pageSize=1000" | ids_of | head -n "$STOCK_IDS" >"$WORK/stock_ids"
+  api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
   patch_rate
   with_offers=$WPS
   line="$BACKEND_LABEL: PATCH /api/stock with offers: $with_offers/s"
@@ -134,7 +135,7 @@ for backend in $BACKENDS; do
     load_demo "$backend" "$SCALE"
     start_server "$dir/data" "$url" "$WORK/$backend.before.server"
     export_auth_for company
-    api_get "/api/stock?fields=id&pageSize=1000" | ids_of | head -n "$STOCK_IDS" >"$WORK/stock_ids"
+    api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
     patch_rate
     stop_server
     if [ "$backend" = postgres ]; then drop_pg_db; fi
@@ -144,7 +145,7 @@ for backend in $BACKENDS; do
     line+="; before offers (a demo database loaded by that build): $WPS/s, demo load ${DEMO_SECONDS}s; ratio $(ratio "$with_offers" "$WPS") (goal >= 0.7)"
     start_server "$dir/data" "$url" "$WORK/$backend.server"
     export_auth_for company
-    api_get "/api/stock?fields=id&pageSize=1000" | ids_of | head -n "$STOCK_IDS" >"$WORK/stock_ids"
+    api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
   fi
   say "$line"
   echo "$line" >>"$RESULTS"
@@ -152,8 +153,8 @@ for backend in $BACKENDS; do
 
   # The largest brand, its brand stores and a warehouse of its company (as the admin).
   export_auth_for admin
-  brand=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | head -n1)
-  brand_store=$(api_get "/api/brandStore?fk_brand=$brand&fields=id&pageSize=1" | ids_of | head -n1)
+  brand=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | sed -n 1p)
+  brand_store=$(api_get "/api/brandStore?fk_brand=$brand&fields=id&pageSize=1" | ids_of | sed -n 1p)
   warehouse=$(api_get "/api/brandStore/$brand_store?fields=fk_warehouse" | grep -o '"fk_warehouse":"[^"]*"' | cut -d'"' -f4)
   host=$(api_get "/api/brandStore/$brand_store?fields=brandStore_store.fk_host" | grep -o '"fk_host":"[^"]*"' | cut -d'"' -f4)
   store=$(api_get "/api/brandStore/$brand_store?fields=fk_store" | grep -o '"fk_store":"[^"]*"' | cut -d'"' -f4)
@@ -164,13 +165,13 @@ for backend in $BACKENDS; do
   if wanted F; then
   # F: a stock file of the brand's variants.
   section "F: stock file ($BACKEND_LABEL)"
-  { echo "Barcode,Qty"; tail -n +2 "$WORK/variants.csv" | head -n "$FILE_ROWS" | awk -F, '{ gsub(/"/, "", $1); print $1 "," (NR % 50) }'; } >"$WORK/stock.csv"
+  { echo "Barcode,Qty"; sed -n "2,$((FILE_ROWS + 1))p" "$WORK/variants.csv" | awk -F, '{ gsub(/"/, "", $1); print $1 "," (NR % 50) }'; } >"$WORK/stock.csv"
   rows=$(($(wc -l <"$WORK/stock.csv") - 1))
   start=$(date +%s%N)
   api -o "$WORK/file.json" -F "stock,$brand,$warehouse=@$WORK/stock.csv;filename=stock.csv" "$BASE/api/file?wait=60" ||
     say "the stock file's upload failed (curl $?)"
   took=$(seconds_since "$start")
-  status=$( (grep -o '"status":"[^"]*"' "$WORK/file.json" || true) | head -n1)
+  status=$( (grep -o '"status":"[^"]*"' "$WORK/file.json" || true) | sed -n 1p)
   echo "$BACKEND_LABEL: stock file of $rows rows: ${took}s ($status)" >>"$RESULTS"
   fi
 
@@ -189,7 +190,7 @@ for backend in $BACKENDS; do
   # its variant): as many prices as a host sets.
   api -o "$WORK/variant_ids.csv" "$BASE/api/offer?fk_store=$store&fields=fk_variant&format=csv"
   moment=$(date -u -d "+$PRICE_LEAD seconds" +%Y-%m-%dT%H:%M:%S)
-  tail -n +2 "$WORK/variant_ids.csv" | head -n "$PRICE_ROWS" | tr -d '"' | cut -d, -f2 >"$WORK/price_variants"
+  sed -n "2,$((PRICE_ROWS + 1))p" "$WORK/variant_ids.csv" | tr -d '"' | cut -d, -f2 >"$WORK/price_variants"
   prices=$(wc -l <"$WORK/price_variants")
   split -l 1000 "$WORK/price_variants" "$WORK/price_chunk."
   for chunk in "$WORK"/price_chunk.*; do
@@ -204,7 +205,7 @@ for backend in $BACKENDS; do
   [ "$now_ns" -lt "$at_ns" ] || say "the prices were written after their moment: raise PRICE_LEAD"
   last=-1 reached=""
   while :; do
-    count=$(api_get "/api/offer/count?priceStart=$moment" | grep -o '[0-9]*' | head -n1)
+    count=$(api_get "/api/offer/count?priceStart=$moment" | grep -o '[0-9]*' | sed -n 1p)
     now_ns=$(date +%s%N)
     if [ "$count" != "$last" ]; then
       last=$count

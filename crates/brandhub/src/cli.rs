@@ -97,7 +97,8 @@ pub enum LogFormat {
 pub enum Command {
     /// Run migrations and serve the HTTPS API.
     Serve(ServeArgs),
-    /// Apply schema migrations and exit.
+    /// Apply schema migrations and exit; makes every index and trigger again, also where a
+    /// start-up finds the schema current (after a change of the schema by hand).
     Migrate,
     /// Manage users.
     #[command(subcommand)]

@@ -125,6 +125,7 @@ pub async fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Serve(args) => serve(&cli, args).await,
         Command::Migrate => {
             let store = open_store(&cli).await?;
+            store.migrate_fully().await?;
             println!("the database is at the current schema");
             store.close().await;
             Ok(())

@@ -37,6 +37,41 @@ async fn sqlite_a_current_schema_is_not_made_again() {
     assert_eq!(first, second, "a second start-up changed the schema");
 }
 
+/// A start-up leaves a current schema as it is, even one changed by hand; `brandhub migrate`
+/// (`migrate_fully`) makes it whole again.
+#[tokio::test]
+async fn sqlite_an_index_dropped_by_hand_comes_back_with_a_full_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("m.db").display());
+    support::migrated_store(&url, 1).await.close().await;
+    let index = format!("ix_{}_bh_change", catalog().resources()[0].table);
+    let indexes = || async {
+        let mut connection = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        let found: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = ?",
+        )
+        .bind(&index)
+        .fetch_one(&mut connection)
+        .await
+        .unwrap();
+        connection.close().await.ok();
+        found
+    };
+    assert_eq!(indexes().await, 1, "the migration made {index}");
+    let mut connection = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP INDEX \"{index}\"")))
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    connection.close().await.ok();
+    support::migrated_store(&url, 1).await.close().await;
+    assert_eq!(indexes().await, 0, "a start-up leaves the schema as it is");
+    let store = support::migrated_store(&url, 1).await;
+    store.migrate_fully().await.unwrap();
+    store.close().await;
+    assert_eq!(indexes().await, 1, "a full migration makes {index} again");
+}
+
 #[tokio::test]
 async fn postgres_a_current_schema_is_migrated_beside_an_open_write() {
     let Some(url) = support::fresh_postgres("migration", "current").await else {

@@ -169,13 +169,25 @@ impl Store {
         Ok(gaps)
     }
 
-    /// Brings the database to the catalog's schema (see the module docs).
+    /// Brings the database to the catalog's schema (see the module docs); a database whose
+    /// schema is this build's ([`schema_fingerprint`]) is left as it is.
     pub async fn migrate(&self) -> StoreResult<()> {
+        self.migrate_with(false).await
+    }
+
+    /// [`Store::migrate`], and every table, index, function and trigger made again even where
+    /// the schema is this build's: for `brandhub migrate`, which an operator runs after
+    /// changing the schema by hand (a dropped index comes back).
+    pub async fn migrate_fully(&self) -> StoreResult<()> {
+        self.migrate_with(true).await
+    }
+
+    async fn migrate_with(&self, fully: bool) -> StoreResult<()> {
         let backend = self.backend();
         // Several servers may start together: one migrates while the others wait. (SQLite's
         // write transactions already serialise them.)
         let lock = self.pg_session_lock(MIGRATION_LOCK).await?;
-        let result = self.migrate_locked(backend).await;
+        let result = self.migrate_locked(backend, fully).await;
         if let Some(session) = lock {
             use sqlx::Connection;
             // Closing the session releases the lock.
@@ -275,9 +287,10 @@ impl Store {
         .await
     }
 
-    async fn migrate_locked(&self, backend: Backend) -> StoreResult<()> {
+    async fn migrate_locked(&self, backend: Backend, fully: bool) -> StoreResult<()> {
         let fingerprint = schema_fingerprint(backend);
-        if self.stored_fingerprint().await?.as_deref() == Some(fingerprint.as_str())
+        if !fully
+            && self.stored_fingerprint().await?.as_deref() == Some(fingerprint.as_str())
             && self.schema_gaps().await?.is_empty()
         {
             // The schema is this build's: nothing is created again (see `fingerprint`).

@@ -13,19 +13,23 @@ use std::time::Duration;
 /// waits for a lock held until the test ends never finishes within it.
 const MIGRATION_BOUND: Duration = Duration::from_secs(60);
 
-async fn schema_version(url: &str) -> i64 {
-    let store = support::migrated_store(url, 1).await;
-    let path = url.trim_start_matches("sqlite://");
-    store.close().await;
-    let mut connection = sqlx::SqliteConnection::connect(&format!("sqlite://{path}"))
-        .await
-        .unwrap();
-    let version: i64 = sqlx::query_scalar("PRAGMA schema_version")
-        .fetch_one(&mut connection)
+/// Runs `sql` on the SQLite database of `url` on a connection of its own, outside any store.
+async fn on_sqlite(url: &str, sql: String) -> Option<i64> {
+    let mut connection = sqlx::SqliteConnection::connect(url).await.unwrap();
+    let answer = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_optional(&mut connection)
         .await
         .unwrap();
     connection.close().await.ok();
-    version
+    answer
+}
+
+/// The schema's version after a start-up (SQLite counts every change of its schema).
+async fn schema_version(url: &str) -> i64 {
+    support::migrated_store(url, 1).await.close().await;
+    on_sqlite(url, "PRAGMA schema_version".into())
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -45,31 +49,28 @@ async fn sqlite_an_index_dropped_by_hand_comes_back_with_a_full_migration() {
     let url = format!("sqlite://{}", dir.path().join("m.db").display());
     support::migrated_store(&url, 1).await.close().await;
     let index = format!("ix_{}_bh_change", catalog().resources()[0].table);
-    let indexes = || async {
-        let mut connection = sqlx::SqliteConnection::connect(&url).await.unwrap();
-        let found: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = ?",
+    let indexes = || {
+        on_sqlite(
+            &url,
+            format!("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = '{index}'"),
         )
-        .bind(&index)
-        .fetch_one(&mut connection)
-        .await
-        .unwrap();
-        connection.close().await.ok();
-        found
     };
-    assert_eq!(indexes().await, 1, "the migration made {index}");
-    let mut connection = sqlx::SqliteConnection::connect(&url).await.unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP INDEX \"{index}\"")))
-        .execute(&mut connection)
-        .await
-        .unwrap();
-    connection.close().await.ok();
+    assert_eq!(indexes().await, Some(1), "the migration made {index}");
+    on_sqlite(&url, format!("DROP INDEX \"{index}\"")).await;
     support::migrated_store(&url, 1).await.close().await;
-    assert_eq!(indexes().await, 0, "a start-up leaves the schema as it is");
+    assert_eq!(
+        indexes().await,
+        Some(0),
+        "a start-up leaves the schema as it is"
+    );
     let store = support::migrated_store(&url, 1).await;
     store.migrate_fully().await.unwrap();
     store.close().await;
-    assert_eq!(indexes().await, 1, "a full migration makes {index} again");
+    assert_eq!(
+        indexes().await,
+        Some(1),
+        "a full migration makes {index} again"
+    );
 }
 
 #[tokio::test]

@@ -260,22 +260,12 @@ impl Resource {
     /// Which records a user type may `action`: admins everything, a sponsor as a company
     /// user (over its own companies) unless declared otherwise, an undeclared type nothing.
     pub fn authority_of(&self, action: WriteAction, user_type: UserType) -> Scope {
-        if user_type == UserType::Admin {
-            return Scope::Everything;
-        }
-        let declared = |t: UserType| {
+        as_declared(user_type, |t| {
             self.authority
                 .iter()
                 .find(|(a, u, _)| *a == action && *u == t)
                 .map(|(_, _, s)| s.clone())
-        };
-        declared(user_type)
-            .or_else(|| {
-                (user_type == UserType::Sponsor)
-                    .then(|| declared(UserType::Company))
-                    .flatten()
-            })
-            .unwrap_or(Scope::Nothing)
+        })
     }
 
     /// Declares the writes the resource accepts.
@@ -411,22 +401,12 @@ impl Resource {
 
     /// The scope of a user type for this resource.
     pub fn scope_of(&self, user_type: UserType) -> Scope {
-        if user_type == UserType::Admin {
-            return Scope::Everything;
-        }
-        let declared = |t: UserType| {
+        as_declared(user_type, |t| {
             self.scopes
                 .iter()
                 .find(|(u, _)| *u == t)
                 .map(|(_, s)| s.clone())
-        };
-        declared(user_type)
-            .or_else(|| {
-                (user_type == UserType::Sponsor)
-                    .then(|| declared(UserType::Company))
-                    .flatten()
-            })
-            .unwrap_or(Scope::Nothing)
+        })
     }
 
     /// Declares a composite index (or uniqueness rule) over API paths.
@@ -521,4 +501,20 @@ impl Resource {
             RelationKind::ToMany { .. } => None,
         }
     }
+}
+
+/// What a user type gets from `declared` (a resource's scopes or write rules): an admin
+/// everything, a sponsor what is declared for it or else for a company user (over its own
+/// companies), any other type what is declared for it, and an undeclared type nothing.
+fn as_declared(user_type: UserType, declared: impl Fn(UserType) -> Option<Scope>) -> Scope {
+    if user_type == UserType::Admin {
+        return Scope::Everything;
+    }
+    declared(user_type)
+        .or_else(|| {
+            (user_type == UserType::Sponsor)
+                .then(|| declared(UserType::Company))
+                .flatten()
+        })
+        .unwrap_or(Scope::Nothing)
 }

@@ -13,6 +13,23 @@ use sha2::{Digest, Sha256};
 /// The `bh_meta` row holding the fingerprint of the schema the last migration made.
 pub const FINGERPRINT_NAME: &str = "schema_fingerprint";
 
+/// The tables beside the resources' that the migration makes after them: the file queue,
+/// idempotency keys, sessions.
+pub(super) fn service_statements(backend: Backend) -> Vec<String> {
+    let mut all = queue_statements(backend);
+    all.extend(crate::idempotency::idempotency_statements());
+    all.extend(crate::accounts::sessions::statements(backend));
+    all
+}
+
+/// The triggers the migration makes last, in one transaction: those that see writes from
+/// outside brandhub and those that keep the change marks.
+pub(super) fn trigger_statements(backend: Backend) -> Vec<String> {
+    let mut all = crate::external::statements(backend);
+    all.extend(crate::changes::statements(backend));
+    all
+}
+
 /// Every statement the migration runs to make the schema (columns with their types, tables,
 /// indexes, functions, triggers) on `backend`, in the order it runs them.
 fn schema_statements(backend: Backend) -> Vec<String> {
@@ -23,11 +40,8 @@ fn schema_statements(backend: Backend) -> Vec<String> {
         }
         all.extend(resource_statements(resource, backend));
     }
-    all.extend(queue_statements(backend));
-    all.extend(crate::idempotency::idempotency_statements());
-    all.extend(crate::accounts::sessions::statements(backend));
-    all.extend(crate::external::statements(backend));
-    all.extend(crate::changes::statements(backend));
+    all.extend(service_statements(backend));
+    all.extend(trigger_statements(backend));
     all.extend(crate::offers::statements(backend));
     all
 }

@@ -367,13 +367,7 @@ impl Store {
             }
             self.drop_stale_key_indexes(resource).await?;
         }
-        for statement in queue_statements(backend) {
-            self.execute_raw(&statement).await?;
-        }
-        for statement in crate::idempotency::idempotency_statements() {
-            self.execute_raw(&statement).await?;
-        }
-        for statement in crate::accounts::sessions::statements(backend) {
+        for statement in super::fingerprint::service_statements(backend) {
             self.execute_raw(&statement).await?;
         }
         // Last, in one transaction: the triggers that see writes from outside brandhub and
@@ -390,9 +384,8 @@ impl Store {
         // deadlock (the two take their tables' locks in different orders): PostgreSQL aborts
         // one side, and the migration, like the executor, runs again.
         let triggers = format!(
-            "{begin}; {}; {}; COMMIT",
-            crate::external::statements(backend).join("; "),
-            crate::changes::statements(backend).join("; ")
+            "{begin}; {}; COMMIT",
+            super::fingerprint::trigger_statements(backend).join("; ")
         );
         let mut attempt = 1;
         loop {

@@ -324,7 +324,7 @@ impl Catalog {
     }
 
     /// Checks what the type system cannot: names unique, relations and templates pointing at
-    /// things that exist. Run once at start; a failure is a bug in `resources.rs`.
+    /// things that exist. Run once at start; a failure is a bug in `resources`.
     fn check(&self) -> Result<(), String> {
         let mut names = std::collections::HashSet::new();
         for resource in &self.resources {

@@ -318,7 +318,7 @@ impl Field {
         }
     }
 
-    // ---- declaration helpers: used by `resources.rs` ----
+    // ---- declaration helpers: used by `resources/` ----
 
     /// A text field of codes, references or statuses ([`lengths::SHORT`]).
     pub fn short(self) -> Self {

@@ -42,4 +42,4 @@ printf 'table of 100 stock rows, navigation to drawn: %s ms against %s ms of API
   "${P[table100_drawn_ms]}" "${P[table100_api_ms]}" "${P[table100_ratio]}" "$(verdict "${P[table100_ratio]}" 2)"
 printf '10,000-row product file (%s bytes), chosen to processed in the page: %s ms\n' \
   "${P[file_bytes]}" "${P[upload10000_ms]}"
-sed -n 's/^PARTS /where the time went (medians, ms; before the first API call, last answer to page made, page made to painted): /p' "$OUT"
+sed -n 's/^PARTS /where the time went (medians, ms; before the first API call, last answer to page made, page made to its frame, that frame to painted): /p' "$OUT"

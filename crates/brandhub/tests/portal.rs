@@ -3208,6 +3208,7 @@ async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> Timed {
              // run after that frame was painted and would then wait for the frame after it.
              const frame = () => {
                if (!performance.getEntriesByName(drawn).length) return requestAnimationFrame(frame);
+               const found = performance.now();
                setTimeout(() => {
                  const end = performance.now();
                  const calls = performance.getEntriesByType('resource')
@@ -3222,7 +3223,7 @@ async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> Timed {
                  done({ drawn: end - start, api, calls: calls.length,
                         before: calls.length ? calls[0][0] - start : 0,
                         after: mark - Math.max(start, ...calls.map((c) => c[1])),
-                        paint: end - mark });
+                        wait: found - mark, paint: end - found });
                });
              };
              requestAnimationFrame(frame);
@@ -3241,18 +3242,21 @@ async fn timed_navigation(client: &Client, hash: &str, drawn: &str) -> Timed {
         api: figure("api"),
         before: figure("before"),
         after: figure("after"),
+        wait: figure("wait"),
         paint: figure("paint"),
     }
 }
 
 /// A navigation's time ([`timed_navigation`]), in milliseconds, and where it went: before the
-/// first API call, from the last answer to the mark of the page made, and from the mark to
-/// the frame that showed it painted.
+/// first API call, from the last answer to the mark of the page made, from the mark to the
+/// animation frame that found it (the wait for the next frame), and from that frame's start to
+/// the task after it was painted.
 struct Timed {
     drawn: f64,
     api: f64,
     before: f64,
     after: f64,
+    wait: f64,
     paint: f64,
 }
 
@@ -3352,9 +3356,10 @@ async fn portal_timings() {
             of(|t| t.api),
             of(|t| t.drawn / t.api),
             format!(
-                "before={:.1} after={:.1} paint={:.1}",
+                "before={:.1} after={:.1} wait={:.1} paint={:.1}",
                 of(|t| t.before),
                 of(|t| t.after),
+                of(|t| t.wait),
                 of(|t| t.paint)
             ),
         )

@@ -8,7 +8,7 @@
 //! a process applies what fell while none ran: one net change per offer, since the
 //! derivation writes only offers whose values differ.
 
-use super::derive::{Dialect, Drive, Rewrites, col, refresh_statement, table};
+use super::derive::{DECIDED_BY_PRICE, Dialect, Drive, col, refresh_statement, table};
 use crate::db::{Backend, Kind, Store};
 use crate::error::StoreResult;
 use crate::write::{EntryPoint, Outcome, WritePlan};
@@ -71,7 +71,7 @@ fn due_refresh(backend: Backend) -> Raw {
         store_host = col(Res::Store, "fk_host"),
     );
     Raw {
-        sql: refresh_statement(&d, Drive::Variant, &filter, Rewrites::Every),
+        sql: refresh_statement(&d, Drive::Variant, &filter, DECIDED_BY_PRICE),
         values: Vec::new(),
     }
 }

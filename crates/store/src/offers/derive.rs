@@ -224,8 +224,7 @@ pub(crate) const ANNOUNCED: [&str; 4] = ["available", "price", "status", "hostSk
 /// an offer's values rewrites only those (docs/decisions/0032-offer-rewrites-by-source.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rewrites {
-    /// Every derived value: a brand store's, a variant's, a price's or a store's change, and
-    /// the clock's.
+    /// Every derived value: a brand store's, a variant's, a product's or a store's change.
     Every,
     /// Only these derived values (paths of [`derived_values`]).
     Only(&'static [&'static str]),
@@ -235,8 +234,9 @@ pub(crate) enum Rewrites {
 pub(crate) const DECIDED_BY_STOCK: Rewrites =
     Rewrites::Only(&["available", "status", "status#folded"]);
 
-/// What a price record decides of its offers: the price in effect, its dates and the
-/// recommended retail price, and the status (an offer without a price is inactive).
+/// What a price record decides of its offers, and so what the clock decides when a price
+/// starts or ends: the price in effect, its dates and the recommended retail price, and the
+/// status (an offer without a price is inactive).
 pub(crate) const DECIDED_BY_PRICE: Rewrites = Rewrites::Only(&[
     "price",
     "rrp",

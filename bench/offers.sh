@@ -10,8 +10,9 @@
 #   F   a stock file of up to 100,000 rows of one brand (CSV): seconds until processed
 #   B   a rule PATCH of a brand store of the largest brand: its time
 #   D   up to 100,000 prices of the host for the variants of one of its stores, starting at
-#       one moment (JSON arrays written PRICE_LEAD seconds ahead): seconds from that moment
-#       until every offer shows them; goal ≤ 10 s
+#       one moment (JSON arrays written PRICE_LEAD seconds ahead), with PRICE_SUBSCRIBERS
+#       (default 1) active offer.updated webhooks: seconds from that moment until every offer
+#       shows them; goal ≤ 10 s
 #   X   the store's whole feed as CSV (GET /api/offer?fk_store=…&format=csv): rows/s, median
 #       of three; goal ≥ 200,000; and the same with the variant and the store expanded
 #   S   sync by cursor: the store's offers from changedSince=0 in pages of 1,000 (offers/s;
@@ -24,7 +25,7 @@
 #
 # Knobs (environment): SCALE (demo variants, default 1000000), BACKENDS ("sqlite postgres"),
 # DURATION (seconds per wrk run, default 10), CONNECTIONS (8), THREADS (2), STOCK_IDS (1000),
-# ONLY (letters of the parts to run, e.g. ONLY=RS; default all), FILE_ROWS (100000), PRICE_ROWS (100000), PRICE_LEAD (seconds between the price file's
+# ONLY (letters of the parts to run, e.g. ONLY=RS; default all), FILE_ROWS (100000), PRICE_ROWS (100000), PRICE_SUBSCRIBERS (1), PRICE_LEAD (seconds between the price file's
 # upload and its start, default 20 s and 1 s a thousand prices), BEFORE_BIN (optional, see P), PORT, BENCH_WORK_DIR,
 # BENCH_KEEP, BENCH_REUSE (SQLite: the data of a run kept with BENCH_KEEP=1, not loaded again); PostgreSQL at BRANDHUB_BENCH_DATABASE_URL (default
 # postgres://root@127.0.0.1:5432/test), in a database brandhub_bench_offers it drops at the end.
@@ -46,6 +47,7 @@ STOCK_IDS=${STOCK_IDS:-1000}
 FILE_ROWS=${FILE_ROWS:-100000}
 PRICE_ROWS=${PRICE_ROWS:-100000}
 PRICE_LEAD=${PRICE_LEAD:-$((20 + PRICE_ROWS / 1000))}
+PRICE_SUBSCRIBERS=${PRICE_SUBSCRIBERS:-1}
 WRK_TIMEOUT=${WRK_TIMEOUT:-30s}
 BEFORE_BIN=${BEFORE_BIN:-}
 LUA_DIR=$ROOT/bench/lua
@@ -189,13 +191,26 @@ for backend in $BACKENDS; do
   # The variants the store sells, of every brand it carries (the export names the offer, then
   # its variant): as many prices as a host sets.
   api -o "$WORK/variant_ids.csv" "$BASE/api/offer?fk_store=$store&fields=fk_variant&format=csv"
+  # An active subscriber of offer.updated (the goal's condition; PRICE_SUBSCRIBERS=0 for none):
+  # each offer the moment changes then also writes its event, in the same transaction. Its
+  # address is never reached from here; the deliveries that follow are not timed.
+  if [ "$PRICE_SUBSCRIBERS" -gt 0 ]; then
+    for n in $(seq 1 "$PRICE_SUBSCRIBERS"); do
+      printf '{"url":"https://subscriber-%s.example.com/offers","events":["offer.updated"]}' "$n" >"$WORK/hook.json"
+      request POST /api/webhook "$WORK/hook.json"
+      [ "$R_CODE" = 201 ] || say "a webhook answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
+    done
+  fi
   moment=$(date -u -d "+$PRICE_LEAD seconds" +%Y-%m-%dT%H:%M:%S)
+  # A price of this moment's own (5.00 to 9.99), so that a run on a kept database
+  # (BENCH_REUSE) moves the price of each offer, and announces it, as the first run did.
+  price=$(awk -v s="$(date -u -d "$moment" +%s)" 'BEGIN { printf "%.2f", 5 + (s % 500) / 100 }')
   sed -n "2,$((PRICE_ROWS + 1))p" "$WORK/variant_ids.csv" | tr -d '"' | cut -d, -f2 >"$WORK/price_variants"
   prices=$(wc -l <"$WORK/price_variants")
   split -l 1000 "$WORK/price_variants" "$WORK/price_chunk."
   for chunk in "$WORK"/price_chunk.*; do
-    awk -v host="$host" -v at="$moment" 'BEGIN { printf "[" }
-      { printf "%s{\"fk_variant\":\"%s\",\"fk_host\":\"%s\",\"price\":9.99,\"startDate\":\"%s\"}", (NR > 1 ? "," : ""), $1, host, at }
+    awk -v host="$host" -v at="$moment" -v price="$price" 'BEGIN { printf "[" }
+      { printf "%s{\"fk_variant\":\"%s\",\"fk_host\":\"%s\",\"price\":%s,\"startDate\":\"%s\"}", (NR > 1 ? "," : ""), $1, host, price, at }
       END { printf "]" }' "$chunk" >"$chunk.json"
     request POST /api/price "$chunk.json"
     [ "$R_CODE" = 201 ] || say "a price array answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
@@ -222,7 +237,7 @@ for backend in $BACKENDS; do
     sleep 0.2
   done
   last=$(api_get "/api/offer/count?priceStart=$moment" | grep -o '[0-9]*' | sed -n 1p)
-  echo "$BACKEND_LABEL: $prices prices starting at one moment: $last offers changed, all of them $(awk -v a="$at_ns" -v b="$reached" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s after it (goal <= 10 s)" >>"$RESULTS"
+  echo "$BACKEND_LABEL: $prices prices starting at one moment, $PRICE_SUBSCRIBERS offer.updated subscriber(s): $last offers changed, all of them $(awk -v a="$at_ns" -v b="$reached" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s after it (goal <= 10 s)" >>"$RESULTS"
   fi
 
   if wanted X; then

@@ -8,7 +8,8 @@
 #   P   PATCH /api/stock/<id> (each moves the offers of its variant) as the company user:
 #       writes/s; with BEFORE_BIN (a binary of the build before offers) the same against it
 #   F   a stock file of up to 100,000 rows of one brand (CSV): seconds until processed
-#   B   a rule PATCH of a brand store of the largest brand: its time
+#   B   a rule PATCH of a brand store of the largest brand, with RULE_SUBSCRIBERS (default 10)
+#       active offer.updated webhooks: its time, and its events' fan-out time
 #   D   up to 100,000 prices of the host for the variants of one of its stores, starting at
 #       one moment (JSON arrays written PRICE_LEAD seconds ahead), with PRICE_SUBSCRIBERS
 #       (default 1) active offer.updated webhooks: seconds from that moment until every offer
@@ -25,7 +26,7 @@
 #
 # Knobs (environment): SCALE (demo variants, default 1000000), BACKENDS ("sqlite postgres"),
 # DURATION (seconds per wrk run, default 10), CONNECTIONS (8), THREADS (2), STOCK_IDS (1000),
-# ONLY (letters of the parts to run, e.g. ONLY=RS; default all), FILE_ROWS (100000), PRICE_ROWS (100000), PRICE_SUBSCRIBERS (1), PRICE_LEAD (seconds between the price file's
+# ONLY (letters of the parts to run, e.g. ONLY=RS; default all), FILE_ROWS (100000), PRICE_ROWS (100000), PRICE_SUBSCRIBERS (1), RULE_SUBSCRIBERS (10), PRICE_LEAD (seconds between the price file's
 # upload and its start, default 20 s and 1 s a thousand prices), BEFORE_BIN (optional, see P), PORT, BENCH_WORK_DIR,
 # BENCH_KEEP, BENCH_REUSE (SQLite: the data of a run kept with BENCH_KEEP=1, not loaded again); PostgreSQL at BRANDHUB_BENCH_DATABASE_URL (default
 # postgres://root@127.0.0.1:5432/test), in a database brandhub_bench_offers it drops at the end.
@@ -48,6 +49,7 @@ FILE_ROWS=${FILE_ROWS:-100000}
 PRICE_ROWS=${PRICE_ROWS:-100000}
 PRICE_LEAD=${PRICE_LEAD:-$((20 + PRICE_ROWS / 1000))}
 PRICE_SUBSCRIBERS=${PRICE_SUBSCRIBERS:-1}
+RULE_SUBSCRIBERS=${RULE_SUBSCRIBERS:-10}
 WRK_TIMEOUT=${WRK_TIMEOUT:-30s}
 BEFORE_BIN=${BEFORE_BIN:-}
 LUA_DIR=$ROOT/bench/lua
@@ -178,11 +180,35 @@ for backend in $BACKENDS; do
   fi
 
   if wanted B; then
-  # B: a rule PATCH of the brand store.
+  # B: a rule PATCH of the brand store, with RULE_SUBSCRIBERS active offer.updated webhooks
+  # (the issue's 10), and the fan-out of its events: from the PATCH's answer until the
+  # webhook deliveries stop growing (each event becomes a delivery per webhook; their
+  # addresses are never reached from here).
   section "B: rule PATCH ($BACKEND_LABEL)"
+  for n in $(seq 1 "$RULE_SUBSCRIBERS"); do
+    printf '{"url":"https://rule-subscriber-%s.example.com/offers","events":["offer.updated"]}' "$n" >"$WORK/hook.json"
+    request POST /api/webhook "$WORK/hook.json"
+    [ "$R_CODE" = 201 ] || say "a webhook answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
+  done
+  deliveries() { api_get "/api/webhookDelivery/count" | grep -o '[0-9]*' | sed -n 1p; }
+  before=$(deliveries)
   printf '{"detail":{"stockPercent":90,"stockBuffer":1}}' >"$WORK/rule.json"
   request PATCH "/api/brandStore/$brand_store" "$WORK/rule.json"
-  echo "$BACKEND_LABEL: rule PATCH of a brand store of $variants variants: $R_CODE in $R_MS ms" >>"$RESULTS"
+  answered_ns=$(date +%s%N)
+  last=$before reached=$answered_ns
+  while :; do
+    count=$(deliveries)
+    now_ns=$(date +%s%N)
+    if [ "$count" != "$last" ]; then
+      last=$count
+      reached=$now_ns
+    fi
+    # Settled: unchanged for 3 s.
+    [ $((now_ns - reached)) -lt 3000000000 ] || break
+    [ $((now_ns - answered_ns)) -lt 120000000000 ] || break
+    sleep 0.1
+  done
+  echo "$BACKEND_LABEL: rule PATCH of a brand store of $variants variants, $RULE_SUBSCRIBERS offer.updated subscribers: $R_CODE in $R_MS ms; $((last - before)) deliveries fanned out $(awk -v a="$answered_ns" -v b="$reached" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s after its answer" >>"$RESULTS"
   fi
 
   if wanted D; then

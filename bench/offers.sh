@@ -89,6 +89,20 @@ patch_rate() {
   WPS=${F[rps]:-${F[note]:-?}}
 }
 
+# The first number of a count's answer (GET <path>, a `/count` endpoint).
+count_at() { api_get "$1" | grep -o '[0-9]*' | sed -n 1p; }
+
+# Makes $1 active offer.updated webhooks as the current user, their addresses named after $2
+# (never reached from here): each offer a write changes then also writes its event.
+subscribe_to_offers() {
+  local n
+  for n in $(seq 1 "$1"); do
+    printf '{"url":"https://%s-%s.example.com/offers","events":["offer.updated"]}' "$2" "$n" >"$WORK/hook.json"
+    request POST /api/webhook "$WORK/hook.json"
+    [ "$R_CODE" = 201 ] || say "a webhook answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
+  done
+}
+
 for backend in $BACKENDS; do
   load_demo "$backend" "$SCALE"
   say "demo load: ${DEMO_SECONDS}s"
@@ -185,19 +199,14 @@ for backend in $BACKENDS; do
   # webhook deliveries stop growing (each event becomes a delivery per webhook; their
   # addresses are never reached from here).
   section "B: rule PATCH ($BACKEND_LABEL)"
-  for n in $(seq 1 "$RULE_SUBSCRIBERS"); do
-    printf '{"url":"https://rule-subscriber-%s.example.com/offers","events":["offer.updated"]}' "$n" >"$WORK/hook.json"
-    request POST /api/webhook "$WORK/hook.json"
-    [ "$R_CODE" = 201 ] || say "a webhook answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
-  done
-  deliveries() { api_get "/api/webhookDelivery/count" | grep -o '[0-9]*' | sed -n 1p; }
-  before=$(deliveries)
+  subscribe_to_offers "$RULE_SUBSCRIBERS" rule-subscriber
+  before=$(count_at /api/webhookDelivery/count)
   printf '{"detail":{"stockPercent":90,"stockBuffer":1}}' >"$WORK/rule.json"
   request PATCH "/api/brandStore/$brand_store" "$WORK/rule.json"
   answered_ns=$(date +%s%N)
   last=$before reached=$answered_ns
   while :; do
-    count=$(deliveries)
+    count=$(count_at /api/webhookDelivery/count)
     now_ns=$(date +%s%N)
     if [ "$count" != "$last" ]; then
       last=$count
@@ -217,16 +226,10 @@ for backend in $BACKENDS; do
   # The variants the store sells, of every brand it carries (the export names the offer, then
   # its variant): as many prices as a host sets.
   api -o "$WORK/variant_ids.csv" "$BASE/api/offer?fk_store=$store&fields=fk_variant&format=csv"
-  # An active subscriber of offer.updated (the goal's condition; PRICE_SUBSCRIBERS=0 for none):
-  # each offer the moment changes then also writes its event, in the same transaction. Its
-  # address is never reached from here; the deliveries that follow are not timed.
-  if [ "$PRICE_SUBSCRIBERS" -gt 0 ]; then
-    for n in $(seq 1 "$PRICE_SUBSCRIBERS"); do
-      printf '{"url":"https://subscriber-%s.example.com/offers","events":["offer.updated"]}' "$n" >"$WORK/hook.json"
-      request POST /api/webhook "$WORK/hook.json"
-      [ "$R_CODE" = 201 ] || say "a webhook answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
-    done
-  fi
+  # Active subscribers of offer.updated (the goal's condition; PRICE_SUBSCRIBERS=0 for none):
+  # each offer the moment changes also writes its event, in the same transaction; the
+  # deliveries that follow are not timed.
+  subscribe_to_offers "$PRICE_SUBSCRIBERS" subscriber
   moment=$(date -u -d "+$PRICE_LEAD seconds" +%Y-%m-%dT%H:%M:%S)
   # A price of this moment's own (5.00 to 9.99), so that a run on a kept database
   # (BENCH_REUSE) moves the price of each offer, and announces it, as the first run did.
@@ -249,7 +252,7 @@ for backend in $BACKENDS; do
   # back to back such counts took one of the two cores from the change they wait for.
   last=-1 reached=""
   while :; do
-    count=$(api_get "/api/offer/count?priceStart=$moment&fk_store=$store" | grep -o '[0-9]*' | sed -n 1p)
+    count=$(count_at "/api/offer/count?priceStart=$moment&fk_store=$store")
     now_ns=$(date +%s%N)
     if [ "$count" != "$last" ]; then
       last=$count
@@ -262,7 +265,7 @@ for backend in $BACKENDS; do
     [ $((now_ns - at_ns)) -lt 120000000000 ] || break
     sleep 0.2
   done
-  last=$(api_get "/api/offer/count?priceStart=$moment" | grep -o '[0-9]*' | sed -n 1p)
+  last=$(count_at "/api/offer/count?priceStart=$moment")
   echo "$BACKEND_LABEL: $prices prices starting at one moment, $PRICE_SUBSCRIBERS offer.updated subscriber(s): $last offers changed, all of them $(awk -v a="$at_ns" -v b="$reached" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s after it (goal <= 10 s)" >>"$RESULTS"
   fi
 

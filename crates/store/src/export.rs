@@ -53,7 +53,7 @@ impl Store {
         let mut kinds: Vec<Kind> = columns.iter().map(|f| Kind::of(f.ty)).collect();
         kinds.extend(plan.order.iter().map(|key| key_kind(key.path.field.ty)));
         let statement = export_statement(plan, after, limit, self.backend() == Backend::Sqlite);
-        let mut rows = self.fetch(&statement, &kinds, timing).await?;
+        let mut rows = self.fetch_export_rows(&statement, &kinds, timing).await?;
         let next = if (rows.len() as u64) < limit {
             None
         } else {

@@ -207,10 +207,10 @@ pub async fn export(
     let span = tracing::Span::current();
     let (content_type, extension) = match format {
         Format::Xlsx => {
-            let runtime = tokio::runtime::Handle::current();
+            let ahead = chunks_ahead(store, viewer, table.plan.clone(), chunk, first.next.clone());
             tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
-                write_xlsx(&runtime, &store, &viewer, chunk, table, first, &sender);
+                write_xlsx(ahead, table, first, &sender);
             });
             (XLSX, "xlsx")
         }
@@ -256,6 +256,41 @@ async fn next_chunk(
     }
 }
 
+/// The chunks after `after`, read one ahead of the writing by a task of their own, so that the
+/// database's reading and the writing each take a core: the task is parked in the read while
+/// the writer works, and starts the next read as soon as it handed one over. A task spawned
+/// from the writer's own would wait for the writer to yield (the scheduler runs a task spawned
+/// by a busy worker on that worker, next), which made the two take turns. At most three chunks
+/// are held: the one written, one handed over and one being read; with only two, the reader
+/// would wait for the writer to take each chunk, and be woken on the writer's worker, which
+/// finishes writing first (docs/decisions/0034-exports-read-directly.md). A `None` ends the
+/// export as broken ([`next_chunk`] logged why).
+fn chunks_ahead(
+    store: Store,
+    viewer: Viewer,
+    plan: ReadPlan,
+    limit: u64,
+    after: Option<Keyset>,
+) -> mpsc::Receiver<Option<ExportChunk>> {
+    let (sender, receiver) = mpsc::channel(1);
+    let span = tracing::Span::current();
+    tokio::spawn(
+        async move {
+            let mut after = after;
+            while let Some(from) = after.take() {
+                let chunk = next_chunk(&store, &viewer, &plan, &from, limit).await;
+                after = chunk.as_ref().and_then(|chunk| chunk.next.clone());
+                let failed = chunk.is_none();
+                if sender.send(chunk).await.is_err() || failed {
+                    return;
+                }
+            }
+        }
+        .instrument(span),
+    );
+    receiver
+}
+
 fn broken() -> io::Error {
     io::Error::other("the export stopped; the server log has the cause")
 }
@@ -268,17 +303,10 @@ async fn write_csv(
     first: ExportChunk,
     sender: mpsc::Sender<io::Result<Bytes>>,
 ) {
+    let mut ahead = chunks_ahead(store, viewer, table.plan.clone(), limit, first.next.clone());
     let mut chunk = first;
     let mut header = true;
-    let plan = std::sync::Arc::new(table.plan.clone());
-    let viewer = std::sync::Arc::new(viewer);
     loop {
-        // The next chunk is read while this one is written: the database and the writing
-        // each take a core, and two chunks at most are held.
-        let reading = chunk.next.take().map(|after| {
-            let (store, viewer, plan) = (store.clone(), viewer.clone(), plan.clone());
-            tokio::spawn(async move { next_chunk(&store, &viewer, &plan, &after, limit).await })
-        });
         // Writing CSV into memory cannot fail.
         let mut writer = csv::Writer::from_writer(Vec::with_capacity(PIECE * 2));
         if std::mem::take(&mut header) {
@@ -304,16 +332,13 @@ async fn write_csv(
         if sender.send(Ok(Bytes::from(bytes))).await.is_err() {
             return; // The client went away.
         }
-        let Some(reading) = reading else {
+        if chunk.next.is_none() {
             return;
-        };
-        match reading.await {
-            Ok(Some(next)) => chunk = next,
-            // `next_chunk` logged why it read nothing; a task that did not finish is told here.
-            outcome => {
-                if let Err(error) = outcome {
-                    tracing::error!(%error, "an export stopped: reading a chunk did not finish");
-                }
+        }
+        match ahead.recv().await {
+            Some(Some(next)) => chunk = next,
+            // The reading task logged why it read nothing.
+            _ => {
                 let _ = sender.send(Err(broken())).await;
                 return;
             }
@@ -359,10 +384,7 @@ impl io::Write for BodyWriter<'_> {
 /// Writes the XLSX on a blocking thread: rows go into constant-memory worksheets (a temporary
 /// file each, not the heap), then the workbook is zipped straight into the body.
 fn write_xlsx(
-    runtime: &tokio::runtime::Handle,
-    store: &Store,
-    viewer: &Viewer,
-    limit: u64,
+    mut ahead: mpsc::Receiver<Option<ExportChunk>>,
     table: Table,
     first: ExportChunk,
     sender: &mpsc::Sender<io::Result<Bytes>>,
@@ -409,12 +431,12 @@ fn write_xlsx(
                 }
                 row += 1;
             }
-            let Some(after) = chunk.next.take() else {
+            if chunk.next.is_none() {
                 break;
-            };
-            match runtime.block_on(next_chunk(store, viewer, &table.plan, &after, limit)) {
-                Some(next) => chunk = next,
-                None => return Ok(false),
+            }
+            match ahead.blocking_recv() {
+                Some(Some(next)) => chunk = next,
+                _ => return Ok(false),
             }
         }
         let mut writer = BodyWriter {

@@ -3,6 +3,7 @@
 //! a transaction that bumps the written tables' versions.
 
 mod commit;
+mod export_reader;
 mod failure;
 mod rows;
 mod statements;
@@ -81,6 +82,8 @@ pub struct Store {
     pub(crate) pool: Pool,
     /// SQLite only: the few connections exports read on (see [`Store::for_export`]).
     pub(crate) export_pool: Option<Pool>,
+    /// SQLite only: where an export's chunks are read ([`export_reader`]).
+    pub(crate) export_reader: Option<std::sync::Arc<export_reader::ExportReader>>,
     pub(crate) count_writer: Option<tokio::sync::mpsc::Sender<crate::count::CountEntry>>,
     /// Counts known in this process: statement hash → (stamp, count).
     pub(crate) counts: std::sync::Arc<quick_cache::sync::Cache<String, (i64, u64)>>,
@@ -147,10 +150,20 @@ impl Store {
     pub async fn connect(options: &StoreOptions) -> StoreResult<Store> {
         let url = options.url.as_str();
         let mut export_pool = None;
+        let mut export_reader = None;
         let mut write_turn = None;
         let wait = options.database_wait;
         let pool = if url.starts_with("sqlite:") {
             let main = sqlite_options(url, SQLITE_CACHE_KIB, wait)?;
+            let file = main.get_filename();
+            if !file.as_os_str().is_empty() && file.as_os_str() != ":memory:" {
+                export_reader = Some(std::sync::Arc::new(export_reader::ExportReader::new(
+                    file.to_path_buf(),
+                    EXPORT_CONNECTIONS,
+                    EXPORT_CACHE_KIB,
+                    wait,
+                )));
+            }
             write_turn = Some(crate::write_turn::WriteTurn::new(
                 sqlite_options(url, crate::write_turn::WRITER_CACHE_KIB, wait)?,
                 wait,
@@ -226,6 +239,7 @@ impl Store {
             checkpoints,
             pool,
             export_pool,
+            export_reader,
             count_writer,
             counts: std::sync::Arc::new(quick_cache::sync::Cache::new(16_384)),
             count_routes: std::sync::Arc::new(crate::count::RouteCache::with_weighter(
@@ -333,6 +347,26 @@ impl Store {
             }
             decoded
         });
+        timing.add(started.elapsed());
+        Ok(rows)
+    }
+
+    /// [`Store::fetch`] for an export's chunk: on SQLite through the connections of
+    /// [`export_reader`], elsewhere as any read.
+    pub(crate) async fn fetch_export_rows(
+        &self,
+        statement: &sea_query::SelectStatement,
+        kinds: &[Kind],
+        timing: &Timing,
+    ) -> StoreResult<Vec<Vec<Cell>>> {
+        let Some(reader) = &self.export_reader else {
+            return self.fetch(statement, kinds, timing).await;
+        };
+        let started = Instant::now();
+        let (sql, values) = statement.build(sea_query::SqliteQueryBuilder);
+        let rows = reader
+            .fetch(rows::limit_compiled_once(sql), values, kinds.to_vec())
+            .await?;
         timing.add(started.elapsed());
         Ok(rows)
     }

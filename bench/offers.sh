@@ -17,8 +17,8 @@
 #   X   the store's whole feed as CSV (GET /api/offer?fk_store=…&format=csv): rows/s, median
 #       of three; goal ≥ 200,000; and the same with the variant and the store expanded
 #   S   sync by cursor: the store's offers from changedSince=0 in pages of 1,000 (offers/s;
-#       goal ≥ 50,000), then one answer of 1,000 changes (host SKUs set in one array; wrk p50
-#       of that call; goal ≤ 50 ms)
+#       goal ≥ 50,000), then one answer of 1,000 changes (host SKUs set in one array, timed;
+#       wrk p50 of that call; goal ≤ 50 ms)
 #   and the demo load's time with offers.
 #
 #   bash bench/offers.sh                                  # from the repo root
@@ -318,6 +318,7 @@ for backend in $BACKENDS; do
       "$WORK/sync_ids" >"$WORK/skus.json"
     request POST /api/offer/hostSku "$WORK/skus.json"
     [ "$R_CODE" = 200 ] || say "the SKU array answered $R_CODE: $(head -c 300 "$WORK/answer.json")"
+    echo "$BACKEND_LABEL: host SKUs of 1,000 offers set in one array: $R_CODE in $R_MS ms" >>"$RESULTS"
     api_get "/api/offer?$sync_query&pageSize=1000&changedSince=$cursor" >"$WORK/sync.json"
     changes=$( (grep -o '"id":' "$WORK/sync.json" || true) | wc -l)
     p50_of "/api/offer?$sync_query&pageSize=1000&changedSince=$cursor"

@@ -55,38 +55,6 @@ pub fn ids_with_any_key<'a>(
         .to_owned()
 }
 
-#[cfg(test)]
-mod key_lookup_tests {
-    use super::ids_with_any_key;
-    use sea_query::SqliteQueryBuilder;
-
-    #[test]
-    fn keys_sharing_all_but_their_last_value_become_one_in_list() {
-        let keys = vec![
-            vec![("fk_store", "S1"), ("host_sku", "A")],
-            vec![("fk_store", "S1"), ("host_sku", "B")],
-            vec![("fk_store", "S2"), ("host_sku", "A")],
-            vec![("fk_store", "S1"), ("host_sku", "C")],
-        ];
-        let sql = ids_with_any_key("offer", keys).to_string(SqliteQueryBuilder);
-        assert_eq!(
-            sql,
-            "SELECT \"id\" FROM \"offer\" WHERE (\"fk_store\" = 'S1' AND \"host_sku\" IN ('A', 'B', 'C')) \
-             OR (\"fk_store\" = 'S2' AND \"host_sku\" = 'A')"
-        );
-    }
-
-    #[test]
-    fn single_column_keys_are_one_in_list() {
-        let keys = (0..3).map(|n| vec![("barcode", ["1", "2", "3"][n])]);
-        let sql = ids_with_any_key("variant", keys).to_string(SqliteQueryBuilder);
-        assert_eq!(
-            sql,
-            "SELECT \"id\" FROM \"variant\" WHERE \"barcode\" IN ('1', '2', '3')"
-        );
-    }
-}
-
 /// A predicate as an SQL condition; `negated` pushes NOT down to the leaves.
 pub(crate) fn predicate_expr(predicate: &Predicate, table: Table<'_>, negated: bool) -> Expr {
     match predicate {
@@ -306,5 +274,37 @@ fn like_expr(col: Expr, pattern: &Pattern) -> Expr {
     match range {
         Some(range) => range.and(like),
         None => like,
+    }
+}
+
+#[cfg(test)]
+mod key_lookup_tests {
+    use super::ids_with_any_key;
+    use sea_query::SqliteQueryBuilder;
+
+    #[test]
+    fn keys_sharing_all_but_their_last_value_become_one_in_list() {
+        let keys = vec![
+            vec![("fk_store", "S1"), ("host_sku", "A")],
+            vec![("fk_store", "S1"), ("host_sku", "B")],
+            vec![("fk_store", "S2"), ("host_sku", "A")],
+            vec![("fk_store", "S1"), ("host_sku", "C")],
+        ];
+        let sql = ids_with_any_key("offer", keys).to_string(SqliteQueryBuilder);
+        assert_eq!(
+            sql,
+            "SELECT \"id\" FROM \"offer\" WHERE (\"fk_store\" = 'S1' AND \"host_sku\" IN ('A', 'B', 'C')) \
+             OR (\"fk_store\" = 'S2' AND \"host_sku\" = 'A')"
+        );
+    }
+
+    #[test]
+    fn single_column_keys_are_one_in_list() {
+        let keys = (0..3).map(|n| vec![("barcode", ["1", "2", "3"][n])]);
+        let sql = ids_with_any_key("variant", keys).to_string(SqliteQueryBuilder);
+        assert_eq!(
+            sql,
+            "SELECT \"id\" FROM \"variant\" WHERE \"barcode\" IN ('1', '2', '3')"
+        );
     }
 }

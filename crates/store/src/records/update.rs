@@ -539,6 +539,9 @@ async fn exact_keys_taken(
                 .field_at(path)
                 .expect("the catalog checks index paths");
             statement.column(Alias::new(field.column.as_str()));
+            // The rule's own partial index holds only values that count: said here, the
+            // database looks the keys up in it (not in a wider index of their first column).
+            statement.and_where(crate::schema::exact_key_counts(field));
             kinds.push(Kind::Text);
         }
         for row in tx.fetch(&statement, &kinds).await? {

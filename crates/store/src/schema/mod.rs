@@ -271,16 +271,33 @@ pub fn resource_statements(resource: &Resource, backend: Backend) -> Vec<String>
     statements
 }
 
+/// The condition a field of a rule compared exactly meets when it counts: a text not empty,
+/// any other value set. The rule's partial unique index holds the rows whose fields all meet
+/// it ([`exact_index`]), and a lookup of taken values states it too
+/// ([`exact_key_counts`]), so that the database may use that index.
+fn exact_key_condition(field: &Field) -> (&'static str, bool) {
+    match field.ty {
+        FieldType::Text => ("<> ''", true),
+        _ => ("IS NOT NULL", false),
+    }
+}
+
+/// [`exact_key_condition`] of `field` as a condition of a statement.
+pub(crate) fn exact_key_counts(field: &Field) -> sea_query::SimpleExpr {
+    let column = sea_query::Expr::col(sea_query::Alias::new(field.column.as_str()));
+    match exact_key_condition(field) {
+        (_, true) => sea_query::ExprTrait::ne(column, ""),
+        (_, false) => sea_query::ExprTrait::is_not_null(column),
+    }
+}
+
 /// The partial unique index of a rule compared exactly ([`brandhub_catalog::IndexDef::exact`]):
 /// over the columns as written (not their folded copies, so letter case counts), among rows
-/// whose fields are all set (no text empty).
+/// whose fields all count ([`exact_key_condition`]).
 fn exact_index(resource: &Resource, fields: &[&Field], name: &str) -> String {
     let set: Vec<String> = fields
         .iter()
-        .map(|field| match field.ty {
-            FieldType::Text => format!("{} <> ''", quote(&field.column)),
-            _ => format!("{} IS NOT NULL", quote(&field.column)),
-        })
+        .map(|field| format!("{} {}", quote(&field.column), exact_key_condition(field).0))
         .collect();
     format!(
         "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({}) WHERE {}",

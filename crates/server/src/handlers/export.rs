@@ -263,25 +263,27 @@ async fn next_chunk(
 /// by a busy worker on that worker, next), which made the two take turns. At most three chunks
 /// are held: the one written, one handed over and one being read; with only two, the reader
 /// would wait for the writer to take each chunk, and be woken on the writer's worker, which
-/// finishes writing first (docs/decisions/0034-exports-read-directly.md). A `None` ends the
-/// export as broken ([`next_chunk`] logged why).
+/// finishes writing first (docs/decisions/0034-exports-read-directly.md). The channel closes
+/// after the last chunk, or early when one could not be read ([`next_chunk`] logged why): the
+/// writer, which knows whether more was due, ends the export as broken then.
 fn chunks_ahead(
     store: Store,
     viewer: Viewer,
     plan: ReadPlan,
     limit: u64,
     after: Option<Keyset>,
-) -> mpsc::Receiver<Option<ExportChunk>> {
+) -> mpsc::Receiver<ExportChunk> {
     let (sender, receiver) = mpsc::channel(1);
     let span = tracing::Span::current();
     tokio::spawn(
         async move {
             let mut after = after;
             while let Some(from) = after.take() {
-                let chunk = next_chunk(&store, &viewer, &plan, &from, limit).await;
-                after = chunk.as_ref().and_then(|chunk| chunk.next.clone());
-                let failed = chunk.is_none();
-                if sender.send(chunk).await.is_err() || failed {
+                let Some(chunk) = next_chunk(&store, &viewer, &plan, &from, limit).await else {
+                    return;
+                };
+                after = chunk.next.clone();
+                if sender.send(chunk).await.is_err() {
                     return;
                 }
             }
@@ -336,9 +338,9 @@ async fn write_csv(
             return;
         }
         match ahead.recv().await {
-            Some(Some(next)) => chunk = next,
+            Some(next) => chunk = next,
             // The reading task logged why it read nothing.
-            _ => {
+            None => {
                 let _ = sender.send(Err(broken())).await;
                 return;
             }
@@ -384,7 +386,7 @@ impl io::Write for BodyWriter<'_> {
 /// Writes the XLSX on a blocking thread: rows go into constant-memory worksheets (a temporary
 /// file each, not the heap), then the workbook is zipped straight into the body.
 fn write_xlsx(
-    mut ahead: mpsc::Receiver<Option<ExportChunk>>,
+    mut ahead: mpsc::Receiver<ExportChunk>,
     table: Table,
     first: ExportChunk,
     sender: &mpsc::Sender<io::Result<Bytes>>,
@@ -435,8 +437,8 @@ fn write_xlsx(
                 break;
             }
             match ahead.blocking_recv() {
-                Some(Some(next)) => chunk = next,
-                _ => return Ok(false),
+                Some(next) => chunk = next,
+                None => return Ok(false),
             }
         }
         let mut writer = BodyWriter {

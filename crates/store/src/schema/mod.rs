@@ -271,33 +271,48 @@ pub fn resource_statements(resource: &Resource, backend: Backend) -> Vec<String>
     statements
 }
 
-/// The condition a field of a rule compared exactly meets when it counts: a text not empty,
-/// any other value set. The rule's partial unique index holds the rows whose fields all meet
-/// it ([`exact_index`]), and a lookup of taken values states it too
-/// ([`exact_key_counts`]), so that the database may use that index.
-fn exact_key_condition(field: &Field) -> (&'static str, bool) {
-    match field.ty {
-        FieldType::Text => ("<> ''", true),
-        _ => ("IS NOT NULL", false),
+/// When a field of a rule compared exactly counts: a text when not empty, any other value
+/// when set. The rule's partial unique index holds the rows whose fields all count
+/// ([`exact_index`]), and a lookup of taken values says so too ([`exact_key_counts`]), so
+/// that the database may use that index.
+enum Counts {
+    NotEmpty,
+    Set,
+}
+
+impl Counts {
+    fn of(field: &Field) -> Counts {
+        match field.ty {
+            FieldType::Text => Counts::NotEmpty,
+            _ => Counts::Set,
+        }
+    }
+
+    /// The condition in the index's DDL, after the column.
+    fn sql(&self) -> &'static str {
+        match self {
+            Counts::NotEmpty => "<> ''",
+            Counts::Set => "IS NOT NULL",
+        }
     }
 }
 
-/// [`exact_key_condition`] of `field` as a condition of a statement.
+/// The condition under which `field` counts in its rule ([`Counts`]), for a statement.
 pub(crate) fn exact_key_counts(field: &Field) -> sea_query::SimpleExpr {
     let column = sea_query::Expr::col(sea_query::Alias::new(field.column.as_str()));
-    match exact_key_condition(field) {
-        (_, true) => sea_query::ExprTrait::ne(column, ""),
-        (_, false) => sea_query::ExprTrait::is_not_null(column),
+    match Counts::of(field) {
+        Counts::NotEmpty => sea_query::ExprTrait::ne(column, ""),
+        Counts::Set => sea_query::ExprTrait::is_not_null(column),
     }
 }
 
 /// The partial unique index of a rule compared exactly ([`brandhub_catalog::IndexDef::exact`]):
 /// over the columns as written (not their folded copies, so letter case counts), among rows
-/// whose fields all count ([`exact_key_condition`]).
+/// whose fields all count ([`Counts`]).
 fn exact_index(resource: &Resource, fields: &[&Field], name: &str) -> String {
     let set: Vec<String> = fields
         .iter()
-        .map(|field| format!("{} {}", quote(&field.column), exact_key_condition(field).0))
+        .map(|field| format!("{} {}", quote(&field.column), Counts::of(field).sql()))
         .collect();
     format!(
         "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({}) WHERE {}",

@@ -225,10 +225,13 @@ fn judged_on_tombstones(plan: &ReadPlan) -> bool {
         .all(|c| c == "id" || kept.contains(c))
 }
 
-/// The changes phase, rows: id, mark, and whether the row matches the request's filter (1 or
-/// 0) of at most `limit` rows in scope changed after (`change`, `after`), below `horizon`. A
-/// row that does not match is told as deleted (it may have matched before), unless the
-/// filter is [judged on tombstones](judged_on_tombstones): then only matching rows come.
+/// The changes phase, rows: the columns of the plan's page (`node_columns`, the id first),
+/// then the mark and whether the row matches the request's filter (1 or 0), of at most
+/// `limit` rows in scope changed after (`change`, `after`), below `horizon`. A row that does
+/// not match is told as deleted (it may have matched before), unless the filter is [judged
+/// on tombstones](judged_on_tombstones): then only matching rows come. The values and the
+/// mark are read together, so the answer's records need no second statement and each is sent
+/// as it was at its mark.
 pub fn changed_statement(
     plan: &ReadPlan,
     change: i64,
@@ -249,11 +252,11 @@ pub fn changed_statement(
         .finally(0i64)
         .into()
     };
-    select
-        .from_as(Alias::new(plan.resource.table), Alias::new(ROOT))
-        .expr(col("id"))
-        .expr(col(CHANGE_COLUMN))
-        .expr(matches);
+    select.from_as(Alias::new(plan.resource.table), Alias::new(ROOT));
+    for field in crate::sql::node_columns(&plan.selection, None) {
+        select.expr(col(field.column.as_str()));
+    }
+    select.expr(col(CHANGE_COLUMN)).expr(matches);
     narrowed(&mut select, &plan.scope);
     if filtered {
         narrowed(&mut select, &plan.filter);

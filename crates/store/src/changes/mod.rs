@@ -17,7 +17,7 @@ use brandhub_query::changes::{
 };
 use brandhub_query::plan::{ReadPlan, Viewer};
 use sea_query::{Alias, Expr, ExprTrait, Query};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// One entry of a sync's answer, in the order of the changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,8 +47,9 @@ pub struct Changes {
     pub more: bool,
 }
 
-/// A change found: its mark, whether it is a tombstone, the id, and whether it matches.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+/// A change found: its mark, whether it is a tombstone, the id, whether it matches, and a
+/// row's values (the page's columns) as they were at its mark.
+#[derive(Debug, Clone, PartialEq)]
 struct Found {
     change: i64,
     id: String,
@@ -56,6 +57,14 @@ struct Found {
     /// id) ends as it is now.
     row: bool,
     matches: bool,
+    values: Vec<Cell>,
+}
+
+impl Found {
+    /// The order of changes: by mark, then id, tombstones first.
+    fn key(&self) -> (i64, &str, bool) {
+        (self.change, &self.id, self.row)
+    }
 }
 
 fn text(cell: &Cell) -> String {
@@ -90,7 +99,7 @@ fn last_of_each(entries: Vec<Entry>) -> Vec<Entry> {
 /// The first `room` changes of the merged streams, and a run of the same (mark, id) past it
 /// (a move's tombstone and row are never split: the cursor passes both).
 fn first_changes(mut found: Vec<Found>, room: usize) -> (Vec<Found>, bool) {
-    found.sort();
+    found.sort_by(|a, b| a.key().cmp(&b.key()));
     let mut taken = found.len().min(room);
     while taken > 0
         && taken < found.len()
@@ -135,8 +144,8 @@ impl Store {
     }
 
     /// Up to a page of what changed after `from` among the plan's records: first, for a full
-    /// sync, every record by id; then rows and tombstones by mark. The records are read as a
-    /// by-id page of the plan (its selection and expansions).
+    /// sync, every record by id; then rows and tombstones by mark. Each statement reads the
+    /// page's columns of the records it finds; their related records are read as for a page.
     pub async fn read_changes(
         &self,
         plan: &ReadPlan,
@@ -146,6 +155,7 @@ impl Store {
         timing: &Timing,
     ) -> StoreResult<Changes> {
         let limit = Ord::max(plan.page_size, 1) as usize;
+        let mut values: HashMap<String, Vec<Cell>> = HashMap::new();
         let (mut entries, change, after) = match from {
             Position::Full { horizon, after } => {
                 let horizon = match horizon {
@@ -178,8 +188,9 @@ impl Store {
                         more: true,
                     });
                 }
-                let ids = rows.iter().map(|r| Entry::Record(text(&r[0])));
-                (ids.collect::<Vec<_>>(), horizon, String::new())
+                let ids = rows.iter().map(|r| Entry::Record(text(&r[0]))).collect();
+                values.extend(rows.into_iter().map(|r| (text(&r[0]), r)));
+                (ids, horizon, String::new())
             }
             Position::Changes { change, after } => (Vec::new(), change, after),
         };
@@ -198,13 +209,33 @@ impl Store {
             },
             None => Position::Changes { change, after },
         };
-        entries.extend(found.into_iter().map(|f| match f.row && f.matches {
-            true => Entry::Record(f.id),
-            false => Entry::Deleted(f.id),
-        }));
-        let (data, entries) = self
-            .records_of(plan, last_of_each(entries), viewer, versions, timing)
-            .await?;
+        for f in found {
+            entries.push(match f.row && f.matches {
+                true => {
+                    values.insert(f.id.clone(), f.values);
+                    Entry::Record(f.id)
+                }
+                false => Entry::Deleted(f.id),
+            });
+        }
+        let entries = last_of_each(entries);
+        let rows: Vec<Vec<Cell>> = entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Record(id) => values.remove(id),
+                Entry::Deleted(_) => None,
+            })
+            .collect();
+        let data = match rows.is_empty() {
+            true => PageData {
+                root: Default::default(),
+                found: 0,
+            },
+            false => {
+                self.page_of_rows(plan, rows, viewer, versions, timing)
+                    .await?
+            }
+        };
         Ok(Changes {
             data,
             entries,
@@ -225,10 +256,13 @@ impl Store {
     ) -> StoreResult<(Vec<Found>, bool)> {
         let horizon = self.horizon(timing).await?;
         let wanted = room as u64 + 1;
+        let mut kinds =
+            crate::read::kinds(&brandhub_query::sql::node_columns(&plan.selection, None));
+        kinds.extend([Kind::Integer, Kind::Integer]);
         let rows = self
             .fetch(
                 &changed_statement(plan, change, after, horizon, wanted),
-                &[Kind::Text, Kind::Integer, Kind::Integer],
+                &kinds,
                 timing,
             )
             .await?;
@@ -244,62 +278,27 @@ impl Store {
             )
             .await?;
         let found: Vec<Found> = rows
-            .iter()
-            .map(|r| Found {
-                change: integer(&r[1]),
-                row: true,
-                id: text(&r[0]),
-                matches: integer(&r[2]) == 1,
+            .into_iter()
+            .map(|mut values| {
+                let matches = values.pop().as_ref().map(integer) == Some(1);
+                let change = values.pop().as_ref().map_or(0, integer);
+                Found {
+                    change,
+                    row: true,
+                    id: text(&values[0]),
+                    matches,
+                    values,
+                }
             })
             .chain(tombstones.iter().map(|r| Found {
                 change: integer(&r[1]),
                 row: false,
                 id: text(&r[0]),
                 matches: false,
+                values: Vec::new(),
             }))
             .collect();
         Ok(first_changes(found, room))
-    }
-
-    /// The records of the entries, read as a by-id page of the plan, and the entries without
-    /// a record changed again (or gone) since its mark was read: that change has a later mark,
-    /// and comes with it.
-    async fn records_of(
-        &self,
-        plan: &ReadPlan,
-        mut entries: Vec<Entry>,
-        viewer: &Viewer,
-        versions: &Versions,
-        timing: &Timing,
-    ) -> StoreResult<(PageData, Vec<Entry>)> {
-        let ids: Vec<String> = entries
-            .iter()
-            .filter_map(|e| match e {
-                Entry::Record(id) => Some(id.clone()),
-                Entry::Deleted(_) => None,
-            })
-            .collect();
-        if ids.is_empty() {
-            let none = PageData {
-                root: Default::default(),
-                found: 0,
-            };
-            return Ok((none, entries));
-        }
-        let data = self
-            .read_page(&plan.narrowed_to(&ids), viewer, versions, timing)
-            .await?;
-        let read: HashSet<&str> = data
-            .root
-            .rows
-            .iter()
-            .filter_map(|r| r[0].as_text())
-            .collect();
-        entries.retain(|e| match e {
-            Entry::Record(id) => read.contains(id.as_str()),
-            Entry::Deleted(_) => true,
-        });
-        Ok((data, entries))
     }
 
     /// What the caller's scope is made of, as a digest: its own ids (user, companies, host,
@@ -372,6 +371,7 @@ mod tests {
             row,
             id: id.into(),
             matches: true,
+            values: Vec::new(),
         }
     }
 

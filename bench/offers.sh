@@ -7,7 +7,8 @@
 #       the offers' page walked in id order through the whole table (`order_by=id`)
 #   P   PATCH /api/stock/<id> (each moves the offers of its variant) as the company user:
 #       writes/s; with BEFORE_BIN (a binary of the build before offers) the same against it
-#   F   a stock file of up to 100,000 rows of one brand (CSV): seconds until processed
+#   F   a stock file of up to 100,000 rows of one brand (CSV): seconds until processed; with
+#       BEFORE_BIN the same against it (goal ≤ 1.5×)
 #   B   a rule PATCH of a brand store of the largest brand, with RULE_SUBSCRIBERS (default 10)
 #       active offer.updated webhooks: its time, and its events' fan-out time
 #   D   up to 100,000 prices of the host for the variants of one of its stores, starting at
@@ -112,6 +113,37 @@ announced_offers() {
   api_get "/api/offer?fk_brandStore=$1&fields=id,available,price,status,hostSku&order_by=id&format=csv"
 }
 
+# The largest brand (the first), a brand store of it, that brand store's warehouse, store and
+# host, and the barcodes of the brand's variants (in variants.csv), as the admin.
+largest_brand() {
+  export_auth_for admin
+  brand=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | sed -n 1p)
+  brand_store=$(api_get "/api/brandStore?fk_brand=$brand&fields=id&pageSize=1" | ids_of | sed -n 1p)
+  warehouse=$(api_get "/api/brandStore/$brand_store?fields=fk_warehouse" | grep -o '"fk_warehouse":"[^"]*"' | cut -d'"' -f4)
+  host=$(api_get "/api/brandStore/$brand_store?fields=brandStore_store.fk_host" | grep -o '"fk_host":"[^"]*"' | cut -d'"' -f4)
+  store=$(api_get "/api/brandStore/$brand_store?fields=fk_store" | grep -o '"fk_store":"[^"]*"' | cut -d'"' -f4)
+  api -o "$WORK/variants.csv" "$BASE/api/variant?variant_product.fk_brand=$brand&fields=barcode&format=csv"
+  variants=$(($(wc -l <"$WORK/variants.csv") - 1))
+  say "brand $brand: $variants variants; brand store $brand_store (store $store, host $host)"
+}
+
+# A stock file of up to FILE_ROWS of the brand's variants (CSV) for its warehouse, uploaded
+# and waited for: FILE_SECONDS until processed, FILE_STATUS (with the rows applied: a file
+# whose rows found no variant is processed too), FILE_ROWS_SENT. The demo's brands have 5,000
+# variants each: bench/uploads.sh measures a file of 100,000 rows (SERVE_BIN for the build
+# before offers).
+stock_file_seconds() {
+  local start
+  # variants.csv is the export's id,barcode.
+  { echo "Barcode,Qty"; sed -n "2,$((FILE_ROWS + 1))p" "$WORK/variants.csv" | awk -F, '{ gsub(/"/, "", $2); print $2 "," (NR % 50) }'; } >"$WORK/stock.csv"
+  FILE_ROWS_SENT=$(($(wc -l <"$WORK/stock.csv") - 1))
+  start=$(date +%s%N)
+  api -o "$WORK/file.json" -F "stock,$brand,$warehouse=@$WORK/stock.csv;filename=stock.csv" "$BASE/api/file?wait=60" ||
+    say "the stock file's upload failed (curl $?)"
+  FILE_SECONDS=$(seconds_since "$start")
+  FILE_STATUS="$( (grep -o '"status":"[^"]*"' "$WORK/file.json" || true) | sed -n 1p), $( (grep -o '"rowsApplied":[0-9]*' "$WORK/file.json" || true) | sed -n 1p)"
+}
+
 for backend in $BACKENDS; do
   load_demo "$backend" "$SCALE"
   say "demo load: ${DEMO_SECONDS}s"
@@ -149,57 +181,64 @@ for backend in $BACKENDS; do
   export_auth_for company
   api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
   patch_rate
-  with_offers=$WPS
-  line="$BACKEND_LABEL: PATCH /api/stock with offers: $with_offers/s"
-  if [ -n "$BEFORE_BIN" ]; then
-    # The build before offers on a database of its own, loaded by it: no offer table and no
-    # triggers (a database the new build made keeps its triggers whatever binary serves it).
-    stop_server
-    new_bin=$BIN new_url=$url new_pg=$PG_DB
-    mv "$WORK/$backend" "$WORK/$backend.new"
-    BIN=$BEFORE_BIN
-    PG_DB=${new_pg}_before
-    load_demo "$backend" "$SCALE"
-    start_server "$dir/data" "$url" "$WORK/$backend.before.server"
-    export_auth_for company
-    api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
-    patch_rate
-    stop_server
-    if [ "$backend" = postgres ]; then drop_pg_db; fi
-    mv "$WORK/$backend" "$WORK/$backend.before"
-    mv "$WORK/$backend.new" "$WORK/$backend"
-    BIN=$new_bin PG_DB=$new_pg dir=$WORK/$backend url=$new_url
-    line+="; before offers (a demo database loaded by that build): $WPS/s, demo load ${DEMO_SECONDS}s; ratio $(ratio "$with_offers" "$WPS") (goal >= 0.7)"
-    start_server "$dir/data" "$url" "$WORK/$backend.server"
-    export_auth_for company
-    api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
-  fi
-  say "$line"
-  echo "$line" >>"$RESULTS"
+  patch_with=$WPS
   fi
 
   # The largest brand, its brand stores and a warehouse of its company (as the admin).
-  export_auth_for admin
-  brand=$(api_get "/api/brand?fields=id&pageSize=1" | ids_of | sed -n 1p)
-  brand_store=$(api_get "/api/brandStore?fk_brand=$brand&fields=id&pageSize=1" | ids_of | sed -n 1p)
-  warehouse=$(api_get "/api/brandStore/$brand_store?fields=fk_warehouse" | grep -o '"fk_warehouse":"[^"]*"' | cut -d'"' -f4)
-  host=$(api_get "/api/brandStore/$brand_store?fields=brandStore_store.fk_host" | grep -o '"fk_host":"[^"]*"' | cut -d'"' -f4)
-  store=$(api_get "/api/brandStore/$brand_store?fields=fk_store" | grep -o '"fk_store":"[^"]*"' | cut -d'"' -f4)
-  api -o "$WORK/variants.csv" "$BASE/api/variant?variant_product.fk_brand=$brand&fields=barcode&format=csv"
-  variants=$(($(wc -l <"$WORK/variants.csv") - 1))
-  say "brand $brand: $variants variants; brand store $brand_store (store $store, host $host)"
+  largest_brand
 
   if wanted F; then
   # F: a stock file of the brand's variants.
   section "F: stock file ($BACKEND_LABEL)"
-  { echo "Barcode,Qty"; sed -n "2,$((FILE_ROWS + 1))p" "$WORK/variants.csv" | awk -F, '{ gsub(/"/, "", $1); print $1 "," (NR % 50) }'; } >"$WORK/stock.csv"
-  rows=$(($(wc -l <"$WORK/stock.csv") - 1))
-  start=$(date +%s%N)
-  api -o "$WORK/file.json" -F "stock,$brand,$warehouse=@$WORK/stock.csv;filename=stock.csv" "$BASE/api/file?wait=60" ||
-    say "the stock file's upload failed (curl $?)"
-  took=$(seconds_since "$start")
-  status=$( (grep -o '"status":"[^"]*"' "$WORK/file.json" || true) | sed -n 1p)
-  echo "$BACKEND_LABEL: stock file of $rows rows: ${took}s ($status)" >>"$RESULTS"
+  stock_file_seconds
+  file_with=$FILE_SECONDS file_status=$FILE_STATUS
+  fi
+
+  # P and F against the build before offers (BEFORE_BIN) on a database of its own, loaded by
+  # it under the work dir's before/ (also when BENCH_REUSE gives the new build's): no offer
+  # table and no triggers (a database the new build made keeps its triggers whatever binary
+  # serves it).
+  if [ -n "$BEFORE_BIN" ] && { wanted P || wanted F; }; then
+    section "P, F: the build before offers ($BACKEND_LABEL)"
+    stop_server
+    new_bin=$BIN new_url=$url new_pg=$PG_DB new_dir=$dir new_work=$WORK
+    BIN=$BEFORE_BIN PG_DB=${new_pg}_before WORK=$WORK/before
+    mkdir -p "$WORK"
+    BENCH_REUSE="" load_demo "$backend" "$SCALE"
+    before_load=$DEMO_SECONDS
+    start_server "$dir/data" "$url" "$WORK/$backend.server"
+    if wanted P; then
+      export_auth_for company
+      api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
+      patch_rate
+      patch_before=$WPS
+    fi
+    if wanted F; then
+      largest_brand
+      stock_file_seconds
+      file_before=$FILE_SECONDS file_before_status=$FILE_STATUS
+    fi
+    stop_server
+    if [ "$backend" = postgres ]; then drop_pg_db; fi
+    BIN=$new_bin PG_DB=$new_pg dir=$new_dir url=$new_url WORK=$new_work
+    start_server "$dir/data" "$url" "$WORK/$backend.server"
+    largest_brand
+  fi
+  if wanted P; then
+    line="$BACKEND_LABEL: PATCH /api/stock with offers: $patch_with/s"
+    if [ -n "$BEFORE_BIN" ]; then
+      line+="; before offers (a demo database loaded by that build): $patch_before/s, demo load ${before_load}s; ratio $(ratio "$patch_with" "$patch_before") (goal >= 0.7)"
+    fi
+    say "$line"
+    echo "$line" >>"$RESULTS"
+  fi
+  if wanted F; then
+    line="$BACKEND_LABEL: stock file of $FILE_ROWS_SENT rows: ${file_with}s ($file_status)"
+    if [ -n "$BEFORE_BIN" ]; then
+      line+="; before offers: ${file_before}s ($file_before_status); ratio $(ratio "$file_with" "$file_before") (goal <= 1.5)"
+    fi
+    say "$line"
+    echo "$line" >>"$RESULTS"
   fi
 
   if wanted B; then

@@ -20,6 +20,9 @@
 #                BRANDHUB_BENCH_DATABASE_URL (default postgres://root@127.0.0.1:5432/test), where
 #                the script creates and finally drops its own database brandhub_bench_uploads
 #   DEMO_SCALE   demo variants loaded first (default 2000)
+#   SERVE_BIN    the brandhub binary to load and serve with (default: the one built here; the
+#                spreadsheets are written by this checkout's example either way): an A/B of
+#                another build on the same files
 #   BENCH_WORK_DIR  where data dirs, files and logs go (default target/bench-run); deleted at the
 #                end unless BENCH_KEEP=1
 #
@@ -40,7 +43,7 @@ BENCH_KEEP=${BENCH_KEEP:-0}
 PG_URL=${BRANDHUB_BENCH_DATABASE_URL:-postgres://root@127.0.0.1:5432/test}
 PG_DB=brandhub_bench_uploads
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN=$TARGET_DIR/release/brandhub
+BIN=${SERVE_BIN:-$TARGET_DIR/release/brandhub}
 SHEETS=$TARGET_DIR/release/examples/upload_sheets
 # The goals of the uploads issue.
 PRODUCT_GOAL_S=20
@@ -159,13 +162,14 @@ for backend in $BACKENDS; do
 
   section "$BACKEND_LABEL: processing (one worker)"
   start_server "$dir/data" "$url" "$dir/server" --workers 1
-  # A warehouse and a brand of the same company (a stock file's rule).
-  warehouse=$(api_get "/api/warehouse?fields=id,fk_company&pageSize=1")
-  company=$(grep -o '"fk_company":"[^"]*"' <<<"$warehouse" | cut -d'"' -f4 | sed -n '1p')
-  warehouse=$(ids_of <<<"$warehouse" | sed -n '1p')
-  brand=$(api_get "/api/brand?fk_company=$company&fields=id&pageSize=1" | ids_of | sed -n '1p')
-  [ -n "$warehouse" ] && [ -n "$brand" ] || die "no brand and warehouse of one company in the demo data"
-  say "brand $brand, warehouse $warehouse"
+  # A brand and the warehouse one of its brand stores ships from (of the same company, a
+  # stock file's rule): the file's stock is what that brand store's offers sell.
+  pair=$(api_get "/api/brandStore?fields=fk_brand,fk_warehouse&pageSize=1")
+  brand=$(grep -o '"fk_brand":"[^"]*"' <<<"$pair" | cut -d'"' -f4 | sed -n '1p')
+  warehouse=$(grep -o '"fk_warehouse":"[^"]*"' <<<"$pair" | cut -d'"' -f4 | sed -n '1p')
+  [ -n "$warehouse" ] && [ -n "$brand" ] || die "no brand store in the demo data"
+  brand_stores=$(count_of "/api/brandStore/count?fk_brand=$brand")
+  say "brand $brand ($brand_stores brand stores), warehouse $warehouse"
 
   process_file product "product,$brand" "$WORK/products.xlsx" "$PRODUCT_GOAL_S"
   variants=$(count_of "/api/variant/count?barcode=27@&variant_product.fk_brand=$brand")

@@ -83,8 +83,11 @@ p50_of() {
   P50=${F[p50_ms]:-${F[note]:-?}}
 }
 
-# writes/s of PATCH /api/stock over the ids file, into WPS.
+# writes/s of PATCH /api/stock as the company user over its first STOCK_IDS stock records,
+# into WPS.
 patch_rate() {
+  export_auth_for company
+  api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
   export BENCH_IDS_FILE=$WORK/stock_ids
   run_wrk "patch" write_patch_stock.lua
   WPS=${F[rps]:-${F[note]:-?}}
@@ -111,6 +114,15 @@ subscribe_to_offers() {
 # SKU), one a line in id order: two of these differ in the offers a write changed.
 announced_offers() {
   api_get "/api/offer?fk_brandStore=$1&fields=id,available,price,status,hostSku&order_by=id&format=csv"
+}
+
+# Says a result line ($1) and writes it to the results; with BEFORE_BIN, with the same measured
+# on the build before offers ($2) after it.
+against_before() {
+  local line=$1
+  [ -z "$BEFORE_BIN" ] || line+="; $2"
+  say "$line"
+  echo "$line" >>"$RESULTS"
 }
 
 # The largest brand (the first), a brand store of it, that brand store's warehouse, store and
@@ -178,8 +190,6 @@ for backend in $BACKENDS; do
   if wanted P; then
   # P: stock PATCHes as the company user.
   section "P: PATCH /api/stock ($BACKEND_LABEL)"
-  export_auth_for company
-  api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
   patch_rate
   patch_with=$WPS
   fi
@@ -208,8 +218,6 @@ for backend in $BACKENDS; do
     before_load=$DEMO_SECONDS
     start_server "$dir/data" "$url" "$WORK/$backend.server"
     if wanted P; then
-      export_auth_for company
-      api_get "/api/stock?fields=id&pageSize=1000" | ids_of | sed -n "1,${STOCK_IDS}p" >"$WORK/stock_ids"
       patch_rate
       patch_before=$WPS
     fi
@@ -225,20 +233,12 @@ for backend in $BACKENDS; do
     largest_brand
   fi
   if wanted P; then
-    line="$BACKEND_LABEL: PATCH /api/stock with offers: $patch_with/s"
-    if [ -n "$BEFORE_BIN" ]; then
-      line+="; before offers (a demo database loaded by that build): $patch_before/s, demo load ${before_load}s; ratio $(ratio "$patch_with" "$patch_before") (goal >= 0.7)"
-    fi
-    say "$line"
-    echo "$line" >>"$RESULTS"
+    against_before "$BACKEND_LABEL: PATCH /api/stock with offers: $patch_with/s" \
+      "before offers (a demo database loaded by that build): ${patch_before:-}/s, demo load ${before_load:-}s; ratio $(ratio "$patch_with" "${patch_before:-}") (goal >= 0.7)"
   fi
   if wanted F; then
-    line="$BACKEND_LABEL: stock file of $FILE_ROWS_SENT rows: ${file_with}s ($file_status)"
-    if [ -n "$BEFORE_BIN" ]; then
-      line+="; before offers: ${file_before}s ($file_before_status); ratio $(ratio "$file_with" "$file_before") (goal <= 1.5)"
-    fi
-    say "$line"
-    echo "$line" >>"$RESULTS"
+    against_before "$BACKEND_LABEL: stock file of $FILE_ROWS_SENT rows: ${file_with}s ($file_status)" \
+      "before offers: ${file_before:-}s (${file_before_status:-}); ratio $(ratio "$file_with" "${file_before:-}") (goal <= 1.5)"
   fi
 
   if wanted B; then

@@ -98,16 +98,21 @@ impl Dialect {
     }
 }
 
-/// The offer fields the derivation writes, as (offer path, the SQL of its value) over the
-/// aliases `bs` (brand store), `s` (store), `v` (variant), `p` (product), `st` (stock, left
-/// joined) and `pr` (the price record in effect, left joined). Text fields come with their
-/// folded copies, taken from their sources'.
-fn derived_values(d: &Dialect) -> Vec<(String, String)> {
+/// How a brand store offers stock, folded: `live` (also when empty), `fixed` or `none`.
+fn stock_type() -> String {
+    format!(
+        "lower(COALESCE(bs.{}, ''))",
+        col(Res::BrandStore, "detail.stockType")
+    )
+}
+
+/// The quantity an offer makes available, over the alias `bs` (its brand store) and
+/// `on_hand` (SQL of the units the warehouse has available of its variant, never null): by the
+/// brand store's stock type; live stock is the share (rounded down), less the buffer (never
+/// below 0), capped.
+fn available_value(d: &Dialect, on_hand: &str) -> String {
     let bs = |path: &str| format!("bs.{}", col(Res::BrandStore, path));
-    let stock_type = format!("lower(COALESCE({}, ''))", bs("detail.stockType"));
-    let adjust_type = format!("lower(COALESCE({}, ''))", bs("detail.adjustType"));
-    let on_hand = format!("COALESCE(st.{}, 0)", col(Res::Stock, "available"));
-    // Live stock: the share (rounded down), less the buffer (never below 0), capped.
+    let stock_type = stock_type();
     let shared = format!(
         "({on_hand} * COALESCE({}, 100)) / 100",
         bs("detail.stockPercent")
@@ -121,9 +126,31 @@ fn derived_values(d: &Dialect) -> Vec<(String, String)> {
         max = bs("detail.stockMax"),
         least = d.least(&buffered, &bs("detail.stockMax"))
     );
-    let available = format!(
+    format!(
         "CASE WHEN {stock_type} = 'none' THEN 0 WHEN {stock_type} = 'fixed' THEN COALESCE({}, 0) ELSE {capped} END",
         bs("detail.fixedQuantity")
+    )
+}
+
+/// An offer's status (`inactive`, else `outOfStock` when nothing is available, else `active`)
+/// from the SQL that says it is inactive and the SQL of its quantity available.
+fn status_value(inactive: &str, available: &str) -> String {
+    format!(
+        "CASE WHEN {inactive} THEN 'inactive' WHEN ({available}) = 0 THEN 'outOfStock' ELSE 'active' END"
+    )
+}
+
+/// The offer fields the derivation writes, as (offer path, the SQL of its value) over the
+/// aliases `bs` (brand store), `s` (store), `v` (variant), `p` (product), `st` (stock, left
+/// joined) and `pr` (the price record in effect, left joined). Text fields come with their
+/// folded copies, taken from their sources'.
+fn derived_values(d: &Dialect) -> Vec<(String, String)> {
+    let bs = |path: &str| format!("bs.{}", col(Res::BrandStore, path));
+    let stock_type = stock_type();
+    let adjust_type = format!("lower(COALESCE({}, ''))", bs("detail.adjustType"));
+    let available = available_value(
+        d,
+        &format!("COALESCE(st.{}, 0)", col(Res::Stock, "available")),
     );
     let base = format!(
         "COALESCE(pr.{}, v.{})",
@@ -151,10 +178,12 @@ fn derived_values(d: &Dialect) -> Vec<(String, String)> {
         col(Res::Variant, "rrp"),
         col(Res::Variant, "detail.rrp")
     );
-    let status = format!(
-        "CASE WHEN lower(COALESCE(p.{}, '')) <> 'active' OR ({base}) IS NULL OR {stock_type} = 'none' THEN 'inactive' \
-         WHEN ({available}) = 0 THEN 'outOfStock' ELSE 'active' END",
-        col(Res::Product, "status")
+    let status = status_value(
+        &format!(
+            "lower(COALESCE(p.{}, '')) <> 'active' OR ({base}) IS NULL OR {stock_type} = 'none'",
+            col(Res::Product, "status")
+        ),
+        &available,
     );
     let text = |path: &str, source: &str, res: Res, from: &str| {
         [
@@ -224,15 +253,12 @@ pub(crate) const ANNOUNCED: [&str; 4] = ["available", "price", "status", "hostSk
 /// an offer's values rewrites only those (docs/decisions/0032-offer-rewrites-by-source.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rewrites {
-    /// Every derived value: a brand store's, a variant's, a product's or a store's change.
+    /// Every derived value: a brand store's, a variant's, a product's or a store's change. (A
+    /// stock row moves only quantities, by [`quantities_statement`].)
     Every,
     /// Only these derived values (paths of [`derived_values`]).
     Only(&'static [&'static str]),
 }
-
-/// What a stock row decides of its offers: how many are available and, from that, the status.
-pub(crate) const DECIDED_BY_STOCK: Rewrites =
-    Rewrites::Only(&["available", "status", "status#folded"]);
 
 /// What a price record decides of its offers, and so what the clock decides when a price
 /// starts or ends: the price in effect, its dates and the recommended retail price, and the
@@ -351,6 +377,57 @@ pub(crate) fn refresh_statement(
     )
 }
 
+/// The statement that moves the offers of changed stock rows to their new quantities: `row`
+/// names a changed row (a SQLite trigger's `NEW` or `OLD`, or the alias of a transition
+/// table that `rows` lists in the FROM clause, as `changed c`), `on_hand` is the SQL of what
+/// it now has available (`0` for rows removed). It updates the quantity available and the status of each offer of the row's
+/// variant in a brand store of its brand and warehouse, where they changed. A stock row
+/// decides nothing else of an offer, and never whether it exists (a (brand store, variant)
+/// pair has its offer from the brand store's or the variant's write), so it rewrites those
+/// two values of existing rows without an upsert's derivation of the rest; an offer that is
+/// `inactive` stays so, as no stock value decides that
+/// (docs/decisions/0032-offer-rewrites-by-source.md).
+pub(crate) fn quantities_statement(
+    d: &Dialect,
+    rows: Option<&str>,
+    row: &str,
+    on_hand: &str,
+) -> String {
+    let rows = rows
+        .map(|rows| format!("{rows} CROSS JOIN "))
+        .unwrap_or_default();
+    let offer = table(Res::Offer);
+    let available = col(Res::Offer, "available");
+    let status = col(Res::Offer, "status");
+    let status_folded = folded(Res::Offer, "status");
+    let new_status = status_value(&format!("{offer}.{status_folded} = 'inactive'"), "q.av");
+    format!(
+        "UPDATE {offer} SET {available} = q.av, {status} = {new_status}, {status_folded} = lower({new_status}), \
+         {updated} = {now}, {version} = {offer}.{version} + 1 \
+         FROM (SELECT bs.\"id\" AS bs_id, v.\"id\" AS variant_id, {value} AS av \
+               FROM {rows}{variant} v \
+               JOIN {brand_store} bs ON bs.{bs_warehouse} = {row}.{st_warehouse} AND bs.{bs_brand} = v.{v_brand} \
+               WHERE v.\"id\" = {row}.{st_variant}) q \
+         WHERE {offer}.{key_bs} = q.bs_id AND {offer}.{key_v} = q.variant_id \
+         AND ({available_changed} OR {status_changed})",
+        updated = col(Res::Offer, brandhub_catalog::UPDATED_DATE),
+        now = d.now(),
+        version = format!("\"{}\"", crate::schema::ROW_VERSION),
+        value = available_value(d, &format!("COALESCE({on_hand}, 0)")),
+        variant = table(Res::Variant),
+        brand_store = table(Res::BrandStore),
+        bs_warehouse = col(Res::BrandStore, "fk_warehouse"),
+        bs_brand = col(Res::BrandStore, "fk_brand"),
+        v_brand = col(Res::Variant, "fk_scopeBrand"),
+        st_warehouse = col(Res::Stock, "fk_warehouse"),
+        st_variant = col(Res::Stock, "fk_variant"),
+        key_bs = col(Res::Offer, "fk_brandStore"),
+        key_v = col(Res::Offer, "fk_variant"),
+        available_changed = d.differs(&format!("{offer}.{available}"), "q.av"),
+        status_changed = d.differs(&format!("{offer}.{status}"), &new_status),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,7 +451,32 @@ mod tests {
     }
 
     #[test]
-    fn a_stock_row_rewrites_only_what_it_decides_of_an_existing_offer() {
+    fn a_stock_row_rewrites_only_the_quantity_and_the_status_of_existing_offers() {
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            let d = Dialect { backend };
+            let sql = quantities_statement(&d, Some("changed c"), "c", "c.\"available\"");
+            assert!(!sql.contains("INSERT"), "{sql}");
+            let set = sql
+                .split_once(" SET ")
+                .and_then(|(_, rest)| rest.split_once(" FROM "))
+                .expect("an UPDATE … FROM")
+                .0;
+            for decided in ["available", "status"] {
+                let column = col(Res::Offer, decided);
+                assert!(set.contains(&format!("{column} = ")), "{set}");
+            }
+            for other in ["title", "price", "barcode", "fk_store", "hostSku"] {
+                let column = col(Res::Offer, other);
+                assert!(
+                    !set.contains(&column),
+                    "a stock row rewrites {other}: {set}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_price_rewrites_only_what_it_decides_of_an_existing_offer() {
         for backend in [Backend::Sqlite, Backend::Postgres] {
             let d = Dialect { backend };
             let update_of = |rewrites| {
@@ -384,20 +486,20 @@ mod tests {
                     .1
                     .to_string()
             };
-            let stock = update_of(DECIDED_BY_STOCK);
+            let price = update_of(DECIDED_BY_PRICE);
             let every = update_of(Rewrites::Every);
-            for decided in ["available", "status"] {
+            for decided in ["price", "status"] {
                 let column = col(Res::Offer, decided);
                 assert!(
-                    stock.contains(&format!("{column} = excluded.{column}")),
-                    "{stock}"
+                    price.contains(&format!("{column} = excluded.{column}")),
+                    "{price}"
                 );
             }
-            for other in ["title", "price", "barcode", "fk_store"] {
+            for other in ["title", "available", "barcode", "fk_store"] {
                 let column = col(Res::Offer, other);
                 assert!(
-                    !stock.contains(&column),
-                    "a stock row rewrites {other}: {stock}"
+                    !price.contains(&format!("{column} = excluded.{column}")),
+                    "a price rewrites {other}: {price}"
                 );
                 assert!(
                     every.contains(&format!("{column} = excluded.{column}")),

@@ -11,7 +11,7 @@
 //! (transition tables); SQLite, whose triggers run per row, one per row.
 
 use super::derive::{
-    DECIDED_BY_PRICE, DECIDED_BY_STOCK, Dialect, Drive, Rewrites, col, refresh_statement, table,
+    DECIDED_BY_PRICE, Dialect, Drive, Rewrites, col, quantities_statement, refresh_statement, table,
 };
 use crate::db::Backend;
 use crate::events::{EVENT_TABLE, REMOVED_COLUMN};
@@ -28,10 +28,52 @@ struct Source {
     touches: String,
     /// The events of the source whose rows touch offers.
     events: &'static [Event],
-    /// Where the derivation of the offers a row touches starts.
-    drive: Drive,
-    /// What of an existing offer a row of the source decides.
-    rewrites: Rewrites,
+    /// How the offers its rows touch are written again.
+    derivation: Derivation,
+}
+
+/// How a source's rows write the offers they touch.
+#[derive(Clone, Copy)]
+enum Derivation {
+    /// Derived again by the upsert ([`refresh_statement`]), starting from `drive`, rewriting
+    /// `rewrites` of an existing offer.
+    Refresh { drive: Drive, rewrites: Rewrites },
+    /// Their quantities moved ([`quantities_statement`]): a stock row's.
+    Quantities,
+}
+
+/// The rows a trigger has changed, as its derivation reads them.
+#[derive(Clone, Copy)]
+enum Changed {
+    /// One row: a SQLite trigger's `NEW` or `OLD`.
+    Row(&'static str),
+    /// A PostgreSQL statement trigger's transition table, `changed`; `gone` when its rows
+    /// were removed.
+    Transition { gone: bool },
+}
+
+impl Derivation {
+    /// The statement for the `changed` rows, whose offers `filter` admits (SQL over the
+    /// derivation's aliases).
+    fn statement(self, d: &Dialect, filter: &str, changed: Changed) -> String {
+        match self {
+            Derivation::Refresh { drive, rewrites } => {
+                refresh_statement(d, drive, filter, rewrites)
+            }
+            Derivation::Quantities => {
+                let (rows, row, gone) = match changed {
+                    Changed::Row(row) => (None, row, row == "OLD"),
+                    Changed::Transition { gone } => (Some("changed c"), "c", gone),
+                };
+                let on_hand = if gone {
+                    "0".to_string()
+                } else {
+                    format!("{row}.{}", col(Res::Stock, "available"))
+                };
+                quantities_statement(d, rows, row, &on_hand)
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -73,8 +115,7 @@ fn sources() -> Vec<Source> {
                 col(Res::Stock, "fk_variant")
             ),
             events: ALL,
-            drive: Drive::Variant,
-            rewrites: DECIDED_BY_STOCK,
+            derivation: Derivation::Quantities,
         },
         Source {
             res: Res::Price,
@@ -85,36 +126,46 @@ fn sources() -> Vec<Source> {
                 col(Res::Price, "fk_host")
             ),
             events: ALL,
-            drive: Drive::Variant,
-            rewrites: DECIDED_BY_PRICE,
+            derivation: Derivation::Refresh {
+                drive: Drive::Variant,
+                rewrites: DECIDED_BY_PRICE,
+            },
         },
         Source {
             res: Res::BrandStore,
             touches: "bs.\"id\" = {r}.\"id\"".to_string(),
             events: WRITTEN,
-            drive: Drive::BrandStore,
-            rewrites: Rewrites::Every,
+            derivation: Derivation::Refresh {
+                drive: Drive::BrandStore,
+                rewrites: Rewrites::Every,
+            },
         },
         Source {
             res: Res::Variant,
             touches: "v.\"id\" = {r}.\"id\"".to_string(),
             events: WRITTEN,
-            drive: Drive::Variant,
-            rewrites: Rewrites::Every,
+            derivation: Derivation::Refresh {
+                drive: Drive::Variant,
+                rewrites: Rewrites::Every,
+            },
         },
         Source {
             res: Res::Product,
             touches: format!("v.{} = {{r}}.\"id\"", col(Res::Variant, "fk_product")),
             events: &[Event::Update],
-            drive: Drive::Variant,
-            rewrites: Rewrites::Every,
+            derivation: Derivation::Refresh {
+                drive: Drive::Variant,
+                rewrites: Rewrites::Every,
+            },
         },
         Source {
             res: Res::Store,
             touches: format!("bs.{} = {{r}}.\"id\"", col(Res::BrandStore, "fk_store")),
             events: &[Event::Update],
-            drive: Drive::BrandStore,
-            rewrites: Rewrites::Every,
+            derivation: Derivation::Refresh {
+                drive: Drive::BrandStore,
+                rewrites: Rewrites::Every,
+            },
         },
     ]
 }
@@ -260,7 +311,9 @@ fn sqlite() -> Vec<String> {
                 format!(
                     "CREATE TRIGGER \"{name}\" AFTER {on} ON {} BEGIN {}; END",
                     table(source.res),
-                    refresh_statement(&d, source.drive, &filter, source.rewrites)
+                    source
+                        .derivation
+                        .statement(&d, &filter, Changed::Row(event.row()))
                 ),
             );
         }
@@ -348,7 +401,13 @@ fn postgres() -> Vec<String> {
             let filter = format!("EXISTS (SELECT 1 FROM changed c WHERE {touched})");
             function_and_trigger(
                 name,
-                refresh_statement(&d, source.drive, &filter, source.rewrites),
+                source.derivation.statement(
+                    &d,
+                    &filter,
+                    Changed::Transition {
+                        gone: *event == Event::Delete,
+                    },
+                ),
                 format!("AFTER {}", event.sql()),
                 table(source.res),
                 &format!("REFERENCING {rows} FOR EACH STATEMENT"),

@@ -247,6 +247,18 @@ fn offer_column(path: &str) -> String {
 /// The fields whose change is announced (`offer.updated`): what a host acts on.
 pub(crate) const ANNOUNCED: [&str; 4] = ["available", "price", "status", "hostSku"];
 
+/// The assignments that mark an existing offer as changed by a derivation: a new date
+/// changed and the next record version.
+fn changed_marks(d: &Dialect) -> String {
+    let offer = table(Res::Offer);
+    let version = format!("\"{}\"", crate::schema::ROW_VERSION);
+    format!(
+        "{} = {}, {version} = {offer}.{version} + 1",
+        col(Res::Offer, brandhub_catalog::UPDATED_DATE),
+        d.now()
+    )
+}
+
 /// Which columns a derivation writes over an offer that exists (a new offer gets every one).
 /// SQLite updates every index on a column an `UPDATE` sets, changed or not, and each index
 /// page it touches is a page more in the write-ahead log: a source that decides only some of
@@ -302,7 +314,6 @@ pub(crate) fn refresh_statement(
     };
     let exprs: Vec<&str> = values.iter().map(|(_, sql)| sql.as_str()).collect();
     let updated = col(Res::Offer, brandhub_catalog::UPDATED_DATE);
-    let version = format!("\"{}\"", crate::schema::ROW_VERSION);
     let offer = table(Res::Offer);
     let price = table(Res::Price);
     let in_effect = format!(
@@ -358,7 +369,7 @@ pub(crate) fn refresh_statement(
          LEFT JOIN {stock} st ON st.{st_warehouse} = bs.{bs_warehouse} AND st.{st_variant} = v.\"id\" \
          LEFT JOIN {price} pr ON pr.\"id\" = ({in_effect}) \
          WHERE {joined} AND {filter} \
-         ON CONFLICT ({key_bs}, {key_v}) DO UPDATE SET {set}, {updated} = {now}, {version} = {offer}.{version} + 1 \
+         ON CONFLICT ({key_bs}, {key_v}) DO UPDATE SET {set}, {marks} \
          WHERE {changed}",
         from = from,
         joined = joined,
@@ -373,6 +384,7 @@ pub(crate) fn refresh_statement(
         key_bs = col(Res::Offer, "fk_brandStore"),
         key_v = col(Res::Offer, "fk_variant"),
         set = set.join(", "),
+        marks = changed_marks(d),
         changed = changed.join(" OR "),
     )
 }
@@ -403,16 +415,14 @@ pub(crate) fn quantities_statement(
     let new_status = status_value(&format!("{offer}.{status_folded} = 'inactive'"), "q.av");
     format!(
         "UPDATE {offer} SET {available} = q.av, {status} = {new_status}, {status_folded} = lower({new_status}), \
-         {updated} = {now}, {version} = {offer}.{version} + 1 \
+         {marks} \
          FROM (SELECT bs.\"id\" AS bs_id, v.\"id\" AS variant_id, {value} AS av \
                FROM {rows}{variant} v \
                JOIN {brand_store} bs ON bs.{bs_warehouse} = {row}.{st_warehouse} AND bs.{bs_brand} = v.{v_brand} \
                WHERE v.\"id\" = {row}.{st_variant}) q \
          WHERE {offer}.{key_bs} = q.bs_id AND {offer}.{key_v} = q.variant_id \
          AND ({available_changed} OR {status_changed})",
-        updated = col(Res::Offer, brandhub_catalog::UPDATED_DATE),
-        now = d.now(),
-        version = format!("\"{}\"", crate::schema::ROW_VERSION),
+        marks = changed_marks(d),
         value = available_value(d, &format!("COALESCE({on_hand}, 0)")),
         variant = table(Res::Variant),
         brand_store = table(Res::BrandStore),

@@ -20,12 +20,9 @@ use brandhub_catalog::{Res, catalog};
 /// The prefix of the triggers' (and PostgreSQL's functions') names.
 const PREFIX: &str = "bh_offer";
 
-/// A source of offers and which offers a changed row of it touches.
+/// A source of offers and how a changed row of it writes the offers it touches.
 struct Source {
     res: Res,
-    /// The filter over the derivation's aliases that admits the offers of a row of the
-    /// source, `{r}` standing for the row (`NEW`, `OLD`, or a transition table's alias).
-    touches: String,
     /// The events of the source whose rows touch offers.
     events: &'static [Event],
     /// How the offers its rows touch are written again.
@@ -33,11 +30,15 @@ struct Source {
 }
 
 /// How a source's rows write the offers they touch.
-#[derive(Clone, Copy)]
 enum Derivation {
     /// Derived again by the upsert ([`refresh_statement`]), starting from `drive`, rewriting
-    /// `rewrites` of an existing offer.
-    Refresh { drive: Drive, rewrites: Rewrites },
+    /// `rewrites` of an existing offer; `touches` is the filter over the derivation's aliases
+    /// that admits the offers of a row, `{r}` standing for the row.
+    Refresh {
+        touches: String,
+        drive: Drive,
+        rewrites: Rewrites,
+    },
     /// Their quantities moved ([`quantities_statement`]): a stock row's.
     Quantities,
 }
@@ -53,12 +54,24 @@ enum Changed {
 }
 
 impl Derivation {
-    /// The statement for the `changed` rows, whose offers `filter` admits (SQL over the
-    /// derivation's aliases).
-    fn statement(self, d: &Dialect, filter: &str, changed: Changed) -> String {
+    /// The statement for the `changed` rows.
+    fn statement(&self, d: &Dialect, changed: Changed) -> String {
         match self {
-            Derivation::Refresh { drive, rewrites } => {
-                refresh_statement(d, drive, filter, rewrites)
+            Derivation::Refresh {
+                touches,
+                drive,
+                rewrites,
+            } => {
+                let filter = match changed {
+                    Changed::Row(row) => touches.replace("{r}", row),
+                    // The offers the statement's rows touch are derived once, whatever the
+                    // number of rows.
+                    Changed::Transition { .. } => format!(
+                        "EXISTS (SELECT 1 FROM changed c WHERE {})",
+                        touches.replace("{r}", "c")
+                    ),
+                };
+                refresh_statement(d, *drive, &filter, *rewrites)
             }
             Derivation::Quantities => {
                 let (rows, row, gone) = match changed {
@@ -108,61 +121,55 @@ fn sources() -> Vec<Source> {
     vec![
         Source {
             res: Res::Stock,
-            touches: format!(
-                "bs.{} = {{r}}.{} AND v.\"id\" = {{r}}.{}",
-                col(Res::BrandStore, "fk_warehouse"),
-                col(Res::Stock, "fk_warehouse"),
-                col(Res::Stock, "fk_variant")
-            ),
             events: ALL,
             derivation: Derivation::Quantities,
         },
         Source {
             res: Res::Price,
-            touches: format!(
-                "v.\"id\" = {{r}}.{} AND s.{} = {{r}}.{}",
-                col(Res::Price, "fk_variant"),
-                col(Res::Store, "fk_host"),
-                col(Res::Price, "fk_host")
-            ),
             events: ALL,
             derivation: Derivation::Refresh {
+                touches: format!(
+                    "v.\"id\" = {{r}}.{} AND s.{} = {{r}}.{}",
+                    col(Res::Price, "fk_variant"),
+                    col(Res::Store, "fk_host"),
+                    col(Res::Price, "fk_host")
+                ),
                 drive: Drive::Variant,
                 rewrites: DECIDED_BY_PRICE,
             },
         },
         Source {
             res: Res::BrandStore,
-            touches: "bs.\"id\" = {r}.\"id\"".to_string(),
             events: WRITTEN,
             derivation: Derivation::Refresh {
+                touches: "bs.\"id\" = {r}.\"id\"".to_string(),
                 drive: Drive::BrandStore,
                 rewrites: Rewrites::Every,
             },
         },
         Source {
             res: Res::Variant,
-            touches: "v.\"id\" = {r}.\"id\"".to_string(),
             events: WRITTEN,
             derivation: Derivation::Refresh {
+                touches: "v.\"id\" = {r}.\"id\"".to_string(),
                 drive: Drive::Variant,
                 rewrites: Rewrites::Every,
             },
         },
         Source {
             res: Res::Product,
-            touches: format!("v.{} = {{r}}.\"id\"", col(Res::Variant, "fk_product")),
             events: &[Event::Update],
             derivation: Derivation::Refresh {
+                touches: format!("v.{} = {{r}}.\"id\"", col(Res::Variant, "fk_product")),
                 drive: Drive::Variant,
                 rewrites: Rewrites::Every,
             },
         },
         Source {
             res: Res::Store,
-            touches: format!("bs.{} = {{r}}.\"id\"", col(Res::BrandStore, "fk_store")),
             events: &[Event::Update],
             derivation: Derivation::Refresh {
+                touches: format!("bs.{} = {{r}}.\"id\"", col(Res::BrandStore, "fk_store")),
                 drive: Drive::BrandStore,
                 rewrites: Rewrites::Every,
             },
@@ -300,7 +307,6 @@ fn sqlite() -> Vec<String> {
         let resource = catalog().get(source.res);
         for event in source.events {
             let name = format!("{PREFIX}_{}_{}", resource.table, event.sql().to_lowercase());
-            let filter = source.touches.replace("{r}", event.row());
             // An update names the table's columns: setting the change mark fires nothing.
             let on = match event {
                 Event::Update => crate::changes::update_of(resource),
@@ -311,9 +317,7 @@ fn sqlite() -> Vec<String> {
                 format!(
                     "CREATE TRIGGER \"{name}\" AFTER {on} ON {} BEGIN {}; END",
                     table(source.res),
-                    source
-                        .derivation
-                        .statement(&d, &filter, Changed::Row(event.row()))
+                    source.derivation.statement(&d, Changed::Row(event.row()))
                 ),
             );
         }
@@ -391,19 +395,15 @@ fn postgres() -> Vec<String> {
         let resource = catalog().get(source.res);
         for event in source.events {
             let name = format!("{PREFIX}_{}_{}", resource.table, event.sql().to_lowercase());
-            // The rows the statement changed, as a transition table; the offers they touch
-            // are derived once, whatever the number of rows.
+            // The rows the statement changed, as a transition table.
             let rows = match event {
                 Event::Delete => "OLD TABLE AS changed",
                 Event::Insert | Event::Update => "NEW TABLE AS changed",
             };
-            let touched = source.touches.replace("{r}", "c");
-            let filter = format!("EXISTS (SELECT 1 FROM changed c WHERE {touched})");
             function_and_trigger(
                 name,
                 source.derivation.statement(
                     &d,
-                    &filter,
                     Changed::Transition {
                         gone: *event == Event::Delete,
                     },

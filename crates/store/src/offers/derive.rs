@@ -389,25 +389,30 @@ pub(crate) fn refresh_statement(
     )
 }
 
-/// The statement that moves the offers of changed stock rows to their new quantities: `row`
-/// names a changed row (a SQLite trigger's `NEW` or `OLD`, or the alias of a transition
-/// table that `rows` lists in the FROM clause, as `changed c`), `on_hand` is the SQL of what
-/// it now has available (`0` for rows removed). It updates the quantity available and the status of each offer of the row's
-/// variant in a brand store of its brand and warehouse, where they changed. A stock row
-/// decides nothing else of an offer, and never whether it exists (a (brand store, variant)
-/// pair has its offer from the brand store's or the variant's write), so it rewrites those
-/// two values of existing rows without an upsert's derivation of the rest; an offer that is
-/// `inactive` stays so, as no stock value decides that
+/// The statement that moves the offers of changed stock rows to their new quantities. `row`
+/// names a changed row: a SQLite trigger's `NEW` or `OLD`, or the alias of the transition
+/// table that `rows` puts in the FROM clause (`changed c`); `removed` says the rows are gone,
+/// so their offers have nothing available. It updates the quantity available and the status
+/// of each offer of the row's variant in a brand store of its brand and warehouse, where they
+/// changed. A stock row decides nothing else of an offer, and never whether it exists (a
+/// (brand store, variant) pair has its offer from the brand store's or the variant's write),
+/// so it rewrites those two values of existing rows without an upsert's derivation of the
+/// rest; an offer that is `inactive` stays so, as no stock value decides that
 /// (docs/decisions/0032-offer-rewrites-by-source.md).
 pub(crate) fn quantities_statement(
     d: &Dialect,
     rows: Option<&str>,
     row: &str,
-    on_hand: &str,
+    removed: bool,
 ) -> String {
     let rows = rows
         .map(|rows| format!("{rows} CROSS JOIN "))
         .unwrap_or_default();
+    let on_hand = if removed {
+        "0".to_string()
+    } else {
+        format!("COALESCE({row}.{}, 0)", col(Res::Stock, "available"))
+    };
     let offer = table(Res::Offer);
     let available = col(Res::Offer, "available");
     let status = col(Res::Offer, "status");
@@ -423,7 +428,7 @@ pub(crate) fn quantities_statement(
          WHERE {offer}.{key_bs} = q.bs_id AND {offer}.{key_v} = q.variant_id \
          AND ({available_changed} OR {status_changed})",
         marks = changed_marks(d),
-        value = available_value(d, &format!("COALESCE({on_hand}, 0)")),
+        value = available_value(d, &on_hand),
         variant = table(Res::Variant),
         brand_store = table(Res::BrandStore),
         bs_warehouse = col(Res::BrandStore, "fk_warehouse"),
@@ -464,7 +469,7 @@ mod tests {
     fn a_stock_row_rewrites_only_the_quantity_and_the_status_of_existing_offers() {
         for backend in [Backend::Sqlite, Backend::Postgres] {
             let d = Dialect { backend };
-            let sql = quantities_statement(&d, Some("changed c"), "c", "c.\"available\"");
+            let sql = quantities_statement(&d, Some("changed c"), "c", false);
             assert!(!sql.contains("INSERT"), "{sql}");
             let set = sql
                 .split_once(" SET ")

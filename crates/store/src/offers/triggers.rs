@@ -43,14 +43,13 @@ enum Derivation {
     Quantities,
 }
 
-/// The rows a trigger has changed, as its derivation reads them.
+/// The rows a trigger of an event has changed, as its derivation reads them.
 #[derive(Clone, Copy)]
 enum Changed {
     /// One row: a SQLite trigger's `NEW` or `OLD`.
-    Row(&'static str),
-    /// A PostgreSQL statement trigger's transition table, `changed`; `gone` when its rows
-    /// were removed.
-    Transition { gone: bool },
+    Row(Event),
+    /// A PostgreSQL statement trigger's transition table, `changed`.
+    Transition(Event),
 }
 
 impl Derivation {
@@ -63,28 +62,24 @@ impl Derivation {
                 rewrites,
             } => {
                 let filter = match changed {
-                    Changed::Row(row) => touches.replace("{r}", row),
+                    Changed::Row(event) => touches.replace("{r}", event.row()),
                     // The offers the statement's rows touch are derived once, whatever the
                     // number of rows.
-                    Changed::Transition { .. } => format!(
+                    Changed::Transition(_) => format!(
                         "EXISTS (SELECT 1 FROM changed c WHERE {})",
                         touches.replace("{r}", "c")
                     ),
                 };
                 refresh_statement(d, *drive, &filter, *rewrites)
             }
-            Derivation::Quantities => {
-                let (rows, row, gone) = match changed {
-                    Changed::Row(row) => (None, row, row == "OLD"),
-                    Changed::Transition { gone } => (Some("changed c"), "c", gone),
-                };
-                let on_hand = if gone {
-                    "0".to_string()
-                } else {
-                    format!("{row}.{}", col(Res::Stock, "available"))
-                };
-                quantities_statement(d, rows, row, &on_hand)
-            }
+            Derivation::Quantities => match changed {
+                Changed::Row(event) => {
+                    quantities_statement(d, None, event.row(), event == Event::Delete)
+                }
+                Changed::Transition(event) => {
+                    quantities_statement(d, Some("changed c"), "c", event == Event::Delete)
+                }
+            },
         }
     }
 }
@@ -317,7 +312,7 @@ fn sqlite() -> Vec<String> {
                 format!(
                     "CREATE TRIGGER \"{name}\" AFTER {on} ON {} BEGIN {}; END",
                     table(source.res),
-                    source.derivation.statement(&d, Changed::Row(event.row()))
+                    source.derivation.statement(&d, Changed::Row(*event))
                 ),
             );
         }
@@ -402,12 +397,7 @@ fn postgres() -> Vec<String> {
             };
             function_and_trigger(
                 name,
-                source.derivation.statement(
-                    &d,
-                    Changed::Transition {
-                        gone: *event == Event::Delete,
-                    },
-                ),
+                source.derivation.statement(&d, Changed::Transition(*event)),
                 format!("AFTER {}", event.sql()),
                 table(source.res),
                 &format!("REFERENCING {rows} FOR EACH STATEMENT"),

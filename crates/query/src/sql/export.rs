@@ -3,7 +3,7 @@
 use super::*;
 use crate::plan::{Operand, ReadPlan};
 use crate::request::Direction;
-use sea_query::{Alias, Expr, ExprTrait, JoinType, Query, SelectStatement, Value};
+use sea_query::{Alias, Expr, ExprTrait, Query, SelectStatement, Value};
 
 /// Where the previous chunk of an export ended: its last record's order-key values, as the
 /// export statement returned them (folded text for text keys; `None` for unset), and its id.
@@ -34,10 +34,12 @@ fn same_key(expr: Expr, value: &Option<Operand>) -> Expr {
 
 /// One chunk of an export: at most `limit` records of the plan, in its order, after `after`
 /// (keyset pagination: each chunk continues where the last ended, by the order's keys and the
-/// id, never by an offset, so a whole export reads each record once). Like a page, the ids and
-/// key values are found first and the selected columns read for just those; the key values
-/// follow the selected columns (as `k0`, `k1`, …) so the next chunk can start after the last
-/// row. With `probe` (SQLite) semi-joins are only probed, so the order is walked.
+/// id, never by an offset, so a whole export reads each record once). Unlike a page, which
+/// finds its ids first and reads the selected columns for just those (an offset skips rows
+/// unread), a chunk skips nothing: it reads the selected columns in the same walk of the index
+/// that orders it, each row once (docs/decisions/0035-export-chunks-in-one-walk.md). The key
+/// values follow the selected columns (as `k0`, `k1`, …) so the next chunk can start after the
+/// last row. With `probe` (SQLite) semi-joins are only probed, so the order is walked.
 pub fn export_statement(
     plan: &ReadPlan,
     after: Option<&Keyset>,
@@ -51,12 +53,10 @@ pub fn export_statement(
         Table::Aliased(ROOT)
     };
     let mut inner = Query::select();
-    inner
-        .from_as(Alias::new(resource.table), Alias::new(ROOT))
-        .expr_as(
-            Expr::col((Alias::new(ROOT), Alias::new("id"))),
-            Alias::new("id"),
-        );
+    inner.from_as(Alias::new(resource.table), Alias::new(ROOT));
+    for field in node_columns(&plan.selection, None) {
+        inner.column((Alias::new(ROOT), Alias::new(field.column.as_str())));
+    }
     if !plan.scope.is_always() {
         inner.and_where(predicate_expr(&plan.scope, table, false));
     }
@@ -136,29 +136,5 @@ pub fn export_statement(
     }
     inner.order_by_expr(id, order(tie));
     inner.limit(limit);
-
-    let mut outer = Query::select();
-    outer.from_subquery(inner, Alias::new(PAGE)).join_as(
-        JoinType::InnerJoin,
-        Alias::new(resource.table),
-        Alias::new(ROOT),
-        Expr::col((Alias::new(ROOT), Alias::new("id")))
-            .equals((Alias::new(PAGE), Alias::new("id"))),
-    );
-    for field in node_columns(&plan.selection, None) {
-        outer.column((Alias::new(ROOT), Alias::new(field.column.as_str())));
-    }
-    for (name, _, _) in &keys {
-        outer.column((Alias::new(PAGE), Alias::new(name.as_str())));
-    }
-    for (name, sort, _) in keys {
-        apply_order(
-            &mut outer,
-            Expr::col((Alias::new(PAGE), Alias::new(name))),
-            sort.order,
-            sort.nulls,
-        );
-    }
-    outer.order_by_expr(Expr::col((Alias::new(PAGE), Alias::new("id"))), order(tie));
-    outer
+    inner
 }

@@ -166,7 +166,7 @@ mod tests {
         let first = sqlite(&export_statement(&plan, None, 500, false));
         assert_eq!(
             first,
-            r#"SELECT "t0"."id", "t0"."barcode" FROM (SELECT "t0"."id" AS "id" FROM "variant" AS "t0" ORDER BY "t0"."id" ASC LIMIT 500) AS "page" INNER JOIN "variant" AS "t0" ON "t0"."id" = "page"."id" ORDER BY "page"."id" ASC"#
+            r#"SELECT "t0"."id", "t0"."barcode" FROM "variant" AS "t0" ORDER BY "t0"."id" ASC LIMIT 500"#
         );
         let after = Keyset {
             keys: Vec::new(),
@@ -193,10 +193,7 @@ mod tests {
             sql.contains(r#"("t0"."barcode_ci", "t0"."id") > ('501', '0190')"#),
             "{sql}"
         );
-        assert!(
-            sql.contains(r#""t0"."barcode_ci" AS "k0""#) && sql.contains(r#""page"."k0" FROM"#),
-            "{sql}"
-        );
+        assert!(sql.contains(r#""t0"."barcode_ci" AS "k0" FROM"#), "{sql}");
         // A nullable key descending: after = smaller, or unset (last), or equal and a smaller id.
         let plan = read("stock", "order_by=inStock<&demand=1", "");
         let after = Keyset {

@@ -466,13 +466,26 @@ impl Store {
                 self.forget_sqlite_samples().await
             }
             Backend::Postgres => {
-                // VACUUM also sets the visibility map, which index-only scans need.
-                on_pool!(&self.pool, |pool, _builder| {
-                    sqlx::raw_sql(AssertSqlSafe("VACUUM ANALYZE".to_string()))
-                        .execute(pool)
-                        .await
-                        .map_err(|e| failed("VACUUM ANALYZE failed", e))?;
-                });
+                // VACUUM also sets the visibility map, which index-only scans need. It takes
+                // minutes after a load of millions of rows, longer than the pool's statement
+                // timeout: it runs on a connection of its own without one (VACUUM cannot run
+                // in a transaction, so not under `SET LOCAL`), closed afterwards.
+                let crate::db::Pool::Postgres(pool) = &self.pool else {
+                    return Ok(());
+                };
+                let mut connection = pool
+                    .acquire()
+                    .await
+                    .map_err(|e| failed("cannot connect to vacuum", e))?;
+                connection.close_on_drop();
+                sqlx::raw_sql("SET statement_timeout = 0")
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(|e| failed("cannot set up a connection to vacuum", e))?;
+                sqlx::raw_sql(AssertSqlSafe("VACUUM ANALYZE".to_string()))
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(|e| failed("VACUUM ANALYZE failed", e))?;
                 Ok(())
             }
         }

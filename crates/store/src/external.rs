@@ -33,8 +33,8 @@ pub(crate) const MARK_SQL: &str = "INSERT OR REPLACE INTO \"bh_writer\" (\"id\")
 pub(crate) const UNMARK_SQL: &str = "DELETE FROM \"bh_writer\"";
 
 /// Every version of `table`: the table's own, its rows', its unnamed columns', its other
-/// fields' and each indexed field's; and the authentication stamp when the table's writes
-/// move it (users and keys).
+/// fields' and each indexed field's; the authentication stamp when the table's writes move it
+/// (users and keys); and the one every write moves ([`versions::ANY_WRITE`]).
 pub fn versions_of(table: &'static str) -> Vec<&'static str> {
     let own = [
         table,
@@ -50,6 +50,7 @@ pub fn versions_of(table: &'static str) -> Vec<&'static str> {
     if crate::accounts::moves_auth_stamp(&keys) {
         keys.push(crate::accounts::AUTH_STAMP);
     }
+    keys.push(versions::ANY_WRITE);
     keys.sort_unstable();
     keys.dedup();
     keys
@@ -133,9 +134,13 @@ mod tests {
             "indexed fields' versions: {stock:?}"
         );
         assert!(
-            stock.iter().all(|k| k.starts_with("stock")),
+            stock
+                .iter()
+                .all(|k| k.starts_with("stock") || *k == versions::ANY_WRITE),
             "nothing of another table: {stock:?}"
         );
+        // The version every write moves, which tells each process to read the others again.
+        assert!(stock.contains(&versions::ANY_WRITE));
         assert!(!stock.contains(&crate::accounts::AUTH_STAMP));
         // Users and keys move the authentication stamp, so remembered callers are checked
         // again.

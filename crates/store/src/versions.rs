@@ -25,14 +25,20 @@
 
 use crate::db::{Backend, Kind, Store, Timing};
 use crate::error::StoreResult;
-use brandhub_catalog::{Cell, Field, RelationKind, Resource, catalog};
+use brandhub_catalog::{Field, RelationKind, Resource, catalog};
 use brandhub_query::plan::{FieldPath, Predicate, ReadPlan};
-use sea_query::{Alias, Expr, ExprTrait, InsertStatement, OnConflict, Query};
+use sea_query::{Alias, Expr, ExprTrait, InsertStatement, OnConflict, Query, SelectStatement};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 /// The versions table.
 pub const TABLE: &str = "bh_table_version";
+
+/// The version every bump of any other version bumps too, in the same statement (brandhub's
+/// commits, [`bump_statement`]; a write from outside, [`crate::external`]). While it stands no
+/// version moved, so a process keeps the versions it last read whole and reads only this one
+/// again ([`Store::versions`], docs/CACHE.md, "Versions").
+pub const ANY_WRITE: &str = "*";
 
 fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
@@ -207,6 +213,7 @@ pub fn all_keys() -> Vec<&'static str> {
         .collect();
     fields.sort_unstable();
     keys.extend(fields);
+    keys.push(ANY_WRITE);
     keys
 }
 
@@ -376,9 +383,12 @@ pub(crate) fn bump_statement_after(
     insert.to_owned()
 }
 
-/// The rows of a bump of `stripe` in the order they are locked.
+/// The rows of a bump of `stripe` in the order they are locked, [`ANY_WRITE`]'s among them.
 fn sorted_names(names: &[&'static str], stripe: usize) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = names.iter().map(|name| striped(name, stripe)).collect();
+    if !names.is_empty() {
+        names.push(striped(ANY_WRITE, stripe));
+    }
     names.sort_unstable();
     names.dedup();
     names
@@ -599,18 +609,66 @@ pub(crate) fn folded_statement_of(
         .to_owned()
 }
 
+/// [`ANY_WRITE`] as the database holds it now, and every version folded as
+/// [`folded_statement`] folds them unless [`ANY_WRITE`] is still `known` (then `NULL`): one
+/// statement, so both come from one snapshot.
+pub(crate) fn unless_unchanged_statement(backend: Backend, known: i64) -> SelectStatement {
+    let any_write = Alias::new("any_write");
+    let now = Alias::new("now");
+    let read = Query::select()
+        .expr_as(Expr::cust("CAST(SUM(\"version\") AS BIGINT)"), now.clone())
+        .from(Alias::new(TABLE))
+        .and_where(Expr::col(Alias::new("table_name")).is_in(rows_of(ANY_WRITE)))
+        .to_owned();
+    let folded = Expr::SubQuery(None, Box::new(folded_statement(backend).into()));
+    let unchanged = Expr::col((any_write.clone(), now.clone())).eq(known);
+    Query::select()
+        .column((any_write.clone(), now))
+        .expr(Expr::case(unchanged, Expr::cust("NULL")).finally(folded))
+        .from_subquery(read, any_write)
+        .to_owned()
+}
+
+/// The versions a process read whole last, under the value [`ANY_WRITE`] had then.
+#[derive(Debug, Default)]
+pub(crate) struct LastRead(std::sync::Mutex<Option<(i64, Versions)>>);
+
+impl LastRead {
+    fn get(&self) -> Option<(i64, Versions)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, any_write: i64, versions: &Versions) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((any_write, versions.clone()));
+    }
+}
+
 impl Store {
-    /// Reads every version (one small statement per request). The rows come back folded into
+    /// Reads every version (one small statement per request). When no version moved since
+    /// this process last read them all ([`ANY_WRITE`] unchanged), the statement reads that one
+    /// version and the process keeps what it read; otherwise the rows come back folded into
     /// one text, `name:version,…`, so that a request pays for one row, not one per version.
     pub async fn versions(&self, timing: &Timing) -> StoreResult<Versions> {
-        let statement = folded_statement(self.backend());
-        let rows = self.fetch(&statement, &[Kind::Text], timing).await?;
-        let text = rows
-            .first()
-            .and_then(|row| row.first())
-            .and_then(Cell::as_text)
-            .unwrap_or_default();
-        Ok(Versions::parse(text))
+        let last = self.last_versions.get();
+        let known = last.as_ref().map_or(-1, |(any_write, _)| *any_write);
+        let statement = unless_unchanged_statement(self.backend(), known);
+        let rows = self
+            .fetch(&statement, &[Kind::Integer, Kind::Text], timing)
+            .await?;
+        let (any_write, folded) = match rows.first().map(Vec::as_slice) {
+            Some([any_write, folded]) => (any_write.as_integer(), folded.as_text()),
+            _ => (None, None),
+        };
+        if let (Some(now), None, Some((known, versions))) = (any_write, folded, last)
+            && now == known
+        {
+            return Ok(versions);
+        }
+        let versions = Versions::parse(folded.unwrap_or_default());
+        if let Some(now) = any_write {
+            self.last_versions.set(now, &versions);
+        }
+        Ok(versions)
     }
 }
 
@@ -638,6 +696,46 @@ impl Versions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process reads every version again only once one moved: a bump of any name moves
+    /// [`ANY_WRITE`] with it.
+    #[tokio::test]
+    async fn versions_are_read_whole_again_only_after_a_bump() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::db::migrated_sqlite(&dir.path().join("versions.db"), 2).await;
+        let read = || async { store.versions(&Timing::default()).await.unwrap() };
+        let first = read().await;
+        let again = read().await;
+        assert!(
+            std::sync::Arc::ptr_eq(&first.by_name, &again.by_name),
+            "nothing moved, yet the versions were read whole again"
+        );
+        let bump = bump_statement(&["stock"], 0).to_string(sea_query::SqliteQueryBuilder);
+        assert!(bump.contains("'*'"), "{bump}");
+        store.execute_raw(&bump).await.unwrap();
+        let after = read().await;
+        assert!(!std::sync::Arc::ptr_eq(&again.by_name, &after.by_name));
+        assert_eq!(after.of("stock"), again.of("stock") + 1);
+        assert_eq!(after.of(ANY_WRITE), again.of(ANY_WRITE) + 1);
+    }
+
+    #[test]
+    fn the_read_of_versions_folds_them_only_when_any_write_moved() {
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            let sql = match backend {
+                Backend::Sqlite => {
+                    unless_unchanged_statement(backend, 41).to_string(sea_query::SqliteQueryBuilder)
+                }
+                Backend::Postgres => unless_unchanged_statement(backend, 41)
+                    .to_string(sea_query::PostgresQueryBuilder),
+            };
+            assert!(sql.contains("= 41) THEN NULL ELSE (SELECT"), "{sql}");
+            assert!(
+                sql.contains("'*|3'"),
+                "every stripe of the one version: {sql}"
+            );
+        }
+    }
 
     #[test]
     fn versions_read_back_from_their_folded_text() {

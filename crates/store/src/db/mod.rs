@@ -114,6 +114,8 @@ pub struct Store {
     pub(crate) write_turn: Option<crate::write_turn::WriteTurn>,
     /// SQLite only: when this process checkpoints the database ([`crate::checkpoint`]).
     pub(crate) checkpoints: Option<std::sync::Arc<crate::checkpoint::Checkpoints>>,
+    /// The versions this process last read whole ([`Store::versions`]).
+    pub(crate) last_versions: std::sync::Arc<crate::versions::LastRead>,
 }
 
 /// The most writes an optimistic write holds for the one statement that commits it (an
@@ -235,6 +237,7 @@ impl Store {
             checkpoints.clone(),
         ));
         Ok(Store {
+            last_versions: Default::default(),
             write_turn,
             checkpoints,
             pool,

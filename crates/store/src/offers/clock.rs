@@ -53,27 +53,39 @@ pub fn start_statement(backend: Backend) -> String {
 }
 
 /// The derivation of the offers of the price records whose start or end is in the
-/// window (after the first value, up to the second), by (variant, host).
+/// window (after the first value, up to the second), by (variant, host): the window's two
+/// ends are bound twice, in [`due_values`]' order.
 fn due_refresh(backend: Backend) -> Raw {
     let d = Dialect { backend };
     let start = col(Res::Price, "startDate");
     let end = col(Res::Price, "endDate");
-    // The variants of the prices due (by their dates' indexes), then their hosts' stores.
-    let due = format!(
-        "FROM {price} x WHERE (x.{start} > {{}} AND x.{start} <= {{}}) OR (x.{end} > {{}} AND x.{end} <= {{}})",
-        price = table(Res::Price),
-    );
+    let due = |x: &str| {
+        format!(
+            "(({x}.{start} > {{}} AND {x}.{start} <= {{}}) OR ({x}.{end} > {{}} AND {x}.{end} <= {{}}))"
+        )
+    };
+    // The variants of the prices due (by their dates' indexes), then the stores of the host
+    // whose price of the variant is due: another host's stores keep their prices.
     let filter = format!(
-        "v.\"id\" IN (SELECT x.{fk_variant} {due}) AND EXISTS (SELECT 1 FROM {price} y WHERE y.{fk_variant} = v.\"id\" AND y.{fk_host} = s.{store_host})",
+        "v.\"id\" IN (SELECT x.{fk_variant} FROM {price} x WHERE {due_x}) \
+         AND EXISTS (SELECT 1 FROM {price} y WHERE y.{fk_variant} = v.\"id\" AND y.{fk_host} = s.{store_host} AND {due_y})",
         price = table(Res::Price),
         fk_variant = col(Res::Price, "fk_variant"),
         fk_host = col(Res::Price, "fk_host"),
         store_host = col(Res::Store, "fk_host"),
+        due_x = due("x"),
+        due_y = due("y"),
     );
     Raw {
         sql: refresh_statement(&d, Drive::Variant, &filter, DECIDED_BY_PRICE),
         values: Vec::new(),
     }
+}
+
+/// The values of [`due_refresh`] for the window after `last` up to `now`.
+fn due_values(last: &str, now: &str) -> Vec<sea_query::Value> {
+    let window = [last, now, last, now];
+    window.iter().chain(&window).map(|v| (*v).into()).collect()
 }
 
 /// Whether a text is a record timestamp as the database writes them: nothing else is
@@ -114,12 +126,7 @@ impl Store {
                         return Ok(Outcome::RollBack(0));
                     }
                     let mut refresh = due_refresh(backend);
-                    refresh.values = vec![
-                        last.clone().into(),
-                        now.clone().into(),
-                        last.into(),
-                        now.clone().into(),
-                    ];
+                    refresh.values = due_values(&last, &now);
                     let changed = tx.execute_untracked(catalog_offer_table(), &refresh).await?;
                     if changed > 0 {
                         tx.touch(catalog_offer_table());
@@ -141,4 +148,29 @@ impl Store {
 
 fn catalog_offer_table() -> &'static str {
     brandhub_catalog::catalog().get(Res::Offer).table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_due_price_derives_the_offers_of_its_own_hosts_stores_only() {
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            let refresh = due_refresh(backend);
+            let values = due_values("2026-12-07T10:00:00", "2026-12-07T10:00:01");
+            assert_eq!(refresh.sql.matches("{}").count(), values.len());
+            // The stores' host is matched against a price of the variant that is itself due.
+            let exists = refresh
+                .sql
+                .split("EXISTS (SELECT 1 FROM")
+                .nth(1)
+                .unwrap_or_default();
+            assert!(
+                exists.contains("y.\"start_date\" > {}") && exists.contains("y.\"end_date\" <= {}"),
+                "{}",
+                refresh.sql
+            );
+        }
+    }
 }

@@ -52,6 +52,33 @@ enum Changed {
     Transition(Event),
 }
 
+impl Changed {
+    /// What the FROM clause lists for the rows: the transition table, or nothing (a SQLite
+    /// trigger names its row directly).
+    fn rows(self) -> Option<&'static str> {
+        match self {
+            Changed::Row(_) => None,
+            Changed::Transition(_) => Some("changed c"),
+        }
+    }
+
+    /// How the statement names a changed row.
+    fn row(self) -> &'static str {
+        match self {
+            Changed::Row(event) => event.row(),
+            Changed::Transition(_) => "c",
+        }
+    }
+
+    /// Whether the rows were removed.
+    fn removed(self) -> bool {
+        matches!(
+            self,
+            Changed::Row(Event::Delete) | Changed::Transition(Event::Delete)
+        )
+    }
+}
+
 impl Derivation {
     /// The statement for the `changed` rows.
     fn statement(&self, d: &Dialect, changed: Changed) -> String {
@@ -61,25 +88,18 @@ impl Derivation {
                 drive,
                 rewrites,
             } => {
-                let filter = match changed {
-                    Changed::Row(event) => touches.replace("{r}", event.row()),
+                let touched = touches.replace("{r}", changed.row());
+                let filter = match changed.rows() {
+                    None => touched,
                     // The offers the statement's rows touch are derived once, whatever the
                     // number of rows.
-                    Changed::Transition(_) => format!(
-                        "EXISTS (SELECT 1 FROM changed c WHERE {})",
-                        touches.replace("{r}", "c")
-                    ),
+                    Some(rows) => format!("EXISTS (SELECT 1 FROM {rows} WHERE {touched})"),
                 };
                 refresh_statement(d, *drive, &filter, *rewrites)
             }
-            Derivation::Quantities => match changed {
-                Changed::Row(event) => {
-                    quantities_statement(d, None, event.row(), event == Event::Delete)
-                }
-                Changed::Transition(event) => {
-                    quantities_statement(d, Some("changed c"), "c", event == Event::Delete)
-                }
-            },
+            Derivation::Quantities => {
+                quantities_statement(d, changed.rows(), changed.row(), changed.removed())
+            }
         }
     }
 }

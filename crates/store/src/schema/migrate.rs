@@ -460,19 +460,16 @@ impl Store {
 
     /// Updates the planner's statistics after a bulk load.
     pub async fn analyze(&self) -> StoreResult<()> {
-        match self.backend() {
-            Backend::Sqlite => {
+        match &self.pool {
+            crate::db::Pool::Sqlite(_) => {
                 self.execute_raw("ANALYZE").await?;
                 self.forget_sqlite_samples().await
             }
-            Backend::Postgres => {
+            crate::db::Pool::Postgres(pool) => {
                 // VACUUM also sets the visibility map, which index-only scans need. It takes
                 // minutes after a load of millions of rows, longer than the pool's statement
                 // timeout: it runs on a connection of its own without one (VACUUM cannot run
                 // in a transaction, so not under `SET LOCAL`), closed afterwards.
-                let crate::db::Pool::Postgres(pool) = &self.pool else {
-                    return Ok(());
-                };
                 let mut connection = pool
                     .acquire()
                     .await
